@@ -1,0 +1,26 @@
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: serve test bench compat clean
+
+$(VENV)/.installed: pyproject.toml
+	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY)"; exit 1; }
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+.venv: $(VENV)/.installed
+
+serve: .venv
+	$(BIN)/kwire serve $(ARGS)
+
+test: .venv
+	$(BIN)/python -m pytest -q -n 2 tests
+
+bench: .venv
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) kwire-data .pytest_cache .hypothesis

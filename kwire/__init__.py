@@ -1,0 +1,3 @@
+"""kwire: a Kafka broker in Python on Trio."""
+
+__version__ = "0.1.0"
