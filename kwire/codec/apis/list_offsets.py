@@ -1,0 +1,29 @@
+"""ListOffsets (key 2), versions 1-9."""
+from kwire.codec.schema import F, Message
+
+REQUEST = Message("ListOffsetsRequest", api_key=2, kind="request", valid="1-9", flexible="6+", fields=[
+    F("replica_id", "int32", "0+"),
+    F("isolation_level", "int8", "2+"),
+    F("topics", "[]ListOffsetsTopic", "0+", fields=[
+        F("name", "string", "0+"),
+        F("partitions", "[]ListOffsetsPartition", "0+", fields=[
+            F("partition_index", "int32", "0+"),
+            F("current_leader_epoch", "int32", "4+", default=-1, ignorable=True),
+            F("timestamp", "int64", "0+"),
+        ]),
+    ]),
+])
+
+RESPONSE = Message("ListOffsetsResponse", api_key=2, kind="response", valid="1-9", flexible="6+", fields=[
+    F("throttle_time_ms", "int32", "2+", ignorable=True),
+    F("topics", "[]ListOffsetsTopicResponse", "0+", fields=[
+        F("name", "string", "0+"),
+        F("partitions", "[]ListOffsetsPartitionResponse", "0+", fields=[
+            F("partition_index", "int32", "0+"),
+            F("error_code", "int16", "0+"),
+            F("timestamp", "int64", "1+", default=-1),
+            F("offset", "int64", "1+", default=-1),
+            F("leader_epoch", "int32", "4+", default=-1),
+        ]),
+    ]),
+])
