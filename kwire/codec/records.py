@@ -21,12 +21,17 @@ import struct
 import construct as _c
 from crc32c import crc32c as _crc32c
 
+from kwire.codec import compression as _compression
+from kwire.codec.primitives import read_varint, read_varlong
 from kwire.errors import (
+    CodecError,
     CorruptRecordBatch,
     CrcMismatch,
     ErrorCode,
+    EncodeError,
     TruncatedData,
     UnsupportedCompression,
+    VarintTooLong,
 )
 
 # --- layout -------------------------------------------------------------------------------
@@ -110,6 +115,17 @@ class InvalidRecord(CorruptRecordBatch):
     """A record inside a batch is malformed: bad length, varint, count or offset delta."""
 
     code = ErrorCode.CORRUPT_MESSAGE
+
+
+class RecordVarintTooLong(InvalidRecord, VarintTooLong):
+    """A varint inside a record runs past its maximum length."""
+
+
+class RecordCountMismatch(InvalidRecord):
+    """The records found do not match the batch's recordsCount."""
+
+
+DEFAULT_MAX_DECOMPRESSED_SIZE = _compression.DEFAULT_MAX_OUTPUT_SIZE
 
 
 def crc32c(data) -> int:
@@ -272,9 +288,44 @@ class RecordBatch:
         start = self.pos + BATCH_HEADER_SIZE
         return memoryview(self.buf)[start : self.pos + LOG_OVERHEAD + self.batch_length]
 
-    def records(self, *, max_decompressed_size: int | None = None):
-        """Iterate the records (decompressing if needed). See _iter_records."""
-        raise NotImplementedError("record iteration lands in the next commit")
+    def records(self, *, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE):
+        """Iterate the batch's records as Record objects, decompressing first if needed.
+
+        Raises (lazily, while iterating) InvalidRecord subclasses on malformed records,
+        RecordCountMismatch when the records do not match recordsCount, CompressionError
+        (DecompressedTooLarge past ``max_decompressed_size``) on bad compressed payloads and
+        UnsupportedCompression on an unknown codec. Offset deltas must increase strictly
+        and stay within lastOffsetDelta (gaps are legal: compaction makes them). Under
+        LogAppendTime every record's timestamp is the batch's maxTimestamp, as in Kafka.
+        The CRC is not checked here (see validate_crc)."""
+        start = self.pos + BATCH_HEADER_SIZE
+        end = self.pos + LOG_OVERHEAD + self.batch_length
+        if self.batch_length < MIN_BATCH_LENGTH or end > len(self.buf):
+            raise TruncatedRecordBatch(f"record batch at {self.pos} runs past the input")
+        if self.record_count < 0:
+            raise RecordCountMismatch(f"negative record count {self.record_count}")
+        codec = self.attributes & COMPRESSION_MASK
+        if codec == NONE:
+            data = bytes(memoryview(self.buf)[start:end])
+        else:
+            data = _compression.decompress(
+                codec, memoryview(self.buf)[start:end], max_output_size=max_decompressed_size
+            )
+        if self.record_count > len(data):
+            raise RecordCountMismatch(
+                f"{self.record_count} records cannot fit in {len(data)} bytes"
+            )
+        log_append_time = (
+            self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
+        )
+        return _iter_records(
+            data,
+            self.record_count,
+            self.base_offset,
+            self.base_timestamp,
+            log_append_time,
+            self.last_offset_delta,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -347,3 +398,353 @@ def _rewrite_crc(buf, pos: int) -> None:
         raise TruncatedRecordBatch(f"record batch at {pos} runs past the input")
     crc = _crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : end])
     _UINT32.pack_into(buf, pos + CRC_OFFSET, crc)
+
+
+# --- records ------------------------------------------------------------------------------
+class Record:
+    """One record: absolute offset and timestamp, key and value (bytes or None), headers as a
+    list of (str key, bytes-or-None value)."""
+
+    __slots__ = ("offset", "timestamp", "key", "value", "headers")
+
+    def __init__(self, offset, timestamp, key, value, headers=None):
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = [] if headers is None else headers
+
+    def _tuple(self):
+        return (self.offset, self.timestamp, self.key, self.value, list(self.headers))
+
+    def __eq__(self, other):
+        if not isinstance(other, Record):
+            return NotImplemented
+        return self._tuple() == other._tuple()
+
+    __hash__ = None  # mutable
+
+    def __repr__(self) -> str:
+        return (
+            f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, "
+            f"value={self.value!r}, headers={self.headers!r})"
+        )
+
+
+def _iter_records(data: bytes, count, base_offset, base_timestamp, log_append_time, last_delta):
+    """The hot loop: parse ``count`` records filling ``data`` exactly. Varints are decoded
+    inline on their one-byte fast path; longer ones go to kwire.codec.primitives."""
+    n = len(data)
+    pos = 0
+    prev_delta = -1
+    index = 0
+    try:
+        for index in range(count):
+            if pos >= n:
+                raise RecordCountMismatch(
+                    f"batch declares {count} records but holds only {index}"
+                )
+            # length (varint)
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = read_varint(data, pos)
+            record_end = pos + length
+            if length < 6 or record_end > n:
+                raise InvalidRecord(
+                    f"record {index}: length {length} impossible with {n - pos} bytes left"
+                )
+            pos += 1  # attributes (int8, unused)
+            # timestamp delta (varlong)
+            b = data[pos]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                ts_delta, pos = read_varlong(data, pos)
+            # offset delta (varint)
+            b = data[pos]
+            if b < 0x80:
+                offset_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                offset_delta, pos = read_varint(data, pos)
+            if offset_delta <= prev_delta or offset_delta > last_delta:
+                raise InvalidRecord(
+                    f"record {index}: offset delta {offset_delta} after {prev_delta} "
+                    f"(last offset delta {last_delta})"
+                )
+            prev_delta = offset_delta
+            # key
+            b = data[pos]
+            if b < 0x80:
+                klen = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                klen, pos = read_varint(data, pos)
+            if klen >= 0:
+                if pos + klen > record_end:
+                    raise InvalidRecord(f"record {index}: key of {klen} bytes overruns it")
+                key = data[pos : pos + klen]
+                pos += klen
+            elif klen == -1:
+                key = None
+            else:
+                raise InvalidRecord(f"record {index}: key length {klen}")
+            # value
+            b = data[pos]
+            if b < 0x80:
+                vlen = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                vlen, pos = read_varint(data, pos)
+            if vlen >= 0:
+                if pos + vlen > record_end:
+                    raise InvalidRecord(f"record {index}: value of {vlen} bytes overruns it")
+                value = data[pos : pos + vlen]
+                pos += vlen
+            elif vlen == -1:
+                value = None
+            else:
+                raise InvalidRecord(f"record {index}: value length {vlen}")
+            # headers
+            b = data[pos]
+            if b < 0x80:
+                hcount = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                hcount, pos = read_varint(data, pos)
+            if hcount == 0:
+                headers = []
+            else:
+                if hcount < 0 or hcount > (record_end - pos) // 2:
+                    raise InvalidRecord(f"record {index}: {hcount} headers")
+                headers = []
+                for _ in range(hcount):
+                    hklen, pos = read_varint(data, pos)
+                    if hklen < 0 or pos + hklen > record_end:
+                        raise InvalidRecord(f"record {index}: header key length {hklen}")
+                    hkey = data[pos : pos + hklen].decode("utf-8")
+                    pos += hklen
+                    hvlen, pos = read_varint(data, pos)
+                    if hvlen >= 0:
+                        if pos + hvlen > record_end:
+                            raise InvalidRecord(
+                                f"record {index}: header value of {hvlen} bytes overruns it"
+                            )
+                        hval = data[pos : pos + hvlen]
+                        pos += hvlen
+                    elif hvlen == -1:
+                        hval = None
+                    else:
+                        raise InvalidRecord(f"record {index}: header value length {hvlen}")
+                    headers.append((hkey, hval))
+            if pos != record_end:
+                raise InvalidRecord(
+                    f"record {index}: declared {length} bytes, read {length + pos - record_end}"
+                )
+            yield Record(
+                base_offset + offset_delta,
+                log_append_time if log_append_time is not None else base_timestamp + ts_delta,
+                key,
+                value,
+                headers,
+            )
+    except VarintTooLong as exc:
+        raise RecordVarintTooLong(f"record {index}: {exc}") from None
+    except (IndexError, TruncatedData) as exc:
+        raise InvalidRecord(f"record {index} runs past the batch: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidRecord(f"record {index}: header key is not UTF-8: {exc}") from None
+    except InvalidRecord:
+        raise
+    except CodecError as exc:  # pragma: no cover - primitives raise only the above
+        raise InvalidRecord(f"record {index}: {exc}") from None
+    if pos != n:
+        raise RecordCountMismatch(
+            f"{n - pos} bytes remain after the {count} records the batch declares"
+        )
+
+
+# --- building -----------------------------------------------------------------------------
+def _put_varint(out: bytearray, v: int) -> None:
+    """Zigzag varint/varlong (64-bit zigzag is the same encoding for values in int32)."""
+    z = (v << 1) ^ (v >> 63)
+    if z < 0:
+        raise EncodeError(f"varint out of range: {v}")
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+
+
+def _normalize(records, base_offset):
+    """Yield (offset_delta, timestamp, key, value, headers)."""
+    prev = -1
+    for i, r in enumerate(records):
+        if isinstance(r, Record):
+            delta = i if r.offset is None else r.offset - base_offset
+            ts, key, value, headers = r.timestamp, r.key, r.value, r.headers
+        else:
+            if not 2 <= len(r) <= 4:
+                raise EncodeError(f"record {i}: expected (key, value, headers, timestamp_ms)")
+            key, value = r[0], r[1]
+            headers = r[2] if len(r) > 2 else None
+            ts = r[3] if len(r) > 3 else None
+            delta = i
+        if delta <= prev:
+            raise EncodeError(f"record {i}: offset delta {delta} does not increase")
+        prev = delta
+        yield delta, NO_TIMESTAMP if ts is None else ts, key, value, headers or ()
+
+
+def _encode_records(items, base_timestamp) -> bytearray:
+    out = bytearray()
+    body = bytearray()
+    put = _put_varint
+    for delta, ts, key, value, headers in items:
+        body.clear()
+        body.append(0)  # record attributes
+        put(body, ts - base_timestamp)
+        put(body, delta)
+        if key is None:
+            body.append(1)  # zigzag(-1)
+        else:
+            put(body, len(key))
+            body += key
+        if value is None:
+            body.append(1)
+        else:
+            put(body, len(value))
+            body += value
+        put(body, len(headers))
+        for hkey, hval in headers:
+            raw = hkey.encode("utf-8") if isinstance(hkey, str) else hkey
+            put(body, len(raw))
+            body += raw
+            if hval is None:
+                body.append(1)
+            else:
+                put(body, len(hval))
+                body += hval
+        put(out, len(body))
+        out += body
+    return out
+
+
+def build_batch(
+    records,
+    *,
+    base_offset: int = 0,
+    compression: int = NONE,
+    timestamp_type: int = CREATE_TIME,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    compression_level: int | None = None,
+) -> bytes:
+    """Build one v2 record batch.
+
+    ``records`` holds ``(key, value, headers, timestamp_ms)`` tuples (headers and timestamp may
+    be left off; a None timestamp is -1) with offset deltas 0, 1, 2, ...; or Record objects,
+    whose ``offset`` (if not None) gives the delta from ``base_offset`` (so gaps survive a
+    rebuild). baseTimestamp is the first record's timestamp, maxTimestamp the largest, as
+    Kafka's MemoryRecordsBuilder does."""
+    items = list(_normalize(records, base_offset))
+    if not items:
+        raise EncodeError("a record batch needs at least one record")
+    base_timestamp = items[0][1]
+    max_timestamp = max(item[1] for item in items)
+    last_offset_delta = items[-1][0]
+    try:
+        payload = _encode_records(items, base_timestamp)
+    except (TypeError, AttributeError) as exc:
+        raise EncodeError(f"record key, value and headers must be bytes: {exc}") from None
+    if compression != NONE:
+        payload = _compression.compress(compression, payload, level=compression_level)
+    elif compression not in _compression.CODEC_NAMES:  # pragma: no cover - NONE is known
+        raise UnsupportedCompression(f"unknown compression codec {compression}")
+    attributes = compression & COMPRESSION_MASK
+    if compression > ZSTD or compression < 0:
+        raise UnsupportedCompression(f"unknown compression codec {compression}")
+    if timestamp_type:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_MASK
+    if is_control:
+        attributes |= CONTROL_MASK
+    out = bytearray(BATCH_HEADER_SIZE)
+    HEADER.pack_into(
+        out,
+        0,
+        base_offset,
+        BATCH_HEADER_SIZE - LOG_OVERHEAD + len(payload),
+        partition_leader_epoch,
+        CURRENT_MAGIC,
+        0,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(items),
+    )
+    out += payload
+    _UINT32.pack_into(out, CRC_OFFSET, _crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+    return bytes(out)
+
+
+# --- control records (transaction markers) ------------------------------------------------
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+_CONTROL_KEY = struct.Struct(">hh")
+_CONTROL_VALUE = struct.Struct(">hi")
+
+
+def build_control_batch(
+    commit: bool,
+    producer_id: int,
+    producer_epoch: int,
+    timestamp: int,
+    *,
+    coordinator_epoch: int = 0,
+    base_offset: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+) -> bytes:
+    """A transaction marker: a transactional control batch holding one control record
+    (key: version int16 0, type int16 0 abort / 1 commit; value: version int16 0,
+    coordinator epoch int32)."""
+    key = _CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+    value = _CONTROL_VALUE.pack(0, coordinator_epoch)
+    return build_batch(
+        [(key, value, [], timestamp)],
+        base_offset=base_offset,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        is_transactional=True,
+        is_control=True,
+        partition_leader_epoch=partition_leader_epoch,
+    )
+
+
+def parse_control_record(record: Record) -> tuple[int, int | None]:
+    """(control type, coordinator epoch or None) of a control record: type 0 abort, 1 commit.
+    Raises InvalidRecord if the key is not a control key."""
+    key = record.key
+    if key is None or len(key) < 4:
+        raise InvalidRecord("control record key shorter than 4 bytes")
+    version, ctype = _CONTROL_KEY.unpack_from(key)
+    if version < 0:
+        raise InvalidRecord(f"control record key version {version}")
+    epoch = None
+    value = record.value
+    if value is not None and len(value) >= 6:
+        epoch = _CONTROL_VALUE.unpack_from(value)[1]
+    return ctype, epoch
