@@ -89,7 +89,7 @@ def check(got, fields, data, v, path=""):
 
 
 def versions(msg):
-    """Every version we claim: lowest, middle and highest, and the boundaries in between (cheap)."""
+    """Every version we claim (lowest, middle, highest and every boundary between; it is cheap)."""
     return range(msg.valid.lo, msg.valid.hi + 1)
 
 
@@ -289,11 +289,24 @@ def test_newer_subscription_version_is_read_as_our_newest():
     check(ConsumerProtocolSubscription.decode(future), cp.SUBSCRIPTION.fields, SUB_DATA, 3)
 
 
-def test_newer_assignment_version_and_kafka_python_v0_assignment():
+def test_newer_assignment_version_is_read_as_our_newest():
     a = ours(cp.ASSIGNMENT, cp.ASSIGNMENT.name, cp.ASSIGNMENT.fields, ASSIGN_DATA)
-    future = struct.pack(">h", 4) + cp.encode_assignment(a, 3)[2:]
+    future = struct.pack(">h", 4) + cp.encode_assignment(a, 3)[2:] + b"\x00\x00\x00\x07"
     assert cp.decode_assignment(future) == a
-    assert cp.decode_assignment(cp.encode_assignment(a, 0)) == a
+    check(ConsumerProtocolAssignment.decode(future), cp.ASSIGNMENT.fields, ASSIGN_DATA, 3)
+
+
+def test_kafka_python_range_assignor_bytes():
+    """What kafka-python's consumer really sends (metadata) and reads back (assignment)."""
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.structs import TopicPartition
+    sub = cp.decode_subscription(bytes(RangePartitionAssignor.metadata({"payments", "orders"}).encode()))
+    assert sorted(sub.topics) == ["orders", "payments"] and sub.user_data == b""
+    TP = cp.AssignmentTopicPartition
+    ours_a = cp.Assignment(assigned_partitions=[TP(topic="orders", partitions=[2, 0]), TP(topic="x", partitions=[])],
+                           user_data=b"")
+    got = ConsumerProtocolAssignment.decode(cp.encode_assignment(ours_a, 0))
+    assert set(got.partitions()) == {TopicPartition("orders", 0), TopicPartition("orders", 2)}
 
 
 def test_bad_consumer_protocol_input_is_refused():
