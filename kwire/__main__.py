@@ -1,0 +1,3 @@
+from kwire.cli import main
+
+raise SystemExit(main())

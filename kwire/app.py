@@ -1,0 +1,64 @@
+"""Run a broker: build it from a config, open its storage, serve until cancelled or
+signalled (SIGINT/SIGTERM: stop accepting, finish, write log checkpoints)."""
+from __future__ import annotations
+
+import logging
+import signal
+
+import trio
+
+from kwire.broker import Broker
+from kwire.config import BrokerConfig
+from kwire.server import KafkaServer
+
+log = logging.getLogger("kwire")
+
+
+def parse_hostport(text: str, default_port: int = 9092) -> tuple[str, int]:
+    text = text.split("://", 1)[-1]
+    if text.startswith("["):
+        host, _, port = text[1:].partition("]:")
+        return host, int(port or default_port)
+    host, _, port = text.rpartition(":")
+    if not host:
+        return text, default_port
+    return host, int(port)
+
+
+async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: tuple[str, int] | None = None,
+                     task_status=trio.TASK_STATUS_IGNORED, handle_signals: bool = False, on_ready=None) -> None:
+    """Serve until cancelled. ``task_status.started((broker, server, port))`` once listening."""
+    # Bind first so port 0 resolves before the broker registers its advertised address.
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    bound_port = listeners[0].socket.getsockname()[1]
+    adv_host, adv_port = advertised or (host if host not in ("0.0.0.0", "::", "") else "127.0.0.1", bound_port)
+    if adv_port == 0:
+        adv_port = bound_port
+    broker = Broker(config, advertised_host=adv_host, advertised_port=adv_port)
+    try:
+        broker.open()
+        server = KafkaServer(broker)
+        server.listeners = listeners
+        async with trio.open_nursery() as nursery:
+            server.nursery = nursery
+            await server.start_background(nursery)
+            nursery.start_soon(_serve_listeners, server, listeners)
+            log.info("kwire broker %d serving on %s:%d (advertised %s:%d), data in %s",
+                     broker.node_id, host, bound_port, adv_host, adv_port, broker.data_dir)
+            if on_ready is not None:
+                on_ready(broker, server, bound_port)
+            task_status.started((broker, server, bound_port))
+            if handle_signals:
+                with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
+                    async for sig in sigs:
+                        log.info("received %s: shutting down", signal.Signals(sig).name)
+                        break
+                nursery.cancel_scope.cancel()
+    finally:
+        broker.close()
+        log.info("kwire broker %d stopped; log checkpoints written", broker.node_id)
+
+
+async def _serve_listeners(server: KafkaServer, listeners) -> None:
+    async with trio.open_nursery() as handlers:
+        await trio.serve_listeners(server._handle, listeners, handler_nursery=handlers)

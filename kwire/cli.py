@@ -1,0 +1,65 @@
+"""``kwire serve``: parse flags (Kafka's config names accepted), build a config, run."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import trio
+
+from kwire.config import BrokerConfig
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kwire", description="A Kafka broker in Python on Trio")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve", help="run a broker")
+    s.add_argument("--listen", default=None, help="HOST:PORT to listen on (default 127.0.0.1:9092)")
+    s.add_argument("--advertised-listener", default=None, help="HOST:PORT clients should connect to")
+    s.add_argument("--data-dir", default=None, help="data directory (default ./kwire-data)")
+    s.add_argument("--config", default=None, help="a server.properties file (Kafka's key names)")
+    s.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a config key (repeatable), e.g. --override num.partitions=3")
+    s.add_argument("--node-id", type=int, default=None)
+    s.add_argument("--log-level", default="INFO")
+    return p
+
+
+def config_from_args(args) -> tuple[BrokerConfig, str]:
+    text = ""
+    if args.config:
+        with open(args.config) as f:
+            text = f.read()
+    overrides = {}
+    for item in args.override:
+        if "=" not in item:
+            raise SystemExit(f"--override needs KEY=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        overrides[k.strip()] = v.strip()
+    cfg = BrokerConfig.from_properties(text, overrides)
+    if args.data_dir:
+        cfg.set("log.dirs", args.data_dir)
+    if args.node_id is not None:
+        cfg.set("node.id", args.node_id)
+    listen = args.listen or cfg.values.get("listeners", "127.0.0.1:9092")
+    return cfg, listen
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if args.cmd == "serve":
+        from kwire.app import parse_hostport, run_broker
+
+        cfg, listen = config_from_args(args)
+        host, port = parse_hostport(listen.split(",")[0])
+        adv = parse_hostport(args.advertised_listener) if args.advertised_listener else None
+        if adv is None and cfg.get("advertised.listeners"):
+            adv = parse_hostport(str(cfg.get("advertised.listeners")).split(",")[0])
+        try:
+            trio.run(lambda: run_broker(cfg, host=host, port=port, advertised=adv, handle_signals=True))
+        except KeyboardInterrupt:
+            pass
+        return 0
+    return 2

@@ -1,0 +1,70 @@
+"""Metadata (key 3): versions 0-12.
+
+All topics when ``topics`` is null (v1+) or empty (v0); auto topic creation when the request
+allows it (always before v4) and auto.create.topics.enable is on, with num.partitions and
+default.replication.factor; topics by id from v10 (UNKNOWN_TOPIC_ID when unknown). Auto-created
+topics are created before the answer, so the client sees them at once instead of retrying on
+LEADER_NOT_AVAILABLE. Left out: authorized operations (no ACLs: reported as Kafka does when
+not requested, -2147483648).
+"""
+from __future__ import annotations
+
+from kwire.errors import ErrorCode
+from kwire.handlers import RequestContext, handles
+from kwire.codec.primitives import ZERO_UUID
+
+
+def topic_metadata(ctx: RequestContext, topic, name: str | None = None, error: int = 0):
+    T = ctx.struct("MetadataResponseTopic")
+    Pn = ctx.struct("MetadataResponsePartition")
+    if topic is None:
+        return T(error_code=error, name=name, topic_id=ZERO_UUID, partitions=[])
+    parts = []
+    live = {b.node_id for b in ctx.broker.image.live_brokers()}
+    for idx in sorted(topic.partitions):
+        p = topic.partitions[idx]
+        leader = p.leader if p.leader in live else -1
+        parts.append(Pn(error_code=0 if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+                        partition_index=idx, leader_id=leader, leader_epoch=p.leader_epoch,
+                        replica_nodes=list(p.replicas), isr_nodes=[r for r in p.isr if r in live],
+                        offline_replicas=[r for r in p.replicas if r not in live]))
+    return T(error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.is_internal,
+             partitions=parts)
+
+
+@handles("Metadata")
+async def metadata(ctx: RequestContext, req):
+    b = ctx.broker
+    image = b.image
+    v = ctx.version
+    allow_auto = (req.allow_auto_topic_creation if v >= 4 else True) and bool(b.config.get("auto.create.topics.enable"))
+    topics = []
+    if req.topics is None or (v == 0 and not req.topics):
+        for name in sorted(image.topics):
+            topics.append(topic_metadata(ctx, image.topics[name]))
+    else:
+        for rt in req.topics:
+            name = rt.name
+            if name is None:
+                t = image.topics_by_id.get(rt.topic_id)
+                if t is None:
+                    topics.append(topic_metadata(ctx, None, None, ErrorCode.UNKNOWN_TOPIC_ID))
+                    topics[-1].topic_id = rt.topic_id
+                else:
+                    topics.append(topic_metadata(ctx, t))
+                continue
+            t = image.topics.get(name)
+            if t is None and allow_auto and not name.startswith("__"):
+                res = b.create_topic(name, -1, -1, {})
+                if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+                    topics.append(topic_metadata(ctx, None, name, res.code))
+                    continue
+                t = image.topics.get(name)
+            if t is None:
+                topics.append(topic_metadata(ctx, None, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            else:
+                topics.append(topic_metadata(ctx, t))
+    B = ctx.struct("MetadataResponseBroker")
+    brokers = [B(node_id=x.node_id, host=x.host, port=x.port, rack=x.rack) for x in image.live_brokers()]
+    return ctx.response(throttle_time_ms=0, brokers=brokers, cluster_id=b.cluster_id,
+                        controller_id=b.controller_id(), topics=topics)

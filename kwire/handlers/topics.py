@@ -1,0 +1,97 @@
+"""CreateTopics (key 19) 2-7, DeleteTopics (key 20) 1-6, CreatePartitions (key 37) 0-3.
+
+Topic changes are metadata records (TopicRecord, PartitionRecord, ConfigRecord,
+RemoveTopicRecord) committed to the metadata log, then applied. CreateTopics honours
+validate_only, configs (validated with Kafka's names; INVALID_CONFIG otherwise), manual
+assignments, -1 for the broker defaults (v4+), and reports the effective configs (v5+).
+DeleteTopics by name and, from v6, by topic id. Left out: ACL checks (no authorizer).
+"""
+from __future__ import annotations
+
+from kwire.config import TOPIC_CONFIGS
+from kwire.errors import ErrorCode
+from kwire.handlers import RequestContext, handles
+from kwire.handlers.configs import config_type, describe_topic_entries
+
+
+@handles("CreateTopics")
+async def create_topics(ctx: RequestContext, req):
+    b = ctx.broker
+    R = ctx.struct("CreatableTopicResult")
+    C = ctx.struct("CreatableTopicConfigs")
+    seen: dict[str, int] = {}
+    for t in req.topics:
+        seen[t.name] = seen.get(t.name, 0) + 1
+    out = []
+    for t in req.topics:
+        r = R(name=t.name, error_code=0, error_message=None)
+        out.append(r)
+        if seen[t.name] > 1:
+            r.error_code, r.error_message = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
+            continue
+        assignments = None
+        if t.assignments:
+            if t.num_partitions != -1 or t.replication_factor != -1:
+                r.error_code = ErrorCode.INVALID_REQUEST
+                r.error_message = "Both numPartitions or replicationFactor and replicasAssignments were set."
+                continue
+            assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+        configs = {c.name: c.value for c in t.configs}
+        res = b.create_topic(t.name, t.num_partitions, t.replication_factor, configs,
+                             validate_only=req.validate_only, assignments=assignments)
+        r.error_code, r.error_message = res.code, res.message
+        if res.code == ErrorCode.NONE:
+            topic = b.image.topics.get(t.name)
+            if topic is not None:
+                r.topic_id = topic.topic_id
+                r.num_partitions = len(topic.partitions)
+                r.replication_factor = len(topic.partitions[0].replicas)
+            else:  # validate_only
+                r.num_partitions = t.num_partitions if t.num_partitions != -1 else int(b.config.get("num.partitions"))
+                r.replication_factor = t.replication_factor if t.replication_factor != -1 else \
+                    int(b.config.get("default.replication.factor"))
+            r.configs = [C(name=e.name, value=e.value, read_only=False, config_source=e.source, is_sensitive=False)
+                         for e in describe_topic_entries(b, topic, overrides=configs if topic is None else None)]
+    return ctx.response(throttle_time_ms=0, topics=out)
+
+
+@handles("DeleteTopics")
+async def delete_topics(ctx: RequestContext, req):
+    b = ctx.broker
+    R = ctx.struct("DeletableTopicResult")
+    out = []
+    if ctx.version >= 6:
+        items = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        items = [(n, None) for n in req.topic_names]
+    for name, tid in items:
+        if name is None:
+            t = b.image.topics_by_id.get(tid)
+            if t is None:
+                out.append(R(name=None, topic_id=tid, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                             error_message="This server does not host this topic ID."))
+                continue
+            name = t.name
+        t = b.image.topics.get(name)
+        topic_id = t.topic_id if t else (tid or None)
+        res = b.delete_topic(name)
+        r = R(name=name, error_code=res.code, error_message=res.message if res.code else None)
+        if topic_id is not None:
+            r.topic_id = topic_id
+        out.append(r)
+    return ctx.response(throttle_time_ms=0, responses=out)
+
+
+@handles("CreatePartitions")
+async def create_partitions(ctx: RequestContext, req):
+    b = ctx.broker
+    R = ctx.struct("CreatePartitionsTopicResult")
+    out = []
+    for t in req.topics:
+        assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
+        res = b.create_partitions(t.name, t.count, validate_only=req.validate_only, assignments=assignments)
+        out.append(R(name=t.name, error_code=res.code, error_message=res.message if res.code else None))
+    return ctx.response(throttle_time_ms=0, results=out)
+
+
+__all__ = ["TOPIC_CONFIGS", "config_type"]

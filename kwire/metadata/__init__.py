@@ -1,0 +1,1 @@
+"""Cluster metadata: records shaped like KRaft's, and the image built by replaying them."""

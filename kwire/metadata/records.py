@@ -1,0 +1,103 @@
+"""Metadata records in KRaft's shape (RegisterBrokerRecord, TopicRecord, PartitionRecord,
+ConfigRecord, RemoveTopicRecord, PartitionChangeRecord, ...).
+
+Serialised like Kafka's MetadataRecordSerde: unsigned varint frame version (1), unsigned varint
+record type, unsigned varint record version, then the record body in the flexible encoding.
+"""
+from __future__ import annotations
+
+from kwire.codec import primitives as P
+from kwire.codec.schema import F, Message
+from kwire.errors import CodecError
+
+
+def _rec(name: str, type_id: int, fields: list[F]) -> Message:
+    m = Message(name, kind="metadata", valid="0", flexible="0+", fields=fields)
+    m.type_id = type_id  # type: ignore[attr-defined]
+    return m
+
+
+REGISTER_BROKER = _rec("RegisterBrokerRecord", 0, [
+    F("broker_id", "int32"),
+    F("incarnation_id", "uuid"),
+    F("broker_epoch", "int64"),
+    F("end_points", "[]BrokerEndpoint", fields=[
+        F("name", "string"),
+        F("host", "string"),
+        F("port", "uint16"),
+        F("security_protocol", "int16"),
+    ]),
+    F("rack", "string", nullable="0+", default=None),
+    F("fenced", "bool", default=True),
+])
+UNREGISTER_BROKER = _rec("UnregisterBrokerRecord", 1, [
+    F("broker_id", "int32"),
+    F("broker_epoch", "int64"),
+])
+TOPIC = _rec("TopicRecord", 2, [
+    F("name", "string"),
+    F("topic_id", "uuid"),
+])
+PARTITION = _rec("PartitionRecord", 3, [
+    F("partition_id", "int32", default=-1),
+    F("topic_id", "uuid"),
+    F("replicas", "[]int32"),
+    F("isr", "[]int32"),
+    F("removing_replicas", "[]int32"),
+    F("adding_replicas", "[]int32"),
+    F("leader", "int32", default=-1),
+    F("leader_recovery_state", "int8", tag=0, tagged="0+", default=0),
+    F("leader_epoch", "int32", default=-1),
+    F("partition_epoch", "int32", default=-1),
+])
+CONFIG = _rec("ConfigRecord", 4, [
+    F("resource_type", "int8"),
+    F("resource_name", "string"),
+    F("name", "string"),
+    F("value", "string", nullable="0+"),
+])
+PARTITION_CHANGE = _rec("PartitionChangeRecord", 5, [
+    F("partition_id", "int32", default=-1),
+    F("topic_id", "uuid"),
+    F("isr", "[]int32", nullable="0+", tag=0, tagged="0+", default=None),
+    F("leader", "int32", tag=1, tagged="0+", default=-2),
+    F("replicas", "[]int32", nullable="0+", tag=2, tagged="0+", default=None),
+])
+FENCE_BROKER = _rec("FenceBrokerRecord", 7, [F("id", "int32"), F("epoch", "int64")])
+UNFENCE_BROKER = _rec("UnfenceBrokerRecord", 8, [F("id", "int32"), F("epoch", "int64")])
+REMOVE_TOPIC = _rec("RemoveTopicRecord", 9, [F("topic_id", "uuid")])
+FEATURE_LEVEL = _rec("FeatureLevelRecord", 12, [F("name", "string"), F("feature_level", "int16")])
+NO_OP = _rec("NoOpRecord", 17, [])
+PRODUCER_IDS = _rec("ProducerIdsRecord", 15, [
+    F("broker_id", "int32"),
+    F("broker_epoch", "int64"),
+    F("next_producer_id", "int64"),
+])
+
+BY_TYPE: dict[int, Message] = {m.type_id: m for m in (  # type: ignore[attr-defined]
+    REGISTER_BROKER, UNREGISTER_BROKER, TOPIC, PARTITION, CONFIG, PARTITION_CHANGE, FENCE_BROKER,
+    UNFENCE_BROKER, REMOVE_TOPIC, FEATURE_LEVEL, NO_OP, PRODUCER_IDS)}
+
+# ConfigResource types, as in Kafka's ConfigResource.Type
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+
+def encode_record(msg: Message, obj) -> bytes:
+    out = bytearray()
+    P.write_uvarint(out, 1)
+    P.write_uvarint(out, msg.type_id)  # type: ignore[attr-defined]
+    P.write_uvarint(out, 0)
+    return bytes(out) + msg.encode(obj, 0)
+
+
+def decode_record(data) -> tuple[Message, object]:
+    frame_version, pos = P.read_uvarint(data, 0)
+    if frame_version != 1:
+        raise CodecError(f"unknown metadata record frame version {frame_version}")
+    type_id, pos = P.read_uvarint(data, pos)
+    _version, pos = P.read_uvarint(data, pos)
+    msg = BY_TYPE.get(type_id)
+    if msg is None:
+        raise CodecError(f"unknown metadata record type {type_id}")
+    return msg, msg.decode(memoryview(data)[pos:], 0)
