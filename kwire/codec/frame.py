@@ -135,7 +135,9 @@ def decode_request_header(frame) -> tuple[RequestHeader, Api | None, int]:
 def decode_request(frame) -> Request:
     header, api, pos = decode_request_header(frame)
     try:
-        body = api.request.decode(memoryview(frame)[pos:], header.api_version)
+        # Like Kafka's request parser, bytes after the last known field are ignored
+        # (librdkafka 2.x sends some in Metadata v12).
+        body = api.request.decode(memoryview(frame)[pos:], header.api_version, exact=False)
     except Exception as exc:
         exc.header = header  # type: ignore[attr-defined]
         raise

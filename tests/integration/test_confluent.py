@@ -14,7 +14,7 @@ def produce(bootstrap, topic, records, **conf):
 
     def cb(err, msg):
         assert err is None, err
-        acked.append((msg.partition(), msg.offset()))
+        acked.append((msg.partition(), msg.offset(), msg.key()))
 
     for r in records:
         p.produce(topic, on_delivery=cb, **r)
@@ -44,7 +44,7 @@ def test_produce_consume_codec(bootstrap, topic, codec):
     records = [{"key": f"k{i}".encode(), "value": (f"v{i}-" * (i % 50)).encode(),
                 "headers": [("h", f"{i}".encode()), ("empty", b"")]} for i in range(500)]
     acked = produce(bootstrap, topic, records, **{"compression.type": codec})
-    assert sorted(o for _, o in acked) == list(range(500))
+    assert sorted(o for _, o, _ in acked) == list(range(500))
     got = consume(bootstrap, topic, 500)
     assert [m.value() for m in got] == [r["value"] for r in records]
     assert [m.key() for m in got] == [r["key"] for r in records]
@@ -88,8 +88,9 @@ def test_many_partitions_and_keys(bootstrap, topic):
     records = [{"key": f"key{i % 40}".encode(), "value": f"{i}".encode()} for i in range(2000)]
     acked = produce(bootstrap, topic, records)
     by_key = {}
-    for r, (p, _) in zip(records, acked):
-        by_key.setdefault(r["key"], set()).add(p)
+    for p, _, key in acked:
+        by_key.setdefault(key, set()).add(p)
+    assert len(by_key) == 40
     assert all(len(s) == 1 for s in by_key.values())  # same key, same partition
     got = consume(bootstrap, topic, 2000, partitions=16)
     assert len(got) == 2000
@@ -138,7 +139,7 @@ def test_admin_operations(bootstrap, topic):
     from confluent_kafka import TopicPartition as TP
     r = admin.delete_records([TP(topic, 0, 4)])
     (fut,) = r.values()
-    assert fut.result(10).offset == 4
+    assert fut.result(10).low_watermark == 4
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "x"})
     assert c.get_watermark_offsets(TP(topic, 0), 10) == (4, 10)
     c.close()
