@@ -3,14 +3,19 @@ edits; differential against kafka-python's record batch builder and reader (both
 every codec); malformed input raising named errors."""
 from __future__ import annotations
 
+import socket
 import struct
+import threading
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kwire.codec import compression as C
+from kwire.codec import frame as FR
 from kwire.codec import records as R
+from kwire.codec.apis import APIS
 from kwire.codec.records import (
     Record,
     RecordBatch,
@@ -23,6 +28,7 @@ from kwire.codec.records import (
     set_partition_leader_epoch,
 )
 from kwire.errors import (
+    CodecError,
     CompressionError,
     CorruptRecordBatch,
     CrcMismatch,
@@ -538,13 +544,6 @@ def test_fuzzed_batches_raise_only_named_errors(data, codec):
 # connection) answers ApiVersions and Metadata with kwire's own frame codec and schemas and
 # captures each Produce request's records field, decoded with kwire's Produce schema. The
 # captured batches are then parsed by kwire.codec.records: header, CRC, records.
-import socket  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-
-from kwire.codec import frame as FR  # noqa: E402
-from kwire.codec.apis import APIS  # noqa: E402
-from kwire.errors import CodecError  # noqa: E402
 
 
 def _confluent():
@@ -704,7 +703,7 @@ def test_confluent_kafka_batches_parse_in_kwire(broker):
         producer = _confluent().Producer({
             "bootstrap.servers": f"127.0.0.1:{broker.port}",
             "compression.type": codec,
-            "linger.ms": 20,
+            "linger.ms": 200,  # flush() sends at once; this only keeps one batch whole
             "enable.idempotence": False,
             "message.timeout.ms": 20000,
             "socket.timeout.ms": 10000,
@@ -722,19 +721,24 @@ def test_confluent_kafka_batches_parse_in_kwire(broker):
 
     for topic, (codec, msgs) in expected.items():
         got = []
+        codecs_seen = set()
         blobs = [rec for (t, p, rec, v) in broker.captured if t == topic]
         assert blobs, topic
         for blob in blobs:
             for batch in iter_batches(blob):
                 batch.validate()
                 batch.validate_crc()
-                assert batch.compression == CODEC_NUMBERS[codec], (topic, batch)
+                # librdkafka sends a batch uncompressed when compression does not shrink it
+                # (a small batch cut off by linger.ms); the larger ones use the codec
+                assert batch.compression in (0, CODEC_NUMBERS[codec]), (topic, batch)
+                codecs_seen.add(batch.compression)
                 assert batch.magic == 2 and batch.timestamp_type == 0
                 assert batch.record_count == batch.last_offset_delta + 1
                 recs = list(batch.records())
                 assert [r.offset for r in recs] == list(range(len(recs)))
                 got.extend((r.key, r.value, r.headers, r.timestamp) for r in recs)
         assert got == msgs, topic
+        assert CODEC_NUMBERS[codec] in codecs_seen, (topic, codecs_seen)
 
 
 def test_capture_broker_rejects_corrupted_capture(broker):
