@@ -1,0 +1,385 @@
+"""The group coordinator: membership (see membership.py) plus committed offsets, admin APIs,
+durability in ``__consumer_offsets`` and replay at startup.
+
+Nothing here does I/O. The edge:
+- builds ``GroupCoordinator(config, clock, writer)``; ``writer(partition, records, done)``
+  appends records to ``__consumer_offsets`` and calls ``done(error_code)`` once durable;
+- at startup feeds every record of ``__consumer_offsets`` (in offset order, all partitions) to
+  ``replay(key, value)`` before serving;
+- runs a timer task: ``deadline = coordinator.tick()``, sleep until then (monotonic ms of the
+  coordinator's clock) or until ``coordinator.wakeup`` is called, repeat;
+- calls the API methods from its handlers; methods that return ``Pending`` answer later.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from kwire.errors import CodecError, ErrorCode
+from kwire.groups import records as R
+from kwire.groups.group import Group, GroupState, Member
+from kwire.groups.membership import GroupConfig, Membership, Record, Writer
+from kwire.groups.offsets import OffsetAndMetadata
+from kwire.groups.pending import Pending
+from kwire.groups.results import (CommitResult, FetchedOffset, FetchResult, GroupDescription,
+                                  GroupListing, MemberDescription, OffsetDeleteResult)
+from kwire.groups.subscription import CONSUMER_PROTOCOL_TYPE
+
+E = ErrorCode
+S = GroupState
+
+#: (topic, partition, committed offset, leader epoch or -1, metadata or None)
+CommitOffset = tuple[str, int, int, int, "str | None"]
+
+
+def commit_error(error: ErrorCode) -> ErrorCode:
+    """What a failed append of offsets means to a client (Kafka's maybeConvertOffsetCommitError)."""
+    if error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS,
+                 E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
+        return E.NOT_COORDINATOR
+    if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
+        return E.INVALID_COMMIT_OFFSET_SIZE
+    return error
+
+
+class GroupCoordinator(Membership):
+    def __init__(self, config: GroupConfig | None = None, clock=None, writer: Writer | None = None,
+                 new_uuid: Callable[[], str] | None = None):
+        kw = {} if clock is None else {"clock": clock}
+        super().__init__(config, writer=writer, new_uuid=new_uuid, **kw)
+        self._schedule(("expire_offsets",), self.config.offsets_retention_check_interval_ms)
+
+    def _on_timer(self, key) -> None:
+        if key[0] == "expire_offsets":
+            self.expire_offsets()
+            self._schedule(("expire_offsets",), self.config.offsets_retention_check_interval_ms)
+        else:
+            super()._on_timer(key)
+
+    # ================================================================== OffsetCommit ====
+    def commit_offsets(self, group_id: str, generation_id: int, member_id: str,
+                       offsets: Iterable[CommitOffset], *, group_instance_id: str | None = None,
+                       retention_ms: int = -1,
+                       commit_timestamp: int = -1) -> Pending[CommitResult]:
+        """Handle an OffsetCommit. Answers once the writer has made the offsets durable.
+
+        ``retention_ms``: OffsetCommit v2-v4 ``retention_time_ms`` (-1: broker default);
+        ``commit_timestamp``: v1's per-request timestamp (-1: now).
+        """
+        offsets = list(offsets)
+        p: Pending[CommitResult] = Pending()
+
+        def fail(error: ErrorCode) -> Pending[CommitResult]:
+            p.set_result(CommitResult({(t, part): error for t, part, *_ in offsets}))
+            return p
+
+        g = self.groups.get(group_id)
+        if g is None:
+            if generation_id >= 0:
+                return fail(E.ILLEGAL_GENERATION)  # an older generation of a deleted group
+            g = self.groups[group_id] = Group(group_id)  # a standalone ("simple") consumer
+        error = self._validate_offset_commit(g, generation_id, member_id, group_instance_id)
+        if error is None and g.is_(S.COMPLETING_REBALANCE):
+            error = E.REBALANCE_IN_PROGRESS
+        if error is not None:
+            if not g.members and not len(g.offsets) and g.is_(S.EMPTY) and not g.pending_members:
+                self.groups.pop(group_id, None)
+            return fail(error)
+        if g.state in (S.STABLE, S.PREPARING_REBALANCE):
+            self._schedule_heartbeat(g, g.members[member_id])
+
+        now = self.clock.now_ms()
+        ts = now if commit_timestamp < 0 else commit_timestamp
+        expire = -1 if retention_ms < 0 else ts + retention_ms
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        accepted: dict[tuple[str, int], OffsetAndMetadata] = {}
+        for topic, partition, offset, leader_epoch, metadata in offsets:
+            metadata = metadata or ""
+            tp = (topic, partition)
+            if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+                errors[tp] = E.OFFSET_METADATA_TOO_LARGE
+            else:
+                accepted[tp] = OffsetAndMetadata(offset, leader_epoch, metadata, ts, expire)
+                errors[tp] = E.NONE
+        if not accepted:
+            p.set_result(CommitResult(errors))
+            return p
+        records = [(R.offset_key(group_id, t, part),
+                    R.offset_value(R.OffsetValue(om.offset, om.leader_epoch, om.metadata,
+                                                 om.commit_timestamp, om.expire_timestamp)))
+                   for (t, part), om in accepted.items()]
+
+        def appended(error: ErrorCode) -> None:
+            if error == E.NONE:
+                if self.groups.get(group_id) is g and not g.is_(S.DEAD):
+                    for tp, om in accepted.items():
+                        g.offsets.put(tp, om)
+            else:
+                e = commit_error(error)
+                for tp in accepted:
+                    errors[tp] = e
+            p.set_result(CommitResult(errors))
+
+        self._write(group_id, records, appended)
+        return p
+
+    def _validate_offset_commit(self, g: Group, generation_id: int, member_id: str,
+                                instance_id: str | None) -> ErrorCode | None:
+        if g.is_(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and g.is_(S.EMPTY):
+            return None  # admin client or a consumer without group management
+        if generation_id >= 0 or member_id != "" or instance_id is not None:
+            error = self._validate_current_member(g, member_id, instance_id)
+            if error is not None:
+                return error
+            return E.ILLEGAL_GENERATION if generation_id != g.generation_id else None
+        if not g.is_(S.EMPTY):
+            return E.UNKNOWN_MEMBER_ID  # only members commit for a group with members
+        return None
+
+    # ================================================================== OffsetFetch =====
+    def fetch_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None,
+                      require_stable: bool = False) -> FetchResult:
+        """Handle an OffsetFetch for one group; ``partitions`` None means all committed.
+
+        ``require_stable`` would wait out pending transactional commits; we have none.
+        """
+        g = self.groups.get(group_id)
+        if partitions is None:
+            if g is None or g.is_(S.DEAD):
+                return FetchResult(E.NONE, {})
+            return FetchResult(E.NONE, {tp: FetchedOffset(om.offset, om.leader_epoch, om.metadata)
+                                        for tp, om in g.offsets.items()})
+        out = {}
+        for tp in partitions:
+            tp = (tp[0], tp[1])
+            om = None if g is None or g.is_(S.DEAD) else g.offsets.get(tp)
+            out[tp] = FetchedOffset() if om is None else \
+                FetchedOffset(om.offset, om.leader_epoch, om.metadata)
+        return FetchResult(E.NONE, out)
+
+    # ================================================================== describe/list ===
+    def describe_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        """DescribeGroups; an unknown group is state "Dead" with GROUP_ID_NOT_FOUND (send
+        NONE to clients below v6, as Kafka does)."""
+        out = []
+        for gid in group_ids:
+            g = self.groups.get(gid)
+            if g is None or g.is_(S.DEAD):
+                out.append(GroupDescription(gid, E.GROUP_ID_NOT_FOUND, S.DEAD.value, "", ""))
+                continue
+            stable = g.is_(S.STABLE)
+            members = [MemberDescription(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                m.metadata(g.protocol_name) if stable and g.protocol_name else b"",
+                m.assignment if stable else b"") for m in g.members.values()]
+            out.append(GroupDescription(gid, E.NONE, g.state.value, g.protocol_type or "",
+                                        (g.protocol_name or "") if stable else "", members))
+        return out
+
+    def list_groups(self, states_filter: Iterable[str] | None = None,
+                    types_filter: Iterable[str] | None = None) -> list[GroupListing]:
+        """ListGroups; filters are case-insensitive, empty or None means no filter."""
+        states = {s.lower() for s in states_filter or ()}
+        types = {t.lower() for t in types_filter or ()}
+        if types and "classic" not in types:
+            return []
+        return [GroupListing(g.group_id, g.protocol_type or "", g.state.value)
+                for g in self.groups.values()
+                if not g.is_(S.DEAD) and (not states or g.state.value.lower() in states)]
+
+    # ================================================================== deletion ========
+    def _cleanup(self, g: Group, removed: list[tuple[str, int]]) -> list[Record]:
+        """Remove offsets; an Empty group left without offsets is deleted. Tombstones out."""
+        recs: list[Record] = []
+        for t, part in removed:
+            if g.offsets.remove((t, part)):
+                recs.append((R.offset_key(g.group_id, t, part), None))
+        if g.is_(S.EMPTY) and not len(g.offsets):
+            g.transition_to(S.DEAD)
+            self._forget(g)
+            recs.append((R.group_key(g.group_id), None))
+        return recs
+
+    def _forget(self, g: Group) -> None:
+        if self.groups.get(g.group_id) is g:
+            del self.groups[g.group_id]
+        for mid in g.pending_members:
+            self.timers.cancel(("pending", g.group_id, mid))
+        self.timers.cancel(("join", g.group_id))
+
+    def delete_groups(self, group_ids: Iterable[str]) -> Pending[dict[str, ErrorCode]]:
+        """DeleteGroups: only Empty groups (NON_EMPTY_GROUP otherwise); answers once the
+        tombstones of the group and its offsets are written."""
+        p: Pending[dict[str, ErrorCode]] = Pending()
+        result: dict[str, ErrorCode] = {}
+        writes: list[tuple[str, list[Record]]] = []
+        for gid in group_ids:
+            if gid is None:
+                result[gid] = E.INVALID_GROUP_ID
+                continue
+            g = self.groups.get(gid)
+            if g is None or g.is_(S.DEAD):
+                result[gid] = E.GROUP_ID_NOT_FOUND
+            elif not g.is_(S.EMPTY):
+                result[gid] = E.NON_EMPTY_GROUP
+            else:
+                recs = [(R.offset_key(gid, t, part), None) for t, part in g.offsets]
+                recs.append((R.group_key(gid), None))
+                g.transition_to(S.DEAD)
+                self._forget(g)
+                result[gid] = E.NONE
+                writes.append((gid, recs))
+        self._write_all(writes, result, p)
+        return p
+
+    def _write_all(self, writes: list[tuple[str, list[Record]]], result: dict, p: Pending) -> None:
+        outstanding = [len(writes)]
+        if not writes:
+            p.set_result(result)
+            return
+        for gid, recs in writes:
+            def done(error: ErrorCode, gid=gid) -> None:
+                if error != E.NONE:
+                    result[gid] = commit_error(error)
+                outstanding[0] -= 1
+                if outstanding[0] == 0:
+                    p.set_result(result)
+            self._write(gid, recs, done)
+
+    def delete_offsets(self, group_id: str,
+                       partitions: Iterable[tuple[str, int]]) -> Pending[OffsetDeleteResult]:
+        """OffsetDelete: GROUP_SUBSCRIBED_TO_TOPIC for topics a live consumer group reads."""
+        p: Pending[OffsetDeleteResult] = Pending()
+        partitions = [(t, part) for t, part in partitions]
+        if not group_id:
+            p.set_result(OffsetDeleteResult(E.INVALID_GROUP_ID))
+            return p
+        g = self.groups.get(group_id)
+        if g is None or g.is_(S.DEAD):
+            p.set_result(OffsetDeleteResult(E.GROUP_ID_NOT_FOUND))
+            return p
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        if g.is_(S.EMPTY):
+            eligible = partitions
+        elif g.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            eligible = []
+            for tp in partitions:
+                if g.is_subscribed_to_topic(tp[0]):
+                    errors[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(tp)
+        else:
+            p.set_result(OffsetDeleteResult(E.NON_EMPTY_GROUP))
+            return p
+        for tp in eligible:
+            errors[tp] = E.NONE
+        recs = self._cleanup(g, eligible) if eligible else []
+        if not recs:
+            p.set_result(OffsetDeleteResult(E.NONE, errors))
+            return p
+
+        def done(error: ErrorCode) -> None:
+            if error != E.NONE:
+                p.set_result(OffsetDeleteResult(commit_error(error)))
+            else:
+                p.set_result(OffsetDeleteResult(E.NONE, errors))
+        self._write(group_id, recs, done)
+        return p
+
+    def delete_topic_offsets(self, topics: Iterable[str]) -> None:
+        """Forget committed offsets of deleted topics (Kafka's handleDeletedPartitions)."""
+        topics = set(topics)
+        for g in list(self.groups.values()):
+            gone = [tp for tp in g.offsets if tp[0] in topics]
+            if gone:
+                recs = self._cleanup(g, gone)
+                if recs:
+                    self._write(g.group_id, recs)
+
+    # ================================================================== expiry ==========
+    def expire_offsets(self) -> int:
+        """Drop expired offsets (and groups left Empty without offsets); tombstones are
+        written. Runs every offsets.retention.check.interval.ms from tick(); returns how
+        many offsets expired."""
+        now = self.clock.now_ms()
+        retention = self.config.offsets_retention_ms
+        count = 0
+        for g in list(self.groups.values()):
+            if g.protocol_type and g.is_(S.EMPTY):
+                expired = g.offsets.expired(now, retention, g.current_state_timestamp)
+            elif g.protocol_type == CONSUMER_PROTOCOL_TYPE and g.is_(S.STABLE) \
+                    and g.subscribed_topics is not None:
+                expired = g.offsets.expired(now, retention, None, g.subscribed_topics)
+            elif not g.protocol_type:
+                expired = g.offsets.expired(now, retention, None)
+            else:
+                expired = []
+            if not expired and not (g.is_(S.EMPTY) and not len(g.offsets)
+                                    and not g.pending_members):
+                continue
+            count += len(expired)
+            recs = self._cleanup(g, expired)
+            if recs:
+                self._write(g.group_id, recs)
+        return count
+
+    # ================================================================== replay ==========
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """Rebuild state from one ``__consumer_offsets`` record (at startup, in log order).
+
+        Records that do not decode are skipped (CodecError), as Kafka skips unknown ones.
+        """
+        try:
+            k = R.decode_key(bytes(key))
+        except CodecError:
+            return
+        if isinstance(k, R.OffsetKey):
+            tp = (k.topic, k.partition)
+            g = self.groups.get(k.group)
+            if value is None:
+                if g is not None:
+                    g.offsets.remove(tp)
+                    if g.is_(S.EMPTY) and not g.protocol_type and not len(g.offsets):
+                        self._forget(g)
+                return
+            v = R.decode_offset_value(bytes(value))
+            if g is None:
+                g = self.groups[k.group] = Group(k.group)
+            g.offsets.put(tp, OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata,
+                                                v.commit_timestamp, v.expire_timestamp))
+            return
+        g = self.groups.get(k.group)
+        if value is None:
+            if g is not None:
+                if len(g.offsets):  # keep its offsets, forget its membership
+                    fresh = Group(k.group)
+                    fresh.offsets = g.offsets
+                    self._forget(g)
+                    self.groups[k.group] = fresh
+                else:
+                    self._forget(g)
+            return
+        gv = R.decode_group_value(bytes(value))
+        fresh = Group(k.group)
+        if g is not None:
+            fresh.offsets = g.offsets
+            self._forget(g)
+        fresh.protocol_type = gv.protocol_type or None
+        fresh.generation_id = gv.generation
+        fresh.protocol_name = gv.protocol
+        fresh.current_state_timestamp = None if gv.current_state_timestamp < 0 \
+            else gv.current_state_timestamp
+        for mv in gv.members:
+            m = Member(mv.member_id, mv.group_instance_id, mv.client_id, mv.client_host,
+                       mv.rebalance_timeout_ms, mv.session_timeout_ms, gv.protocol_type,
+                       [(gv.protocol or "", mv.subscription)], assignment=mv.assignment)
+            fresh.add(m)
+        fresh.leader_id = gv.leader if gv.leader in fresh.members else fresh.leader_id
+        fresh.state = S.STABLE if fresh.members else S.EMPTY
+        fresh.subscribed_topics = fresh.compute_subscribed_topics()
+        self.groups[k.group] = fresh
+        for m in fresh.members.values():
+            self._schedule_heartbeat(fresh, m)
