@@ -1,0 +1,29 @@
+"""Storage: segmented partition logs (synchronous file I/O; no Trio inside)."""
+from kwire.log.config import LogConfig
+from kwire.log.errors import (
+    CorruptRecordBatch,
+    CrcMismatch,
+    InvalidRecordError,
+    KafkaStorageError,
+    MessageTooLarge,
+    OffsetOutOfRange,
+)
+from kwire.log.manager import LogManager
+from kwire.log.partition_log import AppendResult, FetchData, PartitionLog
+from kwire.log.regions import FileRegion, SegmentFile
+
+__all__ = [
+    "AppendResult",
+    "CorruptRecordBatch",
+    "CrcMismatch",
+    "FetchData",
+    "FileRegion",
+    "InvalidRecordError",
+    "KafkaStorageError",
+    "LogConfig",
+    "LogManager",
+    "MessageTooLarge",
+    "OffsetOutOfRange",
+    "PartitionLog",
+    "SegmentFile",
+]

@@ -1,0 +1,562 @@
+"""PartitionLog: the segmented, append-only log of one partition.
+
+Synchronous and single-threaded (the Trio edge calls it from one task at a time). Appends
+reach the OS (one pwritev) before returning, so killing the process never loses an
+acknowledged batch; fsync happens only as the flush policy says.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import shutil
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+
+from kwire.codec.records import (
+    BATCH_HEADER_SIZE,
+    CURRENT_MAGIC,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    RecordBatch,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from kwire.errors import CorruptRecordBatch
+from kwire.log.config import LogConfig
+from kwire.log.errors import InvalidRecordError, KafkaStorageError, MessageTooLarge, OffsetOutOfRange
+from kwire.log.regions import FileRegion
+from kwire.log.segment import REL_OFFSET_MAX, LogSegment, segment_name
+
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
+_STRAY_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_header_view = RecordBatch
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int  # offset of the first record appended (-1 if nothing was appended)
+    last_offset: int
+    log_append_time_ms: int  # -1 with CreateTime
+    log_start_offset: int
+
+
+@dataclass(slots=True)
+class FetchData:
+    """Whole record batches as file byte ranges; ``size`` = sum of region lengths."""
+
+    regions: list = field(default_factory=list)
+    size: int = 0
+
+    def __bytes__(self) -> bytes:
+        return b"".join(bytes(r) for r in self.regions)
+
+    def __len__(self) -> int:
+        return self.size
+
+
+_EMPTY_REGIONS: list = []
+
+
+class PartitionLog:
+    """Open with ``PartitionLog.open(dir, config, ...)``. Offsets: ``log_start_offset``
+    (earliest), ``log_end_offset`` (latest), ``high_watermark`` (set by the server: records
+    below it are visible to consumers; retention never deletes at or above it),
+    ``recovery_point`` (everything below is on disk)."""
+
+    def __init__(self, dir: str, config: LogConfig, segments: list[LogSegment], *,
+                 log_start_offset: int, recovery_point: int, now_ms: int,
+                 topic: str | None = None, partition: int | None = None):
+        self.dir = dir
+        self.config = config
+        self.topic = topic
+        self.partition = partition
+        self.segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self.log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self.high_watermark = self.log_end_offset
+        self.unflushed_messages = 0
+        self.last_flush_ms = now_ms
+        self.closed = False
+        self._flush_lock = threading.Lock()
+        self._truncations = 0
+
+    # --- opening ------------------------------------------------------------------------
+    @classmethod
+    def open(cls, dir: str, config: LogConfig | None = None, *, recovery_point: int | None = None,
+             log_start_offset: int | None = None, clean: bool = False, now_ms: int | None = None,
+             topic: str | None = None, partition: int | None = None) -> "PartitionLog":
+        """Open (or create) the log in ``dir``. ``clean=True`` with a ``recovery_point``
+        (from the checkpoint written at a clean shutdown) trusts the files and scans nothing
+        but the active segment's last index interval. Otherwise batches from the recovery
+        point (0 if unknown) on are CRC-checked, a torn tail is truncated and indexes are
+        rebuilt."""
+        config = config or LogConfig()
+        now_ms = _now_ms() if now_ms is None else now_ms
+        os.makedirs(dir, exist_ok=True)
+        logs: dict[int, int] = {}
+        index_files: set[str] = set()
+        for entry in os.scandir(dir):
+            name = entry.name
+            if name.endswith(_STRAY_SUFFIXES):
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
+                continue
+            m = _SEGMENT_FILE.match(name)
+            if not m:
+                continue
+            if m.group(2) == "log":
+                logs[int(m.group(1))] = entry.stat().st_size
+            else:
+                index_files.add(name)
+        # indexes without a log are leftovers
+        for name in index_files:
+            if int(name[:20]) not in logs:
+                try:
+                    os.unlink(os.path.join(dir, name))
+                except OSError:
+                    pass
+        segments = []
+        for base in sorted(logs):
+            stem = segment_name(base)
+            present = f"{stem}.index" in index_files and f"{stem}.timeindex" in index_files
+            segments.append(LogSegment.existing(dir, base, config, size=logs[base], now_ms=now_ms,
+                                                indexes_present=present))
+        lso = log_start_offset if log_start_offset is not None else 0
+        if not segments:
+            start = max(lso, recovery_point or 0)
+            segments.append(LogSegment.create(dir, start, config, now_ms))
+            recovery_point = start
+            clean = True
+        if clean and recovery_point is not None:
+            # trust the files; only the active segment's tail is looked at
+            segments[-1].ensure_loaded()
+            rp = min(recovery_point, segments[-1].next_offset)
+            log = cls(dir, config, segments, log_start_offset=0, recovery_point=rp,
+                      now_ms=now_ms, topic=topic, partition=partition)
+        else:
+            rp = recovery_point or 0
+            cls._recover(segments, rp)
+            log = cls(dir, config, segments, log_start_offset=0,
+                      recovery_point=min(rp, segments[-1].next_offset),
+                      now_ms=now_ms, topic=topic, partition=partition)
+            log.flush()  # the recovered tail is now durable: a second crash rescans nothing
+        log.log_start_offset = min(max(lso, segments[0].base_offset), log.log_end_offset)
+        return log
+
+    @staticmethod
+    def _recover(segments: list[LogSegment], recovery_point: int) -> None:
+        """Check every batch at or after ``recovery_point``; truncate at the first bad one and
+        drop every later segment."""
+        i = max(0, bisect.bisect_right([s.base_offset for s in segments], recovery_point) - 1)
+        prev_next = None
+        if i > 0:
+            segments[i - 1].ensure_loaded()
+            prev_next = segments[i - 1].next_offset
+        first = True
+        while i < len(segments):
+            seg = segments[i]
+            if prev_next is not None and seg.base_offset < prev_next:
+                truncated = True  # overlapping segment: cannot be trusted
+                cut = i
+            else:
+                truncated = seg.rebuild_indexes(
+                    validate=True,
+                    from_offset=recovery_point if first else None,
+                    min_base_offset=prev_next,
+                )
+                cut = i + 1
+            first = False
+            if truncated:
+                for later in segments[cut:]:
+                    later.delete()
+                del segments[cut:]
+                break
+            prev_next = seg.next_offset
+            i += 1
+        if not segments:
+            raise KafkaStorageError("recovery removed every segment")  # cannot happen: cut >= 1
+
+    # --- offsets ------------------------------------------------------------------------
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.segments[-1].next_offset
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def __len__(self) -> int:
+        return self.log_end_offset - self.log_start_offset
+
+    # --- append -------------------------------------------------------------------------
+    def append(self, batch_bytes, *, now_ms: int, leader_epoch: int | None = None) -> AppendResult:
+        """Validate and append one or more concatenated record batches (a Produce request's
+        records). Offsets are assigned from the log end offset by rewriting baseOffset.
+        Raises MessageTooLarge, InvalidRecordError, CorruptRecordBatch (incl. CrcMismatch)."""
+        self._check_open()
+        config = self.config
+        mv = memoryview(batch_bytes)
+        n = len(mv)
+        if n == 0:
+            return AppendResult(-1, -1, -1, self.log_start_offset)
+        max_size = config.max_message_bytes
+        # pass 1: validate every batch before anything is written
+        batches = []
+        pos = 0
+        records = 0
+        max_ts_all = -1
+        while pos < n:
+            if n - pos < BATCH_HEADER_SIZE:
+                raise CorruptRecordBatch(f"{n - pos} trailing bytes are not a record batch")
+            b = _header_view(mv, pos)
+            size = LOG_OVERHEAD + b.batch_length
+            if b.batch_length < MIN_BATCH_LENGTH or pos + size > n:
+                raise CorruptRecordBatch(f"record batch at {pos} has an impossible length {b.batch_length}")
+            if size > max_size:
+                raise MessageTooLarge(f"record batch of {size} bytes exceeds max.message.bytes {max_size}")
+            if b.magic != CURRENT_MAGIC:
+                raise InvalidRecordError(f"record batch magic {b.magic}; only magic 2 is accepted")
+            b.validate()
+            if b.record_count != b.last_offset_delta + 1:
+                raise InvalidRecordError(
+                    f"inconsistent batch offset range: {b.record_count} records, last offset delta {b.last_offset_delta}")
+            b.validate_crc()
+            batches.append((pos, size, b.last_offset_delta, b.max_timestamp))
+            records += b.record_count
+            if b.max_timestamp > max_ts_all:
+                max_ts_all = b.max_timestamp
+            pos += size
+        # pass 2: assign offsets
+        log_append = config.log_append_time
+        append_time = now_ms if log_append else -1
+        if log_append:
+            max_ts_all = now_ms
+        seg = self._maybe_roll(n, max_ts_all, records, now_ms)
+        next_offset = seg.next_offset
+        base_offset = next_offset
+        metas = []
+        pieces = []
+        if log_append:
+            buf = bytearray(mv)
+            for p, size, lod, _ in batches:
+                set_base_offset(buf, p, next_offset)
+                if leader_epoch is not None:
+                    set_partition_leader_epoch(buf, p, leader_epoch)
+                set_log_append_time(buf, p, now_ms)
+                next_offset += lod + 1
+                metas.append((size, next_offset - 1, now_ms))
+            pieces.append(buf)
+        else:
+            pack64 = _INT64.pack
+            for p, size, lod, max_ts in batches:
+                if leader_epoch is None:
+                    pieces.append(pack64(next_offset))
+                    pieces.append(mv[p + 8 : p + size])
+                else:
+                    pieces.append(pack64(next_offset) + mv[p + 8 : p + 12].tobytes() + _INT32.pack(leader_epoch))
+                    pieces.append(mv[p + 16 : p + size])
+                next_offset += lod + 1
+                metas.append((size, next_offset - 1, max_ts))
+        seg.append(pieces, n, metas)
+        last_offset = next_offset - 1
+        # flush policy
+        if config.fsync_per_append:
+            os.fdatasync(seg.file.fileno())
+        self.unflushed_messages += records
+        if self.unflushed_messages >= config.flush_messages or now_ms - self.last_flush_ms >= config.flush_ms:
+            self.flush(now_ms=now_ms)
+        return AppendResult(base_offset, last_offset, append_time, self.log_start_offset)
+
+    def _maybe_roll(self, nbytes: int, max_ts_in_messages: int, records: int, now_ms: int) -> LogSegment:
+        seg = self.segments[-1]
+        if seg.size == 0:
+            return seg
+        config = self.config
+        rolling = seg.get_rolling_timestamp()
+        waited = (max_ts_in_messages - rolling) if rolling >= 0 else (now_ms - seg.created_ms)
+        if (
+            seg.size + nbytes > config.segment_bytes
+            or waited > config.segment_ms
+            or seg.index.is_full
+            or seg.time_index.is_full
+            or seg.next_offset + records - 1 - seg.base_offset > REL_OFFSET_MAX
+        ):
+            return self.roll(now_ms)
+        return seg
+
+    def roll(self, now_ms: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (no-op if the active one is empty)."""
+        self._check_open()
+        seg = self.segments[-1]
+        if seg.size == 0:
+            return seg
+        now_ms = _now_ms() if now_ms is None else now_ms
+        seg.on_become_inactive()
+        new = LogSegment.create(self.dir, seg.next_offset, self.config, now_ms)
+        self.segments.append(new)
+        self._bases.append(new.base_offset)
+        return new
+
+    # --- read ---------------------------------------------------------------------------
+    def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one: bool = True) -> FetchData:
+        """Whole batches starting with the one holding ``fetch_offset``, from one segment,
+        up to ``max_bytes`` (the first batch even if larger, when ``min_one``: KIP-74), and
+        only batches entirely below ``max_offset`` (the high watermark for consumers).
+        Raises OffsetOutOfRange outside [log start offset, log end offset]."""
+        leo = self.segments[-1].next_offset
+        if fetch_offset < self.log_start_offset or fetch_offset > leo:
+            raise OffsetOutOfRange(
+                f"offset {fetch_offset} is outside [{self.log_start_offset}, {leo}] of {self.dir}")
+        limit = leo if max_offset is None or max_offset > leo else max_offset
+        if fetch_offset >= limit:
+            return FetchData(_EMPTY_REGIONS, 0)
+        segments = self.segments
+        i = bisect.bisect_right(self._bases, fetch_offset) - 1
+        if i < 0:
+            i = 0
+        while i < len(segments):
+            seg = segments[i]
+            h = seg.translate(fetch_offset)
+            if h is None:
+                i += 1
+                continue
+            if h.last_offset >= limit:
+                return FetchData(_EMPTY_REGIONS, 0)
+            start = h.position
+            if limit < seg.next_offset:
+                hb = seg.translate(limit, start)
+                max_pos = hb.position if hb is not None else seg.size
+            else:
+                max_pos = seg.size
+            want_end = start + max_bytes
+            if want_end >= max_pos:
+                end = max_pos
+            elif start + h.size > want_end:
+                if not min_one:
+                    return FetchData(_EMPTY_REGIONS, 0)
+                end = start + h.size
+            else:
+                end = seg.batch_end_at_or_below(want_end, start + h.size)
+            return FetchData([FileRegion(seg.file, start, end - start)], end - start)
+        return FetchData(_EMPTY_REGIONS, 0)
+
+    # --- timestamps ---------------------------------------------------------------------
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record whose timestamp is >= ``timestamp``
+        (ListOffsets by time), or None when there is none."""
+        for seg in self.segments:
+            seg.ensure_loaded()
+            if seg.max_timestamp < timestamp:
+                continue
+            _, ts_offset = seg.time_index.lookup(timestamp)
+            start_offset = max(ts_offset, self.log_start_offset)
+            _, pos = seg.index.lookup(start_offset)
+            for h in seg.scan_headers(pos, seg.size):
+                if h.max_timestamp >= timestamp and h.last_offset >= self.log_start_offset:
+                    return self._record_at_or_after(seg, h, timestamp)
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
+        best = None
+        for seg in self.segments:
+            seg.ensure_loaded()
+            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
+                best = seg
+        if best is None:
+            return None
+        h = best.translate(best.offset_of_max_timestamp)
+        if h is None:
+            return best.offset_of_max_timestamp, best.max_timestamp
+        return self._record_at_or_after(best, h, best.max_timestamp)
+
+    def _record_at_or_after(self, seg: LogSegment, h, timestamp: int) -> tuple[int, int]:
+        """Within batch ``h``: the first record at or after the log start offset whose
+        timestamp is >= ``timestamp`` (batch granularity when records cannot be read)."""
+        lso = self.log_start_offset
+        try:
+            data = seg.file.pread(h.size, h.position)
+            b = RecordBatch(data, 0)
+            if b.timestamp_type == 1:  # LogAppendTime: every record has maxTimestamp
+                return max(h.base_offset, lso), b.max_timestamp
+            for rec in b.records():
+                off = h.base_offset + rec.offset_delta
+                ts = b.base_timestamp + rec.timestamp_delta
+                if off >= lso and ts >= timestamp:
+                    return off, ts
+        except (NotImplementedError, AttributeError, CorruptRecordBatch):
+            pass
+        return max(h.base_offset, lso), h.max_timestamp
+
+    # --- retention, deletion, truncation ------------------------------------------------
+    def delete_old_segments(self, now_ms: int) -> int:
+        """One retention pass (retention.ms, retention.bytes, log start offset). Returns the
+        number of segments deleted."""
+        self._check_open()
+        config = self.config
+        deleted = 0
+        if config.retention_ms >= 0:
+            limit = config.retention_ms
+            deleted += self._delete_segments(lambda seg, nxt: now_ms - seg.largest_timestamp() > limit, now_ms)
+        if config.retention_bytes >= 0:
+            diff = [self.size_in_bytes - config.retention_bytes]
+
+            def too_big(seg, nxt):
+                if diff[0] - seg.size >= 0:
+                    diff[0] -= seg.size
+                    return True
+                return False
+
+            deleted += self._delete_segments(too_big, now_ms)
+        deleted += self._delete_segments(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset, now_ms)
+        return deleted
+
+    def _delete_segments(self, predicate, now_ms: int) -> int:
+        segs = self.segments
+        deletable = 0
+        for i, seg in enumerate(segs):
+            nxt = segs[i + 1] if i + 1 < len(segs) else None
+            upper = nxt.base_offset if nxt is not None else seg.next_offset
+            if nxt is None and seg.size == 0:
+                break
+            if self.high_watermark < upper or not predicate(seg, nxt):
+                break
+            deletable += 1
+        if not deletable:
+            return 0
+        if deletable == len(segs):
+            self.roll(now_ms)
+        doomed = self.segments[:deletable]
+        del self.segments[:deletable]
+        del self._bases[:deletable]
+        for seg in doomed:
+            seg.delete()
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        return deletable
+
+    def delete_records(self, offset: int, *, now_ms: int | None = None) -> int:
+        """DeleteRecords: raise the log start offset to ``offset`` (-1: the high watermark)
+        and delete whole segments below it. Returns the new log start offset."""
+        self._check_open()
+        if offset == -1:
+            offset = self.high_watermark
+        if offset < 0 or offset > self.high_watermark:
+            raise OffsetOutOfRange(
+                f"cannot delete records up to {offset}: high watermark is {self.high_watermark}")
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self._delete_segments(
+                lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
+                _now_ms() if now_ms is None else now_ms)
+        return self.log_start_offset
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch holding offsets >= ``offset`` (a follower's truncation).
+        Below the log start offset the log is emptied and restarts at ``offset``. Returns
+        the new log end offset."""
+        self._check_open()
+        if offset >= self.log_end_offset:
+            return self.log_end_offset
+        self._truncations += 1
+        if offset < self.log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return self.log_end_offset
+        keep = bisect.bisect_right(self._bases, offset)  # segments with base <= offset
+        if keep == 0:
+            keep = 1
+        for seg in self.segments[keep:]:
+            seg.delete()
+        del self.segments[keep:]
+        del self._bases[keep:]
+        self.segments[-1].truncate_to(offset)
+        leo = self.log_end_offset
+        self.recovery_point = min(self.recovery_point, leo)
+        self.high_watermark = min(self.high_watermark, leo)
+        return leo
+
+    def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
+        """Delete every segment and restart the log, empty, at ``offset``."""
+        self._check_open()
+        self._truncations += 1
+        for seg in self.segments:
+            seg.delete()
+        new = LogSegment.create(self.dir, offset, self.config, _now_ms() if now_ms is None else now_ms)
+        self.segments[:] = [new]
+        self._bases[:] = [offset]
+        self.log_start_offset = offset
+        self.recovery_point = offset
+        self.high_watermark = offset
+
+    # --- durability ---------------------------------------------------------------------
+    def flush(self, up_to: int | None = None, *, now_ms: int | None = None) -> None:
+        """fsync segments (and indexes) holding offsets below ``up_to`` (default: all) and
+        advance the recovery point. Safe to call from a worker thread while the owner
+        thread appends; a concurrent truncation keeps the recovery point where it was."""
+        with self._flush_lock:
+            target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
+            generation = self._truncations
+            rp = self.recovery_point
+            if target > rp:
+                segs = list(self.segments)
+                bases = [s.base_offset for s in segs]
+                first = max(0, bisect.bisect_right(bases, rp) - 1)
+                for seg in segs[first:]:
+                    if seg.base_offset >= target:
+                        break
+                    seg.flush()
+                if generation == self._truncations and self.recovery_point == rp:
+                    self.recovery_point = target
+            self.unflushed_messages = 0
+            self.last_flush_ms = _now_ms() if now_ms is None else now_ms
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """Flush when flush.ms has elapsed or segments rolled since the last flush (Kafka
+        flushes a rolled segment in the background). Returns True if it flushed."""
+        rolled = self.recovery_point < self.segments[-1].base_offset
+        if rolled or (now_ms - self.last_flush_ms >= self.config.flush_ms and self.recovery_point < self.log_end_offset):
+            self.flush(None if not rolled else self.segments[-1].base_offset, now_ms=now_ms)
+            return True
+        return False
+
+    def close(self) -> None:
+        """Flush everything and close the files (FileRegions already handed out stay valid)."""
+        if self.closed:
+            return
+        self.flush()
+        for seg in self.segments:
+            seg.close()
+        self.closed = True
+
+    def delete(self) -> None:
+        """Delete the whole partition directory."""
+        for seg in self.segments:
+            seg.delete()
+        self.closed = True
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise KafkaStorageError(f"log {self.dir} is closed")
+
+    def __repr__(self) -> str:
+        return (f"PartitionLog({self.dir!r}, start={self.log_start_offset}, end={self.log_end_offset}, "
+                f"hw={self.high_watermark}, segments={len(self.segments)})")
