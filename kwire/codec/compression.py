@@ -134,6 +134,9 @@ def _size_hint(codec: int, data) -> int | None:
                 return None
             value = int.from_bytes(data[pos : pos + fcs_size], "little")
             return value + 256 if fcs_size == 2 else value
+        if codec == GZIP and len(data) >= 18 and bytes(data[:2]) == b"\x1f\x8b":
+            # ISIZE: the last member's size mod 2**32 (a starting guess; growth covers the rest)
+            return int.from_bytes(data[len(data) - 4 :], "little")
         if codec == LZ4 and len(data) >= 15 and bytes(data[:4]) == b"\x04\x22\x4d\x18":
             if data[4] & 0x08:  # content size present
                 return int.from_bytes(data[6:14], "little")
@@ -145,7 +148,9 @@ def _size_hint(codec: int, data) -> int | None:
 def _bounded(module, name: str, data, limit: int, hint: int | None) -> bytes:
     """Decompress into a buffer that grows geometrically up to ``limit`` (+1 to tell "exactly
     the limit" from "more")."""
-    if hint is not None:
+    if hint is not None and name == "gzip":
+        size = min(limit + 1, max(hint + 1, 1024))
+    elif hint is not None:
         if hint > limit:
             raise DecompressedTooLarge(f"{name} frame declares {hint} bytes, limit {limit}")
         size = hint + 1

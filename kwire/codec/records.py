@@ -292,10 +292,10 @@ class RecordBatch:
     def records(self, *, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE):
         """Iterate the batch's records as Record objects, decompressing first if needed.
 
-        Raises (lazily, while iterating) InvalidRecord subclasses on malformed records,
-        RecordCountMismatch when the records do not match recordsCount, CompressionError
-        (DecompressedTooLarge past ``max_decompressed_size``) on bad compressed payloads and
-        UnsupportedCompression on an unknown codec. Offset deltas must increase strictly
+        Decompression happens here, at the call: CompressionError (DecompressedTooLarge past
+        ``max_decompressed_size``) on bad compressed payloads, UnsupportedCompression on an
+        unknown codec. Records are parsed lazily while iterating: InvalidRecord subclasses
+        on malformed records, RecordCountMismatch when they do not match recordsCount. Offset deltas must increase strictly
         and stay within lastOffsetDelta (gaps are legal: compaction makes them). Under
         LogAppendTime every record's timestamp is the batch's maxTimestamp, as in Kafka.
         The CRC is not checked here (see validate_crc)."""
