@@ -434,10 +434,11 @@ class Record:
 
 def _iter_records(data: bytes, count, base_offset, base_timestamp, log_append_time, last_delta):
     """The hot loop: parse ``count`` records filling ``data`` exactly. Varints are decoded
-    inline on their one-byte fast path; longer ones go to kwire.codec.primitives."""
+    inline on their one- and two-byte fast paths; longer ones go to kwire.codec.primitives."""
     n = len(data)
     pos = 0
     prev_delta = -1
+    make = Record
     index = 0
     try:
         for index in range(count):
@@ -450,6 +451,10 @@ def _iter_records(data: bytes, count, base_offset, base_timestamp, log_append_ti
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                length = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 length, pos = read_varint(data, pos)
             record_end = pos + length
@@ -463,6 +468,10 @@ def _iter_records(data: bytes, count, base_offset, base_timestamp, log_append_ti
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 ts_delta, pos = read_varlong(data, pos)
             # offset delta (varint)
@@ -470,6 +479,10 @@ def _iter_records(data: bytes, count, base_offset, base_timestamp, log_append_ti
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                offset_delta = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 offset_delta, pos = read_varint(data, pos)
             if offset_delta <= prev_delta or offset_delta > last_delta:
@@ -483,6 +496,10 @@ def _iter_records(data: bytes, count, base_offset, base_timestamp, log_append_ti
             if b < 0x80:
                 klen = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                klen = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 klen, pos = read_varint(data, pos)
             if klen >= 0:
@@ -499,6 +516,10 @@ def _iter_records(data: bytes, count, base_offset, base_timestamp, log_append_ti
             if b < 0x80:
                 vlen = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                vlen = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 vlen, pos = read_varint(data, pos)
             if vlen >= 0:
@@ -546,7 +567,7 @@ def _iter_records(data: bytes, count, base_offset, base_timestamp, log_append_ti
                 raise InvalidRecord(
                     f"record {index}: declared {length} bytes, read {length + pos - record_end}"
                 )
-            yield Record(
+            yield make(
                 base_offset + offset_delta,
                 log_append_time if log_append_time is not None else base_timestamp + ts_delta,
                 key,
