@@ -299,6 +299,8 @@ class RecordBatch:
         and stay within lastOffsetDelta (gaps are legal: compaction makes them). Under
         LogAppendTime every record's timestamp is the batch's maxTimestamp, as in Kafka.
         The CRC is not checked here (see validate_crc)."""
+        if self.magic != CURRENT_MAGIC:
+            raise UnsupportedMagic(f"record batch magic {self.magic}, expected 2")
         start = self.pos + BATCH_HEADER_SIZE
         end = self.pos + LOG_OVERHEAD + self.batch_length
         if self.batch_length < MIN_BATCH_LENGTH or end > len(self.buf):

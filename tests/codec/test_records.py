@@ -431,6 +431,9 @@ def test_validate_rejects_bad_headers():
         struct.pack_into(fmt, bad, off, value)
         with pytest.raises(exc):
             RecordBatch(bad).validate()
+    for magic in (0, 1, 3, -1):
+        with pytest.raises(R.UnsupportedMagic):
+            RecordBatch(_raw_batch(_raw_record(0), 1, 0, magic=magic)).records()
     # huge count with a tiny body is rejected without looping
     bad = bytearray(good)
     struct.pack_into(">i", bad, R.RECORDS_COUNT_OFFSET, 2**31 - 1)
