@@ -398,11 +398,9 @@ class PartitionLog:
             if b.timestamp_type == 1:  # LogAppendTime: every record has maxTimestamp
                 return max(h.base_offset, lso), b.max_timestamp
             for rec in b.records():
-                off = h.base_offset + rec.offset_delta
-                ts = b.base_timestamp + rec.timestamp_delta
-                if off >= lso and ts >= timestamp:
-                    return off, ts
-        except (NotImplementedError, AttributeError, CorruptRecordBatch):
+                if rec.offset >= lso and rec.timestamp >= timestamp:
+                    return rec.offset, rec.timestamp
+        except CorruptRecordBatch:
             pass
         return max(h.base_offset, lso), h.max_timestamp
 
