@@ -2,10 +2,9 @@
 
 For each API, a realistic request and response is encoded at every version of our range (it is
 cheap), both with our codec and with kafka-python's own protocol classes (built from Kafka's
-JSON); the bytes must match, each side must decode
-the other's bytes to the same field values, and our decoding of our encoding must round-trip.
-Which fields exist at a version is taken from kafka-python's schema, not ours, and every one
-of them must exist in our schema.
+JSON); the bytes must match, each side must decode the other's bytes to the same field values,
+and our decoding of our encoding must round-trip. Which fields exist at a version is taken from
+kafka-python's schema, not ours, and every one of them must exist in our schema.
 """
 import uuid
 
