@@ -138,6 +138,31 @@ def value_strategy(msg: Message, version: int):
     return _value_strategy(id(msg), version)
 
 
+# --- one full value per version ------------------------------------------------------------
+_SAMPLE = {"int8": 7, "int16": 1234, "uint16": 65000, "int32": -123456, "uint32": 4000000000,
+           "int64": 2**40 + 5, "float64": 2.5, "bool": True, "string": "kwire-\u00e9",
+           "bytes": b"\x00bytes", "records": b"\x00\x01records", "uuid": uuid.UUID(int=2**127 + 99)}
+
+
+def sample_value(msg: Message, version: int, name: str | None = None, fields=None):
+    """A deterministic value with every field of ``version`` set to a non-default, non-null
+    value and every array holding two elements."""
+    name = name or msg.name
+    fields = msg.fields if fields is None else fields
+    kw = {}
+    for f in fields:
+        if not f.present(version):
+            continue
+        if f.is_struct:
+            one = lambda: sample_value(msg, version, f.elem, f.fields)  # noqa: E731
+            kw[f.name] = [one(), one()] if f.is_array else one()
+        elif f.is_array:
+            kw[f.name] = [_SAMPLE[f.elem], _SAMPLE[f.elem]]
+        else:
+            kw[f.name] = _SAMPLE[f.type]
+    return msg.classes[name](**kw)
+
+
 # --- kafka-python 3.x message classes ------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def kafka_python_classes() -> dict[tuple[int, str], type]:
@@ -172,6 +197,7 @@ def codec_kit():
         messages=messages,
         message_versions=message_versions,
         value_strategy=value_strategy,
+        sample_value=sample_value,
         primitive_strategy=primitive_strategy,
         kafka_python_classes=kafka_python_classes,
         INT_RANGES=INT_RANGES,
