@@ -138,6 +138,7 @@ class RaftCore:
         # timers (absolute ms; None = off)
         self._election_at: int | None = None
         self._fetch_timeout_at: int | None = None
+        self._leader_contact = now_ms          # last time the leader answered us (followers)
         # fetching (followers and observers)
         self._fetch_seq = 0
         self._inflight: tuple[int, int] | None = None   # (fetch_id, dest)
@@ -367,6 +368,7 @@ class RaftCore:
         self.role = Role.FOLLOWER
         self._set_epoch(epoch, leader, self.voted_id if epoch == self.epoch else None)
         self._fetch_timeout_at = self.now + self.cfg.fetch_timeout_ms
+        self._leader_contact = self.now
         self._send_fetch()
 
     def _become_prospective(self) -> None:
@@ -409,9 +411,13 @@ class RaftCore:
                 self._granted, self._rejected = {self.node_id}, set()
 
     def _become_follower_again(self) -> None:
-        leader = self.leader_id
+        """A lost pre-vote: keep following the known leader, but without pretending we heard
+        from it - poll again after another election timeout unless it answers."""
+        leader, contact = self.leader_id, self._leader_contact
         self.role = Role.UNATTACHED   # force the transition below
         self._become_follower(self.epoch, leader)
+        self._leader_contact = contact
+        self._fetch_timeout_at = self.now + self._election_timeout()
 
     def _become_leader(self) -> None:
         self._leave_role()
@@ -455,7 +461,8 @@ class RaftCore:
         if m.pre_vote:
             # a poll: never changes our state. Refuse while we still hear from a live leader.
             ok = (m.epoch > self.epoch and self._log_up_to_date(m) and self.role != Role.LEADER
-                  and not (self.role == Role.FOLLOWER and self.now < (self._fetch_timeout_at or 0)))
+                  and not (self.role == Role.FOLLOWER
+                           and self.now - self._leader_contact < self.cfg.fetch_timeout_ms))
             self._reply_vote(src, m, ok)
             return
         if m.epoch < self.epoch:
@@ -478,7 +485,10 @@ class RaftCore:
                                                pre_vote=m.pre_vote)))
 
     def _known_leader(self) -> int:
-        if self.role in (Role.LEADER, Role.FOLLOWER, Role.PROSPECTIVE) and self.leader_id is not None:
+        if self.role == Role.LEADER:
+            return self.node_id
+        if self.role in (Role.FOLLOWER, Role.PROSPECTIVE) and self.leader_id is not None \
+                and self.leader_id != self.node_id:
             return self.leader_id
         return -1
 
@@ -727,6 +737,7 @@ class RaftCore:
             self._become_follower(self.epoch, src)   # we learned the leader from its answer
             return                                   # (and have sent a fresh fetch)
         self._fetch_timeout_at = self.now + self.cfg.fetch_timeout_ms
+        self._leader_contact = self.now
         if m.fetch_offset != self.log.end_offset or m.last_fetched_epoch != self.log.last_epoch:
             self._send_fetch()
             return
@@ -737,9 +748,11 @@ class RaftCore:
             self._truncate(max(target, self.log.start_offset))
         elif m.snapshot_id is not None:
             self._snap_dl = SnapshotAssembler(m.snapshot_id)
-        elif m.entries:
-            self.log.append(list(m.entries))
-        if m.high_watermark >= 0:
+        else:
+            # a valid answer: our log now matches the leader's up to its end, so the leader's
+            # high watermark applies to it (never to a log we were just told diverges)
+            if m.entries:
+                self.log.append(list(m.entries))
             hw = min(m.high_watermark, self.log.end_offset)
             if hw > self.high_watermark:
                 self.high_watermark = hw
@@ -771,6 +784,7 @@ class RaftCore:
             self._retry_fetch_later()
             return
         self._fetch_timeout_at = self.now + self.cfg.fetch_timeout_ms
+        self._leader_contact = self.now
         if dl.add(m.position, m.data, m.size) and dl.complete:
             self._install_snapshot(dl.snapshot())
         self._send_fetch()
