@@ -174,10 +174,25 @@ class LogSegment:
                 self.time_index.load()
                 if self.index.last_entry()[0] - self.base_offset > REL_OFFSET_MAX:
                     raise CorruptIndex("offset overflow")
+                self._check_last_time_entry()
             except (CorruptIndex, FileNotFoundError, OSError):
                 self.rebuild_indexes(validate=False)
                 return
         self._scan_tail()
+
+    def _check_last_time_entry(self) -> None:
+        """The last time index entry must name a batch whose max timestamp it is (one pread):
+        catches zeroed or stale time indexes that pass the structural checks."""
+        ts, off = self.time_index.last_entry()
+        if ts < 0 and len(self.time_index) == 0:
+            return
+        _, pos = self.index.lookup(off)
+        for h in self.scan_headers(pos, self.size):
+            if h.last_offset >= off:
+                if h.last_offset == off and h.max_timestamp == ts:
+                    return
+                break
+        raise CorruptIndex(f"{self.time_index.path}: last entry ({ts}, {off}) matches no batch")
 
     def _scan_tail(self) -> None:
         """Compute next offset and max timestamp from the last index entries plus the batch
