@@ -93,8 +93,13 @@ class Broker:
         for data in self.store.replay():
             self.image.apply_bytes(data)
         for t in self.image.topics.values():
+            self.logs.reconfigure(t.name)  # logs were opened before the image knew their configs
             for p in t.partitions:
                 self.logs.open_partition(t.name, p)
+        for (topic, p) in [tp for tp, _ in self.logs]:
+            t = self.image.topics.get(topic)
+            if t is None or p not in t.partitions:  # deleted while we were down
+                self.logs.delete_partition(topic, p)
         b = self.image.brokers.get(self.node_id)
         if b is None or (b.host, b.port) != (self.advertised_host, self.advertised_port) or b.fenced:
             self.commit_metadata([(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(

@@ -30,7 +30,7 @@ async def delete_records(ctx: RequestContext, req):
                 r.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
                 continue
             try:
-                plog.delete_records(offset)
+                b.logs.delete_records(t.name, p.partition_index, offset)
             except KafkaError as exc:
                 r.error_code = exc.code
                 continue

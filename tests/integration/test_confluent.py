@@ -71,7 +71,9 @@ def test_log_append_time(bootstrap, topic):
 
 
 def test_large_record_and_too_large(bootstrap, topic):
-    big = bytes(range(256)) * 4096  # 1 MiB
+    big = bytes(range(256)) * 4096  # 1 MiB: above Kafka's default max.message.bytes with overhead
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"max.message.bytes": "2000000"})])[topic].result(10)
     produce(bootstrap, topic, [{"value": big}], **{"message.max.bytes": 2_000_000})
     (m,) = consume(bootstrap, topic, 1, **{"fetch.max.bytes": 10_000_000})
     assert m.value() == big
