@@ -100,6 +100,8 @@ class Node:
             self.sm_offset, self.sm_digest = 0, 0
         self.verified = self.core.log.start_offset
         self.alive = True
+        self.truncations: list[int] = []      # Ready.truncate_to values, as persisted
+        self.installs: list[OffsetAndEpoch] = []  # snapshots received from a leader
 
     # what a driver does with a Ready ---------------------------------------------------------
     def flush(self) -> list[tuple[int, Any]]:
@@ -109,7 +111,10 @@ class Node:
             rd = core.ready()
             self.disk.persist(rd)
             out.extend(rd.messages)
+            if rd.truncate_to is not None:
+                self.truncations.append(rd.truncate_to)
             if rd.snapshot is not None and rd.install_snapshot:
+                self.installs.append(rd.snapshot.snapshot_id)
                 self.cluster.check_snapshot(self, rd.snapshot)
                 img = json.loads(rd.snapshot.data)
                 self.sm_offset, self.sm_digest = img["offset"], img["digest"]
@@ -233,11 +238,13 @@ class ChaosParams:
     duplicate: float = 0.03
     min_delay_ms: int = 1
     max_delay_ms: int = 15
+    slow: float = 0.05           # share of messages that straggle (reordering across rounds)
+    slow_delay_ms: int = 400
     disk_delay_ms: int = 3
-    chaos_ms: int = 12_000
+    chaos_ms: int = 20_000
     liveness_ms: int = 30_000
-    propose_every_ms: int = 150
-    fault_every_ms: int = 1_500
+    propose_every_ms: int = 100
+    fault_every_ms: int = 800
     snapshot_every: int = 25
     snapshot_pad: int = 300
 
@@ -293,7 +300,10 @@ class Chaos:
             if self.rng.random() < self.p.duplicate:
                 copies = 2
         for _ in range(copies):
-            self._push(self.now + self.rng.randint(self.p.min_delay_ms, self.p.max_delay_ms), "deliver", src, dst, msg)
+            delay = self.rng.randint(self.p.min_delay_ms, self.p.max_delay_ms)
+            if self.lossy and self.rng.random() < self.p.slow:
+                delay = self.rng.randint(self.p.max_delay_ms, self.p.slow_delay_ms)   # a straggler
+            self._push(self.now + delay, "deliver", src, dst, msg)
 
     # events -----------------------------------------------------------------------------------
     def _handle(self, kind: str, data: tuple) -> None:
@@ -514,6 +524,21 @@ class Manual:
         n = self.cluster.nodes[nid]
         n.boot(self.clock[nid])
         self._flush(n)
+
+    def run(self, ms: int, step: int = 10) -> None:
+        """Advance every node's clock by ``ms`` in ``step`` increments, delivering all
+        messages (zero latency) after each increment."""
+        for _ in range(0, ms, step):
+            for nid in self.cluster.ids:
+                self.tick(nid, step)
+            self.stabilize()
+
+    def snapshot(self, nid: int) -> OffsetAndEpoch:
+        n = self.cluster.nodes[nid]
+        data = json.dumps({"offset": n.sm_offset, "digest": n.sm_digest, "pad": "x" * self.cluster.snapshot_pad})
+        sid = n.core.create_snapshot(n.sm_offset, data.encode())
+        self._flush(n)
+        return sid
 
     def propose(self, nid: int, records: Any) -> int:
         n = self.cluster.nodes[nid]
