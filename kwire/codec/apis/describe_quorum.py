@@ -23,13 +23,13 @@ _REPLICA_STATE = [
 
 RESPONSE = Message("DescribeQuorumResponse", api_key=55, kind="response", valid="0-2", flexible="0+", fields=[
     F("error_code", "int16", "0+"),
-    F("error_message", "string", "2+", nullable="2+", default=None, ignorable=True),
+    F("error_message", "string", "2+", nullable="2+", default="", ignorable=True),
     F("topics", "[]TopicData", "0+", fields=[
         F("topic_name", "string", "0+"),
         F("partitions", "[]PartitionData", "0+", fields=[
             F("partition_index", "int32", "0+"),
             F("error_code", "int16", "0+"),
-            F("error_message", "string", "2+", nullable="2+", default=None, ignorable=True),
+            F("error_message", "string", "2+", nullable="2+", default="", ignorable=True),
             F("leader_id", "int32", "0+"),
             F("leader_epoch", "int32", "0+"),
             F("high_watermark", "int64", "0+"),
