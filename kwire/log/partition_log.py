@@ -487,6 +487,8 @@ class PartitionLog:
         del self._bases[keep:]
         self.segments[-1].truncate_to(offset)
         leo = self.log_end_offset
+        # a batch straddling the log start offset went whole: the log is empty at its end
+        self.log_start_offset = min(self.log_start_offset, leo)
         self.recovery_point = min(self.recovery_point, leo)
         self.high_watermark = min(self.high_watermark, leo)
         return leo
