@@ -56,21 +56,6 @@ class FetchSessionCache:
         return s
 
 
-class _Records:
-    """A records value made of file regions: len() for the encoder, regions for sendfile."""
-    __slots__ = ("regions", "size")
-
-    def __init__(self, regions, size):
-        self.regions = regions
-        self.size = size
-
-    def __len__(self):
-        return self.size
-
-    def __bytes__(self):
-        return b"".join(bytes(r) for r in self.regions)
-
-
 def _resolve_topics(ctx: RequestContext, req):
     """[(topic_name or None, topic_id, [FetchPartition...])] from the request."""
     image = ctx.broker.image
@@ -218,7 +203,7 @@ def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committ
                 data = plog.read(offset, limit, max_offset=hw, min_one=(total == 0))
                 size = data.size if data is not None else 0
                 if size:
-                    pd.records = _Records(data.regions, size)
+                    pd.records = data  # kwire.log FetchData: file regions, sent with sendfile
                     total += size
                     remaining -= size
                     changed = True
