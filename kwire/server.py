@@ -14,6 +14,7 @@ import trio
 
 from kwire.codec import frame as FR
 from kwire.codec.frame import NEED_DATA, FrameDecoder
+from kwire.groups.edge import start_groups
 from kwire.errors import CodecError, ErrorCode, FrameTooLarge, KafkaError, UnknownApiKey, UnsupportedVersion
 from kwire.handlers import REGISTRY, RequestContext, load_all
 
@@ -50,6 +51,7 @@ class KafkaServer:
     async def start_background(self, nursery) -> None:
         """Background duties: retention checks, group timeouts (as they land)."""
         nursery.start_soon(self._retention_loop)
+        self.groups_edge = await start_groups(self.broker, nursery)  # replay before serving
 
     async def _retention_loop(self) -> None:
         interval = int(self.broker.config.get("log.retention.check.interval.ms")) / 1000
