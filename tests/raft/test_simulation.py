@@ -107,7 +107,6 @@ def test_detects_quorum_state_not_persisted(monkeypatch) -> None:
 
 def test_invariant_two_leaders_in_one_epoch_is_caught() -> None:
     c = Cluster(0, voters=3)
-    c.nodes[1].core._become_prospective()
     c.nodes[1].core.role = core_mod.Role.LEADER
     c.nodes[1].core.epoch = 5
     c.nodes[2].core.role = core_mod.Role.LEADER
