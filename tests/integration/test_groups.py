@@ -1,0 +1,211 @@
+"""Consumer groups end to end with stock clients: confluent-kafka (librdkafka), kafka-python and
+aiokafka against a kwire broker with the group coordinator wired in."""
+import asyncio
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kwire.testing import Broker
+
+OVERRIDES = {"group.initial.rebalance.delay.ms": 0}
+
+
+def _name(prefix):
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def _create(bootstrap, topic, partitions):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
+
+
+def _produce(bootstrap, topic, values, partitions):
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1})
+    for i, v in enumerate(values):
+        p.produce(topic, v, partition=i % partitions)
+    assert p.flush(15) == 0
+
+
+def _consumer(bootstrap, group, **extra):
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+            "enable.auto.commit": False, "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500, "topic.metadata.refresh.interval.ms": 1000}
+    conf.update(extra)
+    return Consumer(conf)
+
+
+def _poll_until(consumers, cond, timeout=30.0, sink=None):
+    """Poll every consumer in turn until ``cond()`` holds; messages go to ``sink``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for c in consumers:
+            m = c.poll(0.05)
+            if m is not None and not m.error() and sink is not None:
+                sink.append((c, m))
+        if cond():
+            return True
+    return False
+
+
+def _owned(consumers):
+    return [sorted(tp.partition for tp in c.assignment()) for c in consumers]
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with Broker(mode="thread", overrides=OVERRIDES) as b:
+        yield b
+
+
+def test_confluent_three_members_then_one_leaves(broker):
+    bs = broker.bootstrap_servers
+    topic, group = _name("t"), _name("g")
+    _create(bs, topic, 6)
+    cs = [_consumer(bs, group) for _ in range(3)]
+    for c in cs:
+        c.subscribe([topic])
+
+    def all_owned_once():
+        owned = _owned(cs)
+        flat = [p for ps in owned for p in ps]
+        return all(owned) and sorted(flat) == list(range(6))
+    assert _poll_until(cs, all_owned_once), _owned(cs)
+    flat = [p for ps in _owned(cs) for p in ps]
+    assert sorted(flat) == list(range(6)) and len(set(flat)) == 6
+
+    cs[0].close()
+    rest = cs[1:]
+
+    def two_own_all():
+        owned = _owned(rest)
+        flat = [p for ps in owned for p in ps]
+        return all(owned) and sorted(flat) == list(range(6))
+    assert _poll_until(rest, two_own_all), _owned(rest)
+    for c in rest:
+        c.close()
+
+
+def test_committed_offsets_survive_restart():
+    with Broker(mode="thread", overrides=OVERRIDES) as b:
+        bs = b.bootstrap_servers
+        topic, group = _name("t"), _name("g")
+        _create(bs, topic, 6)
+        cs = [_consumer(bs, group) for _ in range(3)]
+        for c in cs:
+            c.subscribe([topic])
+        # settle the group first, so no partition changes hands while we read
+        assert _poll_until(cs, lambda: all(_owned(cs)) and sum(map(len, _owned(cs))) == 6)
+        first = [f"a{i}".encode() for i in range(60)]
+        _produce(bs, topic, first, 6)
+        got = []
+        assert _poll_until(cs, lambda: len(got) >= 60, sink=got), len(got)
+        assert sorted(m.value() for _, m in got) == sorted(first)
+        for c in cs:
+            try:
+                c.commit(asynchronous=False)
+            except Exception:  # noqa: BLE001 - a member may own nothing to commit
+                pass
+        # every partition's committed offset is its end (10 records each)
+        probe = _consumer(bs, group)
+        committed = probe.committed([TopicPartition(topic, p) for p in range(6)], timeout=10)
+        probe.close()
+        assert [tp.offset for tp in committed] == [10] * 6
+        for c in cs:
+            c.close()
+
+        b.restart()
+        bs = b.bootstrap_servers
+        second = [f"b{i}".encode() for i in range(12)]
+        _produce(bs, topic, second, 6)
+        c = _consumer(bs, group)
+        c.subscribe([topic])
+        got = []
+        assert _poll_until([c], lambda: len(got) >= 12, sink=got), len(got)
+        _poll_until([c], lambda: False, timeout=1.0, sink=got)  # anything extra would show up
+        c.close()
+        assert sorted(m.value() for _, m in got) == sorted(second)
+
+
+def test_kafka_python_group_join_consume_commit(broker):
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+    bs = broker.bootstrap_servers
+    topic, group = _name("t"), _name("g")
+    _create(bs, topic, 3)
+    values = [f"k{i}".encode() for i in range(30)]
+    _produce(bs, topic, values, 3)
+    c = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
+                      enable_auto_commit=False, session_timeout_ms=6000,
+                      heartbeat_interval_ms=500)
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < 30 and time.monotonic() < deadline:
+        for recs in c.poll(500).values():
+            got.extend(r.value for r in recs)
+    assert sorted(got) == sorted(values)
+    assert {tp.partition for tp in c.assignment()} == {0, 1, 2}
+    c.commit()
+    assert [c.committed(KTP(topic, p)) for p in range(3)] == [10, 10, 10]
+    c.close()
+    # a fresh member of the group resumes at the commits: nothing left to read
+    c2 = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
+                       enable_auto_commit=False, session_timeout_ms=6000)
+    extra = []
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline:
+        for recs in c2.poll(300).values():
+            extra.extend(recs)
+    assert {tp.partition for tp in c2.assignment()} == {0, 1, 2}
+    c2.close()
+    assert extra == []
+
+
+def test_aiokafka_group_join_consume_commit(broker):
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.structs import TopicPartition as ATP
+    bs = broker.bootstrap_servers
+    topic, group = _name("t"), _name("g")
+    _create(bs, topic, 2)
+    values = [f"v{i}".encode() for i in range(20)]
+    _produce(bs, topic, values, 2)
+
+    async def run():
+        c = AIOKafkaConsumer(topic, bootstrap_servers=bs, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             session_timeout_ms=6000, heartbeat_interval_ms=500)
+        await c.start()
+        try:
+            got = []
+            async with asyncio.timeout(30):
+                while len(got) < 20:
+                    batch = await c.getmany(timeout_ms=500)
+                    for recs in batch.values():
+                        got.extend(r.value for r in recs)
+            await c.commit()
+            committed = [await c.committed(ATP(topic, p)) for p in range(2)]
+            return got, committed
+        finally:
+            await c.stop()
+
+    got, committed = asyncio.run(run())
+    assert sorted(got) == sorted(values)
+    assert committed == [10, 10]
+
+
+def test_describe_and_list_groups(broker):
+    bs = broker.bootstrap_servers
+    topic, group = _name("t"), _name("g")
+    _create(bs, topic, 2)
+    c = _consumer(bs, group)
+    c.subscribe([topic])
+    assert _poll_until([c], lambda: len(c.assignment()) == 2)
+    a = AdminClient({"bootstrap.servers": bs})
+    listed = {g.group_id for g in a.list_consumer_groups().result(10).valid}
+    assert group in listed
+    d = a.describe_consumer_groups([group])[group].result(10)
+    assert len(d.members) == 1
+    assert {tp.partition for tp in d.members[0].assignment.topic_partitions} == {0, 1}
+    c.close()
