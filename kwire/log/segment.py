@@ -22,7 +22,7 @@ from kwire.log.index import OffsetIndex, TimeIndex
 from kwire.log.regions import SegmentFile
 
 REL_OFFSET_MAX = (1 << 31) - 1
-_SCAN_CHUNK = 16384
+_SCAN_CHUNK = 2048
 _RECOVERY_CHUNK = 4 << 20
 _IOV_MAX = 1024
 _unpack_header = HEADER.unpack_from
@@ -370,8 +370,12 @@ class LogSegment:
         counting batches from ``start`` (returns ``start`` when even the first does not fit)."""
         self.ensure_loaded()
         pos = self.index.floor_position(limit)
-        if pos < start:
-            pos = start
+        if pos > start:
+            # an indexed batch start: whole batches, within the limit, no file read. This
+            # may stop up to one index interval (plus a batch) short of the limit; fetch
+            # max_bytes is an upper bound, and the rest comes with the next fetch.
+            return pos
+        pos = start
         for h in self.scan_headers(pos, self.size):
             if h.position + h.size > limit:
                 break
