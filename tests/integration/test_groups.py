@@ -209,3 +209,58 @@ def test_describe_and_list_groups(broker):
     assert len(d.members) == 1
     assert {tp.partition for tp in d.members[0].assignment.topic_partitions} == {0, 1}
     c.close()
+
+
+def test_static_member_restarts_without_rebalance(broker):
+    bs = broker.bootstrap_servers
+    topic, group = _name("t"), _name("g")
+    _create(bs, topic, 4)
+    events = {"s1": [], "s2": []}
+
+    def member(iid):
+        c = _consumer(bs, group, **{"group.instance.id": iid, "session.timeout.ms": 10000})
+        c.subscribe([topic], on_assign=lambda _c, ps: events[iid].append(("assign", len(ps))),
+                    on_revoke=lambda _c, ps: events[iid].append(("revoke", len(ps))))
+        return c
+
+    c1, c2 = member("s1"), member("s2")
+    assert _poll_until([c1, c2], lambda: all(_owned([c1, c2])) and
+                       sum(map(len, _owned([c1, c2]))) == 4), _owned([c1, c2])
+    before1, before2 = _owned([c1, c2])
+    seen2 = list(events["s2"])
+    c1.close()  # a static member leaves no LeaveGroup behind: its place is kept
+    c1 = member("s1")
+    assert _poll_until([c1, c2], lambda: bool(c1.assignment())), _owned([c1, c2])
+    _poll_until([c1, c2], lambda: False, timeout=1.5)
+    assert _owned([c1, c2]) == [before1, before2]
+    assert events["s2"] == seen2, "the other member saw a rebalance"
+    c1.close()
+    c2.close()
+
+
+def test_cooperative_sticky_incremental_rebalance(broker):
+    bs = broker.bootstrap_servers
+    topic, group = _name("t"), _name("g")
+    _create(bs, topic, 6)
+    revoked = {1: [], 2: []}
+
+    def member(n):
+        c = _consumer(bs, group, **{"partition.assignment.strategy": "cooperative-sticky"})
+        c.subscribe([topic], on_revoke=lambda _c, ps: revoked[n].extend(p.partition for p in ps))
+        return c
+
+    c1 = member(1)
+    assert _poll_until([c1], lambda: len(c1.assignment()) == 6), _owned([c1])
+    c2 = member(2)
+    low = [6]
+
+    def split():
+        low[0] = min(low[0], len(c1.assignment()))
+        a, b = _owned([c1, c2])
+        return len(a) == 3 and len(b) == 3 and sorted(a + b) == list(range(6))
+    assert _poll_until([c1, c2], split), _owned([c1, c2])
+    # incremental: the first member gave up only what moved, never everything
+    assert low[0] == 3 and len(revoked[1]) == 3
+    assert set(revoked[1]) == set(_owned([c2])[0])
+    c1.close()
+    c2.close()
