@@ -63,15 +63,11 @@ class RequestContext:
 
 _MODULES = [
     "api_versions", "metadata", "produce", "fetch", "list_offsets", "topics", "configs",
-    "records_admin", "cluster", "groups", "init_producer_id", "sasl", "offset_for_leader_epoch",
+    "records_admin", "cluster", "groups",
 ]
 
 
 def load_all() -> dict[int, Handler]:
     for name in _MODULES:
-        try:
-            importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
+        importlib.import_module(f"{__name__}.{name}")
     return REGISTRY
