@@ -207,6 +207,8 @@ class Broker:
         for p in parts:
             self.logs.delete_partition(name, p)
             self.notify_append(name, p)  # wake fetches so they see the topic is gone
+        if self.groups is not None:
+            self.groups.delete_topic_offsets([name])
         log.info("deleted topic %s", name)
         return TopicError(ErrorCode.NONE)
 

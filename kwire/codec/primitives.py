@@ -43,6 +43,8 @@ def read_uvarint(buf, pos: int, max_bytes: int = 5) -> tuple[int, int]:
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
+            if result >> (7 * max_bytes - (3 if max_bytes == 5 else 6)):
+                raise VarintTooLong(f"varint {result} out of range for {max_bytes} bytes")
             return result, pos
         shift += 7
     raise VarintTooLong(f"varint longer than {max_bytes} bytes")
