@@ -154,8 +154,12 @@ def _consumer(bootstrap: str, **extra) -> Consumer:
         "group.id": "bench-" + uuid.uuid4().hex[:8],
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
-        "fetch.max.bytes": 52_428_800,
-        "max.partition.fetch.bytes": 10_485_760,
+        # fetch sizes stay at librdkafka's defaults (1 MiB per partition, 50 MiB per fetch):
+        # with larger ones one fetch overfills the client's queue (queued.min.messages) and
+        # librdkafka then sleeps fetch.queue.backoff.ms (1 s) before the next fetch.
+        # The same sleep hits any broker that fills the client's queue faster than this Python
+        # loop drains it (64 MiB of 10 KB records): keep it short so it measures the broker.
+        "fetch.queue.backoff.ms": 10,
     }
     conf.update(extra)
     return Consumer(conf)
@@ -267,30 +271,41 @@ def _pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
-# --- one broker's measurements -------------------------------------------------------------------
+# --- measurements, interleaved over both brokers ------------------------------------------------
 
 
-def measure(bootstrap: str, quick: bool) -> dict[str, float]:
-    """Figures for one broker: throughput in records/s (and MB/s), latencies in ms."""
+def scenarios(quick: bool) -> list[tuple[int, int, str, int]]:
     scale = 10 if quick else 1
-    res: dict[str, float] = {}
+    return [
+        (count, size, label, parts)
+        for count, size, label in ((200_000 // scale, 100, "100B"), (20_000 // scale, 10_240, "10KB"))
+        for parts in (1, 8)
+    ]
+
+
+def measure(brokers: dict[str, str], quick: bool) -> dict[str, dict[str, float]]:
+    """Figures per broker name: throughput in records/s, latencies in ms. Each scenario runs on
+    every broker back to back, so a load change on the machine hits both alike."""
+    res: dict[str, dict[str, float]] = {name: {} for name in brokers}
     run_id = uuid.uuid4().hex[:6]
-    for count, size, label in ((200_000 // scale, 100, "100B"), (20_000 // scale, 10_240, "10KB")):
-        for parts in (1, 8):
-            topic = f"bench-{label}-p{parts}-{run_id}"
+    for count, size, label, parts in scenarios(quick):
+        topic = f"bench-{label}-p{parts}-{run_id}"
+        for name, bootstrap in brokers.items():
             _create_topic(bootstrap, topic, parts)
             dt = produce_throughput(bootstrap, topic, count, size)
-            res[f"produce {count}x{label} p{parts}"] = count / dt
+            res[name][f"produce {count}x{label} p{parts}"] = count / dt
             dt = consume_throughput(bootstrap, topic, parts, count)
-            res[f"consume {count}x{label} p{parts}"] = count / dt
+            res[name][f"consume {count}x{label} p{parts}"] = count / dt
     topic = f"bench-lat-{run_id}"
-    _create_topic(bootstrap, topic, 1)
-    lat = end_to_end(bootstrap, topic, 50 if quick else 300)
-    res["e2e p50"] = _pct(lat, 0.5) * 1e3
-    res["e2e p99"] = _pct(lat, 0.99) * 1e3
-    lat = single_produce(bootstrap, topic, 100 if quick else 500)
-    res["single produce p50"] = _pct(lat, 0.5) * 1e3
-    res["single produce p99"] = _pct(lat, 0.99) * 1e3
+    for name, bootstrap in brokers.items():
+        _create_topic(bootstrap, topic, 1)
+        lat = end_to_end(bootstrap, topic, 50 if quick else 300)
+        res[name]["e2e p50"] = _pct(lat, 0.5) * 1e3
+        res[name]["e2e p99"] = _pct(lat, 0.99) * 1e3
+    for name, bootstrap in brokers.items():
+        lat = single_produce(bootstrap, topic, 200 if quick else 1000)
+        res[name]["single produce p50"] = _pct(lat, 0.5) * 1e3
+        res[name]["single produce p99"] = _pct(lat, 0.99) * 1e3
     return res
 
 
@@ -332,11 +347,10 @@ def sendfile_check(bootstrap: str, pid: int, quick: bool) -> str:
 
 def run(quick: bool = False) -> list[tuple]:
     t_start = time.perf_counter()
-    with kwire_broker() as (bootstrap, proc):
-        kw = measure(bootstrap, quick)
-        sf = sendfile_check(bootstrap, proc.pid, quick)
-    with tansu_broker() as (bootstrap, _proc):
-        ta = measure(bootstrap, quick)
+    with kwire_broker() as (kw_boot, kw_proc), tansu_broker() as (ta_boot, _ta_proc):
+        res = measure({"kwire": kw_boot, "tansu": ta_boot}, quick)
+        sf = sendfile_check(kw_boot, kw_proc.pid, quick)
+    kw, ta = res["kwire"], res["tansu"]
 
     table = []  # (metric, kwire, tansu, ratio, budget, verdict)
     rows: list[tuple] = []
