@@ -288,18 +288,22 @@ def measure(brokers: dict[str, str], quick: bool) -> dict[str, dict[str, float]]
     every broker back to back, so a load change on the machine hits both alike."""
     res: dict[str, dict[str, float]] = {name: {} for name in brokers}
     run_id = uuid.uuid4().hex[:6]
+    rounds = 1 if quick else 3
     for count, size, label, parts in scenarios(quick):
-        topic = f"bench-{label}-p{parts}-{run_id}"
-        for name, bootstrap in brokers.items():
-            _create_topic(bootstrap, topic, parts)
-            dt = produce_throughput(bootstrap, topic, count, size)
-            res[name][f"produce {count}x{label} p{parts}"] = count / dt
-            dt = consume_throughput(bootstrap, topic, parts, count)
-            res[name][f"consume {count}x{label} p{parts}"] = count / dt
+        for rnd in range(rounds):  # best of ``rounds``: short runs on a shared machine are noisy
+            topic = f"bench-{label}-p{parts}-{run_id}-{rnd}"
+            for name, bootstrap in brokers.items():
+                _create_topic(bootstrap, topic, parts)
+                dt = produce_throughput(bootstrap, topic, count, size)
+                key = f"produce {count}x{label} p{parts}"
+                res[name][key] = max(res[name].get(key, 0.0), count / dt)
+                dt = consume_throughput(bootstrap, topic, parts, count)
+                key = f"consume {count}x{label} p{parts}"
+                res[name][key] = max(res[name].get(key, 0.0), count / dt)
     topic = f"bench-lat-{run_id}"
     for name, bootstrap in brokers.items():
         _create_topic(bootstrap, topic, 1)
-        lat = end_to_end(bootstrap, topic, 50 if quick else 300)
+        lat = end_to_end(bootstrap, topic, 50 if quick else 200)
         res[name]["e2e p50"] = _pct(lat, 0.5) * 1e3
         res[name]["e2e p99"] = _pct(lat, 0.99) * 1e3
     for name, bootstrap in brokers.items():
