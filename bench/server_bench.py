@@ -288,7 +288,7 @@ def measure(brokers: dict[str, str], quick: bool) -> dict[str, dict[str, float]]
     every broker back to back, so a load change on the machine hits both alike."""
     res: dict[str, dict[str, float]] = {name: {} for name in brokers}
     run_id = uuid.uuid4().hex[:6]
-    rounds = 1 if quick else 3
+    rounds = 2 if quick else 3
     for count, size, label, parts in scenarios(quick):
         for rnd in range(rounds):  # best of ``rounds``: short runs on a shared machine are noisy
             topic = f"bench-{label}-p{parts}-{run_id}-{rnd}"
