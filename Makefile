@@ -19,6 +19,9 @@ serve: .venv
 test: .venv
 	$(BIN)/python -m pytest -q -n 2 tests
 
+compat: .venv
+	$(BIN)/python -m pytest -q -p no:cacheprovider compat_tests $(COMPAT_ARGS)
+
 bench: .venv
 	$(BIN)/python -m bench
 

@@ -50,7 +50,9 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "compat: a compatibility scenario")
     state = _Session(config)
     config._compat = state
-    config.pluginmanager.register(CompatReport(config.getoption("compat_report"), state.name), "compat-report")
+    config.addinivalue_line("filterwarnings", "ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")
+    if not hasattr(config, "workerinput"):  # under xdist only the controller writes the report
+        config.pluginmanager.register(CompatReport(config.getoption("compat_report"), state.name), "compat-report")
 
 
 def _client_names(config) -> list[str]:
@@ -135,9 +137,14 @@ def client(target, client_name):
 def helper(target):
     """A harness-side client (confluent-kafka) for setup steps that are not what the scenario checks,
     so that clients without admin APIs (kcat) still run the scenario."""
+    import gc
+
     from compat_tests.clients.confluent import ConfluentClient
 
-    return ConfluentClient(target.bootstrap)
+    h = ConfluentClient(target.bootstrap)
+    yield h
+    h._admin = None  # librdkafka handles end when collected: before the broker stops, not after
+    gc.collect()
 
 
 @pytest.fixture

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+# scenario files in the order the report lists them (pytest collects them alphabetically)
+MODULE_ORDER = ["test_produce_consume", "test_records", "test_topics_seek", "test_admin", "test_groups",
+                "test_exactly_once"]
 ORDER = {"fail": 0, "error": 1, "xpass": 2, "pass": 3, "xfail": 4, "skip": 5}
 
 
@@ -60,8 +63,16 @@ class CompatReport:
             row["outcome"] = "error"
             row["reason"] = "teardown: " + _crash(report)
 
+    def _sorted(self) -> list[dict]:
+        def rank(nodeid: str) -> int:
+            module = nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+            return MODULE_ORDER.index(module) if module in MODULE_ORDER else len(MODULE_ORDER)
+
+        ids = sorted(self.order, key=lambda n: (rank(n), self.order.index(n)))
+        return [self.rows[n] for n in ids if self.rows[n]["outcome"] is not None]
+
     def pytest_sessionfinish(self, session, exitstatus):
-        rows = [self.rows[n] for n in self.order if self.rows[n]["outcome"] is not None]
+        rows = self._sorted()
         if not rows:
             return
         Path(f"{self.prefix}.json").write_text(json.dumps(rows, indent=1) + "\n")

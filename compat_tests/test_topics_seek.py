@@ -13,8 +13,9 @@ def test_auto_create_on(client, helper, topic):
     assert topic not in helper.list_topics()
     client.produce(topic, [Rec(value=b"created on first use")])
     assert topic in helper.list_topics()
-    assert helper.partition_count(topic) >= 1
-    got = client.consume(topic, [0], "beginning", count=1)
+    partitions = helper.partition_count(topic)
+    assert partitions >= 1
+    got = client.consume(topic, list(range(partitions)), "beginning", count=1)
     assert [g.value for g in got] == [b"created on first use"]
 
 

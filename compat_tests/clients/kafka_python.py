@@ -1,6 +1,7 @@
 """kafka-python adapter (3.x: idempotence is on by default there, so plain scenarios switch it off)."""
 from __future__ import annotations
 
+import re
 import time
 
 import kafka.errors as KE
@@ -191,9 +192,10 @@ class KafkaPythonClient(Client):
 
     def alter_configs(self, topic, configs):
         r = self._call(self.admin.alter_configs, [ConfigResource("TOPIC", topic, configs=dict(configs))])
-        status = r["topic"][topic]
+        status = str(r["topic"][topic])
         if status != "OK":
-            raise KafkaOpError(str(status))
+            m = re.match(r"\[Error (\d+)\]", status)
+            raise KafkaOpError(error_name(int(m.group(1))) if m else status, status)
 
     def delete_records(self, topic, partition, before):
         tp = TopicPartition(topic, partition)

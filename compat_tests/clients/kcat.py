@@ -100,7 +100,7 @@ class KcatClient(Client):
         per = {}
         try:
             for p in partitions:
-                args = self._base() + ["-C", "-t", topic, "-p", str(p), "-o", off, "-J", "-Z",
+                args = self._base() + ["-C", "-t", topic, "-p", str(p), "-o", off, "-J", "-Z", "-u",
                                        "-X", f"isolation.level={'read_committed' if read_committed else 'read_uncommitted'}"]
                 if max_fetch_bytes:
                     args += ["-X", f"fetch.max.bytes={max_fetch_bytes}",
