@@ -9,7 +9,7 @@ from pathlib import Path
 # scenario files in the order the report lists them (pytest collects them alphabetically)
 MODULE_ORDER = ["test_produce_consume", "test_records", "test_topics_seek", "test_admin", "test_groups",
                 "test_exactly_once"]
-ORDER = {"fail": 0, "error": 1, "xpass": 2, "pass": 3, "xfail": 4, "skip": 5}
+ORDER = {"pass": 0, "fail": 1, "error": 2, "xpass": 3, "xfail": 4, "skip": 5}
 
 
 def _crash(report) -> str:

@@ -1,6 +1,7 @@
 """Consumer groups: assignment, rebalance on join and on leave, commit and resume (KIP-62 / the
 classic group protocol: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
 OffsetFetch)."""
+import threading
 import uuid
 
 from compat_tests.clients import Rec
@@ -12,15 +13,39 @@ def _group():
 
 
 def _drive(members, until, timeout=30.0, message="group to settle"):
-    """Poll every member in turn (polling drives joins, heartbeats and rebalances) until ``until()``."""
+    """Poll every member continuously, each from its own thread (polling drives joins, heartbeats and
+    rebalances, and a member blocked in a JoinGroup must not keep the others from polling), until
+    ``until(got)`` holds; ``got`` maps id(member) to the records it received. The pollers stop before
+    this returns, so callers may use the members again from this thread."""
     got = {id(m): [] for m in members}
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors: list[BaseException] = []
 
-    def step():
-        for m in members:
-            got[id(m)].extend(m.poll(0.1))
-        return until(got)
+    def run(m):
+        try:
+            while not stop.is_set():
+                recs = m.poll(0.1)
+                with lock:
+                    got[id(m)].extend(recs)
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            errors.append(exc)
 
-    wait_until(step, timeout, interval=0, message=message)
+    threads = [threading.Thread(target=run, args=(m,), daemon=True) for m in members]
+    for t in threads:
+        t.start()
+    try:
+        def check():
+            if errors:
+                raise errors[0]
+            with lock:
+                return until(got)
+
+        wait_until(check, timeout, interval=0.05, message=message)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
     return got
 
 
