@@ -135,7 +135,13 @@ class TansuTarget(Target):
 
 
 class KafkaTarget(Target):
-    """Apache Kafka (apache/kafka image, KRaft) through testcontainers; needs a Docker engine."""
+    """Apache Kafka through testcontainers; needs a Docker engine.
+
+    testcontainers' ``KafkaContainer`` drives the confluentinc/cp-kafka start scripts, which the
+    apache/kafka image does not have; so for apache/kafka (the default) the container is a plain
+    ``DockerContainer`` configured the way the image documents (single KRaft node, env ``KAFKA_*``), on a
+    fixed free host port so that the advertised listener is right. ``COMPAT_KAFKA_IMAGE`` may name a
+    confluentinc/cp-kafka image instead, which then goes through ``KafkaContainer().with_kraft()``."""
 
     name = "kafka"
     IMAGE = os.environ.get("COMPAT_KAFKA_IMAGE", "apache/kafka:latest")
@@ -149,26 +155,60 @@ class KafkaTarget(Target):
             raise TargetUnavailable(f"no Docker engine can be reached ({type(exc).__name__}: {exc}); "
                                     "--target kafka needs Docker for testcontainers") from exc
         self._containers = []
-        self.bootstrap = self._start({})
+        self._off = None
+        try:
+            self.bootstrap = self._start({})
+        except BaseException:
+            self.close()
+            raise
 
     def _start(self, env: dict[str, str]) -> str:
-        from testcontainers.kafka import KafkaContainer
+        if "cp-kafka" in self.IMAGE:
+            from testcontainers.community.kafka import KafkaContainer
 
-        c = KafkaContainer(image=self.IMAGE).with_env("KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
-        for k, v in env.items():
-            c = c.with_env(k, v)
-        c.start()
+            c = KafkaContainer(image=self.IMAGE).with_kraft()
+            for k, v in env.items():
+                c = c.with_env(k, v)
+            self._containers.append(c)
+            c.start(timeout=120)
+            return c.get_bootstrap_server()
+        from testcontainers.core.container import DockerContainer
+        from testcontainers.core.wait_strategies import LogMessageWaitStrategy
+
+        port = free_port()
+        settings = {
+            "KAFKA_NODE_ID": "1",
+            "KAFKA_PROCESS_ROLES": "broker,controller",
+            "KAFKA_LISTENERS": "PLAINTEXT://:9092,CONTROLLER://:9093",
+            "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://127.0.0.1:{port}",
+            "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@localhost:9093",
+            "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
+            "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
+            "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
+            "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+            "KAFKA_NUM_PARTITIONS": "1",
+            **env,
+        }
+        c = DockerContainer(self.IMAGE).with_bind_ports(9092, port).with_envs(**settings)
         self._containers.append(c)
-        return c.get_bootstrap_server()
+        c.start()
+        wait = LogMessageWaitStrategy("Kafka Server started")
+        wait.with_startup_timeout(120)
+        wait.wait_until_ready(c)
+        wait_for_port("127.0.0.1", port, 30)
+        return f"127.0.0.1:{port}"
 
     def no_auto_create_bootstrap(self):
-        if len(self._containers) < 2:
+        if self._off is None:
             self._off = self._start({"KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false"})
         return self._off
 
     def close(self):
         for c in self._containers:
             c.stop()
+        self._containers = []
 
 
 class ExternalTarget(Target):
