@@ -16,8 +16,12 @@ $(VENV)/.installed: pyproject.toml
 serve: .venv
 	$(BIN)/kwire serve $(ARGS)
 
-test: .venv
-	$(BIN)/python -m pytest -q -n 2 tests
+tests/js/node_modules/.installed: tests/js/package-lock.json
+	cd tests/js && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: .venv tests/js/node_modules/.installed
+	$(BIN)/python -m pytest -q -n 2 tests compat_tests
 
 compat: .venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider compat_tests $(COMPAT_ARGS)
