@@ -14,45 +14,28 @@ from kwire.handlers import REGISTRY, load_all
 load_all()
 
 
-def _kafka_python_requests():
-    found = {}
+def _kafka_python_messages():
+    """{api_key: (request class, response class)} from kafka-python's protocol package."""
+    found: dict[tuple[str, int], type] = {}
     for info in pkgutil.walk_packages(kp.__path__, kp.__name__ + "."):
         if ".old" in info.name or "generate" in info.name:
             continue
         try:
             mod = importlib.import_module(info.name)
-        except Exception:
+        except Exception:  # noqa: BLE001 - optional modules of kafka-python
             continue
         for obj in vars(mod).values():
             if isinstance(obj, type) and issubclass(obj, ApiMessage) and obj is not ApiMessage:
                 try:
-                    if obj.type == "request":
-                        found[obj.API_KEY] = obj
-                        found[("resp", obj.API_KEY)] = None
-                except Exception:
+                    found[(obj.type, obj.API_KEY)] = obj
+                except Exception:  # noqa: BLE001 - abstract helpers without a schema
                     pass
-    for obj in list(found.values()):
-        pass
-    resp = {}
-    for info in pkgutil.walk_packages(kp.__path__, kp.__name__ + "."):
-        if ".old" in info.name or "generate" in info.name:
-            continue
-        try:
-            mod = importlib.import_module(info.name)
-        except Exception:
-            continue
-        for obj in vars(mod).values():
-            if isinstance(obj, type) and issubclass(obj, ApiMessage) and obj is not ApiMessage:
-                try:
-                    if obj.type == "response":
-                        resp[obj.API_KEY] = obj
-                except Exception:
-                    pass
-    return {k: (v, resp[k]) for k, v in found.items() if isinstance(k, int) and k in resp}
+    return {key: (cls, found[("response", key)]) for (kind, key), cls in found.items()
+            if kind == "request" and ("response", key) in found}
 
 
 def _cases():
-    reqs = _kafka_python_requests()
+    reqs = _kafka_python_messages()
     out = []
     for key, h in REGISTRY.items():
         if key not in reqs:
