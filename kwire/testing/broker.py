@@ -1,5 +1,9 @@
 """``Broker``: start kwire for a test, in-process (a thread running Trio) or as a subprocess,
-on a free loopback port with a temporary data dir; ``restart()`` on the same data; clean stop.
+on a free loopback port with a temporary data dir (on tmpfs with ``storage="memory"``);
+helpers to create topics and produce/consume a few records; fault injection (thread mode);
+``restart()`` on the same data; clean stop.
+
+Only the standard library is imported here; Trio and the broker load when a broker starts.
 """
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ import sys
 import tempfile
 import threading
 import time
+
+__all__ = ["Broker", "free_port", "wait_for_port", "memory_dir"]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -29,25 +35,42 @@ def wait_for_port(host: str, port: int, timeout: float = 10.0, proc: subprocess.
             with socket.create_connection((host, port), timeout=0.2):
                 return
         except OSError:
-            time.sleep(0.01)
+            time.sleep(0.005)
     raise TimeoutError(f"kwire did not listen on {host}:{port} within {timeout}s")
+
+
+def memory_dir() -> str | None:
+    """A RAM-backed directory for ``storage="memory"`` (Linux /dev/shm), or None."""
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK):
+        return shm
+    return None
 
 
 class Broker:
     """A kwire broker for tests.
 
-    ``mode="thread"`` runs it in this process (fast start); ``mode="process"`` runs
-    ``python -m kwire serve`` (needed to SIGKILL it). ``overrides`` are Kafka config keys.
+    ``mode="thread"`` runs it in this process (fast start, fault injection, ``.broker`` and
+    ``.server`` available); ``mode="process"`` runs ``python -m kwire serve`` (needed to
+    SIGKILL it). ``overrides`` are Kafka config keys (``num.partitions``, ...).
+    ``storage="memory"`` keeps the log on tmpfs (/dev/shm) where there is one: kwire's log is
+    file based, so "memory" means RAM-backed files, still surviving ``restart()``.
     """
 
     def __init__(self, *, mode: str = "thread", host: str = "127.0.0.1", port: int | None = None,
                  data_dir: str | None = None, overrides: dict[str, object] | None = None,
-                 log_level: str = "WARNING"):
+                 log_level: str = "WARNING", storage: str = "disk"):
+        if mode not in ("thread", "process"):
+            raise ValueError(f"mode is 'thread' or 'process', not {mode!r}")
+        if storage not in ("disk", "memory"):
+            raise ValueError(f"storage is 'disk' or 'memory', not {storage!r}")
         self.mode = mode
         self.host = host
         self.port = port or free_port(host)
+        self.storage = storage
         self._own_dir = data_dir is None
-        self.data_dir = data_dir or tempfile.mkdtemp(prefix="kwire-test-")
+        base = memory_dir() if storage == "memory" else None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="kwire-test-", dir=base)
         self.overrides = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (overrides or {}).items()}
         self.log_level = log_level
         self.proc: subprocess.Popen | None = None
@@ -55,14 +78,24 @@ class Broker:
         self._trio_token = None
         self._cancel = None
         self._error: BaseException | None = None
+        self._faults = None
         self.broker = None  # the kwire.broker.Broker in thread mode
+        self.server = None  # the kwire.server.KafkaServer in thread mode
 
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def running(self) -> bool:
+        if self.proc is not None:
+            return self.proc.poll() is None
+        return self._thread is not None and self._thread.is_alive()
+
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "Broker":
+        if self.running:
+            return self
         if self.mode == "process":
             self._start_process()
         else:
@@ -89,6 +122,7 @@ class Broker:
         cfg = BrokerConfig.from_properties("", dict(self.overrides))
         cfg.set("log.dirs", self.data_dir)
         ready = threading.Event()
+        self._error = None
 
         async def main():
             self._trio_token = trio.lowlevel.current_trio_token()
@@ -98,6 +132,8 @@ class Broker:
                 def on_ready(broker, server, port):
                     self.broker = broker
                     self.server = server
+                    if self._faults is not None:
+                        server.fault_hook = self._faults
                     ready.set()
 
                 await run_broker(cfg, host=self.host, port=self.port, on_ready=on_ready)
@@ -112,11 +148,15 @@ class Broker:
 
         self._thread = threading.Thread(target=runner, name=f"kwire-{self.port}", daemon=True)
         self._thread.start()
-        ready.wait(30)
+        if not ready.wait(30):
+            raise TimeoutError("kwire did not start within 30 s")
         if self._error is not None:
+            self._thread.join(5)
+            self._thread = None
             raise RuntimeError(f"kwire failed to start: {self._error!r}") from self._error
 
     def stop(self) -> None:
+        """Stop cleanly (SIGTERM / cancel): the log writes its checkpoints."""
         if self.proc is not None:
             if self.proc.poll() is None:
                 self.proc.send_signal(signal.SIGTERM)
@@ -136,6 +176,8 @@ class Broker:
             self._thread.join(10)
             self._thread = None
             self._trio_token = None
+            self.broker = None
+            self.server = None
 
     def kill(self) -> None:
         """SIGKILL the subprocess broker (process mode only)."""
@@ -145,6 +187,7 @@ class Broker:
         self.proc = None
 
     def restart(self) -> None:
+        """Stop and start again on the same port and data (and the same fault rules)."""
         self.stop()
         self.start()
 
@@ -152,6 +195,8 @@ class Broker:
         self.stop()
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    close = cleanup
 
     def __enter__(self) -> "Broker":
         return self.start()
@@ -164,3 +209,51 @@ class Broker:
 
     async def __aexit__(self, *exc) -> None:
         self.cleanup()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<kwire.testing.Broker {self.mode} {self.bootstrap_servers} {state}>"
+
+    # ------------------------------------------------------------------ faults
+    @property
+    def faults(self):
+        """The :class:`kwire.testing.faults.Faults` control hooks (thread mode only)."""
+        if self.mode != "thread":
+            raise RuntimeError("fault injection needs mode='thread' (the hooks live in the broker's process)")
+        if self._faults is None:
+            from kwire.testing.faults import Faults
+
+            self._faults = Faults()
+            if self.server is not None:
+                self.server.fault_hook = self._faults
+        return self._faults
+
+    # ------------------------------------------------------------------ helpers
+    def client(self, timeout: float = 10.0):
+        """A :class:`kwire.testing.client.WireClient` connected to this broker."""
+        from kwire.testing.client import WireClient
+
+        return WireClient(self.bootstrap_servers, timeout=timeout)
+
+    def create_topic(self, name: str, partitions: int = 1, config: dict | None = None, *,
+                     exist_ok: bool = False) -> str:
+        with self.client() as c:
+            c.create_topic(name, partitions, config, exist_ok=exist_ok)
+        return name
+
+    def delete_topic(self, name: str) -> None:
+        with self.client() as c:
+            c.delete_topic(name)
+
+    def produce(self, topic: str, records, partition: int = 0) -> list[int]:
+        """Append records (values, or (key, value[, headers]) tuples) to one partition; returns
+        their offsets."""
+        with self.client() as c:
+            return c.produce(topic, records, partition)
+
+    def consume(self, topic: str, n: int, partition: int | None = 0, *, offset: int = 0,
+                timeout: float = 10.0) -> list:
+        """The first ``n`` records from ``offset`` (of ``partition``, or all partitions with
+        None), waiting up to ``timeout`` s; ``kwire.codec.records.Record`` objects."""
+        with self.client(timeout) as c:
+            return c.consume(topic, n, partition, offset=offset, timeout=timeout)
