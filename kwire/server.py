@@ -45,6 +45,8 @@ class KafkaServer:
         self.connections: set[Connection] = set()
         self.listeners: list[trio.SocketListener] = []
         self.nursery = None
+        self.in_flight = 0  # requests being handled right now, across connections
+        self._idle: trio.Event | None = None
         self.fault_hook = None  # testing: fault injection (kwire.testing)
 
     # ---------------------------------------------------------------- lifecycle
@@ -61,6 +63,17 @@ class KafkaServer:
                 self.broker.logs.run_retention(self.broker.clock.now_ms())
             except Exception:  # noqa: BLE001 - a failed pass must not stop the broker
                 log.exception("retention pass failed")
+
+    async def drain(self, grace_s: float = 5.0) -> None:
+        """Graceful shutdown: stop accepting, then let in-flight requests finish (at most
+        ``grace_s``: a long-poll fetch or a pending JoinGroup is cut after that)."""
+        for listener in self.listeners:
+            await listener.aclose()
+        with trio.move_on_after(grace_s):
+            while self.in_flight:
+                self._idle = trio.Event()
+                await self._idle.wait()
+        log.info("stopped accepting; %d requests still in flight at shutdown", self.in_flight)
 
     # ---------------------------------------------------------------- connections
     async def _handle(self, stream: trio.SocketStream) -> None:
@@ -89,7 +102,13 @@ class KafkaServer:
                     if frame is NEED_DATA:
                         break
                     conn.requests += 1
-                    await self._process(conn, frame)
+                    self.in_flight += 1
+                    try:
+                        await self._process(conn, frame)
+                    finally:
+                        self.in_flight -= 1
+                        if not self.in_flight and self._idle is not None:
+                            self._idle.set()
                     if conn.closed:
                         return
         except FrameTooLarge as exc:
