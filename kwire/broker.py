@@ -18,6 +18,7 @@ import trio
 from kwire.clock import REAL_CLOCK, Clock
 from kwire.config import TOPIC_CONFIGS, BrokerConfig, validate_topic_config
 from kwire.errors import ErrorCode
+from kwire.log.producer_state import append_idempotent
 from kwire.metadata import records as R
 from kwire.metadata.image import MetadataImage, TopicImage
 from kwire.metadata.store import MetadataStore
@@ -254,8 +255,11 @@ class Broker:
 
     def append_records(self, topic: str, partition: int, plog, records, now_ms: int):
         """Append a Produce request's records; on one broker the leader is the whole ISR, so
-        the high watermark follows the log end offset at once."""
-        res = plog.append(records, now_ms=now_ms, leader_epoch=self.leader_epoch(topic, partition))
+        the high watermark follows the log end offset at once. Batches with a producer id go
+        through the partition's producer state (kwire.log.producer_state): a retried batch
+        is answered with its original offsets and not written again."""
+        res = append_idempotent(plog, records, now_ms=now_ms, leader_epoch=self.leader_epoch(topic, partition),
+                                expiration_ms=int(self.config.get("producer.id.expiration.ms")))
         plog.high_watermark = plog.log_end_offset
         self.notify_append(topic, partition)
         return res

@@ -26,6 +26,7 @@ from kwire.codec.records import (
     set_partition_leader_epoch,
 )
 from kwire.errors import CorruptRecordBatch
+from kwire.log import producer_state
 from kwire.log.config import LogConfig
 from kwire.log.errors import InvalidRecordError, KafkaStorageError, MessageTooLarge, OffsetOutOfRange
 from kwire.log.regions import FileRegion
@@ -90,6 +91,7 @@ class PartitionLog:
         self.closed = False
         self._flush_lock = threading.Lock()
         self._truncations = 0
+        self.producer_state = None  # kwire.log.producer_state, built on first idempotent append
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
@@ -487,6 +489,7 @@ class PartitionLog:
         del self._bases[keep:]
         self.segments[-1].truncate_to(offset)
         leo = self.log_end_offset
+        producer_state.on_truncate(self)
         # a batch straddling the log start offset went whole: the log is empty at its end
         self.log_start_offset = min(self.log_start_offset, leo)
         self.recovery_point = min(self.recovery_point, leo)
@@ -505,6 +508,7 @@ class PartitionLog:
         self.log_start_offset = offset
         self.recovery_point = offset
         self.high_watermark = offset
+        producer_state.on_truncate(self, full=True)
 
     # --- durability ---------------------------------------------------------------------
     def flush(self, up_to: int | None = None, *, now_ms: int | None = None) -> None:
@@ -542,6 +546,7 @@ class PartitionLog:
         if self.closed:
             return
         self.flush()
+        producer_state.on_close(self)
         for seg in self.segments:
             seg.close()
         self.closed = True

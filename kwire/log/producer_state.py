@@ -1,0 +1,465 @@
+"""Per-partition producer state for idempotent producers (Kafka's ProducerStateManager).
+
+For every producer id that wrote to a partition: its current producer epoch and the sequence
+ranges and offsets of its last 5 batches (a producer has at most 5 requests in flight per
+partition, max.in.flight.requests.per.connection <= 5). The produce path asks
+``ProducerStateManager.check`` before writing and calls ``update`` after:
+
+* same epoch, same (first, last) sequence as a cached batch: a retry of a batch that was
+  already written. Kafka answers it with the original offsets and no error (what
+  DUPLICATE_SEQUENCE_NUMBER became in modern Kafka) and writes nothing.
+* producer epoch below the current one: INVALID_PRODUCER_EPOCH (Kafka 2.7+ answers this,
+  not PRODUCER_FENCED, on Produce).
+* a new, higher epoch must start at sequence 0; the same epoch must continue at last + 1
+  (0 after Int32.MAX): otherwise OUT_OF_ORDER_SEQUENCE_NUMBER.
+* a producer id this partition has no state for is accepted at any sequence, as Kafka 2.5+
+  does (KIP-360: state is kept until producer.id.expiration.ms, retention does not drop it;
+  Kafka no longer answers UNKNOWN_PRODUCER_ID on Produce).
+
+Durability: the state is rebuilt from the log's batch headers (producer id, epoch, base
+sequence, offset delta) starting at the latest ``<20-digit offset>.snapshot`` file in the
+partition directory; snapshots are written when a segment rolls and at a clean close, so a
+restart scans at most the active segment. The snapshot layout is kwire's own (Kafka's v1
+file keeps only the last batch per producer; ours keeps all 5, so retries in flight across a
+broker restart are still recognised):
+
+    version int16 (=100) | crc32c uint32 (of everything after it) | count int32 |
+    count x { producer_id int64 | epoch int16 | last_timestamp int64 | n int8 |
+              n x { first_seq int32 | last_seq int32 | first_offset int64 | last_offset int64 |
+                    timestamp int64 } }
+
+Pure apart from the snapshot files and reading batch headers of the log when rebuilding.
+"""
+from __future__ import annotations
+
+import os
+import re
+import struct
+from collections import deque
+
+from crc32c import crc32c
+
+from kwire.codec.records import BATCH_HEADER_SIZE, HEADER, LOG_OVERHEAD, MIN_BATCH_LENGTH, RecordBatch
+from kwire.errors import ErrorCode, KafkaError
+
+BATCHES_TO_RETAIN = 5
+INT32_MAX = 0x7FFFFFFF
+NO_PRODUCER_ID = -1
+SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOT_VERSION = 100
+SNAPSHOTS_TO_KEEP = 2
+DEFAULT_EXPIRATION_CHECK_MS = 600_000  # producer.id.expiration.check.interval.ms
+
+_SNAPSHOT_FILE = re.compile(r"^(\d{20})\.snapshot$")
+_HEAD = struct.Struct(">hI")
+_COUNT = struct.Struct(">i")
+_ENTRY = struct.Struct(">qhqb")
+_BATCH = struct.Struct(">iiqqq")
+_SCAN_CHUNK = 64 * 1024
+_unpack_header = HEADER.unpack_from
+
+
+class OutOfOrderSequence(KafkaError):
+    code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpoch(KafkaError):
+    code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class InvalidSequence(KafkaError):
+    """An idempotent batch (producer id set) without a base sequence (Kafka's LogValidator)."""
+
+    code = ErrorCode.INVALID_RECORD
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
+    return (base_sequence + last_offset_delta) & INT32_MAX
+
+
+def snapshot_name(offset: int) -> str:
+    return f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+
+class BatchMetadata:
+    __slots__ = ("first_seq", "last_seq", "first_offset", "last_offset", "timestamp")
+
+    def __init__(self, first_seq: int, last_seq: int, first_offset: int, last_offset: int, timestamp: int):
+        self.first_seq = first_seq
+        self.last_seq = last_seq
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.timestamp = timestamp
+
+    def _tuple(self):
+        return (self.first_seq, self.last_seq, self.first_offset, self.last_offset, self.timestamp)
+
+    def __eq__(self, other):
+        return isinstance(other, BatchMetadata) and self._tuple() == other._tuple()
+
+    def __repr__(self) -> str:
+        return "BatchMetadata(seq %d-%d, offsets %d-%d, ts %d)" % self._tuple()
+
+
+class ProducerStateEntry:
+    __slots__ = ("producer_id", "epoch", "batches", "last_timestamp")
+
+    def __init__(self, producer_id: int, epoch: int, batches=(), last_timestamp: int = -1):
+        self.producer_id = producer_id
+        self.epoch = epoch
+        self.batches: deque[BatchMetadata] = deque(batches, maxlen=BATCHES_TO_RETAIN)
+        self.last_timestamp = last_timestamp
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+    @property
+    def last_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        if epoch != self.epoch:
+            return None
+        for b in self.batches:
+            if b.first_seq == first_seq and b.last_seq == last_seq:
+                return b
+        return None
+
+    def add(self, epoch: int, meta: BatchMetadata) -> None:
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.batches.clear()
+        self.batches.append(meta)
+        self.last_timestamp = meta.timestamp
+
+    def __repr__(self) -> str:
+        return f"ProducerStateEntry(pid={self.producer_id}, epoch={self.epoch}, batches={list(self.batches)})"
+
+
+class ProducerStateManager:
+    """The producer state of one partition. ``map_end_offset``: the log offset up to which
+    batches have been applied (the next offset to read when catching up with the log)."""
+
+    def __init__(self, dir: str | None, *, expiration_ms: int = 86_400_000,
+                 expiration_check_ms: int = DEFAULT_EXPIRATION_CHECK_MS):
+        self.dir = dir
+        self.expiration_ms = expiration_ms
+        self.expiration_check_ms = expiration_check_ms
+        self.producers: dict[int, ProducerStateEntry] = {}
+        self.map_end_offset = 0
+        self.last_expiry_check_ms: int | None = None
+        self.last_snapshot_offset = -1
+
+    # --- validation (client appends) ----------------------------------------------------
+    def check(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
+              pending: dict | None = None) -> BatchMetadata | None:
+        """Validate one client batch against the state (and ``pending``: pid -> (epoch, last
+        sequence) of earlier batches of the same request). Returns the cached batch when
+        this is a duplicate; raises InvalidProducerEpoch / OutOfOrderSequence."""
+        if first_seq < 0:
+            raise InvalidSequence(f"invalid sequence number {first_seq} in record batch with producer id {producer_id}")
+        entry = self.producers.get(producer_id)
+        p = pending.get(producer_id) if pending else None
+        if p is not None:
+            cur_epoch, cur_last = p
+        elif entry is not None:
+            cur_epoch, cur_last = entry.epoch, entry.last_seq
+            dup = entry.find_duplicate(epoch, first_seq, last_seq)
+            if dup is not None and epoch >= cur_epoch:
+                return dup
+        else:
+            return None  # a producer new to this partition: any sequence (Kafka 2.5+)
+        if epoch < cur_epoch:
+            raise InvalidProducerEpoch(
+                f"epoch {epoch} of producer {producer_id} is older than the current epoch {cur_epoch}")
+        if epoch != cur_epoch:
+            if first_seq != 0:
+                raise OutOfOrderSequence(
+                    f"invalid sequence number {first_seq} for new epoch {epoch} of producer {producer_id} "
+                    f"(current epoch {cur_epoch}): a new epoch starts at 0")
+        elif cur_last >= 0 and not in_sequence(cur_last, first_seq):
+            raise OutOfOrderSequence(
+                f"out of order sequence number for producer {producer_id} epoch {epoch}: "
+                f"{first_seq} (incoming seq. number), {cur_last} (current end sequence number)")
+        return None
+
+    # --- updates ------------------------------------------------------------------------
+    def update(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
+               first_offset: int, last_offset: int, timestamp: int) -> None:
+        """Record a batch that is now in the log (client append or log replay)."""
+        meta = BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp)
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            self.producers[producer_id] = ProducerStateEntry(producer_id, epoch, (meta,), timestamp)
+        else:
+            entry.add(epoch, meta)
+        if last_offset + 1 > self.map_end_offset:
+            self.map_end_offset = last_offset + 1
+
+    def apply_header(self, h: RecordBatch | tuple) -> None:
+        """Replay one batch header from the log (no validation, as Kafka loads its log)."""
+        (base, _len, _ple, _magic, _crc, attrs, lod, _bts, max_ts, pid, epoch, base_seq, _n) = h
+        if pid >= 0 and not attrs & 0x20 and base_seq >= 0:  # not a control batch
+            self.update(pid, epoch, base_seq, last_sequence(base_seq, lod), base, base + lod, max_ts)
+        if base + lod + 1 > self.map_end_offset:
+            self.map_end_offset = base + lod + 1
+
+    def remove_expired(self, now_ms: int) -> int:
+        """Forget producers whose last batch is older than producer.id.expiration.ms."""
+        limit = self.expiration_ms
+        doomed = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= limit]
+        for pid in doomed:
+            del self.producers[pid]
+        return len(doomed)
+
+    def maybe_remove_expired(self, now_ms: int) -> int:
+        last = self.last_expiry_check_ms
+        if last is None:
+            self.last_expiry_check_ms = now_ms
+            return 0
+        if now_ms - last < self.expiration_check_ms:
+            return 0
+        self.last_expiry_check_ms = now_ms
+        return self.remove_expired(now_ms)
+
+    def truncate(self) -> None:
+        self.producers.clear()
+        self.map_end_offset = 0
+
+    # --- snapshots ----------------------------------------------------------------------
+    def encode_snapshot(self) -> bytes:
+        body = bytearray(_COUNT.pack(len(self.producers)))
+        for e in self.producers.values():
+            body += _ENTRY.pack(e.producer_id, e.epoch, e.last_timestamp, len(e.batches))
+            for b in e.batches:
+                body += _BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp)
+        return _HEAD.pack(SNAPSHOT_VERSION, crc32c(body)) + bytes(body)
+
+    @staticmethod
+    def decode_snapshot(data: bytes) -> dict[int, ProducerStateEntry]:
+        """Raises ValueError when the snapshot is not one of ours or is corrupt."""
+        if len(data) < _HEAD.size + _COUNT.size:
+            raise ValueError("snapshot too short")
+        version, crc = _HEAD.unpack_from(data, 0)
+        if version != SNAPSHOT_VERSION:
+            raise ValueError(f"unknown snapshot version {version}")
+        body = memoryview(data)[_HEAD.size:]
+        if crc32c(body) != crc:
+            raise ValueError("snapshot CRC mismatch")
+        (count,) = _COUNT.unpack_from(body, 0)
+        pos = _COUNT.size
+        out: dict[int, ProducerStateEntry] = {}
+        try:
+            for _ in range(count):
+                pid, epoch, last_ts, n = _ENTRY.unpack_from(body, pos)
+                pos += _ENTRY.size
+                batches = []
+                for _ in range(n):
+                    batches.append(BatchMetadata(*_BATCH.unpack_from(body, pos)))
+                    pos += _BATCH.size
+                out[pid] = ProducerStateEntry(pid, epoch, batches, last_ts)
+        except struct.error as exc:
+            raise ValueError(f"truncated snapshot: {exc}") from None
+        if pos != len(body):
+            raise ValueError("trailing bytes in snapshot")
+        return out
+
+    def snapshot_offsets(self) -> list[int]:
+        if self.dir is None or not os.path.isdir(self.dir):
+            return []
+        out = []
+        for name in os.listdir(self.dir):
+            m = _SNAPSHOT_FILE.match(name)
+            if m:
+                out.append(int(m.group(1)))
+        return sorted(out)
+
+    def take_snapshot(self, offset: int | None = None) -> str | None:
+        """Write ``<offset>.snapshot`` (default: ``map_end_offset``) atomically and keep the
+        newest SNAPSHOTS_TO_KEEP. Returns the path (None without a directory)."""
+        if self.dir is None:
+            return None
+        offset = self.map_end_offset if offset is None else offset
+        if offset == self.last_snapshot_offset:
+            return None
+        path = os.path.join(self.dir, snapshot_name(offset))
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(self.encode_snapshot())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        self.last_snapshot_offset = offset
+        for old in self.snapshot_offsets()[:-SNAPSHOTS_TO_KEEP]:
+            _unlink(os.path.join(self.dir, snapshot_name(old)))
+        return path
+
+    def load_latest_snapshot(self, log_end_offset: int) -> int:
+        """Load the newest readable snapshot at or below ``log_end_offset``; snapshots beyond
+        it (the log lost its tail) and unreadable ones are deleted. Returns the offset the
+        state now reflects (0 without a snapshot)."""
+        self.truncate()
+        for off in reversed(self.snapshot_offsets()):
+            path = os.path.join(self.dir, snapshot_name(off))
+            if off > log_end_offset:
+                _unlink(path)
+                continue
+            try:
+                with open(path, "rb") as f:
+                    self.producers = self.decode_snapshot(f.read())
+            except (OSError, ValueError):
+                _unlink(path)
+                continue
+            self.map_end_offset = off
+            self.last_snapshot_offset = off
+            return off
+        return 0
+
+    def __repr__(self) -> str:
+        return f"ProducerStateManager({self.dir!r}, {len(self.producers)} producers, end={self.map_end_offset})"
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+# --- the log side: rebuild from batch headers, and the produce path -----------------------
+def iter_log_headers(plog, from_offset: int):
+    """Yield the 61-byte header tuple of every batch of ``plog`` whose last offset is at or
+    after ``from_offset`` (reads headers only: one pread per 64 KiB of small batches)."""
+    for seg in list(plog.segments):
+        seg.ensure_loaded()
+        if seg.next_offset <= from_offset:
+            continue
+        h = seg.translate(max(from_offset, seg.base_offset))
+        if h is None:
+            continue
+        pos = h.position
+        end = seg.size
+        fd = seg.file.fileno()
+        buf = b""
+        buf_pos = pos
+        while pos + BATCH_HEADER_SIZE <= end:
+            off = pos - buf_pos
+            if off + BATCH_HEADER_SIZE > len(buf):
+                buf = os.pread(fd, min(_SCAN_CHUNK, end - pos), pos)
+                buf_pos = pos
+                off = 0
+                if len(buf) < BATCH_HEADER_SIZE:
+                    break
+            t = _unpack_header(buf, off)
+            if t[1] < MIN_BATCH_LENGTH:
+                break
+            if t[0] + t[6] >= from_offset:
+                yield t
+            pos += LOG_OVERHEAD + t[1]
+
+
+def producer_state_of(plog, *, expiration_ms: int = 86_400_000) -> ProducerStateManager:
+    """The log's producer state, built on first use: the latest snapshot, then the batch
+    headers after it (a state dropped by a truncation is rebuilt the same way)."""
+    ps = getattr(plog, "producer_state", None)
+    if ps is not None:
+        return ps
+    ps = ProducerStateManager(plog.dir, expiration_ms=expiration_ms)
+    leo = plog.log_end_offset
+    start = ps.load_latest_snapshot(leo)
+    for t in iter_log_headers(plog, start):
+        ps.apply_header(t)
+    ps.map_end_offset = leo
+    plog.producer_state = ps
+    return ps
+
+
+def append_idempotent(plog, records, *, now_ms: int, leader_epoch: int | None = None,
+                      expiration_ms: int = 86_400_000):
+    """``plog.append`` with Kafka's producer-state checks for batches that carry a producer
+    id: a duplicate is answered with its original offsets and not written; a bad epoch or
+    sequence raises (InvalidProducerEpoch / OutOfOrderSequence), nothing is written. After the
+    append every batch is recorded; a segment roll takes a snapshot."""
+    mv = memoryview(records)
+    n = len(mv)
+    # the common case is one batch; headers that do not parse are left to plog.append
+    idem = None
+    pos = 0
+    while pos + BATCH_HEADER_SIZE <= n:
+        t = _unpack_header(mv, pos)
+        if t[9] >= 0 and not t[5] & 0x20:  # producer id set, not a control batch
+            if idem is None:
+                idem = []
+            idem.append((pos, t))
+        if t[1] < MIN_BATCH_LENGTH:
+            break
+        pos += LOG_OVERHEAD + t[1]
+    if idem is None:
+        return plog.append(records, now_ms=now_ms, leader_epoch=leader_epoch)
+    ps = producer_state_of(plog, expiration_ms=expiration_ms)
+    ps.maybe_remove_expired(now_ms)
+    pending: dict[int, tuple[int, int]] = {}
+    for bpos, t in idem:
+        pid, epoch, base_seq, lod = t[9], t[10], t[11], t[6]
+        try:
+            dup = ps.check(pid, epoch, base_seq, last_sequence(base_seq, lod) if base_seq >= 0 else -1, pending)
+        except KafkaError:
+            _validate(mv, bpos)  # a corrupt batch is CORRUPT_MESSAGE first, as in Kafka
+            raise
+        if dup is not None:
+            _validate(mv, bpos)
+            from kwire.log.partition_log import AppendResult  # noqa: PLC0415 - no import cycle at load
+            append_time = dup.timestamp if plog.config.log_append_time else -1
+            return AppendResult(dup.first_offset, dup.last_offset, append_time, plog.log_start_offset)
+        pending[pid] = (epoch, last_sequence(base_seq, lod))
+    seg_before = plog.segments[-1]
+    res = plog.append(records, now_ms=now_ms, leader_epoch=leader_epoch)
+    # offsets were assigned contiguously from res.base_offset, batch after batch
+    offset = res.base_offset
+    pos = 0
+    i = 0
+    log_append = res.log_append_time_ms
+    while pos + BATCH_HEADER_SIZE <= n:
+        t = _unpack_header(mv, pos)
+        lod = t[6]
+        if i < len(idem) and idem[i][0] == pos:
+            base_seq = t[11]
+            ps.update(t[9], t[10], base_seq, last_sequence(base_seq, lod), offset, offset + lod,
+                      log_append if log_append >= 0 else t[8])
+            i += 1
+        offset += lod + 1
+        pos += LOG_OVERHEAD + t[1]
+    ps.map_end_offset = plog.log_end_offset
+    if plog.segments[-1] is not seg_before:
+        ps.take_snapshot(plog.log_end_offset)
+    return res
+
+
+def _validate(mv, pos: int) -> None:
+    b = RecordBatch(mv, pos)
+    b.validate()
+    b.validate_crc()
+
+
+# --- hooks for PartitionLog (truncation, close) ---------------------------------------------
+def on_truncate(plog, *, full: bool = False) -> None:
+    """The log lost batches: drop the in-memory state (rebuilt on next use) and every snapshot
+    beyond the new log end offset (all of them after a full truncation)."""
+    plog.producer_state = None
+    ps = ProducerStateManager(plog.dir)
+    leo = plog.log_end_offset
+    for off in ps.snapshot_offsets():
+        if full or off > leo:
+            _unlink(os.path.join(plog.dir, snapshot_name(off)))
+
+
+def on_close(plog) -> None:
+    """A clean close: snapshot the state at the log end offset, so the next open reads no log."""
+    ps = getattr(plog, "producer_state", None)
+    if ps is not None and os.path.isdir(plog.dir):
+        ps.take_snapshot(plog.log_end_offset)
