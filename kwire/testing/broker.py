@@ -47,6 +47,20 @@ def memory_dir() -> str | None:
     return None
 
 
+async def _off_loop(fn):
+    """Run a blocking call in a worker thread of whichever event loop is running (Trio or
+    asyncio), so starting and stopping never stalls the caller's loop."""
+    import sniffio
+
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        return await trio.to_thread.run_sync(fn)
+    import asyncio
+
+    return await asyncio.to_thread(fn)
+
+
 class Broker:
     """A kwire broker for tests.
 
@@ -169,8 +183,8 @@ class Broker:
         if self._thread is not None:
             if self._trio_token is not None and self._thread.is_alive():
                 import trio
-                try:
-                    trio.from_thread.run_sync(self._cancel.cancel, trio_token=self._trio_token)
+                try:  # thread-safe and non-blocking, so stop() works from any thread or task
+                    self._trio_token.run_sync_soon(self._cancel.cancel)
                 except trio.RunFinishedError:
                     pass
             self._thread.join(10)
@@ -205,10 +219,10 @@ class Broker:
         self.cleanup()
 
     async def __aenter__(self) -> "Broker":
-        return self.start()
+        return await _off_loop(self.start)
 
     async def __aexit__(self, *exc) -> None:
-        self.cleanup()
+        await _off_loop(self.cleanup)
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"

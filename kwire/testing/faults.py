@@ -196,8 +196,12 @@ def _mirror(msg, struct_name: str, fields, req, req_fields, code: int, v: int, t
     alias), error codes set at the deepest level that has them, arrays mirrored element by
     element from the request's matching array."""
     kw = {}
+    def answered(f):  # a nested array that will carry the error for at least one element
+        rf = _match_array(f, req_fields, v)
+        return rf is not None and req is not None and bool(getattr(req, rf.name, None))
+
     nested_errors = any(f.is_struct and f.is_array and f.present(v) and _has_error_code(f.fields, v)
-                        and _match_array(f, req_fields, v) is not None for f in fields)
+                        and answered(f) for f in fields)
     for f in fields:
         if not f.present(v):
             continue
