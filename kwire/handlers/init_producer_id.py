@@ -1,22 +1,26 @@
 """InitProducerId (key 22): versions 0-5 served.
 
 Without transactional.id (idempotent producers): a producer id from the broker's
-ProducerIdManager (kwire.producers.ids: blocks of ids committed as ProducerIdsRecord to the
-metadata log, so ids are unique across restarts) and an epoch; v3+ requests that carry the
-producer's current id and epoch get the epoch bumped (KIP-360), a stale epoch gets
-PRODUCER_FENCED (INVALID_PRODUCER_EPOCH below v4, as Kafka answers older clients).
-A mismatched pair (only one of id and epoch set) is INVALID_REQUEST.
+ProducerIdManager (kwire.producers.ids) and an epoch. Ids come in blocks of 1000, each
+committed as a ProducerIdsRecord to the metadata log before its first id is handed out, so
+ids are unique across restarts. v3+ requests that carry the producer's current id and epoch
+get the epoch bumped (KIP-360); a stale epoch gets PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
+below v4, as Kafka answers older clients). Only one of id and epoch set: INVALID_REQUEST.
 
 Left out: transactions. A transactional.id is answered with
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED: every client treats it as fatal and says so at once
 ("Transactional Id authorization failed"), where COORDINATOR_NOT_AVAILABLE would be retried
 until the client's timeout with no hint why (FindCoordinator for transactions already answers
-COORDINATOR_NOT_AVAILABLE with the message "Transactions are not supported by this broker
-yet."). An empty transactional.id is INVALID_REQUEST, as in Kafka.
+COORDINATOR_NOT_AVAILABLE with "Transactions are not supported by this broker yet."). An
+empty transactional.id is INVALID_REQUEST, as in Kafka.
+Block allocation in a cluster goes through ``broker.submit_metadata`` when the broker has it;
+the block start is read from this node's image (no controller-side AllocateProducerIds yet).
 """
 from __future__ import annotations
 
 import logging
+
+import trio
 
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
@@ -27,21 +31,30 @@ log = logging.getLogger("kwire.init_producer_id")
 
 
 def producer_id_manager(broker) -> ProducerIdManager:
-    """The broker's ProducerIdManager (created on first use, ids from the metadata log)."""
+    """The broker's ProducerIdManager (created on first use)."""
     m = broker.producers
     if m is None:
-        def allocate_block(size: int) -> int:
-            start = broker.image.next_producer_id
-            b = broker.image.brokers.get(broker.node_id)
-            broker.commit_metadata([(R.PRODUCER_IDS, R.PRODUCER_IDS.cls(
-                broker_id=broker.node_id, broker_epoch=b.epoch if b else -1,
-                next_producer_id=start + size))])
-            log.info("allocated producer ids %d-%d", start, start + size - 1)
-            return start
-
-        m = broker.producers = ProducerIdManager(
-            allocate_block, expiration_ms=int(broker.config.get("producer.id.expiration.ms")))
+        m = broker.producers = ProducerIdManager(expiration_ms=int(broker.config.get("producer.id.expiration.ms")))
+        m.lock = trio.Lock()  # type: ignore[attr-defined] - one block allocation at a time
     return m
+
+
+async def ensure_producer_ids(broker, m: ProducerIdManager) -> None:
+    """Commit a new block of producer ids to the metadata log when the current one is used up."""
+    async with m.lock:  # type: ignore[attr-defined]
+        if m.available > 0:
+            return
+        start = broker.image.next_producer_id
+        b = broker.image.brokers.get(broker.node_id)
+        recs = [(R.PRODUCER_IDS, R.PRODUCER_IDS.cls(
+            broker_id=broker.node_id, broker_epoch=b.epoch if b else -1, next_producer_id=start + m.block_size))]
+        submit = getattr(broker, "submit_metadata", None)
+        if submit is not None:
+            await submit(recs)
+        else:
+            broker.commit_metadata(recs)
+        m.add_block(start, m.block_size)
+        log.info("allocated producer ids %d-%d", start, start + m.block_size - 1)
 
 
 @handles("InitProducerId", "0-5")
@@ -55,7 +68,15 @@ async def init_producer_id(ctx: RequestContext, req):
         return ctx.response(throttle_time_ms=0, error_code=err, producer_id=-1, producer_epoch=-1)
     pid = req.producer_id if v >= 3 else -1
     epoch = req.producer_epoch if v >= 3 else -1
-    res = producer_id_manager(ctx.broker).init_producer_id(pid, epoch, ctx.broker.clock.now_ms())
+    b = ctx.broker
+    m = producer_id_manager(b)
+    try:
+        await ensure_producer_ids(b, m)
+    except Exception as exc:  # noqa: BLE001 - no controller, a failed commit: the client retries
+        log.warning("InitProducerId from %s: cannot allocate producer ids: %s", ctx.peer, exc)
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                            producer_id=-1, producer_epoch=-1)
+    res = m.init_producer_id(pid, epoch, b.clock.now_ms())
     err = res.error
     if err == ErrorCode.PRODUCER_FENCED and v < 4:
         err = ErrorCode.INVALID_PRODUCER_EPOCH

@@ -43,21 +43,34 @@ def epoch_exhausted(epoch: int) -> bool:
 
 
 class ProducerIdManager:
-    def __init__(self, allocate_block: Callable[[int], int], *, block_size: int = BLOCK_SIZE,
+    """``available`` ids left in the current block; when it is 0 the caller commits a new
+    block and hands it over with ``add_block(start, size)`` (the handler does this, since
+    committing metadata may await the controller). ``allocate_block(size) -> start`` may be
+    given instead for synchronous use (tests, a single node)."""
+
+    def __init__(self, allocate_block: Callable[[int], int] | None = None, *, block_size: int = BLOCK_SIZE,
                  expiration_ms: int = 86_400_000):
         self.allocate_block = allocate_block
         self.block_size = block_size
         self.expiration_ms = expiration_ms
         self._next = 0
-        self._end = 0  # exclusive end of the current block; empty until the first id
+        self._end = 0  # exclusive end of the current block; empty until the first block
         # producer id -> [current epoch, epoch before the last bump (-1: none), last init ms]
         self.epochs: dict[int, list[int]] = {}
         self._last_purge_ms: int | None = None
 
+    @property
+    def available(self) -> int:
+        return self._end - self._next
+
+    def add_block(self, start: int, size: int) -> None:
+        self._next, self._end = start, start + size
+
     def generate_producer_id(self) -> int:
         if self._next >= self._end:
-            start = self.allocate_block(self.block_size)
-            self._next, self._end = start, start + self.block_size
+            if self.allocate_block is None:
+                raise RuntimeError("no producer ids left: add_block first")
+            self.add_block(self.allocate_block(self.block_size), self.block_size)
         pid = self._next
         self._next += 1
         return pid
