@@ -25,21 +25,49 @@ def parse_hostport(text: str, default_port: int = 9092) -> tuple[str, int]:
     return host, int(port)
 
 
+def parse_voters(text: str) -> dict[int, tuple[str, int]]:
+    """``1@host:port,2@host:port`` (controller.quorum.voters) -> {1: (host, port), ...}."""
+    out = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        nid, _, addr = item.partition("@")
+        if not addr:
+            raise ValueError(f"controller quorum voter {item!r} is not ID@HOST:PORT")
+        out[int(nid)] = parse_hostport(addr)
+    return out
+
+
 async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: tuple[str, int] | None = None,
-                     task_status=trio.TASK_STATUS_IGNORED, handle_signals: bool = False, on_ready=None) -> None:
-    """Serve until cancelled. ``task_status.started((broker, server, port))`` once listening."""
+                     task_status=trio.TASK_STATUS_IGNORED, handle_signals: bool = False, on_ready=None,
+                     controller_listen: tuple[str, int] | None = None,
+                     voters: dict[int, tuple[str, int]] | None = None, raft_config=None) -> None:
+    """Serve until cancelled. ``task_status.started((broker, server, port))`` once listening.
+
+    ``voters`` (node id -> controller address) makes this node one of a KRaft quorum, with a
+    controller listener on ``controller_listen`` (default: its own entry in ``voters``); the
+    client listener opens once the node has caught up with the quorum and registered. Without
+    it, the node is a quorum of one."""
     # Bind first so port 0 resolves before the broker registers its advertised address.
+    controller_listeners = None
+    if voters and len(voters) > 1:
+        if config.node_id not in voters:
+            raise SystemExit(f"node id {config.node_id} is not among the controller quorum voters {sorted(voters)}")
+        chost, cport = controller_listen or voters[config.node_id]
+        controller_listeners = await trio.open_tcp_listeners(cport, host=chost)
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound_port = listeners[0].socket.getsockname()[1]
     adv_host, adv_port = advertised or (host if host not in ("0.0.0.0", "::", "") else "127.0.0.1", bound_port)
     if adv_port == 0:
         adv_port = bound_port
-    broker = Broker(config, advertised_host=adv_host, advertised_port=adv_port)
+    broker = Broker(config, advertised_host=adv_host, advertised_port=adv_port,
+                    voters=dict(voters) if voters and len(voters) > 1 else None)
     try:
-        broker.open()
-        server = KafkaServer(broker)
-        server.listeners = listeners
         async with trio.open_nursery() as nursery:
+            await broker.open(nursery, controller_listeners, raft_config)
+            server = KafkaServer(broker)
+            server.listeners = listeners
             server.nursery = nursery
             await server.start_background(nursery)
             nursery.start_soon(_serve_listeners, server, listeners)
@@ -53,6 +81,9 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
                     async for sig in sigs:
                         log.info("received %s: shutting down", signal.Signals(sig).name)
                         break
+                if broker.quorum is not None and broker.quorum.driver.is_leader and len(broker.voters) > 1:
+                    broker.quorum.driver.resign()     # EndQuorumEpoch: a quick hand-over
+                    await trio.sleep(0.1)
                 nursery.cancel_scope.cancel()
     finally:
         broker.close()

@@ -1,8 +1,9 @@
 """The broker's state: config, metadata image, partition logs, waiters for new data.
 
 Handlers call into this; it never touches sockets. Metadata changes go through
-``commit_metadata`` (the metadata log: single node now, the Raft quorum later), and are
-applied to the image only once committed.
+``submit_metadata`` (async: the Raft quorum of kwire.metadata.quorum, forwarded to the
+active controller when this node is not it) and are applied to the image, on every node,
+only from committed entries (``_apply_entry``).
 """
 from __future__ import annotations
 
@@ -17,11 +18,10 @@ import trio
 
 from kwire.clock import REAL_CLOCK, Clock
 from kwire.config import TOPIC_CONFIGS, BrokerConfig, validate_topic_config
-from kwire.errors import ErrorCode
+from kwire.errors import ErrorCode, KafkaError
 from kwire.log.producer_state import append_idempotent
 from kwire.metadata import records as R
 from kwire.metadata.image import MetadataImage, TopicImage
-from kwire.metadata.store import MetadataStore
 
 log = logging.getLogger("kwire.broker")
 
@@ -49,7 +49,8 @@ def validate_topic_name(name: str) -> str | None:
 
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Clock = REAL_CLOCK, *,
-                 advertised_host: str = "127.0.0.1", advertised_port: int = 9092):
+                 advertised_host: str = "127.0.0.1", advertised_port: int = 9092,
+                 voters: dict[int, tuple[str, int] | None] | None = None):
         from kwire.log.manager import LogManager  # noqa: PLC0415 - keep import kwire light
 
         self.config = config
@@ -61,7 +62,9 @@ class Broker:
         os.makedirs(self.data_dir, exist_ok=True)
         self.cluster_id = self._load_meta_properties()
         self.image = MetadataImage()
-        self.store = MetadataStore(os.path.join(self.data_dir, "__cluster_metadata-0"), clock)
+        self.voters = voters or {self.node_id: None}
+        self.quorum = None     # kwire.metadata.quorum.MetadataQuorum, from open()
+        self._live = False     # side effects of applied records (open/delete logs) once replayed
         self.logs = LogManager(self.data_dir, self.log_config_for, clock=clock)
         self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
         self.groups = None  # the group coordinator (kwire.groups), attached by the server
@@ -89,45 +92,135 @@ class Broker:
             os.replace(tmp, path)
         return cid
 
-    def open(self) -> None:
-        """Replay committed metadata, open every partition log, register this broker."""
-        for data in self.store.replay():
-            self.image.apply_bytes(data)
-        for t in self.image.topics.values():
-            self.logs.reconfigure(t.name)  # logs were opened before the image knew their configs
-            for p in t.partitions:
-                self.logs.open_partition(t.name, p)
-        for (topic, p) in [tp for tp, _ in self.logs]:
-            t = self.image.topics.get(topic)
-            if t is None or p not in t.partitions:  # deleted while we were down
-                self.logs.delete_partition(topic, p)
+    async def open(self, nursery, controller_listeners=None, raft_config=None) -> None:
+        """Start the metadata quorum, replay committed metadata, open this node's partition
+        logs, register this broker (with the active controller)."""
+        from kwire.metadata.quorum import MetadataQuorum  # noqa: PLC0415
+
+        self.quorum = MetadataQuorum(self, self.voters, controller_listeners=controller_listeners,
+                                     raft_config=raft_config)
+        await self.quorum.start(nursery)
+        await self.quorum.wait_caught_up()
+        self._reconcile_logs()
+        self._live = True
         b = self.image.brokers.get(self.node_id)
         if b is None or (b.host, b.port) != (self.advertised_host, self.advertised_port) or b.fenced:
-            self.commit_metadata([(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
+            rec = (R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
                 broker_id=self.node_id, incarnation_id=uuid.uuid4(),
                 broker_epoch=(b.epoch + 1) if b else 1,
                 end_points=[R.REGISTER_BROKER.struct("BrokerEndpoint")(
                     name="PLAINTEXT", host=self.advertised_host, port=self.advertised_port,
                     security_protocol=0)],
-                rack=self.config.get("broker.rack"), fenced=False))])
+                rack=self.config.get("broker.rack"), fenced=False))
+            while True:
+                try:
+                    await self.submit_metadata([rec])
+                    break
+                except KafkaError as exc:
+                    log.info("broker %d registration not done yet (%s); retrying", self.node_id, exc)
+                    await trio.sleep(0.2)
         log.info("broker %d open: cluster %s, %d topics, data dir %s", self.node_id, self.cluster_id,
                  len(self.image.topics), self.data_dir)
 
+    def _reconcile_logs(self) -> None:
+        """After replay: open the logs of partitions this node leads, drop deleted ones."""
+        for t in self.image.topics.values():
+            self.logs.reconfigure(t.name)  # logs were opened before the image knew their configs
+            for p in t.partitions.values():
+                if p.leader == self.node_id:
+                    self.logs.open_partition(t.name, p.index)
+        for (topic, p) in [tp for tp, _ in self.logs]:
+            t = self.image.topics.get(topic)
+            if t is None or p not in t.partitions:  # deleted while we were down
+                self.logs.delete_partition(topic, p)
+
     def close(self) -> None:
         self.logs.close()
-        self.store.close()
 
     # ------------------------------------------------------------------ metadata
     def controller_id(self) -> int:
-        """The active controller (this node until the Raft quorum lands)."""
-        return self.node_id
+        """The active controller: the metadata quorum's leader (-1 while there is none)."""
+        return self.quorum.driver.leader_id if self.quorum is not None else -1
 
     def commit_metadata(self, recs: list) -> None:
-        """Persist metadata records as one batch, then apply them to the image."""
-        encoded = [R.encode_record(m, o) for m, o in recs]
-        self.store.append(encoded)
-        for m, o in recs:
-            self.image.apply(m, o)
+        """Commit metadata records at once, without awaiting: possible on a single node only
+        (raises KafkaError NOT_CONTROLLER in a cluster; use ``await submit_metadata``)."""
+        self.quorum.commit_now([R.encode_record(m, o) for m, o in recs])
+
+    async def submit_metadata(self, recs: list) -> int:
+        """Commit metadata records through the active controller; applied here on return.
+        Raises KafkaError with the controller's error code (TOPIC_ALREADY_EXISTS, ...)."""
+        return await self.quorum.commit([R.encode_record(m, o) for m, o in recs])
+
+    def _apply_entry(self, entry) -> None:
+        """A committed entry of the metadata log: apply its records to the image (every node)."""
+        self.image.offset = entry.offset
+        for value in entry.records:
+            msg, obj = R.decode_record(value)
+            removed = None
+            if msg is R.REMOVE_TOPIC:
+                t = self.image.topics_by_id.get(obj.topic_id)
+                removed = (t.name, list(t.partitions)) if t else None
+            self.image.apply(msg, obj)
+            if self._live:
+                self._side_effects(msg, obj, removed)
+
+    def _side_effects(self, msg, obj, removed) -> None:
+        if msg is R.PARTITION or (msg is R.PARTITION_CHANGE and obj.leader == self.node_id):
+            t = self.image.topics_by_id.get(obj.topic_id)
+            p = t.partitions.get(obj.partition_id) if t else None
+            if p is not None and p.leader == self.node_id:
+                self.logs.open_partition(t.name, p.index)
+        elif msg is R.REMOVE_TOPIC and removed:
+            name, parts = removed
+            for p in parts:
+                if self.logs.get(name, p) is not None:
+                    self.logs.delete_partition(name, p)
+                self.notify_append(name, p)  # wake fetches so they see the topic is gone
+            if self.groups is not None:
+                self.groups.delete_topic_offsets([name])
+        elif msg is R.CONFIG:
+            if obj.resource_type == R.RESOURCE_TOPIC:
+                self.logs.reconfigure(obj.resource_name)
+            else:
+                for t in list(self.image.topics):
+                    self.logs.reconfigure(t)
+
+    def _install_snapshot(self, data: bytes) -> None:
+        """The leader's snapshot replaces the image: length-prefixed metadata records."""
+        image = MetadataImage()
+        pos = 0
+        while pos + 4 <= len(data):
+            n = int.from_bytes(data[pos:pos + 4], "big")
+            image.apply_bytes(data[pos + 4:pos + 4 + n])
+            pos += 4 + n
+        image.listeners = self.image.listeners
+        self.image = image
+        if self._live:
+            self._reconcile_logs()
+
+    def partition_error(self, topic: str, partition: int) -> ErrorCode:
+        """Why this node has no log for a partition: led elsewhere, or unknown."""
+        t = self.image.topics.get(topic)
+        if t is not None and partition in t.partitions and t.partitions[partition].leader != self.node_id:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def _place(self, count: int, rf: int, brokers: list[int]) -> list[list[int]]:
+        """Replica lists for ``count`` new partitions: each leader on the live broker that leads
+        the fewest partitions so far (ties to the lowest id), followers after it in id order."""
+        load = {b: 0 for b in brokers}
+        for t in self.image.topics.values():
+            for p in t.partitions.values():
+                if p.leader in load:
+                    load[p.leader] += 1
+        out = []
+        for _ in range(count):
+            leader = min(brokers, key=lambda b: (load[b], b))
+            load[leader] += 1
+            i = brokers.index(leader)
+            out.append([brokers[(i + k) % len(brokers)] for k in range(rf)])
+        return out
 
     def topic_config(self, topic: TopicImage | None, name: str):
         if topic is not None and name in topic.configs:
@@ -144,7 +237,7 @@ class Broker:
         return {name: self.topic_config(t, name) for name in TOPIC_CONFIGS}
 
     # ------------------------------------------------------------------ topics
-    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+    async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                      configs: dict[str, str | None], *, validate_only: bool = False,
                      assignments: dict[int, list[int]] | None = None) -> TopicError:
         err = validate_topic_name(name)
@@ -182,38 +275,36 @@ class Broker:
             return TopicError(ErrorCode.NONE)
         topic_id = uuid.uuid4()
         recs: list = [(R.TOPIC, R.TOPIC.cls(name=name, topic_id=topic_id))]
+        placed = None if assignments else self._place(num_partitions, replication_factor, brokers)
         for p in range(num_partitions):
-            replicas = assignments[p] if assignments else \
-                [brokers[(p + i) % len(brokers)] for i in range(replication_factor)]
+            replicas = assignments[p] if assignments else placed[p]
             recs.append((R.PARTITION, R.PARTITION.cls(
                 partition_id=p, topic_id=topic_id, replicas=replicas, isr=list(replicas),
                 leader=replicas[0], leader_epoch=0, partition_epoch=0)))
         for k, v in clean.items():
             recs.append((R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_TOPIC, resource_name=name, name=k, value=v)))
-        self.commit_metadata(recs)
-        for p in range(num_partitions):
-            self.logs.open_partition(name, p)
+        try:
+            await self.submit_metadata(recs)
+        except KafkaError as exc:
+            return TopicError(exc.code, str(exc))
         log.info("created topic %s with %d partitions and configs %s", name, num_partitions, clean)
         return TopicError(ErrorCode.NONE)
 
-    def delete_topic(self, name: str) -> TopicError:
+    async def delete_topic(self, name: str) -> TopicError:
         t = self.image.topics.get(name)
         if t is None:
             return TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                               "This server does not host this topic-partition.")
         if not self.config.get("delete.topic.enable"):
             return TopicError(ErrorCode.TOPIC_DELETION_DISABLED)
-        parts = list(t.partitions)
-        self.commit_metadata([(R.REMOVE_TOPIC, R.REMOVE_TOPIC.cls(topic_id=t.topic_id))])
-        for p in parts:
-            self.logs.delete_partition(name, p)
-            self.notify_append(name, p)  # wake fetches so they see the topic is gone
-        if self.groups is not None:
-            self.groups.delete_topic_offsets([name])
+        try:   # logs, waiting fetches and committed offsets go as the record applies
+            await self.submit_metadata([(R.REMOVE_TOPIC, R.REMOVE_TOPIC.cls(topic_id=t.topic_id))])
+        except KafkaError as exc:
+            return TopicError(exc.code, str(exc))
         log.info("deleted topic %s", name)
         return TopicError(ErrorCode.NONE)
 
-    def create_partitions(self, name: str, count: int, *, validate_only: bool = False,
+    async def create_partitions(self, name: str, count: int, *, validate_only: bool = False,
                           assignments: list[list[int]] | None = None) -> TopicError:
         t = self.image.topics.get(name)
         if t is None:
@@ -229,25 +320,23 @@ class Broker:
         if validate_only:
             return TopicError(ErrorCode.NONE)
         recs = []
+        placed = None if assignments else self._place(count - cur, rf, brokers)
         for i, p in enumerate(range(cur, count)):
-            replicas = assignments[i] if assignments else [brokers[(p + k) % len(brokers)] for k in range(rf)]
+            replicas = assignments[i] if assignments else placed[i]
             recs.append((R.PARTITION, R.PARTITION.cls(partition_id=p, topic_id=t.topic_id, replicas=replicas,
                                                       isr=list(replicas), leader=replicas[0])))
-        self.commit_metadata(recs)
-        for p in range(cur, count):
-            self.logs.open_partition(name, p)
+        try:
+            await self.submit_metadata(recs)
+        except KafkaError as exc:
+            return TopicError(exc.code, str(exc))
         return TopicError(ErrorCode.NONE)
 
-    def set_configs(self, resource_type: int, resource_name: str, changes: dict[str, str | None]) -> None:
+    async def set_configs(self, resource_type: int, resource_name: str, changes: dict[str, str | None]) -> None:
+        """Commit config changes (logs pick them up as they apply). Raises KafkaError."""
         recs = [(R.CONFIG, R.CONFIG.cls(resource_type=resource_type, resource_name=resource_name, name=k, value=v))
                 for k, v in changes.items()]
         if recs:
-            self.commit_metadata(recs)
-            if resource_type == R.RESOURCE_TOPIC:
-                self.logs.reconfigure(resource_name)
-            else:
-                for t in list(self.image.topics):
-                    self.logs.reconfigure(t)
+            await self.submit_metadata(recs)
 
     # ------------------------------------------------------------------ data
     def partition_log(self, topic: str, partition: int):

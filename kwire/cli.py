@@ -21,6 +21,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="set a config key (repeatable), e.g. --override num.partitions=3")
     s.add_argument("--node-id", type=int, default=None)
+    s.add_argument("--controller-listen", default=None,
+                   help="HOST:PORT of this node's controller listener (default: its entry in the voters)")
+    s.add_argument("--controller-quorum-voters", default=None, metavar="ID@HOST:PORT,...",
+                   help="the KRaft voters, e.g. 1@127.0.0.1:9093,2@127.0.0.1:9193,3@127.0.0.1:9293 "
+                        "(default: this node alone)")
     s.add_argument("--log-level", default="INFO")
     return p
 
@@ -50,15 +55,20 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     if args.cmd == "serve":
-        from kwire.app import parse_hostport, run_broker
+        from kwire.app import parse_hostport, parse_voters, run_broker
 
         cfg, listen = config_from_args(args)
         host, port = parse_hostport(listen.split(",")[0])
         adv = parse_hostport(args.advertised_listener) if args.advertised_listener else None
         if adv is None and cfg.get("advertised.listeners"):
             adv = parse_hostport(str(cfg.get("advertised.listeners")).split(",")[0])
+        voters_text = args.controller_quorum_voters or cfg.values.get("controller.quorum.voters")
+        voters = parse_voters(str(voters_text)) if voters_text else None
+        clisten = args.controller_listen
+        controller = parse_hostport(clisten) if clisten else None
         try:
-            trio.run(lambda: run_broker(cfg, host=host, port=port, advertised=adv, handle_signals=True))
+            trio.run(lambda: run_broker(cfg, host=host, port=port, advertised=adv, handle_signals=True,
+                                        controller_listen=controller, voters=voters))
         except KeyboardInterrupt:
             pass
         return 0

@@ -49,11 +49,11 @@ class GroupEdge:
         self.coordinator: GroupCoordinator | None = None
 
     # ------------------------------------------------------------------ startup
-    def open(self) -> GroupCoordinator:
+    async def open(self) -> GroupCoordinator:
         b = self.broker
         t = b.image.topics.get(OFFSETS_TOPIC)
         if t is None:
-            res = b.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, -1,
+            res = await b.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, -1,
                                  {"cleanup.policy": "compact"})
             if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
                 raise RuntimeError(f"cannot create {OFFSETS_TOPIC}: {res.code!r} {res.message}")
@@ -142,6 +142,6 @@ class GroupEdge:
 async def start_groups(broker, nursery) -> GroupEdge:
     """Open the coordinator (replay before serving) and start its timer task."""
     edge = GroupEdge(broker)
-    edge.open()
+    await edge.open()
     nursery.start_soon(edge.run_timers)
     return edge

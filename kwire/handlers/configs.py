@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kwire.config import BROKER_DEFAULTS, TOPIC_CONFIGS, broker_type, validate_topic_config
-from kwire.errors import ErrorCode
+from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
 from kwire.metadata.records import RESOURCE_BROKER, RESOURCE_TOPIC
 
@@ -151,7 +151,7 @@ def _validate(rtype: int, name: str, value: str | None) -> str | None:
     return None
 
 
-def _apply(ctx: RequestContext, req, changes_for):
+async def _apply(ctx: RequestContext, req, changes_for):
     b = ctx.broker
     R = ctx.struct("AlterConfigsResourceResponse")
     out = []
@@ -173,7 +173,10 @@ def _apply(ctx: RequestContext, req, changes_for):
                 break
         if r.error_code or req.validate_only:
             continue
-        b.set_configs(res.resource_type, res.resource_name, changes)
+        try:
+            await b.set_configs(res.resource_type, res.resource_name, changes)
+        except KafkaError as exc:
+            r.error_code, r.error_message = exc.code, str(exc)
     return ctx.response(throttle_time_ms=0, responses=out)
 
 
@@ -190,7 +193,7 @@ async def alter_configs(ctx: RequestContext, req):
         changes: dict = {k: None for k in _current(b, res.resource_type, res.resource_name) if k not in new}
         changes.update(new)
         return changes, None
-    return _apply(ctx, req, changes_for)
+    return await _apply(ctx, req, changes_for)
 
 
 @handles("IncrementalAlterConfigs")
@@ -220,4 +223,4 @@ async def incremental_alter_configs(ctx: RequestContext, req):
             else:
                 return None, f"Unknown config operation {op}"
         return changes, None
-    return _apply(ctx, req, changes_for)
+    return await _apply(ctx, req, changes_for)

@@ -185,7 +185,7 @@ def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committ
                 aborted_transactions=[] if read_committed else None)
         changed = key in explicit
         if plog is None:
-            pd.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            pd.error_code = b.partition_error(name, p)
             has_error = True
             out.append((key, (name, tid), pd))
             continue

@@ -55,7 +55,7 @@ async def metadata(ctx: RequestContext, req):
                 continue
             t = image.topics.get(name)
             if t is None and allow_auto and not name.startswith("__"):
-                res = b.create_topic(name, -1, -1, {})
+                res = await b.create_topic(name, -1, -1, {})
                 if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
                     topics.append(topic_metadata(ctx, None, name, res.code))
                     continue

@@ -45,7 +45,7 @@ async def produce(ctx: RequestContext, req):
                 continue
             plog = b.partition_log(td.name, pd.index)
             if plog is None:
-                pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                pr.error_code = b.partition_error(td.name, pd.index)
                 continue
             if pd.records is None or len(pd.records) == 0:
                 pr.error_code = ErrorCode.INVALID_RECORD if v >= 8 else ErrorCode.CORRUPT_MESSAGE

@@ -37,7 +37,7 @@ async def create_topics(ctx: RequestContext, req):
                 continue
             assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
         configs = {c.name: c.value for c in t.configs}
-        res = b.create_topic(t.name, t.num_partitions, t.replication_factor, configs,
+        res = await b.create_topic(t.name, t.num_partitions, t.replication_factor, configs,
                              validate_only=req.validate_only, assignments=assignments)
         r.error_code, r.error_message = res.code, res.message
         if res.code == ErrorCode.NONE:
@@ -74,7 +74,7 @@ async def delete_topics(ctx: RequestContext, req):
             name = t.name
         t = b.image.topics.get(name)
         topic_id = t.topic_id if t else (tid or None)
-        res = b.delete_topic(name)
+        res = await b.delete_topic(name)
         r = R(name=name, error_code=res.code, error_message=res.message if res.code else None)
         if topic_id is not None:
             r.topic_id = topic_id
@@ -89,7 +89,7 @@ async def create_partitions(ctx: RequestContext, req):
     out = []
     for t in req.topics:
         assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
-        res = b.create_partitions(t.name, t.count, validate_only=req.validate_only, assignments=assignments)
+        res = await b.create_partitions(t.name, t.count, validate_only=req.validate_only, assignments=assignments)
         out.append(R(name=t.name, error_code=res.code, error_message=res.message if res.code else None))
     return ctx.response(throttle_time_ms=0, results=out)
 

@@ -1,0 +1,477 @@
+"""The controller listener and the connections to the other voters, in Kafka's wire formats.
+
+Vote (v2), BeginQuorumEpoch (v1), EndQuorumEpoch (v0), Fetch (v12, ``__cluster_metadata``
+partition 0, entries as record batches) and FetchSnapshot (v0) carry the core's messages
+(kwire.raft.messages); DescribeQuorum (v1) answers from the local replica. One more request
+is kwire's own use of a Kafka format: a Produce (v9) to ``__cluster_metadata`` partition 0
+on the controller listener forwards metadata records to the active controller, which
+answers once they are committed (``base_offset`` = the entry's offset) or with an error
+(NOT_CONTROLLER, TOPIC_ALREADY_EXISTS, ...).
+
+One outgoing connection per peer; requests are pipelined on it and answered in any order
+(matched by correlation id). The server side handles each request in its own task, so a
+parked Fetch never holds up a Vote. Requests that cannot be sent (peer down, queue full) are
+dropped: Raft retries on its own timers.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+from typing import Any, Awaitable, Callable
+
+import trio
+
+from kwire.codec import frame as FR
+from kwire.codec import records as RB
+from kwire.codec.apis import api
+from kwire.codec.frame import NEED_DATA, FrameDecoder
+from kwire.errors import ErrorCode
+from kwire.raft import messages as M
+from kwire.raft.log import OffsetAndEpoch
+from kwire.raft.storage import decode_entries, encode_entries
+
+log = logging.getLogger("kwire.raft.transport")
+
+TOPIC = "__cluster_metadata"
+VOTE, BQE, EQE, FETCH, FETCH_SNAPSHOT, DESCRIBE_QUORUM, PRODUCE = (
+    api("Vote"), api("BeginQuorumEpoch"), api("EndQuorumEpoch"), api("Fetch"), api("FetchSnapshot"),
+    api("DescribeQuorum"), api("Produce"))
+V_VOTE, V_BQE, V_EQE, V_FETCH, V_FETCH_SNAPSHOT, V_DESCRIBE_QUORUM, V_PRODUCE = 2, 1, 0, 12, 0, 1, 9
+VERSIONS = {VOTE.key: V_VOTE, BQE.key: V_BQE, EQE.key: V_EQE, FETCH.key: V_FETCH,
+            FETCH_SNAPSHOT.key: V_FETCH_SNAPSHOT, DESCRIBE_QUORUM.key: V_DESCRIBE_QUORUM, PRODUCE.key: V_PRODUCE}
+QUEUE = 256
+INT32 = struct.Struct(">i")
+
+
+# ====================================================================================== mapping
+def request_to_wire(msg: Any, cluster_id: str | None):
+    """(api, version, body) for a core request."""
+    if isinstance(msg, M.VoteRequest):
+        Req = VOTE.request
+        part = Req.struct("PartitionData")(partition_index=0, replica_epoch=msg.epoch, replica_id=msg.candidate_id,
+                                           last_offset_epoch=msg.last_epoch, last_offset=msg.last_offset,
+                                           pre_vote=msg.pre_vote)
+        return VOTE, V_VOTE, Req.cls(cluster_id=cluster_id, voter_id=-1,
+                                     topics=[Req.struct("TopicData")(topic_name=TOPIC, partitions=[part])])
+    if isinstance(msg, M.BeginQuorumEpochRequest):
+        Req = BQE.request
+        part = Req.struct("PartitionData")(partition_index=0, leader_id=msg.leader_id, leader_epoch=msg.epoch)
+        return BQE, V_BQE, Req.cls(cluster_id=cluster_id, topics=[Req.struct("TopicData")(topic_name=TOPIC,
+                                                                                           partitions=[part])],
+                                   leader_endpoints=[])
+    if isinstance(msg, M.EndQuorumEpochRequest):
+        Req = EQE.request
+        part = Req.struct("PartitionData")(partition_index=0, leader_id=msg.leader_id, leader_epoch=msg.epoch,
+                                           preferred_successors=list(msg.preferred_successors))
+        return EQE, V_EQE, Req.cls(cluster_id=cluster_id, topics=[Req.struct("TopicData")(topic_name=TOPIC,
+                                                                                           partitions=[part])])
+    if isinstance(msg, M.FetchRequest):
+        Req = FETCH.request
+        part = Req.struct("FetchPartition")(partition=0, current_leader_epoch=msg.epoch, fetch_offset=msg.fetch_offset,
+                                            last_fetched_epoch=msg.last_fetched_epoch, log_start_offset=-1,
+                                            partition_max_bytes=1 << 20)
+        return FETCH, V_FETCH, Req.cls(cluster_id=cluster_id, replica_id=msg.replica_id, max_wait_ms=msg.max_wait_ms,
+                                       min_bytes=1, max_bytes=8 << 20, isolation_level=0, session_id=0,
+                                       session_epoch=-1,
+                                       topics=[Req.struct("FetchTopic")(topic=TOPIC, partitions=[part])],
+                                       forgotten_topics_data=[], rack_id="")
+    if isinstance(msg, M.FetchSnapshotRequest):
+        Req = FETCH_SNAPSHOT.request
+        sid = Req.struct("SnapshotId")(end_offset=msg.snapshot_id.offset, epoch=msg.snapshot_id.epoch)
+        part = Req.struct("PartitionSnapshot")(partition=0, current_leader_epoch=msg.epoch, snapshot_id=sid,
+                                               position=msg.position)
+        return FETCH_SNAPSHOT, V_FETCH_SNAPSHOT, Req.cls(
+            cluster_id=cluster_id, replica_id=msg.replica_id, max_bytes=msg.max_bytes,
+            topics=[Req.struct("TopicSnapshot")(name=TOPIC, partitions=[part])])
+    raise TypeError(f"not a raft request: {msg!r}")
+
+
+def _only_partition(body, topics_attr: str = "topics"):
+    topics = getattr(body, topics_attr)
+    if not topics or not topics[0].partitions:
+        return None
+    return topics[0].partitions[0]
+
+
+def response_from_wire(req: Any, body) -> Any:
+    """The core's response message for a wire response to ``req`` (echo fields from ``req``)."""
+    if isinstance(req, M.VoteRequest):
+        p = _only_partition(body)
+        if p is None:
+            return None
+        return M.VoteResponse(epoch=p.leader_epoch, leader_id=p.leader_id, granted=p.vote_granted,
+                              error=p.error_code or body.error_code, pre_vote=req.pre_vote)
+    if isinstance(req, M.BeginQuorumEpochRequest):
+        p = _only_partition(body)
+        return None if p is None else M.BeginQuorumEpochResponse(epoch=p.leader_epoch, leader_id=p.leader_id,
+                                                                 error=p.error_code or body.error_code)
+    if isinstance(req, M.EndQuorumEpochRequest):
+        p = _only_partition(body)
+        return None if p is None else M.EndQuorumEpochResponse(epoch=p.leader_epoch, leader_id=p.leader_id,
+                                                               error=p.error_code or body.error_code)
+    if isinstance(req, M.FetchRequest):
+        p = _only_partition(body, "responses")
+        if p is None:
+            return None
+        div = p.diverging_epoch
+        sid = p.snapshot_id
+        entries = tuple(decode_entries(bytes(p.records))) if p.records else ()
+        return M.FetchResponse(
+            epoch=p.current_leader.leader_epoch, leader_id=p.current_leader.leader_id,
+            error=p.error_code or body.error_code, high_watermark=p.high_watermark,
+            log_start_offset=p.log_start_offset, entries=entries,
+            diverging_epoch=OffsetAndEpoch(div.end_offset, div.epoch) if div.epoch >= 0 else None,
+            snapshot_id=OffsetAndEpoch(sid.end_offset, sid.epoch) if sid.end_offset >= 0 else None,
+            fetch_offset=req.fetch_offset, last_fetched_epoch=req.last_fetched_epoch, fetch_id=req.fetch_id)
+    if isinstance(req, M.FetchSnapshotRequest):
+        p = _only_partition(body)
+        if p is None:
+            return None
+        return M.FetchSnapshotResponse(
+            epoch=p.current_leader.leader_epoch, leader_id=p.current_leader.leader_id,
+            error=p.error_code or body.error_code,
+            snapshot_id=OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch),
+            size=p.size, position=p.position, data=bytes(p.unaligned_records or b""), fetch_id=req.fetch_id)
+    raise TypeError(f"not a raft request: {req!r}")
+
+
+def request_from_wire(api_key: int, body, fetch_id: int) -> tuple[int, Any] | None:
+    """(source node, core request) for an incoming wire request."""
+    if api_key == VOTE.key:
+        p = _only_partition(body)
+        return None if p is None else (p.replica_id, M.VoteRequest(
+            epoch=p.replica_epoch, candidate_id=p.replica_id, last_epoch=p.last_offset_epoch,
+            last_offset=p.last_offset, pre_vote=bool(p.pre_vote)))
+    if api_key == BQE.key:
+        p = _only_partition(body)
+        return None if p is None else (p.leader_id, M.BeginQuorumEpochRequest(epoch=p.leader_epoch,
+                                                                               leader_id=p.leader_id))
+    if api_key == EQE.key:
+        p = _only_partition(body)
+        return None if p is None else (p.leader_id, M.EndQuorumEpochRequest(
+            epoch=p.leader_epoch, leader_id=p.leader_id, preferred_successors=tuple(p.preferred_successors or ())))
+    if api_key == FETCH.key:
+        p = _only_partition(body)
+        return None if p is None else (body.replica_id, M.FetchRequest(
+            epoch=p.current_leader_epoch, replica_id=body.replica_id, fetch_offset=p.fetch_offset,
+            last_fetched_epoch=p.last_fetched_epoch, max_wait_ms=body.max_wait_ms, fetch_id=fetch_id))
+    if api_key == FETCH_SNAPSHOT.key:
+        p = _only_partition(body)
+        return None if p is None else (body.replica_id, M.FetchSnapshotRequest(
+            epoch=p.current_leader_epoch, replica_id=body.replica_id,
+            snapshot_id=OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch), position=p.position,
+            max_bytes=body.max_bytes, fetch_id=fetch_id))
+    return None
+
+
+def response_to_wire(api_key: int, msg: Any):
+    """The wire response body for a core response."""
+    if api_key == VOTE.key:
+        Resp = VOTE.response
+        part = Resp.struct("PartitionData")(partition_index=0, error_code=msg.error, leader_id=msg.leader_id,
+                                            leader_epoch=msg.epoch, vote_granted=msg.granted)
+        return Resp.cls(error_code=0, topics=[Resp.struct("TopicData")(topic_name=TOPIC, partitions=[part])],
+                        node_endpoints=[])
+    if api_key in (BQE.key, EQE.key):
+        a = BQE if api_key == BQE.key else EQE
+        Resp = a.response
+        part = Resp.struct("PartitionData")(partition_index=0, error_code=msg.error, leader_id=msg.leader_id,
+                                            leader_epoch=msg.epoch)
+        return Resp.cls(error_code=0, topics=[Resp.struct("TopicData")(topic_name=TOPIC, partitions=[part])],
+                        node_endpoints=[])
+    if api_key == FETCH.key:
+        Resp = FETCH.response
+        PD = Resp.struct("PartitionData")
+        pd = PD(partition_index=0, error_code=msg.error, high_watermark=msg.high_watermark, last_stable_offset=-1,
+                log_start_offset=msg.log_start_offset, aborted_transactions=None, preferred_read_replica=-1,
+                records=encode_entries(msg.entries) if msg.entries else None)
+        pd.current_leader.leader_id = msg.leader_id
+        pd.current_leader.leader_epoch = msg.epoch
+        if msg.diverging_epoch is not None:
+            pd.diverging_epoch.epoch = msg.diverging_epoch.epoch
+            pd.diverging_epoch.end_offset = msg.diverging_epoch.offset
+        if msg.snapshot_id is not None:
+            pd.snapshot_id.end_offset = msg.snapshot_id.offset
+            pd.snapshot_id.epoch = msg.snapshot_id.epoch
+        return Resp.cls(throttle_time_ms=0, error_code=0, session_id=0,
+                        responses=[Resp.struct("FetchableTopicResponse")(topic=TOPIC, partitions=[pd])])
+    if api_key == FETCH_SNAPSHOT.key:
+        Resp = FETCH_SNAPSHOT.response
+        sid = msg.snapshot_id or OffsetAndEpoch(-1, -1)
+        part = Resp.struct("PartitionSnapshot")(
+            index=0, error_code=msg.error,
+            snapshot_id=Resp.struct("SnapshotId")(end_offset=sid.offset, epoch=sid.epoch),
+            current_leader=Resp.struct("LeaderIdAndEpoch")(leader_id=msg.leader_id, leader_epoch=msg.epoch),
+            size=msg.size, position=msg.position, unaligned_records=msg.data)
+        return Resp.cls(throttle_time_ms=0, error_code=0,
+                        topics=[Resp.struct("TopicSnapshot")(name=TOPIC, partitions=[part])])
+    raise TypeError(f"no wire response for api key {api_key}")
+
+
+def describe_quorum_response(d: dict, error: int = 0):
+    Resp = DESCRIBE_QUORUM.response
+    RS = Resp.struct("ReplicaState")
+    P = Resp.struct("PartitionData")
+
+    def states(rows):
+        return [RS(replica_id=r["replica_id"], log_end_offset=r["log_end_offset"],
+                   last_fetch_timestamp=r["last_fetch_timestamp"],
+                   last_caught_up_timestamp=r["last_caught_up_timestamp"]) for r in rows]
+    part = P(partition_index=0, error_code=error, leader_id=d["leader_id"], leader_epoch=d["leader_epoch"],
+             high_watermark=d["high_watermark"], current_voters=states(d["current_voters"]),
+             observers=states(d["observers"]))
+    return Resp.cls(error_code=0, topics=[Resp.struct("TopicData")(topic_name=TOPIC, partitions=[part])], nodes=[])
+
+
+# ====================================================================================== transport
+class _Peer:
+    def __init__(self, node_id: int, addr: tuple[str, int]):
+        self.node_id = node_id
+        self.addr = addr
+        self.send_ch, self.recv_ch = trio.open_memory_channel(QUEUE)
+        self.pending: dict[int, tuple[Any, Any, Any]] = {}   # corr -> (api, raft request | None, reply slot)
+        self.corr = 0
+
+
+class RaftTransport:
+    """Connections to the peers and the controller listener of one node."""
+
+    def __init__(self, driver, voters: dict[int, tuple[str, int]], cluster_id: str | None = None,
+                 forward_handler: Callable[[list[bytes]], Awaitable[tuple[int, int]]] | None = None):
+        self.driver = driver
+        self.node_id = driver.node_id
+        self.cluster_id = cluster_id
+        self.forward_handler = forward_handler
+        self.peers = {nid: _Peer(nid, addr) for nid, addr in voters.items() if nid != self.node_id and addr}
+        self._fetch_seq = 0
+        self._slots: dict[tuple, Any] = {}          # ("fetch", id) or (src, type name) -> [slots]
+        driver.transport = self
+        driver.reply_router = self._route_reply
+
+    # ------------------------------------------------------------------ outgoing
+    def send(self, dest: int, msg: Any) -> None:
+        peer = self.peers.get(dest)
+        if peer is None:
+            return
+        try:
+            peer.send_ch.send_nowait((msg, None))
+        except trio.WouldBlock:
+            log.debug("raft: queue to %d full, dropping %s", dest, type(msg).__name__)
+
+    async def call(self, dest: int, a, version: int, body, timeout: float = 5.0):
+        """Send an arbitrary request to a peer's controller listener; its response body."""
+        peer = self.peers.get(dest)
+        if peer is None:
+            raise ConnectionError(f"node {dest} is not a known voter")
+        send, recv = trio.open_memory_channel(1)
+        peer.send_ch.send_nowait(((a, version, body), send))
+        with trio.fail_after(timeout):
+            result = await recv.receive()
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    async def run(self, listeners, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            for peer in self.peers.values():
+                nursery.start_soon(self._peer_loop, peer)
+            if listeners:
+                nursery.start_soon(self._serve, listeners)
+            task_status.started()
+
+    async def _peer_loop(self, peer: _Peer) -> None:
+        backoff = 0.05
+        while True:
+            try:
+                stream = await trio.open_tcp_stream(*peer.addr)
+            except OSError:
+                await self._drain_while_down(peer, backoff)
+                backoff = min(backoff * 2, 0.5)
+                continue
+            backoff = 0.05
+            try:
+                stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+            try:
+                async with trio.open_nursery() as n:
+                    n.start_soon(self._reader, peer, stream, n.cancel_scope)
+                    await self._writer(peer, stream)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                log.debug("raft: connection to %d lost: %s", peer.node_id, exc)
+            finally:
+                await trio.aclose_forcefully(stream)
+                for _, _, slot in peer.pending.values():
+                    if slot is not None:
+                        slot.send_nowait(ConnectionError("connection lost"))
+                peer.pending.clear()
+
+    async def _drain_while_down(self, peer: _Peer, delay: float) -> None:
+        """The peer is unreachable: drop what is queued for it (Raft resends on its timers)."""
+        with trio.move_on_after(delay):
+            while True:
+                _, slot = await peer.recv_ch.receive()
+                if slot is not None:
+                    slot.send_nowait(ConnectionError(f"node {peer.node_id} unreachable"))
+
+    async def _writer(self, peer: _Peer, stream) -> None:
+        while True:
+            item, slot = await peer.recv_ch.receive()
+            peer.corr = (peer.corr + 1) & 0x7FFFFFFF
+            if slot is None:
+                a, version, body = request_to_wire(item, self.cluster_id)
+                peer.pending[peer.corr] = (a, item, None)
+            else:
+                a, version, body = item
+                peer.pending[peer.corr] = (a, None, slot)
+            data = FR.encode_request(a, version, peer.corr, body, client_id=f"kwire-raft-{self.node_id}")
+            await stream.send_all(data)
+
+    async def _reader(self, peer: _Peer, stream, scope) -> None:
+        dec = FrameDecoder(64 << 20)
+        try:
+            while True:
+                data = await stream.receive_some(1 << 16)
+                if not data:
+                    raise trio.BrokenResourceError("closed by peer")
+                dec.feed(data)
+                while True:
+                    frame = dec.next_frame()
+                    if frame is NEED_DATA:
+                        break
+                    corr = INT32.unpack_from(frame, 0)[0]
+                    entry = peer.pending.pop(corr, None)
+                    if entry is None:
+                        continue
+                    a, req, slot = entry
+                    _, body = FR.decode_response(a, VERSIONS[a.key], frame)
+                    if slot is not None:
+                        slot.send_nowait(body)
+                        continue
+                    resp = response_from_wire(req, body)
+                    if resp is not None:
+                        self.driver.deliver(peer.node_id, resp)
+        finally:
+            scope.cancel()
+
+    # ------------------------------------------------------------------ incoming
+    def _route_reply(self, dest: int, msg: Any) -> bool:
+        if isinstance(msg, (M.FetchResponse, M.FetchSnapshotResponse)):
+            slot = self._slots.pop(("fetch", msg.fetch_id), None)
+            if slot is None:
+                return True       # its request is gone (timed out); nobody to answer
+            slot.send_nowait(msg)
+            return True
+        q = self._slots.get((dest, type(msg).__name__))
+        if not q:
+            return True
+        q.pop(0).send_nowait(msg)
+        if not q:
+            del self._slots[(dest, type(msg).__name__)]
+        return True
+
+    async def _serve(self, listeners) -> None:
+        await trio.serve_listeners(self._handle, listeners)
+
+    async def _handle(self, stream) -> None:
+        send_lock = trio.Lock()
+        dec = FrameDecoder(64 << 20)
+        try:
+            stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        try:
+            async with trio.open_nursery() as n:
+                while True:
+                    data = await stream.receive_some(1 << 16)
+                    if not data:
+                        return
+                    dec.feed(data)
+                    while True:
+                        frame = dec.next_frame()
+                        if frame is NEED_DATA:
+                            break
+                        req = FR.decode_request(frame)
+                        n.start_soon(self._answer, stream, send_lock, req)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.debug("raft: inbound connection lost: %s", exc)
+        except Exception as exc:  # noqa: BLE001 - close this connection only
+            log.warning("raft: closing inbound connection: %s", exc)
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    async def _answer(self, stream, send_lock, req) -> None:
+        key = req.api.key
+        hdr = req.header
+        body = None
+        if key == DESCRIBE_QUORUM.key:
+            d = self.driver.describe_quorum()
+            body = describe_quorum_response(d, 0 if self.driver.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        elif key == PRODUCE.key:
+            body = await self._answer_forward(req.body)
+        else:
+            self._fetch_seq += 1
+            got = request_from_wire(key, req.body, self._fetch_seq)
+            if got is None:
+                return
+            src, msg = got
+            send, recv = trio.open_memory_channel(1)
+            if isinstance(msg, (M.FetchRequest, M.FetchSnapshotRequest)):
+                slot_key = ("fetch", self._fetch_seq)
+                self._slots[slot_key] = send
+            else:
+                slot_key = (src, type(msg).__name__.replace("Request", "Response"))
+                self._slots.setdefault(slot_key, []).append(send)
+            self.driver.deliver(src, msg)
+            wait = (getattr(msg, "max_wait_ms", 0) or 0) / 1000 + 2.0
+            resp = None
+            with trio.move_on_after(wait):
+                resp = await recv.receive()
+            if resp is None:
+                s = self._slots.get(slot_key)
+                if isinstance(s, list):
+                    if send in s:
+                        s.remove(send)
+                else:
+                    self._slots.pop(slot_key, None)
+                return
+            body = response_to_wire(key, resp)
+        parts = FR.encode_response(req.api, hdr.api_version, hdr.correlation_id, body)
+        async with send_lock:
+            await stream.send_all(FR.join_parts(parts))
+
+    async def _answer_forward(self, body):
+        Resp = PRODUCE.response
+        PR = Resp.struct("PartitionProduceResponse")
+        code, offset = ErrorCode.INVALID_REQUEST, -1
+        try:
+            td = body.topic_data[0]
+            pd = td.partition_data[0]
+            values = [bytes(r.value) for b in RB.iter_batches(bytes(pd.records)) for r in b.records()]
+            if self.forward_handler is None:
+                code = ErrorCode.NOT_CONTROLLER
+            else:
+                code, offset = await self.forward_handler(values)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("raft: forwarded metadata failed: %s", exc)
+            code = ErrorCode.UNKNOWN_SERVER_ERROR
+        return Resp.cls(responses=[Resp.struct("TopicProduceResponse")(
+            name=TOPIC, partition_responses=[PR(index=0, error_code=int(code), base_offset=offset,
+                                                log_append_time_ms=-1, log_start_offset=-1)])],
+            throttle_time_ms=0)
+
+    async def forward(self, dest: int, values: list[bytes], timeout: float) -> tuple[int, int]:
+        """Send metadata records to the controller ``dest``; (error code, committed offset)."""
+        Req = PRODUCE.request
+        batch = RB.build_batch([(None, v, [], -1) for v in values])
+        body = Req.cls(transactional_id=None, acks=-1, timeout_ms=int(timeout * 1000), topic_data=[
+            Req.struct("TopicProduceData")(name=TOPIC, partition_data=[
+                Req.struct("PartitionProduceData")(index=0, records=batch)])])
+        resp = await self.call(dest, PRODUCE, V_PRODUCE, body, timeout=timeout + 1)
+        pr = resp.responses[0].partition_responses[0]
+        return pr.error_code, pr.base_offset
+
+
+__all__ = ["RaftTransport", "describe_quorum_response", "request_to_wire", "response_from_wire",
+           "request_from_wire", "response_to_wire"]
