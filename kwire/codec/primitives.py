@@ -258,3 +258,17 @@ def skip_tagged_fields(buf, pos: int) -> int:
         size, pos = read_uvarint(buf, pos)
         _, pos = _take(buf, pos, size)
     return pos
+
+
+# --- fixed-width arrays ----------------------------------------------------------------
+# code -> {count: Struct}; generated codecs look counts up here directly (hot path).
+ARRAY_STRUCTS: dict[str, dict[int, struct.Struct]] = {c: {} for c in "bhHiIqd?"}
+
+
+def array_struct(code: str, n: int) -> struct.Struct:
+    """A Struct for ``n`` big-endian values of one fixed-width type (small ones cached, so a
+    hostile count cannot grow the cache)."""
+    st = struct.Struct(f">{n}{code}")
+    if n <= 64:
+        ARRAY_STRUCTS[code][n] = st
+    return st

@@ -403,6 +403,15 @@ class _Compiler:
             else:
                 out.append(f"    raise InvalidLength('non-nullable array {f.name} is null')")
             out.append("else:")
+            if f.elem in FIXED:  # one unpack for the whole array
+                size = struct.calcsize(">" + FIXED[f.elem])
+                out.append(f"    end = {pos} + n * {size}")
+                out.append(f"    if end > len({buf}): raise TruncatedData('{f.name}: array runs past the input')")
+                c = FIXED[f.elem]
+                ac = self._sym("AC", P.ARRAY_STRUCTS[c])
+                out.append(f"    {target} = list(({ac}.get(n) or P.array_struct('{c}', n)).unpack_from({buf}, {pos}))")
+                out.append(f"    {pos} = end")
+                return out
             out.append("    lst = []")
             out.append("    app = lst.append")
             out.append("    for _ in range(n):")
@@ -508,6 +517,12 @@ class _Compiler:
                 out.append(f"    raise EncodeError('{f.name} is not nullable in v{self.v}')")
             out.append("else:")
             out.append(f"    P.write_uvarint({b}, len(v) + 1)" if flex else f"    {b} += INT32.pack(len(v))")
+            if f.elem in FIXED:  # one pack for the whole array
+                c = FIXED[f.elem]
+                ac = self._sym("AC", P.ARRAY_STRUCTS[c])
+                out.append("    if v:")
+                out.append(f"        {b} += ({ac}.get(len(v)) or P.array_struct('{c}', len(v))).pack(*v)")
+                return out
             out.append("    for item in v:")
             if f.is_struct:
                 out.append(f"        {b} = enc_{f.elem}(item, {b}, parts)")
