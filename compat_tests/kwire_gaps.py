@@ -7,7 +7,6 @@ A key is a scenario name (the test function without ``test_``), or ``scenario[cl
 """
 
 GROUPS = "consumer groups: kwire issue 5 not landed"
-IDEMPOTENCE = "idempotent producer (InitProducerId, sequence numbers): not served by kwire yet"
 TRANSACTIONS = "transactions (InitProducerId, AddPartitionsToTxn, EndTxn, control batches): not served by kwire yet"
 
 KWIRE_GAPS: dict[str, str] = {
@@ -15,6 +14,5 @@ KWIRE_GAPS: dict[str, str] = {
     "group_rebalance_on_join": GROUPS,
     "group_rebalance_on_leave": GROUPS,
     "group_commit_and_resume": GROUPS,
-    "idempotent_producer": IDEMPOTENCE,
     "transactions": TRANSACTIONS,
 }
