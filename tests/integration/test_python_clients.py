@@ -11,8 +11,7 @@ CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_kafka_python_produce_consume(bootstrap, topic, codec):
-    p = KafkaProducer(bootstrap_servers=bootstrap, compression_type=codec, acks="all", linger_ms=5,
-                      enable_idempotence=False)
+    p = KafkaProducer(bootstrap_servers=bootstrap, compression_type=codec, acks="all", linger_ms=5)
     futs = [p.send(topic, key=f"k{i}".encode(), value=f"value-{i}".encode() * (i % 7),
                    headers=[("n", str(i).encode())]) for i in range(300)]
     p.flush(30)
@@ -41,7 +40,7 @@ def test_kafka_python_admin_and_offsets(bootstrap, topic):
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     admin.create_topics([NewTopic(topic, 3, 1)])
     assert topic in admin.list_topics()
-    p = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False)
+    p = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False)  # the plain, non-idempotent producer
     for i in range(30):
         p.send(topic, value=b"x", partition=i % 3, timestamp_ms=1_000_000 + i)
     p.flush(10)
