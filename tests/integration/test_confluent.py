@@ -149,3 +149,21 @@ def test_admin_operations(bootstrap, topic):
     assert desc.cluster_id and len(desc.nodes) == 1
     admin.delete_topics([topic])[topic].result(10)
     assert topic not in admin.list_topics(timeout=10).topics
+
+
+def test_read_committed_and_out_of_range(bootstrap, topic):
+    produce(bootstrap, topic, [{"value": f"{i}".encode()} for i in range(20)])
+    got = consume(bootstrap, topic, 20, **{"isolation.level": "read_committed"})
+    assert [m.value() for m in got] == [f"{i}".encode() for i in range(20)]
+    # an offset past the end resets by auto.offset.reset (the broker answered OFFSET_OUT_OF_RANGE)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"oor-{topic}", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 1000)])
+    first = None
+    deadline = time.monotonic() + 20
+    while first is None and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            first = m
+    c.close()
+    assert first is not None and first.offset() == 0
