@@ -165,7 +165,7 @@ async def fetch(ctx: RequestContext, req):
     PD = ctx.struct("PartitionData")
     for tid, p in unknown_ids:
         out.append(T(topic="", topic_id=tid, partitions=[PD(partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
-                                                             high_watermark=-1, records=None)]))
+                                                             high_watermark=-1, records=b"")]))
     return ctx.response(throttle_time_ms=0, error_code=0, session_id=session_id, responses=out)
 
 
@@ -181,7 +181,7 @@ def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committ
         name, p = key
         plog = b.partition_log(name, p)
         pd = PD(partition_index=p, error_code=0, high_watermark=-1, last_stable_offset=-1,
-                log_start_offset=-1, records=None,
+                log_start_offset=-1, records=b"",
                 aborted_transactions=[] if read_committed else None)
         changed = key in explicit
         if plog is None:
@@ -207,11 +207,9 @@ def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committ
                     total += size
                     remaining -= size
                     changed = True
-            if pd.records is None:
-                pd.records = b""
         except KafkaError as exc:
             pd.error_code = exc.code
-            pd.records = None
+            pd.records = b""  # Kafka sends empty records with an error, never null
             has_error = True
             changed = True
         if session is not None:
