@@ -387,27 +387,31 @@ def append_idempotent(plog, records, *, now_ms: int, leader_epoch: int | None = 
     append every batch is recorded; a segment roll takes a snapshot."""
     mv = memoryview(records)
     n = len(mv)
-    # the common case is one batch; headers that do not parse are left to plog.append
-    idem = None
+    # one header parse per batch; headers that do not parse are left to plog.append
+    headers = []
+    idem = False
     pos = 0
     while pos + BATCH_HEADER_SIZE <= n:
         t = _unpack_header(mv, pos)
+        headers.append((pos, t))
         if t[9] >= 0 and not t[5] & 0x20:  # producer id set, not a control batch
-            if idem is None:
-                idem = []
-            idem.append((pos, t))
+            idem = True
         if t[1] < MIN_BATCH_LENGTH:
             break
         pos += LOG_OVERHEAD + t[1]
-    if idem is None:
+    if not idem:
         return plog.append(records, now_ms=now_ms, leader_epoch=leader_epoch)
     ps = producer_state_of(plog, expiration_ms=expiration_ms)
     ps.maybe_remove_expired(now_ms)
     pending: dict[int, tuple[int, int]] = {}
-    for bpos, t in idem:
-        pid, epoch, base_seq, lod = t[9], t[10], t[11], t[6]
+    for bpos, t in headers:
+        pid = t[9]
+        if pid < 0 or t[5] & 0x20:
+            continue
+        epoch, base_seq, lod = t[10], t[11], t[6]
+        last_seq = last_sequence(base_seq, lod) if base_seq >= 0 else -1
         try:
-            dup = ps.check(pid, epoch, base_seq, last_sequence(base_seq, lod) if base_seq >= 0 else -1, pending)
+            dup = ps.check(pid, epoch, base_seq, last_seq, pending)
         except KafkaError:
             _validate(mv, bpos)  # a corrupt batch is CORRUPT_MESSAGE first, as in Kafka
             raise
@@ -416,24 +420,19 @@ def append_idempotent(plog, records, *, now_ms: int, leader_epoch: int | None = 
             from kwire.log.partition_log import AppendResult  # noqa: PLC0415 - no import cycle at load
             append_time = dup.timestamp if plog.config.log_append_time else -1
             return AppendResult(dup.first_offset, dup.last_offset, append_time, plog.log_start_offset)
-        pending[pid] = (epoch, last_sequence(base_seq, lod))
+        pending[pid] = (epoch, last_seq)
     seg_before = plog.segments[-1]
     res = plog.append(records, now_ms=now_ms, leader_epoch=leader_epoch)
     # offsets were assigned contiguously from res.base_offset, batch after batch
     offset = res.base_offset
-    pos = 0
-    i = 0
     log_append = res.log_append_time_ms
-    while pos + BATCH_HEADER_SIZE <= n:
-        t = _unpack_header(mv, pos)
+    for _, t in headers:
         lod = t[6]
-        if i < len(idem) and idem[i][0] == pos:
+        if t[9] >= 0 and not t[5] & 0x20:
             base_seq = t[11]
             ps.update(t[9], t[10], base_seq, last_sequence(base_seq, lod), offset, offset + lod,
                       log_append if log_append >= 0 else t[8])
-            i += 1
         offset += lod + 1
-        pos += LOG_OVERHEAD + t[1]
     ps.map_end_offset = plog.log_end_offset
     if plog.segments[-1] is not seg_before:
         ps.take_snapshot(plog.log_end_offset)
