@@ -8,6 +8,7 @@ only from committed entries (``_apply_entry``).
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import os
 import re
@@ -60,9 +61,9 @@ class Broker:
         self.advertised_port = advertised_port
         self.data_dir = os.path.abspath(config.data_dir)
         os.makedirs(self.data_dir, exist_ok=True)
+        self.voters = voters or {self.node_id: None}
         self.cluster_id = self._load_meta_properties()
         self.image = MetadataImage()
-        self.voters = voters or {self.node_id: None}
         self.quorum = None     # kwire.metadata.quorum.MetadataQuorum, from open()
         self._live = False     # side effects of applied records (open/delete logs) once replayed
         self.logs = LogManager(self.data_dir, self.log_config_for, clock=clock)
@@ -81,8 +82,7 @@ class Broker:
                     if "=" in line and not line.startswith("#"):
                         k, v = line.strip().split("=", 1)
                         props[k] = v
-        cid = props.get("cluster.id") or self.config.get("cluster.id") or \
-            base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cid = props.get("cluster.id") or self.config.get("cluster.id") or self._default_cluster_id()
         if not props:
             tmp = path + ".tmp"
             with open(tmp, "w") as f:
@@ -91,6 +91,15 @@ class Broker:
                 os.fsync(f.fileno())
             os.replace(tmp, path)
         return cid
+
+    def _default_cluster_id(self) -> str:
+        """A fresh id for a node alone; for a quorum, one every voter derives alike from the
+        voter list (no storage-format step needed; set cluster.id to choose one)."""
+        if len(self.voters) > 1:
+            text = ",".join(f"{n}@{a[0]}:{a[1]}" for n, a in sorted(self.voters.items()) if a)
+            digest = hashlib.sha256(text.encode()).digest()[:16]
+            return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+        return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
     async def open(self, nursery, controller_listeners=None, raft_config=None) -> None:
         """Start the metadata quorum, replay committed metadata, open this node's partition
@@ -208,15 +217,18 @@ class Broker:
 
     def _place(self, count: int, rf: int, brokers: list[int]) -> list[list[int]]:
         """Replica lists for ``count`` new partitions: each leader on the live broker that leads
-        the fewest partitions so far (ties to the lowest id), followers after it in id order."""
+        the fewest partitions of this topic, then of the cluster (ties to the lowest id);
+        followers after it in id order."""
         load = {b: 0 for b in brokers}
         for t in self.image.topics.values():
             for p in t.partitions.values():
                 if p.leader in load:
                     load[p.leader] += 1
         out = []
+        mine = {b: 0 for b in brokers}   # spread each topic first, then the cluster's load
         for _ in range(count):
-            leader = min(brokers, key=lambda b: (load[b], b))
+            leader = min(brokers, key=lambda b: (mine[b], load[b], b))
+            mine[leader] += 1
             load[leader] += 1
             i = brokers.index(leader)
             out.append([brokers[(i + k) % len(brokers)] for k in range(rf)])
@@ -286,6 +298,11 @@ class Broker:
         try:
             await self.submit_metadata(recs)
         except KafkaError as exc:
+            if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                # created by someone else just now: let this node's image catch up with it
+                with trio.move_on_after(5):
+                    while name not in self.image.topics:
+                        await trio.sleep(0.02)
             return TopicError(exc.code, str(exc))
         log.info("created topic %s with %d partitions and configs %s", name, num_partitions, clean)
         return TopicError(ErrorCode.NONE)

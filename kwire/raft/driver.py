@@ -84,6 +84,11 @@ class RaftDriver:
     def describe_quorum(self) -> dict:
         d = self.core.describe_quorum()
         d["leader_id"] = self.leader_id
+        wall = int(time.time() * 1000) - _monotonic_ms()   # the core's clock is monotonic
+        for row in d["current_voters"] + d["observers"]:
+            for k in ("last_fetch_timestamp", "last_caught_up_timestamp"):
+                if row[k] >= 0:
+                    row[k] += wall
         return d
 
     def last_fetch_ms(self, replica_id: int) -> int | None:

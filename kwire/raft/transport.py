@@ -225,6 +225,14 @@ def describe_quorum_response(d: dict, error: int = 0):
 
 
 # ====================================================================================== transport
+def _offer(slot, value) -> None:
+    """Hand a result to whoever waits on ``slot``, if anyone still does."""
+    try:
+        slot.send_nowait(value)
+    except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+
+
 class _Peer:
     def __init__(self, node_id: int, addr: tuple[str, int]):
         self.node_id = node_id
@@ -296,15 +304,13 @@ class RaftTransport:
                 pass
             try:
                 async with trio.open_nursery() as n:
-                    n.start_soon(self._reader, peer, stream, n.cancel_scope)
-                    await self._writer(peer, stream)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                log.debug("raft: connection to %d lost: %s", peer.node_id, exc)
+                    n.start_soon(self._guard, peer, self._reader(peer, stream), n.cancel_scope)
+                    await self._guard(peer, self._writer(peer, stream), n.cancel_scope)
             finally:
                 await trio.aclose_forcefully(stream)
                 for _, _, slot in peer.pending.values():
                     if slot is not None:
-                        slot.send_nowait(ConnectionError("connection lost"))
+                        _offer(slot, ConnectionError("connection lost"))
                 peer.pending.clear()
 
     async def _drain_while_down(self, peer: _Peer, delay: float) -> None:
@@ -313,7 +319,19 @@ class RaftTransport:
             while True:
                 _, slot = await peer.recv_ch.receive()
                 if slot is not None:
-                    slot.send_nowait(ConnectionError(f"node {peer.node_id} unreachable"))
+                    _offer(slot, ConnectionError(f"node {peer.node_id} unreachable"))
+
+    @staticmethod
+    async def _guard(peer: _Peer, coro, scope) -> None:
+        """Run one side of a peer connection; any failure ends the whole connection."""
+        try:
+            await coro
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.debug("raft: connection to %d lost: %s", peer.node_id, exc)
+        except Exception:  # noqa: BLE001 - a bad frame: drop the connection, reconnect
+            log.exception("raft: connection to %d failed", peer.node_id)
+        finally:
+            scope.cancel()
 
     async def _writer(self, peer: _Peer, stream) -> None:
         while True:
@@ -328,32 +346,29 @@ class RaftTransport:
             data = FR.encode_request(a, version, peer.corr, body, client_id=f"kwire-raft-{self.node_id}")
             await stream.send_all(data)
 
-    async def _reader(self, peer: _Peer, stream, scope) -> None:
+    async def _reader(self, peer: _Peer, stream) -> None:
         dec = FrameDecoder(64 << 20)
-        try:
+        while True:
+            data = await stream.receive_some(1 << 16)
+            if not data:
+                raise trio.BrokenResourceError("closed by peer")
+            dec.feed(data)
             while True:
-                data = await stream.receive_some(1 << 16)
-                if not data:
-                    raise trio.BrokenResourceError("closed by peer")
-                dec.feed(data)
-                while True:
-                    frame = dec.next_frame()
-                    if frame is NEED_DATA:
-                        break
-                    corr = INT32.unpack_from(frame, 0)[0]
-                    entry = peer.pending.pop(corr, None)
-                    if entry is None:
-                        continue
-                    a, req, slot = entry
-                    _, body = FR.decode_response(a, VERSIONS[a.key], frame)
-                    if slot is not None:
-                        slot.send_nowait(body)
-                        continue
-                    resp = response_from_wire(req, body)
-                    if resp is not None:
-                        self.driver.deliver(peer.node_id, resp)
-        finally:
-            scope.cancel()
+                frame = dec.next_frame()
+                if frame is NEED_DATA:
+                    break
+                corr = INT32.unpack_from(frame, 0)[0]
+                entry = peer.pending.pop(corr, None)
+                if entry is None:
+                    continue
+                a, req, slot = entry
+                _, body = FR.decode_response(a, VERSIONS[a.key], frame)
+                if slot is not None:
+                    _offer(slot, body)
+                    continue
+                resp = response_from_wire(req, body)
+                if resp is not None:
+                    self.driver.deliver(peer.node_id, resp)
 
     # ------------------------------------------------------------------ incoming
     def _route_reply(self, dest: int, msg: Any) -> bool:
@@ -361,12 +376,12 @@ class RaftTransport:
             slot = self._slots.pop(("fetch", msg.fetch_id), None)
             if slot is None:
                 return True       # its request is gone (timed out); nobody to answer
-            slot.send_nowait(msg)
+            _offer(slot, msg)
             return True
         q = self._slots.get((dest, type(msg).__name__))
         if not q:
             return True
-        q.pop(0).send_nowait(msg)
+        _offer(q.pop(0), msg)
         if not q:
             del self._slots[(dest, type(msg).__name__)]
         return True
@@ -375,31 +390,45 @@ class RaftTransport:
         await trio.serve_listeners(self._handle, listeners)
 
     async def _handle(self, stream) -> None:
-        send_lock = trio.Lock()
-        dec = FrameDecoder(64 << 20)
         try:
             stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
         try:
             async with trio.open_nursery() as n:
+                n.start_soon(self._read_requests, stream, n)
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    async def _read_requests(self, stream, nursery) -> None:
+        send_lock = trio.Lock()
+        dec = FrameDecoder(64 << 20)
+        try:
+            while True:
+                data = await stream.receive_some(1 << 16)
+                if not data:
+                    return
+                dec.feed(data)
                 while True:
-                    data = await stream.receive_some(1 << 16)
-                    if not data:
-                        return
-                    dec.feed(data)
-                    while True:
-                        frame = dec.next_frame()
-                        if frame is NEED_DATA:
-                            break
-                        req = FR.decode_request(frame)
-                        n.start_soon(self._answer, stream, send_lock, req)
+                    frame = dec.next_frame()
+                    if frame is NEED_DATA:
+                        break
+                    req = FR.decode_request(frame)
+                    nursery.start_soon(self._answer_guarded, stream, send_lock, req)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             log.debug("raft: inbound connection lost: %s", exc)
         except Exception as exc:  # noqa: BLE001 - close this connection only
             log.warning("raft: closing inbound connection: %s", exc)
         finally:
-            await trio.aclose_forcefully(stream)
+            nursery.cancel_scope.cancel()
+
+    async def _answer_guarded(self, stream, send_lock, req) -> None:
+        try:
+            await self._answer(stream, send_lock, req)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.debug("raft: answer lost: %s", exc)
+        except Exception:  # noqa: BLE001 - one bad request must not take the listener down
+            log.exception("raft: answering %s failed", req.api.name)
 
     async def _answer(self, stream, send_lock, req) -> None:
         key = req.api.key
