@@ -72,6 +72,8 @@ def sample(pytester, tmp_path, monkeypatch):
     out = tmp_path / "out"
     out.mkdir()
     monkeypatch.setenv("KWIRE_SAMPLE_OUT", str(out))
+    for var in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(var, raising=False)  # when this suite itself runs under xdist
     pytester.makepyfile(test_sample=SAMPLE)
     return out
 
