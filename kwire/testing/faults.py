@@ -111,13 +111,13 @@ class Faults:
             return self._injected[_api(api).key]
 
     # ------------------------------------------------------------------ the hook
-    def _take(self, api_key: int, req) -> _Rule | None:
+    def _take(self, api_key: int, req, ctx=None) -> _Rule | None:
         with self._lock:
             self._seen[api_key] += 1
             for i, rule in enumerate(self._rules):
                 if rule.api_key != api_key:
                     continue
-                if rule.topic is not None and rule.topic not in _topics_of(req):
+                if rule.topic is not None and rule.topic not in _topics_of(req, ctx):
                     continue
                 if rule.remaining is not None:
                     rule.remaining -= 1
@@ -129,7 +129,7 @@ class Faults:
 
     async def __call__(self, ctx, req):
         """``KafkaServer.fault_hook``: None (handle normally), a response, or "drop"."""
-        rule = self._take(ctx.api.key, req)
+        rule = self._take(ctx.api.key, req, ctx)
         if rule is None:
             return None
         if rule.action == "delay":
@@ -150,8 +150,10 @@ class Faults:
         return error_response(ctx.api, ctx.version, req, rule.error_code)
 
 
-def _topics_of(req) -> set:
+def _topics_of(req, ctx=None) -> set:
+    """Topic names a request is about (topic ids, as in Fetch v13+, resolved by the broker)."""
     names = set()
+    image = getattr(getattr(ctx, "broker", None), "image", None)
     for attr in ("topic_data", "topics", "topic_names"):
         for t in getattr(req, attr, None) or ():
             if isinstance(t, str):
@@ -161,6 +163,11 @@ def _topics_of(req) -> set:
                 v = getattr(t, key, None)
                 if isinstance(v, str):
                     names.add(v)
+            tid = getattr(t, "topic_id", None)
+            if tid is not None and image is not None:
+                ti = image.topics_by_id.get(tid)
+                if ti is not None:
+                    names.add(ti.name)
     return names
 
 
@@ -237,6 +244,8 @@ def _mirror(msg, struct_name: str, fields, req, req_fields, code: int, v: int, t
             kw[f.name] = getattr(req, rf.name)
         elif f.name in _MINUS_ONE and f.type in ("int32", "int64"):
             kw[f.name] = -1
+        elif f.type == "records":
+            kw[f.name] = b""  # empty, not null: librdkafka cannot parse a null MessageSet
     return msg.struct(struct_name)(**kw)
 
 

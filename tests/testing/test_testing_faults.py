@@ -64,6 +64,7 @@ def test_fetch_error_is_per_partition_not_top_level():
     assert resp.error_code == 0
     p = resp.responses[0].partitions[0]
     assert (resp.responses[0].topic, p.partition_index, p.error_code, p.high_watermark) == ("t", 2, 6, -1)
+    assert p.records == b""
 
 
 def test_delete_topics_names_become_results():
@@ -126,3 +127,23 @@ def test_live_broker_fail_delay_drop(kafka_broker, kafka_faults, kafka_topic):
     kafka_broker.consume(kafka_topic, 1)
     assert time.monotonic() - t0 >= 0.25
     assert kafka_faults.pending() == 0
+
+
+def test_confluent_consumer_retries_injected_fetch_errors(kafka_broker, kafka_faults, kafka_topic):
+    ck = pytest.importorskip("confluent_kafka")
+    kafka_broker.produce(kafka_topic, [b"f1"])
+    kafka_faults.fail_next("Fetch", 2, ErrorCode.NOT_LEADER_OR_FOLLOWER, topic=kafka_topic)
+    c = ck.Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": kafka_topic,
+                     "auto.offset.reset": "earliest", "log_level": 0})
+    try:
+        c.assign([ck.TopicPartition(kafka_topic, 0, 0)])
+        got = None
+        for _ in range(100):
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got = m.value()
+                break
+    finally:
+        c.close()
+    assert got == b"f1"
+    assert kafka_faults.injected("Fetch") == 2
