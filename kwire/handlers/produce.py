@@ -6,6 +6,11 @@ acks 0 (no response at all), 1 and -1 (all: on one broker the leader's write is 
 Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE (CRC, layout),
 MESSAGE_TOO_LARGE, INVALID_RECORD, INVALID_REQUIRED_ACKS. The batch is validated by its
 header and CRC only; offsets are assigned by rewriting baseOffset (kwire.log).
+Idempotent batches (producer id set; ids from InitProducerId) go through the partition's
+producer state (kwire.log.producer_state, via Broker.append_records): a retry of one of the
+producer's last 5 batches is answered with its original offsets and not written again;
+OUT_OF_ORDER_SEQUENCE_NUMBER for a gap or a new epoch not starting at 0,
+INVALID_PRODUCER_EPOCH for a stale epoch, INVALID_RECORD for a producer id without sequence.
 Left out: transactions (a transactional_id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 until they exist).
 """
