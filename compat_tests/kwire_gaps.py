@@ -6,13 +6,8 @@ When a feature lands, delete its lines here: the scenarios then have to pass.
 A key is a scenario name (the test function without ``test_``), or ``scenario[client]`` for one client.
 """
 
-GROUPS = "consumer groups: kwire issue 5 not landed"
 TRANSACTIONS = "transactions (InitProducerId, AddPartitionsToTxn, EndTxn, control batches): not served by kwire yet"
 
 KWIRE_GAPS: dict[str, str] = {
-    "group_assignment": GROUPS,
-    "group_rebalance_on_join": GROUPS,
-    "group_rebalance_on_leave": GROUPS,
-    "group_commit_and_resume": GROUPS,
     "transactions": TRANSACTIONS,
 }

@@ -11,11 +11,15 @@ States and the transitions Kafka allows::
 from __future__ import annotations
 
 import enum
+import logging
 from dataclasses import dataclass, field
 
 from kwire.groups.offsets import OffsetStore
 from kwire.groups.pending import Pending
 from kwire.groups.subscription import CONSUMER_PROTOCOL_TYPE, subscription_topics
+
+
+log = logging.getLogger("kwire.groups")
 
 
 class GroupState(enum.Enum):
@@ -108,6 +112,9 @@ class Group:
     def transition_to(self, state: GroupState) -> None:
         if self.state not in _VALID_PREVIOUS[state]:
             raise IllegalTransition(f"group {self.group_id}: {self.state.value} -> {state.value}")
+        log.debug("group %s: %s -> %s (generation %d, %d members, leader %s)", self.group_id,
+                  self.state.value, state.value, self.generation_id, len(self.members),
+                  self.leader_id)
         self.state = state
 
     def can_rebalance(self) -> bool:

@@ -19,6 +19,7 @@ Semantics follow Apache Kafka's GroupCoordinator (the classic protocol):
 """
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -33,6 +34,36 @@ from kwire.groups.timers import Timers
 
 E = ErrorCode
 S = GroupState
+
+#: DEBUG: every group state transition and the answer each member gets to its JoinGroup,
+#: SyncGroup, Heartbeat and LeaveGroup (logged when the answer is given, not when asked).
+log = logging.getLogger("kwire.groups")
+
+
+def _err(code) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
+def _trace_join(p: Pending, group_id: str, member_id: str) -> None:
+    if log.isEnabledFor(logging.DEBUG):
+        def done(_p: Pending) -> None:
+            r = _p.result
+            log.debug("group %s: JoinGroup of %r -> %s member=%s generation=%d leader=%s%s",
+                      group_id, member_id, _err(r.error), r.member_id, r.generation_id,
+                      r.leader or "-", f" members={len(r.members)}" if r.members else "")
+        p.add_done_callback(done)
+
+
+def _trace_sync(p: Pending, group_id: str, member_id: str, generation: int) -> None:
+    if log.isEnabledFor(logging.DEBUG):
+        def done(_p: Pending) -> None:
+            r = _p.result
+            log.debug("group %s: SyncGroup of %s (generation %d) -> %s, %d assignment bytes",
+                      group_id, member_id, generation, _err(r.error), len(r.assignment or b""))
+        p.add_done_callback(done)
 
 Record = tuple[bytes, "bytes | None"]
 #: writer(partition, records, done): append the records (key, value or None for a
@@ -170,6 +201,7 @@ class Membership:
         below 0 (v0) means the session timeout.
         """
         p: Pending[JoinResult] = Pending()
+        _trace_join(p, group_id, member_id)
         protocols = [(name, bytes(meta)) for name, meta in protocols]
         if not group_id:
             p.set_result(JoinResult(E.INVALID_GROUP_ID, member_id))
@@ -484,6 +516,7 @@ class Membership:
                    protocol_name: str | None = None) -> Pending[SyncResult]:
         """Handle a SyncGroup; ``protocol_type``/``protocol_name`` as sent by v5+ (else None)."""
         p: Pending[SyncResult] = Pending()
+        _trace_sync(p, group_id, member_id, generation_id)
         if not group_id:
             p.set_result(SyncResult(E.INVALID_GROUP_ID))
             return p
@@ -563,6 +596,14 @@ class Membership:
     # ================================================================== Heartbeat =======
     def heartbeat(self, group_id: str, generation_id: int, member_id: str,
                   group_instance_id: str | None = None) -> ErrorCode:
+        error = self._heartbeat(group_id, generation_id, member_id, group_instance_id)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("group %s: Heartbeat of %s (generation %d) -> %s",
+                      group_id, member_id, generation_id, _err(error))
+        return error
+
+    def _heartbeat(self, group_id: str, generation_id: int, member_id: str,
+                   group_instance_id: str | None) -> ErrorCode:
         if not group_id:
             return E.INVALID_GROUP_ID
         g = self.groups.get(group_id)
@@ -591,6 +632,8 @@ class Membership:
             return
         if not m.is_new and (m.awaiting_join or m.awaiting_sync):
             return  # waiting in a JoinGroup/SyncGroup counts as alive; rescheduled after it
+        log.debug("group %s: member %s missed its session timeout (%d ms): removed",
+                  group_id, member_id, m.session_timeout_ms)
         self._remove_member_and_update_group(g, m)
 
     def _on_pending_member_expired(self, group_id: str, member_id: str) -> None:
@@ -609,6 +652,14 @@ class Membership:
         A member id of "" with an instance id removes that static member (admin removal).
         """
         members = list(members)
+        r = self._leave_group(group_id, members)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("group %s: LeaveGroup -> %s %s", group_id, _err(r.error),
+                      ", ".join(f"{m.member_id or m.group_instance_id}: {_err(m.error)}"
+                                for m in r.members))
+        return r
+
+    def _leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> LeaveResult:
         if not group_id:
             return LeaveResult(E.INVALID_GROUP_ID)
         g = self.groups.get(group_id)
@@ -653,6 +704,7 @@ class Membership:
     def _remove_member(self, g: Group, m: Member, *, join_error: ErrorCode,
                        sync_error: ErrorCode = E.UNKNOWN_MEMBER_ID) -> None:
         """Take a member out (answering whatever it waits for); no state change of the group."""
+        log.debug("group %s: member %s removed (%s)", g.group_id, m.member_id, _err(join_error))
         g.remove(m.member_id)
         self.timers.cancel(("heartbeat", g.group_id, m.member_id))
         if not g.pending_sync_members:
