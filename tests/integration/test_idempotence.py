@@ -223,3 +223,23 @@ def test_producer_keeps_working_across_broker_restarts():
         assert values_in_log(b.bootstrap_servers, topic) == expected(300)
         with WireClient(b.bootstrap_servers) as c:
             assert init_pid(c).producer_id >= first_pid + 1000  # a new block after each restart
+
+
+def test_duplicate_detected_after_sigkill():
+    """kill -9 right after a write: no snapshot was taken, the restarted broker rebuilds the
+    producer state from the log's batch headers and still recognises the retry."""
+    with Broker(mode="process") as b:
+        topic = new_topic(b.bootstrap_servers)
+        with WireClient(b.bootstrap_servers) as c:
+            pid = init_pid(c).producer_id
+            for seq in range(0, 12, 2):
+                assert produce_raw(c, topic, idem(pid, 0, seq)) == (0, seq)
+        b.kill()
+        b.start()
+        with WireClient(b.bootstrap_servers) as c:
+            assert produce_raw(c, topic, idem(pid, 0, 10)) == (0, 10)  # the retry: no second copy
+            assert produce_raw(c, topic, idem(pid, 0, 6)) == (0, 6)  # still among the last 5
+            assert produce_raw(c, topic, idem(pid, 0, 14))[0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+            assert produce_raw(c, topic, idem(pid, 0, 12)) == (0, 12)
+            assert init_pid(c).producer_id >= pid + 1000  # the id block of the killed broker is not reused
+        assert values_in_log(b.bootstrap_servers, topic) == [f"v{i}".encode() for i in range(14)]
