@@ -91,7 +91,8 @@ class Node:
         self._log = None
 
     def start(self, voters: str) -> None:
-        self._log = open(os.path.join(self.data_dir + ".log"), "ab")
+        os.makedirs(os.path.dirname(self.data_dir), exist_ok=True)
+        self._log = open(self.data_dir + ".log", "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kwire", "serve", "--node-id", str(self.node_id),
              "--listen", f"127.0.0.1:{self.port}", "--controller-listen", f"127.0.0.1:{self.controller_port}",
@@ -147,10 +148,10 @@ class Cluster:
         while time.monotonic() < deadline:
             if not n.alive:
                 raise RuntimeError(f"node {n.node_id} exited:\n{n.log_tail()}")
-            try:
-                socket.create_connection(("127.0.0.1", n.port), timeout=1).close()
+            try:     # the port is bound early; a node answers once it has caught up and registered
+                call(n.port, "ApiVersions", 0, timeout=1.0)
                 return
-            except OSError:
+            except (OSError, ConnectionError):
                 time.sleep(0.05)
         raise TimeoutError(f"node {n.node_id} did not serve within {timeout}s:\n{n.log_tail()}")
 
