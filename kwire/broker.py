@@ -196,17 +196,19 @@ class Broker:
                     self.logs.reconfigure(t)
 
     def _install_snapshot(self, data: bytes) -> None:
-        """The leader's snapshot replaces the image: length-prefixed metadata records."""
-        image = MetadataImage()
-        pos = 0
-        while pos + 4 <= len(data):
-            n = int.from_bytes(data[pos:pos + 4], "big")
-            image.apply_bytes(data[pos + 4:pos + 4 + n])
-            pos += 4 + n
+        """A snapshot (the leader's, or our own at startup) replaces the image."""
+        from kwire.metadata.image import decode_snapshot  # noqa: PLC0415
+
+        image = decode_snapshot(data)
         image.listeners = self.image.listeners
         self.image = image
         if self._live:
             self._reconcile_logs()
+
+    def _snapshot(self) -> bytes:
+        from kwire.metadata.image import encode_snapshot  # noqa: PLC0415
+
+        return encode_snapshot(self.image)
 
     def partition_error(self, topic: str, partition: int) -> ErrorCode:
         """Why this node has no log for a partition: led elsewhere, or unknown."""

@@ -29,6 +29,7 @@ from kwire.raft.storage import RaftStorage
 log = logging.getLogger("kwire.quorum")
 
 DEFAULT_SESSION_TIMEOUT_MS = 9000
+DEFAULT_SNAPSHOT_INTERVAL = 10000   # committed entries between metadata snapshots
 
 
 class MetadataError(KafkaError):
@@ -43,7 +44,10 @@ class MetadataQuorum:
         self.voters = dict(voters)
         self.storage = RaftStorage(os.path.join(broker.data_dir, "__cluster_metadata-0"))
         self.driver = RaftDriver(self.node_id, self.voters.keys(), self.storage, apply=broker._apply_entry,
-                                 install_snapshot=broker._install_snapshot, config=raft_config)
+                                 install_snapshot=broker._install_snapshot, config=raft_config,
+                                 snapshot=broker._snapshot,
+                                 snapshot_interval=int(broker.config.get("metadata.snapshot.interval.entries")
+                                                       or DEFAULT_SNAPSHOT_INTERVAL))
         self.listeners = controller_listeners
         self.transport = None
         if len(self.voters) > 1:

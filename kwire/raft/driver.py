@@ -43,12 +43,17 @@ def _monotonic_ms() -> int:
 class RaftDriver:
     def __init__(self, node_id: int, voters, storage: RaftStorage, *,
                  apply: Callable[[Any], None], install_snapshot: Callable[[bytes], None] | None = None,
-                 config: RaftConfig | None = None, rng: random.Random | None = None):
+                 config: RaftConfig | None = None, rng: random.Random | None = None,
+                 snapshot: Callable[[], bytes] | None = None, snapshot_interval: int = 10000):
         self.node_id = node_id
         self.storage = storage
         self._apply = apply
         self._install = install_snapshot
         raft_log, qs, snap = storage.load()
+        self._snapshot_source = snapshot
+        self.snapshot_interval = max(1, snapshot_interval)
+        if snap is not None and install_snapshot is not None:
+            install_snapshot(snap.data)       # the state machine starts from its snapshot
         self.startup_end_offset = raft_log.end_offset
         self.core = RaftCore(node_id, voters, rng=rng or random.Random(), config=config, log=raft_log,
                              quorum_state=qs, snapshot=snap, now_ms=_monotonic_ms())
@@ -211,6 +216,8 @@ class RaftDriver:
                     self._install(rd.snapshot.data)
                 self.applied_offset = rd.snapshot.snapshot_id.offset
                 changed = True
+                log.info("raft node %d: installed the leader's snapshot at %d (epoch %d)", self.node_id,
+                         rd.snapshot.snapshot_id.offset, rd.snapshot.snapshot_id.epoch)
             for e in rd.committed:
                 if not e.control:
                     try:
@@ -240,6 +247,12 @@ class RaftDriver:
                 else:
                     keep.append((off, ev))
             self._applied_waiters = keep
+        if (self._snapshot_source is not None and core.applied == self.applied_offset
+                and self.applied_offset - core.log.start_offset >= self.snapshot_interval
+                and self.applied_offset <= core.high_watermark):
+            sid = core.create_snapshot(self.applied_offset, self._snapshot_source())
+            log.info("raft node %d: snapshot at %d (epoch %d); log trimmed", self.node_id, sid.offset, sid.epoch)
+            self._cycle()          # persist the snapshot and the trim now (not due again)
         if changed:
             self._changed.set()
             self._changed = trio.Event()

@@ -90,13 +90,13 @@ class Node:
         self.proc: subprocess.Popen | None = None
         self._log = None
 
-    def start(self, voters: str) -> None:
+    def start(self, voters: str, extra_args: tuple[str, ...] = ()) -> None:
         os.makedirs(os.path.dirname(self.data_dir), exist_ok=True)
         self._log = open(self.data_dir + ".log", "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kwire", "serve", "--node-id", str(self.node_id),
              "--listen", f"127.0.0.1:{self.port}", "--controller-listen", f"127.0.0.1:{self.controller_port}",
-             "--controller-quorum-voters", voters, "--data-dir", self.data_dir],
+             "--controller-quorum-voters", voters, "--data-dir", self.data_dir, *extra_args],
             cwd=ROOT, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
@@ -125,21 +125,22 @@ class Node:
 
 
 class Cluster:
-    def __init__(self, base_dir: str, size: int = 3):
+    def __init__(self, base_dir: str, size: int = 3, extra_args: tuple[str, ...] = ()):
+        self.extra_args = tuple(extra_args)
         self.nodes = {i: Node(i, free_port(), free_port(), os.path.join(base_dir, f"node{i}"))
                       for i in range(1, size + 1)}
         self.voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values())
 
     def start(self, timeout: float = 30.0) -> "Cluster":
         for n in self.nodes.values():
-            n.start(self.voters)
+            n.start(self.voters, self.extra_args)
         for n in self.nodes.values():
             self.wait_serving(n, timeout)
         return self
 
     def restart(self, node_id: int, timeout: float = 30.0) -> None:
         n = self.nodes[node_id]
-        n.start(self.voters)
+        n.start(self.voters, self.extra_args)
         self.wait_serving(n, timeout)
 
     @staticmethod
