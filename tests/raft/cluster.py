@@ -81,6 +81,18 @@ def create_topic(port: int, name: str, partitions: int = 3) -> int:
     return r.topics[0].error_code
 
 
+def produce(port: int, topic: str, partition: int, value: bytes = b"v") -> int:
+    """Produce one record (acks=all); the partition's error code."""
+    from kwire.codec import records as RB  # noqa: PLC0415
+
+    a = api("Produce")
+    Req = a.request
+    data = Req.struct("TopicProduceData")(name=topic, partition_data=[Req.struct("PartitionProduceData")(
+        index=partition, records=RB.build_batch([(None, value, [], int(time.time() * 1000))]))])
+    r = call(port, "Produce", 9, transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[data])
+    return r.responses[0].partition_responses[0].error_code
+
+
 class Node:
     def __init__(self, node_id: int, port: int, controller_port: int, data_dir: str):
         self.node_id = node_id

@@ -9,7 +9,7 @@ import pytest
 
 from kwire.errors import ErrorCode
 
-from .cluster import Cluster, create_topic, describe_quorum, metadata, wait_for
+from .cluster import Cluster, create_topic, describe_quorum, metadata, produce, wait_for
 
 
 
@@ -48,6 +48,11 @@ def test_three_node_cluster_survives_leader_kill(tmp_path):
         assert alpha, [metadata(p) for p in ports]
         assert sorted(alpha["alpha"].values()) == [1, 2, 3]
         assert create_topic(ports[0], "alpha", 3) == ErrorCode.TOPIC_ALREADY_EXISTS
+        # each partition takes produce on its leader only
+        for part, owner in alpha["alpha"].items():
+            other = next(n for n in nodes.values() if n.node_id != owner)
+            assert produce(other.port, "alpha", part) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            assert produce(nodes[owner].port, "alpha", part) == ErrorCode.NONE
 
         # SIGKILL the quorum leader: a survivor reports a new leader in a higher epoch within 5 s
         t0 = time.monotonic()
