@@ -151,11 +151,6 @@ class Broker:
         """The active controller: the metadata quorum's leader (-1 while there is none)."""
         return self.quorum.driver.leader_id if self.quorum is not None else -1
 
-    def commit_metadata(self, recs: list) -> None:
-        """Commit metadata records at once, without awaiting: possible on a single node only
-        (raises KafkaError NOT_CONTROLLER in a cluster; use ``await submit_metadata``)."""
-        self.quorum.commit_now([R.encode_record(m, o) for m, o in recs])
-
     async def submit_metadata(self, recs: list) -> int:
         """Commit metadata records through the active controller; applied here on return.
         Raises KafkaError with the controller's error code (TOPIC_ALREADY_EXISTS, ...)."""

@@ -13,7 +13,7 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED: every client treats it as fatal and says 
 until the client's timeout with no hint why (FindCoordinator for transactions already answers
 COORDINATOR_NOT_AVAILABLE with "Transactions are not supported by this broker yet."). An
 empty transactional.id is INVALID_REQUEST, as in Kafka.
-Block allocation in a cluster goes through ``broker.submit_metadata`` when the broker has it;
+Block allocation goes through ``broker.submit_metadata`` (the active controller in a cluster);
 the block start is read from this node's image (no controller-side AllocateProducerIds yet).
 """
 from __future__ import annotations
@@ -48,11 +48,7 @@ async def ensure_producer_ids(broker, m: ProducerIdManager) -> None:
         b = broker.image.brokers.get(broker.node_id)
         recs = [(R.PRODUCER_IDS, R.PRODUCER_IDS.cls(
             broker_id=broker.node_id, broker_epoch=b.epoch if b else -1, next_producer_id=start + m.block_size))]
-        submit = getattr(broker, "submit_metadata", None)
-        if submit is not None:
-            await submit(recs)
-        else:
-            broker.commit_metadata(recs)
+        await broker.submit_metadata(recs)  # the quorum's log (forwarded to the active controller)
         m.add_block(start, m.block_size)
         log.info("allocated producer ids %d-%d", start, start + m.block_size - 1)
 

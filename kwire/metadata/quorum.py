@@ -80,21 +80,6 @@ class MetadataQuorum:
                 await d.wait_changed()
 
     # ------------------------------------------------------------------ committing
-    def commit_now(self, values: list[bytes]) -> int:
-        """Commit without awaiting: only a quorum of one can (its own flush commits)."""
-        d = self.driver
-        if not (self.single and d.is_leader):
-            raise MetadataError("metadata changes in a cluster go through the active controller (await "
-                                "Broker.submit_metadata)", ErrorCode.NOT_CONTROLLER)
-        err = self._check(values)
-        if err:
-            raise MetadataError(err[1], err[0])
-        offset, _ = d.propose(tuple(values))
-        d._cycle()
-        if d.applied_offset <= offset:
-            raise MetadataError(f"metadata entry {offset} not committed", ErrorCode.REQUEST_TIMED_OUT)
-        return offset
-
     async def commit(self, values: list[bytes], timeout: float = 15.0) -> int:
         """Commit metadata records (on the controller, forwarded if need be); their offset once
         applied here. Raises MetadataError with the controller's error code."""
