@@ -70,7 +70,7 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
             server.listeners = listeners
             server.nursery = nursery
             await server.start_background(nursery)
-            nursery.start_soon(_serve_listeners, server, listeners)
+            nursery.start_soon(server.accept, listeners, nursery)
             log.info("kwire broker %d serving on %s:%d (advertised %s:%d), data in %s",
                      broker.node_id, host, bound_port, adv_host, adv_port, broker.data_dir)
             if on_ready is not None:
@@ -81,6 +81,7 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
                     async for sig in sigs:
                         log.info("received %s: shutting down", signal.Signals(sig).name)
                         break
+                await server.drain()  # stop accepting; let in-flight requests finish
                 if broker.quorum is not None and broker.quorum.driver.is_leader and len(broker.voters) > 1:
                     broker.quorum.driver.resign()     # EndQuorumEpoch: a quick hand-over
                     await trio.sleep(0.1)
@@ -88,8 +89,3 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
     finally:
         broker.close()
         log.info("kwire broker %d stopped; log checkpoints written", broker.node_id)
-
-
-async def _serve_listeners(server: KafkaServer, listeners) -> None:
-    async with trio.open_nursery() as handlers:
-        await trio.serve_listeners(server._handle, listeners, handler_nursery=handlers)

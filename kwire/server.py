@@ -47,6 +47,7 @@ class KafkaServer:
         self.nursery = None
         self.in_flight = 0  # requests being handled right now, across connections
         self._idle: trio.Event | None = None
+        self._accepting = trio.CancelScope()
         self.fault_hook = None  # testing: fault injection (kwire.testing)
 
     # ---------------------------------------------------------------- lifecycle
@@ -64,11 +65,15 @@ class KafkaServer:
             except Exception:  # noqa: BLE001 - a failed pass must not stop the broker
                 log.exception("retention pass failed")
 
+    async def accept(self, listeners, handler_nursery) -> None:
+        """Accept connections until drain(); connection tasks live in ``handler_nursery``."""
+        with self._accepting:
+            await trio.serve_listeners(self._handle, listeners, handler_nursery=handler_nursery)
+
     async def drain(self, grace_s: float = 5.0) -> None:
         """Graceful shutdown: stop accepting, then let in-flight requests finish (at most
         ``grace_s``: a long-poll fetch or a pending JoinGroup is cut after that)."""
-        for listener in self.listeners:
-            await listener.aclose()
+        self._accepting.cancel()
         with trio.move_on_after(grace_s):
             while self.in_flight:
                 self._idle = trio.Event()

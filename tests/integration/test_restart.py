@@ -45,3 +45,41 @@ def test_sigterm_then_restart_reads_everything_back(tmp_path):
         assert len(md.topics["keep"].partitions) == 3
     finally:
         b.cleanup()
+
+
+def test_sigterm_finishes_in_flight_requests(tmp_path):
+    """A long-poll Fetch in flight when SIGTERM arrives still gets its answer."""
+    import signal
+    import socket
+    import struct
+    import threading
+
+    from kwire.codec import frame as FR
+    from kwire.codec.apis import api
+
+    from .kafka_wire import WireClient
+
+    b = Broker(mode="process", data_dir=str(tmp_path))
+    try:
+        b.start()
+        c = WireClient(b.bootstrap_servers)
+        T = api("Metadata").request.struct("MetadataRequestTopic")
+        c.request("Metadata", 12, topics=[T(name="quiet")], allow_auto_topic_creation=True)
+        f = api("Fetch")
+        FT = f.request.struct("FetchTopic")
+        FP = f.request.struct("FetchPartition")
+        req = f.request.cls(max_wait_ms=1500, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                            session_id=0, session_epoch=-1,
+                            topics=[FT(topic="quiet", partitions=[FP(partition=0, fetch_offset=0,
+                                                                     partition_max_bytes=1 << 20)])])
+        c.send_raw(FR.encode_request(f, 12, 4242, req))
+        time.sleep(0.3)
+        b.proc.send_signal(signal.SIGTERM)
+        start = time.monotonic()
+        frame = c.recv_frame()
+        corr, resp = FR.decode_response(f, 12, frame)
+        assert corr == 4242 and resp.error_code == 0
+        assert time.monotonic() - start < 3
+        assert b.proc.wait(10) == 0
+    finally:
+        b.cleanup()
