@@ -208,6 +208,10 @@ class _Member(GroupMember):
         self.c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
                                auto_offset_reset="earliest", session_timeout_ms=10000, heartbeat_interval_ms=300,
                                metadata_max_age_ms=1000, **kw)
+        # kafka-python 3.0.x: a leader that joins before it knows its topics' partitions can
+        # get stuck mid-rejoin (need_rejoin() ignores a pending join). Learn them first.
+        for t in topics:
+            self.c.partitions_for_topic(t)
         self.c.subscribe(list(topics))
 
     def poll(self, timeout=0.2):
