@@ -242,10 +242,11 @@ def test_sigkill_three_times(tmp_path):
             proc.kill()
             proc.wait()
         # an ack printed after we stopped reading may still be in the pipe: take it too
-        for line in proc.stdout.read().splitlines():
-            if line.count(" ") == 2:
-                base, last, digest = line.split()
-                acked[int(base)] = (int(last), digest)
+        # (only whole lines: the child may have died in the middle of printing one)
+        for line in proc.stdout.read().splitlines(keepends=True):
+            parts = line.split()
+            if line.endswith("\n") and len(parts) == 3 and len(parts[2]) == 64:
+                acked[int(parts[0])] = (int(parts[1]), parts[2])
         proc.stdout.close()
     m = LogManager(d, LogConfig(segment_bytes=20000, index_interval_bytes=512, retention_ms=-1), now_ms=1)
     log = m.get("kill", 0)
