@@ -6,6 +6,7 @@ prefix arrives, before any of the frame is buffered.
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,43 +28,81 @@ NEED_DATA = _NeedData()
 
 
 class FrameDecoder:
-    """Splits a byte stream into length-prefixed frames."""
+    """Splits a byte stream into length-prefixed frames.
+
+    A frame's body is kept as views of the received chunks and joined once when complete,
+    so every byte is copied exactly once, and memory grows only with bytes actually
+    received (a lying size prefix reserves nothing).
+    """
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME):
         self.max_frame_size = max_frame_size
-        self._buf = bytearray()
-        self._need = -1  # size of the frame being collected, -1 while reading the prefix
-
-    def feed(self, data: bytes) -> None:
-        self._buf += data
-        if self._need < 0:
-            self._check_prefix()
+        self._prefix = bytearray()
+        self._need = -1  # body size of the frame being collected, -1 while reading the prefix
+        self._parts: list = []
+        self._have = 0
+        self._ready: deque = deque()
+        self._ready_bytes = 0
+        self._error: Exception | None = None
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        """Bytes received and not yet handed out (prefixes included)."""
+        current = len(self._prefix) if self._need < 0 else 4 + self._have
+        return current + self._ready_bytes
 
-    def _check_prefix(self) -> None:
-        if len(self._buf) >= 4:
-            size = P.INT32.unpack_from(self._buf, 0)[0]
-            if size < 0:
-                raise FrameError(f"negative frame size {size}")
-            if size > self.max_frame_size:
-                raise FrameTooLarge(f"frame of {size} bytes exceeds the limit of {self.max_frame_size}")
-            self._need = size
+    def feed(self, data) -> None:
+        if self._error is not None:
+            raise self._error
+        mv = memoryview(data)
+        n = len(mv)
+        pos = 0
+        while pos < n:
+            if self._need < 0:
+                take = min(4 - len(self._prefix), n - pos)
+                self._prefix += mv[pos:pos + take]
+                pos += take
+                if len(self._prefix) < 4:
+                    break
+                size = P.INT32.unpack_from(self._prefix, 0)[0]
+                if size < 0:
+                    err: Exception = FrameError(f"negative frame size {size}")
+                elif size > self.max_frame_size:
+                    err = FrameTooLarge(f"frame of {size} bytes exceeds the limit of {self.max_frame_size}")
+                else:
+                    self._prefix.clear()
+                    self._need = size
+                    if size == 0:
+                        self._complete()
+                    continue
+                if not self._ready:
+                    raise err
+                self._error = err  # raised once the good frames before it are taken
+                return
+            take = min(self._need - self._have, n - pos)
+            self._parts.append(mv[pos:pos + take])
+            self._have += take
+            pos += take
+            if self._have == self._need:
+                self._complete()
+
+    def _complete(self) -> None:
+        parts = self._parts
+        frame = bytes(parts[0]) if len(parts) == 1 else b"".join(parts)
+        self._ready.append(frame)
+        self._ready_bytes += 4 + len(frame)
+        self._parts = []
+        self._have = 0
+        self._need = -1
 
     def next_frame(self):
-        if self._need < 0:
-            self._check_prefix()
-            if self._need < 0:
-                return NEED_DATA
-        end = 4 + self._need
-        if len(self._buf) < end:
-            return NEED_DATA
-        frame = bytes(memoryview(self._buf)[4:end])
-        del self._buf[:end]
-        self._need = -1
-        return frame
+        if self._ready:
+            frame = self._ready.popleft()
+            self._ready_bytes -= 4 + len(frame)
+            return frame
+        if self._error is not None:
+            raise self._error
+        return NEED_DATA
 
 
 # --- headers ---------------------------------------------------------------------------
