@@ -7,6 +7,7 @@ Only the standard library is imported here; Trio and the broker load when a brok
 """
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -24,6 +25,12 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def _kill_orphan(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
 
 
 def wait_for_port(host: str, port: int, timeout: float = 10.0, proc: subprocess.Popen | None = None) -> None:
@@ -125,7 +132,13 @@ class Broker:
 
     def _start_process(self) -> None:
         self.proc = subprocess.Popen(self._args(), stdin=subprocess.DEVNULL)
-        wait_for_port(self.host, self.port, proc=self.proc)
+        # a test process that dies without cleanup() must not leave its broker behind
+        atexit.register(_kill_orphan, self.proc)
+        try:
+            wait_for_port(self.host, self.port, proc=self.proc)
+        except BaseException:
+            _kill_orphan(self.proc)
+            raise
 
     def _start_thread(self) -> None:
         import trio
