@@ -168,3 +168,25 @@ def test_member_that_stops_heartbeating_hands_over(broker):
             child.kill()
             child.wait()
         survivor.close()
+
+
+def test_standalone_consumers_commit_with_generation_minus_one(broker):
+    """Consumers that assign() partitions themselves commit with generation -1 and no member id;
+    the offsets are stored and fetched back (kafka-python and confluent-kafka)."""
+    from confluent_kafka import TopicPartition as CTP
+    from kafka import TopicPartition as KTP
+    from kafka.structs import OffsetAndMetadata
+
+    topic = _topic(broker.bootstrap_servers, 2)
+    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"sa-{topic}",
+                  "enable.auto.commit": False})
+    c.assign([CTP(topic, 0, 0)])
+    c.commit(offsets=[CTP(topic, 0, 7)], asynchronous=False)
+    assert c.committed([CTP(topic, 0)], timeout=10)[0].offset == 7
+    c.close()
+    k = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=f"sa-{topic}", enable_auto_commit=False)
+    k.assign([KTP(topic, 1)])
+    k.commit({KTP(topic, 1): OffsetAndMetadata(11, "meta", -1)})
+    assert k.committed(KTP(topic, 1)) == 11
+    assert k.committed(KTP(topic, 0)) == 7
+    k.close()
