@@ -4,7 +4,8 @@ Heartbeat 0-4, LeaveGroup 0-5 (batched from v3), OffsetCommit 2-9, OffsetFetch 1
 groups from v8), DescribeGroups 0-5, ListGroups 0-4 (state filter from v4), DeleteGroups 0-2,
 OffsetDelete 0.
 
-This single broker coordinates every group. Left out: transactions (FindCoordinator for a
+A group is coordinated by the leader of its ``__consumer_offsets`` partition (FindCoordinator
+names it; other brokers answer NOT_COORDINATOR, so clients rediscover it). Left out: transactions (FindCoordinator for a
 transactional id answers COORDINATOR_NOT_AVAILABLE until they exist, so require_stable has no
 pending commits to wait for); ACLs (authorized operations reported as "not requested");
 KIP-848 member epochs (OffsetFetch v9's member id/epoch are ignored). Before the coordinator
@@ -17,6 +18,7 @@ import trio
 
 from kwire.errors import ErrorCode
 from kwire.groups.pending import Pending
+from kwire.groups.records import OFFSETS_TOPIC
 from kwire.handlers import RequestContext, handles
 
 E = ErrorCode
@@ -35,6 +37,33 @@ def _coordinator(ctx: RequestContext):
     return getattr(ctx.broker, "groups", None)
 
 
+def _coordinator_node(ctx: RequestContext, group_id: str):
+    """The live broker that coordinates ``group_id``: the leader of its ``__consumer_offsets``
+    partition (this node on a single broker), or None while there is none."""
+    b = ctx.broker
+    coord = _coordinator(ctx)
+    if coord is None:
+        return None
+    t = b.image.topics.get(OFFSETS_TOPIC)
+    p = t.partitions.get(coord.partition_for(group_id)) if t is not None else None
+    if p is None:
+        return None
+    node = b.image.brokers.get(p.leader)
+    return node if node is not None and not node.fenced else None
+
+
+def _coordinator_for(ctx: RequestContext, group_id: str):
+    """(coordinator, None) when this node coordinates the group, else (None, error code):
+    NOT_COORDINATOR when another broker does (the client asks FindCoordinator again),
+    COORDINATOR_NOT_AVAILABLE while none does."""
+    node = _coordinator_node(ctx, group_id)
+    if node is None:
+        return None, NOT_AVAILABLE
+    if node.node_id != ctx.broker.node_id:
+        return None, E.NOT_COORDINATOR
+    return _coordinator(ctx), None
+
+
 def _client_host(ctx: RequestContext) -> str:
     host = ctx.peer.rpartition(":")[0] if ":" in ctx.peer else ctx.peer
     return "/" + host
@@ -49,33 +78,34 @@ def _client_id(ctx: RequestContext) -> str:
 async def find_coordinator(ctx: RequestContext, req):
     b = ctx.broker
     v = ctx.version
-    ready = _coordinator(ctx) is not None
 
-    def answer(key_type: int) -> tuple[int, str | None]:
+    def answer(key_type: int, key: str):
+        """(error, message, coordinating broker)"""
         if key_type == 1:
-            return NOT_AVAILABLE, "Transactions are not supported by this broker yet."
+            return NOT_AVAILABLE, "Transactions are not supported by this broker yet.", None
         if key_type != 0:
-            return E.INVALID_REQUEST, f"Unknown coordinator key type {key_type}."
-        if not ready:
-            return NOT_AVAILABLE, "The group coordinator is not available."
-        return E.NONE, None
+            return E.INVALID_REQUEST, f"Unknown coordinator key type {key_type}.", None
+        node = _coordinator_node(ctx, key)
+        if node is None:
+            return NOT_AVAILABLE, "The group coordinator is not available.", None
+        return E.NONE, None, node
 
     if v < 4:
-        err, msg = answer(req.key_type if v >= 1 else 0)
+        err, msg, node = answer(req.key_type if v >= 1 else 0, req.key)
         if err:
             return ctx.response(throttle_time_ms=0, error_code=err, error_message=msg,
                                 node_id=-1, host="", port=-1)
         return ctx.response(throttle_time_ms=0, error_code=0, error_message=None,
-                            node_id=b.node_id, host=b.advertised_host, port=b.advertised_port)
+                            node_id=node.node_id, host=node.host, port=node.port)
     C = ctx.struct("Coordinator")
     out = []
     for key in req.coordinator_keys:
-        err, msg = answer(req.key_type)
+        err, msg, node = answer(req.key_type, key)
         if err:
             out.append(C(key=key, node_id=-1, host="", port=-1, error_code=err, error_message=msg))
         else:
-            out.append(C(key=key, node_id=b.node_id, host=b.advertised_host,
-                         port=b.advertised_port, error_code=0, error_message=None))
+            out.append(C(key=key, node_id=node.node_id, host=node.host, port=node.port,
+                         error_code=0, error_message=None))
     return ctx.response(throttle_time_ms=0, coordinators=out)
 
 
@@ -83,9 +113,9 @@ async def find_coordinator(ctx: RequestContext, req):
 @handles("JoinGroup", "0-9")
 async def join_group(ctx: RequestContext, req):
     v = ctx.version
-    coord = _coordinator(ctx)
+    coord, unavailable = _coordinator_for(ctx, req.group_id)
     if coord is None:
-        return ctx.response(throttle_time_ms=0, error_code=NOT_AVAILABLE, generation_id=-1,
+        return ctx.response(throttle_time_ms=0, error_code=unavailable, generation_id=-1,
                             protocol_type=None, protocol_name=None if v >= 7 else "",
                             leader="", member_id=req.member_id, members=[])
     p = coord.join_group(
@@ -113,9 +143,9 @@ async def join_group(ctx: RequestContext, req):
 # ============================================================================ SyncGroup
 @handles("SyncGroup", "0-5")
 async def sync_group(ctx: RequestContext, req):
-    coord = _coordinator(ctx)
+    coord, unavailable = _coordinator_for(ctx, req.group_id)
     if coord is None:
-        return ctx.response(throttle_time_ms=0, error_code=NOT_AVAILABLE, assignment=b"")
+        return ctx.response(throttle_time_ms=0, error_code=unavailable, assignment=b"")
     p = coord.sync_group(
         req.group_id, req.generation_id, req.member_id,
         assignments=[(a.member_id, a.assignment) for a in req.assignments],
@@ -129,9 +159,9 @@ async def sync_group(ctx: RequestContext, req):
 # ============================================================================ Heartbeat
 @handles("Heartbeat", "0-4")
 async def heartbeat(ctx: RequestContext, req):
-    coord = _coordinator(ctx)
+    coord, unavailable = _coordinator_for(ctx, req.group_id)
     if coord is None:
-        return ctx.response(throttle_time_ms=0, error_code=NOT_AVAILABLE)
+        return ctx.response(throttle_time_ms=0, error_code=unavailable)
     err = coord.heartbeat(req.group_id, req.generation_id, req.member_id, req.group_instance_id)
     return ctx.response(throttle_time_ms=0, error_code=err)
 
@@ -140,9 +170,9 @@ async def heartbeat(ctx: RequestContext, req):
 @handles("LeaveGroup", "0-5")
 async def leave_group(ctx: RequestContext, req):
     v = ctx.version
-    coord = _coordinator(ctx)
+    coord, unavailable = _coordinator_for(ctx, req.group_id)
     if coord is None:
-        return ctx.response(throttle_time_ms=0, error_code=NOT_AVAILABLE, members=[])
+        return ctx.response(throttle_time_ms=0, error_code=unavailable, members=[])
     if v < 3:
         r = coord.leave_group(req.group_id, [(req.member_id, None)])
         err = r.error if r.error or not r.members else r.members[0].error
@@ -157,13 +187,13 @@ async def leave_group(ctx: RequestContext, req):
 # ============================================================================ OffsetCommit
 @handles("OffsetCommit", "2-9")
 async def offset_commit(ctx: RequestContext, req):
-    coord = _coordinator(ctx)
+    coord, unavailable = _coordinator_for(ctx, req.group_id)
     image = ctx.broker.image
     T = ctx.struct("OffsetCommitResponseTopic")
     Pn = ctx.struct("OffsetCommitResponsePartition")
     top_error = None
     if coord is None:
-        top_error = NOT_AVAILABLE
+        top_error = unavailable
     elif not req.group_id:
         top_error = E.INVALID_GROUP_ID
     errors: dict[tuple[str, int], int] = {}
@@ -196,10 +226,11 @@ async def offset_commit(ctx: RequestContext, req):
 
 
 # ============================================================================ OffsetFetch
-def _fetch_group(coord, group_id: str, topics, require_stable: bool):
+def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: bool):
     """(group error, {(topic, partition): FetchedOffset}) with ``topics`` None for all."""
+    coord, unavailable = _coordinator_for(ctx, group_id)
     if coord is None:
-        return NOT_AVAILABLE, {}
+        return unavailable, {}
     if not group_id:
         return E.INVALID_GROUP_ID, {}
     parts = None if topics is None else \
@@ -218,11 +249,10 @@ def _by_topic(offsets) -> dict[str, list]:
 @handles("OffsetFetch", "1-9")
 async def offset_fetch(ctx: RequestContext, req):
     v = ctx.version
-    coord = _coordinator(ctx)
     if v < 8:
         T = ctx.struct("OffsetFetchResponseTopic")
         Pn = ctx.struct("OffsetFetchResponsePartition")
-        err, offsets = _fetch_group(coord, req.group_id, req.topics,
+        err, offsets = _fetch_group(ctx, req.group_id, req.topics,
                                     req.require_stable if v >= 7 else False)
         topics = []
         if err and v < 2 and req.topics:
@@ -241,7 +271,7 @@ async def offset_fetch(ctx: RequestContext, req):
     Pn = ctx.struct("OffsetFetchResponsePartitions")
     groups = []
     for g in req.groups:
-        err, offsets = _fetch_group(coord, g.group_id, g.topics, req.require_stable)
+        err, offsets = _fetch_group(ctx, g.group_id, g.topics, req.require_stable)
         topics = [T(name=name, partitions=[
             Pn(partition_index=p, committed_offset=fo.offset,
                committed_leader_epoch=fo.leader_epoch, metadata=fo.metadata,
@@ -254,24 +284,30 @@ async def offset_fetch(ctx: RequestContext, req):
 # ============================================================================ DescribeGroups
 @handles("DescribeGroups", "0-5")
 async def describe_groups(ctx: RequestContext, req):
-    coord = _coordinator(ctx)
     G = ctx.struct("DescribedGroup")
     M = ctx.struct("DescribedGroupMember")
-    if coord is None:
-        return ctx.response(throttle_time_ms=0, groups=[
-            G(error_code=NOT_AVAILABLE, group_id=gid, group_state="", protocol_type="",
-              protocol_data="", members=[]) for gid in req.groups])
-    out = []
-    for d in coord.describe_groups(req.groups):
+    owned, elsewhere = [], {}
+    for gid in req.groups:
+        coord, unavailable = _coordinator_for(ctx, gid)
+        if coord is None:
+            elsewhere[gid] = unavailable
+        else:
+            owned.append(gid)
+    described = {}
+    for d in (_coordinator(ctx).describe_groups(owned) if owned else []):
         err = d.error
         if err == E.GROUP_ID_NOT_FOUND and ctx.version < 6:
             err = E.NONE  # Kafka answers an unknown group as Dead without error below v6
-        out.append(G(error_code=err, group_id=d.group_id, group_state=d.state,
-                     protocol_type=d.protocol_type, protocol_data=d.protocol,
-                     members=[M(member_id=m.member_id, group_instance_id=m.group_instance_id,
-                                client_id=m.client_id, client_host=m.client_host,
-                                member_metadata=m.metadata, member_assignment=m.assignment)
-                              for m in d.members]))
+        described[d.group_id] = G(
+            error_code=err, group_id=d.group_id, group_state=d.state,
+            protocol_type=d.protocol_type, protocol_data=d.protocol,
+            members=[M(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                       client_id=m.client_id, client_host=m.client_host,
+                       member_metadata=m.metadata, member_assignment=m.assignment)
+                     for m in d.members])
+    out = [described.get(gid) or G(error_code=elsewhere.get(gid, NOT_AVAILABLE), group_id=gid, group_state="",
+                                   protocol_type="", protocol_data="", members=[])
+           for gid in req.groups]
     return ctx.response(throttle_time_ms=0, groups=out)
 
 
@@ -291,24 +327,28 @@ async def list_groups(ctx: RequestContext, req):
 # ============================================================================ DeleteGroups
 @handles("DeleteGroups", "0-2")
 async def delete_groups(ctx: RequestContext, req):
-    coord = _coordinator(ctx)
     R = ctx.struct("DeletableGroupResult")
-    if coord is None:
-        return ctx.response(throttle_time_ms=0, results=[
-            R(group_id=g, error_code=NOT_AVAILABLE) for g in req.groups_names])
-    result = await _wait(coord.delete_groups(req.groups_names))
+    errors, owned = {}, []
+    for g in req.groups_names:
+        coord, unavailable = _coordinator_for(ctx, g)
+        if coord is None:
+            errors[g] = unavailable
+        else:
+            owned.append(g)
+    if owned:
+        errors.update(await _wait(_coordinator(ctx).delete_groups(owned)))
     return ctx.response(throttle_time_ms=0, results=[
-        R(group_id=g, error_code=result.get(g, E.NONE)) for g in req.groups_names])
+        R(group_id=g, error_code=errors.get(g, E.NONE)) for g in req.groups_names])
 
 
 # ============================================================================ OffsetDelete
 @handles("OffsetDelete", "0")
 async def offset_delete(ctx: RequestContext, req):
-    coord = _coordinator(ctx)
+    coord, unavailable = _coordinator_for(ctx, req.group_id)
     T = ctx.struct("OffsetDeleteResponseTopic")
     Pn = ctx.struct("OffsetDeleteResponsePartition")
     if coord is None:
-        return ctx.response(error_code=NOT_AVAILABLE, throttle_time_ms=0, topics=[])
+        return ctx.response(error_code=unavailable, throttle_time_ms=0, topics=[])
     image = ctx.broker.image
     errors: dict[tuple[str, int], int] = {}
     valid = []
