@@ -52,10 +52,11 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
     # Bind first so port 0 resolves before the broker registers its advertised address.
     controller_listeners = None
     if voters and len(voters) > 1:
-        if config.node_id not in voters:
-            raise SystemExit(f"node id {config.node_id} is not among the controller quorum voters {sorted(voters)}")
-        chost, cport = controller_listen or voters[config.node_id]
-        controller_listeners = await trio.open_tcp_listeners(cport, host=chost)
+        if config.node_id in voters or controller_listen:
+            chost, cport = controller_listen or voters[config.node_id]
+            controller_listeners = await trio.open_tcp_listeners(cport, host=chost)
+        # else: a broker that is not a voter (process.roles=broker): an observer that follows the
+        # metadata log by fetching from the voters, and needs no controller listener
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound_port = listeners[0].socket.getsockname()[1]
     adv_host, adv_port = advertised or (host if host not in ("0.0.0.0", "::", "") else "127.0.0.1", bound_port)
