@@ -188,6 +188,24 @@ def read_compact_bytes(buf, pos: int) -> tuple[bytes | None, int]:
     return bytes(raw), pos
 
 
+def read_records(buf, pos: int):
+    """A records field (INT32 length, -1 null) as a slice of ``buf`` (a view when ``buf`` is
+    a memoryview: record batches are not copied on the way to the log)."""
+    n, pos = read_int32(buf, pos)
+    if n < 0:
+        if n == -1:
+            return None, pos
+        raise InvalidLength(f"negative records length {n}")
+    return _take(buf, pos, n)
+
+
+def read_compact_records(buf, pos: int):
+    n, pos = read_uvarint(buf, pos)
+    if n == 0:
+        return None, pos
+    return _take(buf, pos, n - 1)
+
+
 def write_string(out: bytearray, v: str | None) -> None:
     if v is None:
         out += b"\xff\xff"

@@ -441,8 +441,10 @@ class _Compiler:
             return [f"{target}, {pos} = P.read_{t}({buf}, {pos})"]
         if t == "string":
             return [f"{target}, {pos} = P.read_{'compact_' if flex else ''}string({buf}, {pos})"]
-        if t in ("bytes", "records"):
+        if t == "bytes":
             return [f"{target}, {pos} = P.read_{'compact_' if flex else ''}bytes({buf}, {pos})"]
+        if t == "records":  # a view of the request, not a copy (the log writes it as it is)
+            return [f"{target}, {pos} = P.read_{'compact_' if flex else ''}records({buf}, {pos})"]
         if t == "uuid":
             return [f"{target}, {pos} = P.read_uuid({buf}, {pos})"]
         raise ValueError(t)
