@@ -25,17 +25,16 @@ subscribe until all hold an assignment (their own heartbeat interval applies: in
 """
 from __future__ import annotations
 
-import socket
 import statistics
 import struct
 import threading
 import time
 import uuid
 
-from kwire.codec import frame as FR
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode as E
 from kwire.groups.subscription import encode_subscription
+from kwire.testing.client import WireClient
 
 MEMBERS = 10
 PARTITIONS = 20
@@ -44,15 +43,12 @@ SESSION_MS = 10_000
 OVERHEAD_MS = 100.0
 
 
-class WireMember:
+class WireMember(WireClient):
     """One lean group member on its own connection."""
 
     def __init__(self, bootstrap: str, group: str, topic: str, name: str):
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=30)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().__init__(bootstrap, timeout=30, client_id=name)
         self.group, self.topic, self.name = group, topic, name
-        self.corr = 0
         self.member_id = ""
         self.generation = -1
         self.assignment: bytes | None = None
@@ -64,32 +60,15 @@ class WireMember:
         self.done_at: float | None = None
 
     # -- wire ------------------------------------------------------------------------------
-    def _recv_exact(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by broker")
-            buf += chunk
-        return bytes(buf)
-
     def request(self, name: str, version: int, **fields):
-        a = api(name)
-        self.corr += 1
         t0 = time.perf_counter()
-        self.sock.sendall(FR.encode_request(a, version, self.corr, a.request.cls(**fields),
-                                            client_id=self.name))
-        size = struct.unpack(">i", self._recv_exact(4))[0]
-        corr, resp = FR.decode_response(a, version, self._recv_exact(size))
+        resp = super().request(name, version, **fields)
         t1 = time.perf_counter()
         self.rtts.append(t1 - t0)
         self.calls.append((t0, t1))
         self.round_trips += 1
-        assert corr == self.corr
         return resp
 
-    def close(self) -> None:
-        self.sock.close()
 
     # -- the consumer's group protocol ------------------------------------------------------
     def join_and_sync(self) -> None:

@@ -67,6 +67,15 @@ class WireClient:
             raise RuntimeError(f"correlation id {corr} answers request {self.corr}")
         return resp
 
+    def send_raw(self, data: bytes) -> None:
+        """Send bytes as they are (hand-made or malformed frames)."""
+        self.sock.sendall(data)
+
+    def recv_frame(self) -> bytes:
+        """One response frame, without its size prefix."""
+        size = _SIZE.unpack(self._recv_exact(4))[0]
+        return self._recv_exact(size)
+
     def _recv_exact(self, n: int) -> bytes:
         buf = bytearray()
         while len(buf) < n:

@@ -8,44 +8,19 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import time
 
-from kwire.codec import frame as FR
 from kwire.codec.apis import api
 from kwire.testing.broker import free_port
+from kwire.testing.client import WireClient as _WireClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-class WireClient:
-    def __init__(self, port: int, timeout: float = 10.0):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        self.corr = 0
-
-    def _recv_exact(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by broker")
-            buf += chunk
-        return bytes(buf)
-
-    def request(self, api_name: str, version: int, **fields):
-        a = api(api_name)
-        self.corr += 1
-        self.sock.sendall(FR.encode_request(a, version, self.corr, a.request.cls(**fields)))
-        size = struct.unpack(">i", self._recv_exact(4))[0]
-        corr, resp = FR.decode_response(a, version, self._recv_exact(size))
-        assert corr == self.corr
-        return resp
-
-    def close(self) -> None:
-        self.sock.close()
+def WireClient(port: int, timeout: float = 10.0) -> _WireClient:
+    return _WireClient(f"127.0.0.1:{port}", timeout)
 
 
 def call(port: int, api_name: str, version: int, timeout: float = 10.0, **fields):
