@@ -283,6 +283,21 @@ def _make_class(name: str, fields: list[F], msg: Message) -> type:
 
 
 # --- the compiler ----------------------------------------------------------------------
+def _fixed_runs(fields: list[F]):
+    """The fields in order, with each run of consecutive fixed-width fields as one list."""
+    run: list[F] = []
+    for f in fields:
+        if f.type in FIXED:
+            run.append(f)
+            continue
+        if run:
+            yield run
+            run = []
+        yield f
+    if run:
+        yield run
+
+
 class _Compiler:
     def __init__(self, msg: Message, version: int):
         self.msg = msg
@@ -332,23 +347,16 @@ class _Compiler:
         absent = [f for f in fields if not f.present(v)] + tagged
         for f in absent:
             L.append(f"    o.{f.name} = {self._default_expr(f)}")
-        i = 0
-        while i < len(regular):
-            f = regular[i]
-            if f.type in FIXED:
-                run = [f]
-                while i + len(run) < len(regular) and regular[i + len(run)].type in FIXED:
-                    run.append(regular[i + len(run)])
-                st = struct.Struct(">" + "".join(FIXED[x.type] for x in run))
-                s = self._sym("S", st)
+        for item in _fixed_runs(regular):
+            if isinstance(item, list):  # consecutive fixed-width fields: one unpack
+                st = struct.Struct(">" + "".join(FIXED[x.type] for x in item))
+                sym = self._sym("S", st)
                 L.append(f"    if pos + {st.size} > len(buf): raise TruncatedData('{name}: truncated at ' + str(pos))")
-                targets = ", ".join(f"o.{x.name}" for x in run)
-                L.append(f"    {targets}{',' if len(run) == 1 else ''} = {s}.unpack_from(buf, pos)")
+                targets = ", ".join(f"o.{x.name}" for x in item)
+                L.append(f"    {targets}{',' if len(item) == 1 else ''} = {sym}.unpack_from(buf, pos)")
                 L.append(f"    pos += {st.size}")
-                i += len(run)
-                continue
-            L.extend("    " + ln for ln in self._decode_field(f, f"o.{f.name}"))
-            i += 1
+            else:
+                L.extend("    " + ln for ln in self._decode_field(item, f"o.{item.name}"))
         if flex:
             if not tagged:
                 L.append("    pos = P.skip_tagged_fields(buf, pos)")
@@ -466,21 +474,13 @@ class _Compiler:
         L = [f"def {fname}(o, b, parts):"]
         regular = [f for f in fields if f.present(v) and not f.is_tagged(v, flex)]
         tagged = [f for f in fields if f.present(v) and f.is_tagged(v, flex)]
-        i = 0
-        while i < len(regular):
-            f = regular[i]
-            if f.type in FIXED:
-                run = [f]
-                while i + len(run) < len(regular) and regular[i + len(run)].type in FIXED:
-                    run.append(regular[i + len(run)])
-                st = struct.Struct(">" + "".join(FIXED[x.type] for x in run))
-                s = self._sym("S", st)
-                args = ", ".join(f"o.{x.name}" for x in run)
-                L.append(f"    b += {s}.pack({args})")
-                i += len(run)
-                continue
-            L.extend("    " + ln for ln in self._encode_field(f, f"o.{f.name}", "b"))
-            i += 1
+        for item in _fixed_runs(regular):
+            if isinstance(item, list):  # consecutive fixed-width fields: one pack
+                sym = self._sym("S", struct.Struct(">" + "".join(FIXED[x.type] for x in item)))
+                args = ", ".join(f"o.{x.name}" for x in item)
+                L.append(f"    b += {sym}.pack({args})")
+            else:
+                L.extend("    " + ln for ln in self._encode_field(item, f"o.{item.name}", "b"))
         if flex:
             if not tagged:
                 L.append("    b.append(0)")
