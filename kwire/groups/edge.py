@@ -52,6 +52,13 @@ class GroupEdge:
     async def open(self) -> GroupCoordinator:
         b = self.broker
         t = b.image.topics.get(OFFSETS_TOPIC)
+        if t is None and len(getattr(b, "voters", None) or ()) > 1:
+            # First start of a cluster: give the other voters a moment to register, so the
+            # offsets partitions (and with them the group coordinators) spread over them all.
+            with trio.move_on_after(5):
+                while not set(b.voters) <= {x.node_id for x in b.image.live_brokers()}:
+                    await trio.sleep(0.05)
+            t = b.image.topics.get(OFFSETS_TOPIC)
         if t is None:
             res = await b.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, -1,
                                  {"cleanup.policy": "compact"})

@@ -28,6 +28,7 @@ def test_groups_on_a_three_node_cluster(tmp_path):
         assert answers, [[coordinator(p, g) for p in ports] for g in groups]
         for row in answers:
             assert len(set(row)) == 1, row
+        assert len({row[0][1] for row in answers}) >= 2  # coordinators spread over the brokers
         # a broker that does not coordinate the group says so
         g0 = groups[0]
         owner = answers[0][0][1]
