@@ -5,3 +5,15 @@
 Each module exposes ``run(quick=False) -> list of rows``
 ``(name, value, unit, budget, verdict)`` with verdict "PASS", "MISS", "info" or "n/a".
 """
+import time
+
+
+def best_seconds(fn, repeat: int, number: int) -> float:
+    """Best seconds per call over ``repeat`` rounds of ``number`` calls."""
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / number)
+    return best

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import struct
 import sys
-import time
 import uuid
 
 from kwire.codec import frame as fr
@@ -24,15 +23,7 @@ MiB = 1024 * 1024
 GB = 1e9
 
 
-def _best(fn, repeat: int, number: int) -> float:
-    """Best seconds per call over ``repeat`` rounds of ``number`` calls."""
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / number)
-    return best
+from bench import best_seconds as _best  # noqa: E402
 
 
 # --- inputs ------------------------------------------------------------------------------

@@ -6,22 +6,13 @@ them; ``python -m bench.records_bench`` runs it alone.
 """
 from __future__ import annotations
 
-import time
 
 from kwire.codec import records as R
 
 VALUE_SIZE = 100
 
 
-def _best(fn, repeat: int, number: int) -> float:
-    """Best seconds per call over ``repeat`` rounds of ``number`` calls."""
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / number)
-    return best
+from bench import best_seconds as _best  # noqa: E402
 
 
 def _records(n: int, value_size: int = VALUE_SIZE):
