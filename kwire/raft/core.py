@@ -716,13 +716,17 @@ class RaftCore:
         self._fetch_retry_at = None
         return True
 
-    def _on_fetch_response(self, src: int, m: M.FetchResponse) -> None:
-        if not self._take_response(src, m.fetch_id):
-            if m.epoch > self.epoch:
-                self._on_higher_epoch(m.epoch, m.leader_id)
-            return
+    def _accept_reply(self, src: int, m) -> bool:
+        """Take the answer to our in-flight (snapshot) fetch; False when it is not ours or
+        names a higher epoch (which is stepped into whether the answer is ours or not)."""
+        taken = self._take_response(src, m.fetch_id)
         if m.epoch > self.epoch:
             self._on_higher_epoch(m.epoch, m.leader_id)
+            return False
+        return taken
+
+    def _on_fetch_response(self, src: int, m: M.FetchResponse) -> None:
+        if not self._accept_reply(src, m):
             return
         if m.error != M.NONE or m.epoch < self.epoch:
             if (m.epoch == self.epoch and m.leader_id >= 0 and m.leader_id != self.node_id
@@ -769,12 +773,7 @@ class RaftCore:
         self._flushed_end = min(self._flushed_end, offset)
 
     def _on_fetch_snapshot_response(self, src: int, m: M.FetchSnapshotResponse) -> None:
-        if not self._take_response(src, m.fetch_id):
-            if m.epoch > self.epoch:
-                self._on_higher_epoch(m.epoch, m.leader_id)
-            return
-        if m.epoch > self.epoch:
-            self._on_higher_epoch(m.epoch, m.leader_id)
+        if not self._accept_reply(src, m):
             return
         dl = self._snap_dl
         if self.role != Role.FOLLOWER or self.leader_id != src or dl is None:
