@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 from kwire.errors import CodecError, ErrorCode
 from kwire.groups import records as R
 from kwire.groups.group import Group, GroupState, Member
-from kwire.groups.membership import GroupConfig, Membership, Record, Writer
+from kwire.groups.membership import GroupConfig, Membership, Record, Writer, append_error
 from kwire.groups.offsets import OffsetAndMetadata
 from kwire.groups.pending import Pending
 from kwire.groups.results import (CommitResult, FetchedOffset, FetchResult, GroupDescription,
@@ -33,14 +33,7 @@ CommitOffset = tuple[str, int, int, int, "str | None"]
 
 def commit_error(error: ErrorCode) -> ErrorCode:
     """What a failed append of offsets means to a client (Kafka's maybeConvertOffsetCommitError)."""
-    if error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS,
-                 E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT):
-        return E.COORDINATOR_NOT_AVAILABLE
-    if error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
-        return E.NOT_COORDINATOR
-    if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
-        return E.INVALID_COMMIT_OFFSET_SIZE
-    return error
+    return append_error(error, E.INVALID_COMMIT_OFFSET_SIZE)
 
 
 class GroupCoordinator(Membership):

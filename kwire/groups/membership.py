@@ -91,16 +91,22 @@ class GroupConfig:
     offset_metadata_max_bytes: int = 4096
 
 
-def store_error(error: ErrorCode) -> ErrorCode:
-    """What a failed append of group metadata means to a client (Kafka's storeGroup)."""
+def append_error(error: ErrorCode, too_large: ErrorCode) -> ErrorCode:
+    """What a failed append to __consumer_offsets means to a client; ``too_large`` is the
+    code for an oversized write (it differs between group metadata and offsets in Kafka)."""
     if error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS,
                  E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT):
         return E.COORDINATOR_NOT_AVAILABLE
     if error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
         return E.NOT_COORDINATOR
     if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
-        return E.UNKNOWN_SERVER_ERROR
+        return too_large
     return error
+
+
+def store_error(error: ErrorCode) -> ErrorCode:
+    """What a failed append of group metadata means to a client (Kafka's storeGroup)."""
+    return append_error(error, E.UNKNOWN_SERVER_ERROR)
 
 
 class Membership:
