@@ -41,9 +41,13 @@ def test_kafka_python_three_members_then_one_leaves(broker):
     group = f"kp-{topic}"
     members = []
     for _ in range(3):
+        # kafka-python 3.0.x can strand a member mid-rejoin when a poll() times out before its
+        # SyncGroup answer and fresh metadata arrived meanwhile (see test_groups.py's pinned
+        # xfail): learn the partitions before joining, keep the default metadata age, and poll
+        # with a timeout longer than a rebalance takes here.
         c = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group, enable_auto_commit=False,
-                          session_timeout_ms=6000, heartbeat_interval_ms=300, metadata_max_age_ms=1000)
-        c.partitions_for_topic(topic)  # kafka-python 3.0.x: learn partitions before joining (see test_groups.py)
+                          session_timeout_ms=6000, heartbeat_interval_ms=300)
+        c.partitions_for_topic(topic)
         c.subscribe([topic])
         members.append(c)
     stop = threading.Event()
@@ -51,7 +55,7 @@ def test_kafka_python_three_members_then_one_leaves(broker):
 
     def spin(c):
         while not stop.is_set() and c in active:
-            c.poll(100)
+            c.poll(1000)
 
     threads = [threading.Thread(target=spin, args=(c,)) for c in members]
     for t in threads:
