@@ -1,9 +1,9 @@
 """Small helpers shared by the scenarios."""
 from __future__ import annotations
 
-import time
-
 import pytest
+
+from kwire.testing.wait import wait_until  # noqa: F401 - the suite's one polling helper
 
 from compat_tests.targets import api_versions
 
@@ -32,17 +32,6 @@ def require_apis(bootstrap: str, keys) -> None:
     have = api_versions(bootstrap)
     missing = [API_NAMES.get(k, str(k)) for k in keys if k not in have]
     assert not missing, f"broker does not advertise {', '.join(missing)} in ApiVersions"
-
-
-def wait_until(predicate, timeout: float = 10.0, interval: float = 0.1, message: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
 
 
 def text_value(i: int, size: int) -> bytes:

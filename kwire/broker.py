@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import trio
 
+from kwire.atomic import write_atomic
 from kwire.clock import REAL_CLOCK, Clock
 from kwire.config import TOPIC_CONFIGS, BrokerConfig, validate_topic_config
 from kwire.errors import ErrorCode, KafkaError
@@ -84,12 +85,7 @@ class Broker:
                         props[k] = v
         cid = props.get("cluster.id") or self.config.get("cluster.id") or self._default_cluster_id()
         if not props:
-            tmp = path + ".tmp"
-            with open(tmp, "w") as f:
-                f.write(f"version=1\ncluster.id={cid}\nnode.id={self.node_id}\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
+            write_atomic(path, f"version=1\ncluster.id={cid}\nnode.id={self.node_id}\n")
         return cid
 
     def _default_cluster_id(self) -> str:

@@ -10,7 +10,7 @@ Written atomically: a temporary file, fsync, rename, fsync of the directory.
 """
 from __future__ import annotations
 
-import os
+from kwire.atomic import write_atomic
 
 VERSION = 0
 
@@ -20,19 +20,7 @@ def write_checkpoint(path: str, offsets: dict[tuple[str, int], int], sync: bool 
     for (topic, partition), offset in sorted(offsets.items()):
         lines.append(f"{topic} {partition} {offset}")
     data = ("\n".join(lines) + "\n").encode()
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    if sync:
-        fsync_dir(os.path.dirname(path) or ".")
+    write_atomic(path, data, sync=sync)
 
 
 def read_checkpoint(path: str) -> dict[tuple[str, int], int] | None:
@@ -59,16 +47,3 @@ def read_checkpoint(path: str) -> dict[tuple[str, int], int] | None:
         return out
     except ValueError:
         return None
-
-
-def fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -20,7 +20,8 @@ import shutil
 import time
 import uuid
 
-from kwire.log.checkpoint import fsync_dir, read_checkpoint, write_checkpoint
+from kwire.atomic import fsync_dir, write_atomic
+from kwire.log.checkpoint import read_checkpoint, write_checkpoint
 from kwire.log.config import LogConfig
 from kwire.log.partition_log import PartitionLog
 
@@ -224,9 +225,7 @@ class LogManager:
             log.close()
         self.checkpoint()
         marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER)
-        with open(marker, "wb") as f:
-            os.fsync(f.fileno())
-        fsync_dir(self.data_dir)
+        write_atomic(marker, b"")
         self.closed = True
 
     def __iter__(self):

@@ -39,6 +39,7 @@ from collections import deque
 
 from crc32c import crc32c
 
+from kwire.atomic import write_atomic
 from kwire.codec.records import BATCH_HEADER_SIZE, HEADER, LOG_OVERHEAD, MIN_BATCH_LENGTH, RecordBatch
 from kwire.errors import ErrorCode, KafkaError
 
@@ -288,12 +289,7 @@ class ProducerStateManager:
         if offset == self.last_snapshot_offset:
             return None
         path = os.path.join(self.dir, snapshot_name(offset))
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(self.encode_snapshot())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        write_atomic(path, self.encode_snapshot())
         self.last_snapshot_offset = offset
         for old in self.snapshot_offsets()[:-SNAPSHOTS_TO_KEEP]:
             _unlink(os.path.join(self.dir, snapshot_name(old)))

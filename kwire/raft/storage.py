@@ -22,6 +22,7 @@ import json
 import logging
 import os
 
+from kwire.atomic import fsync_dir, write_atomic
 from kwire.codec import records as RB
 from kwire.errors import CorruptRecordBatch
 from kwire.raft.log import Entry, OffsetAndEpoch, RaftLog
@@ -64,29 +65,6 @@ def decode_entries(data) -> list[Entry]:
         batch.validate_crc()
         out.append(decode_entry(batch))
     return out
-
-
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(os.path.dirname(path))
 
 
 class RaftStorage:
@@ -180,16 +158,16 @@ class RaftStorage:
         for e in entries:
             self._positions.append((e.offset, len(out)))
             out += encode_entry(e)
-        _write_atomic(self.log_path, bytes(out))
+        write_atomic(self.log_path, bytes(out))
         self._size = len(out)
         self._f = open(self.log_path, "r+b")
         self._f.seek(self._size)
 
     def save_quorum_state(self, qs: QuorumState) -> None:
-        _write_atomic(self.qs_path, qs.encode())
+        write_atomic(self.qs_path, qs.encode())
 
     def save_snapshot(self, snap: Snapshot) -> None:
-        _write_atomic(os.path.join(self.dir, self._snap_name(snap.snapshot_id)), snap.data)
+        write_atomic(os.path.join(self.dir, self._snap_name(snap.snapshot_id)), snap.data)
         for name in os.listdir(self.dir):   # keep only the newest
             if name.endswith(".checkpoint") and name != self._snap_name(snap.snapshot_id):
                 try:

@@ -9,6 +9,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kwire.testing import Broker
+from kwire.testing.wait import wait_until
 
 OVERRIDES = {"group.initial.rebalance.delay.ms": 0}
 
@@ -309,15 +310,6 @@ class _Pollers:
             t.join(15)
 
 
-def _wait(cond, timeout=25.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_mixed_confluent_and_kafka_python_range_group(broker):
     """One confluent-kafka and one kafka-python member, range assignor, 6 partitions: every
     partition is owned exactly once; when either leaves, the other takes all six."""
@@ -342,24 +334,24 @@ def test_mixed_confluent_and_kafka_python_range_group(broker):
         def split():
             a, b = set(owned_c), owned_k()
             return a and b and not (a & b) and a | b == set(range(6))
-        assert _wait(split), (owned_c, owned_k(), pollers.errors)
+        wait_until(split, 25)
         assert sorted(owned_c) == [3, 4, 5] or sorted(owned_c) == [0, 1, 2]
         # the kafka-python member leaves: the confluent member takes every partition
         pollers.close()
         k.close()
         k = None
         pollers = _Pollers([c])
-        assert _wait(lambda: owned_c == set(range(6))), (owned_c, pollers.errors)
+        wait_until(lambda: owned_c == set(range(6)), 25)
         # a new kafka-python member joins, then the confluent member leaves
         pollers.close()
         k = _kafka_python_range_consumer(bs, group, topic)
         pollers = _Pollers([c, k])
-        assert _wait(split), (owned_c, owned_k(), pollers.errors)
+        wait_until(split, 25)
         pollers.close()
         c.close()
         c = None
         pollers = _Pollers([k])
-        assert _wait(lambda: owned_k() == set(range(6))), (owned_k(), pollers.errors)
+        wait_until(lambda: owned_k() == set(range(6)), 25)
         assert not pollers.errors
     finally:
         pollers.close()

@@ -6,6 +6,8 @@ and killed by PID. ``WireClient`` speaks kwire's own codec over a blocking socke
 """
 from __future__ import annotations
 
+import functools
+
 import os
 import signal
 import subprocess
@@ -15,6 +17,7 @@ import time
 from kwire.codec.apis import api
 from kwire.testing.broker import free_port
 from kwire.testing.client import WireClient as _WireClient
+from kwire.testing.wait import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -148,16 +151,5 @@ class Cluster:
             n.kill()
 
 
-def wait_for(pred, timeout: float, interval: float = 0.05):
-    """Poll ``pred`` until it returns something truthy; that value (None on timeout)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            got = pred()
-        except (OSError, ConnectionError, AssertionError, IndexError):
-            got = None
-        if got:
-            return got
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(interval)
+# polling a cluster: nodes may be down or not agreed yet
+wait_for = functools.partial(wait_until, ignore=(OSError, ConnectionError, AssertionError, IndexError))

@@ -1,0 +1,51 @@
+"""One way to replace a small file durably: write a temporary file beside it, fsync it,
+rename it over the target, fsync the directory. Every checkpoint, snapshot and properties
+file goes through here, so a crash leaves either the old file or the new one, never half.
+"""
+from __future__ import annotations
+
+import os
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a directory so a rename or unlink in it is durable (best effort: some file
+    systems refuse to fsync directories)."""
+    try:
+        fd = os.open(path or ".", os.O_RDONLY | _O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: str, data: bytes | str, *, sync: bool = True) -> None:
+    """Replace ``path`` with ``data``; with ``sync`` the file and its directory are fsynced
+    (without it, the rename is still atomic but not durable across a power loss)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if sync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    if sync:
+        fsync_dir(os.path.dirname(path))
