@@ -33,7 +33,7 @@ import uuid
 
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode as E
-from kwire.groups.subscription import encode_subscription
+from kwire.codec import consumer_protocol as cp
 from kwire.testing.client import WireClient
 
 MEMBERS = 10
@@ -75,7 +75,7 @@ class WireMember(WireClient):
         """Join (and rejoin) until a SyncGroup hands out an assignment."""
         ja = api("JoinGroup")
         proto = ja.request.struct("JoinGroupRequestProtocol")
-        meta = encode_subscription([self.topic])
+        meta = cp.encode_subscription(cp.Subscription(topics=[self.topic]), 0)
         while True:
             r = self.request("JoinGroup", 5, group_id=self.group, session_timeout_ms=SESSION_MS,
                              rebalance_timeout_ms=SESSION_MS, member_id=self.member_id,

@@ -16,13 +16,12 @@ from typing import Callable, Iterable
 
 from kwire.errors import CodecError, ErrorCode
 from kwire.groups import records as R
-from kwire.groups.group import Group, GroupState, Member
+from kwire.groups.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
 from kwire.groups.membership import GroupConfig, Membership, Record, Writer, append_error
 from kwire.groups.offsets import OffsetAndMetadata
 from kwire.groups.pending import Pending
 from kwire.groups.results import (CommitResult, FetchedOffset, FetchResult, GroupDescription,
                                   GroupListing, MemberDescription, OffsetDeleteResult)
-from kwire.groups.subscription import CONSUMER_PROTOCOL_TYPE
 
 E = ErrorCode
 S = GroupState

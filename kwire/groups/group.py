@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 
 from kwire.groups.offsets import OffsetStore
 from kwire.groups.pending import Pending
-from kwire.groups.subscription import CONSUMER_PROTOCOL_TYPE, subscription_topics
+from kwire.codec import consumer_protocol as cp
+from kwire.errors import CodecError
 
 
 log = logging.getLogger("kwire.groups")
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 class GroupState(enum.Enum):
@@ -226,12 +229,9 @@ class Group:
         topics: set[str] = set()
         for m in self.members.values():
             try:
-                t = subscription_topics(m.metadata(self.protocol_name))
-            except KeyError:
+                topics.update(cp.decode_subscription(m.metadata(self.protocol_name)).topics)
+            except (KeyError, CodecError, UnicodeDecodeError):
                 return None
-            if t is None:
-                return None
-            topics.update(t)
         return topics
 
     def is_subscribed_to_topic(self, topic: str) -> bool:

@@ -12,7 +12,7 @@ Layout, in the ``__cluster_metadata-0`` directory (as Kafka's KRaft metadata log
 - ``<20-digit end offset>-<10-digit epoch>.checkpoint``: the latest snapshot (temp+fsync+rename).
 
 Recovery validates every batch (CRC), truncates a torn or corrupt tail and drops entries
-covered by the snapshot. A log written by the single-node MetadataStore (batches with no
+covered by the snapshot. A log in kwire's first single-node format (batches with no
 leader epoch, several records per batch, record offsets) is imported once: each batch
 becomes one entry of epoch 0.
 """
@@ -118,7 +118,7 @@ class RaftStorage:
                 batch.validate()
                 batch.validate_crc()
                 if batch.partition_leader_epoch < 0 and not batch.is_control:
-                    legacy = True     # MetadataStore format: one entry per batch, epoch 0
+                    legacy = True     # first single-node format: one entry per batch, epoch 0
                     values = tuple(bytes(r.value) for r in batch.records())
                     entries.append(Entry(len(entries), 0, values, False))
                 else:

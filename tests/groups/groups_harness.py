@@ -6,7 +6,7 @@ import itertools
 from kwire.clock import FakeClock
 from kwire.errors import ErrorCode
 from kwire.groups import GroupConfig, GroupCoordinator, Pending
-from kwire.groups.subscription import encode_subscription
+from kwire.codec import consumer_protocol as cp
 
 E = ErrorCode
 
@@ -60,7 +60,7 @@ class Harness:
              session=10_000, rebalance=30_000, instance=None, ptype="consumer",
              require_known=True, skip_ok=False) -> Pending:
         if protocols is None:
-            protocols = [("range", encode_subscription(list(topics)))]
+            protocols = [("range", cp.encode_subscription(cp.Subscription(topics=list(topics)), 0))]
         return self.coord.join_group(
             group, member_id, protocol_type=ptype, protocols=protocols,
             session_timeout_ms=session, rebalance_timeout_ms=rebalance,
@@ -78,4 +78,4 @@ class Harness:
 
 
 def subscription(topics):
-    return encode_subscription(list(topics))
+    return cp.encode_subscription(cp.Subscription(topics=list(topics)), 0)

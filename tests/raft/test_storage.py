@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from kwire.clock import REAL_CLOCK
-from kwire.metadata.store import MetadataStore
+from kwire.codec import records as RB
 from kwire.raft.log import Entry, OffsetAndEpoch
 from kwire.raft.quorum_state import QuorumState
 from kwire.raft.snapshot import Snapshot
@@ -114,10 +114,11 @@ def test_snapshot_trims_the_log(tmp_path):
 
 
 def test_single_node_metadata_log_is_imported(tmp_path):
-    store = MetadataStore(str(tmp_path), REAL_CLOCK)
-    store.append([b"r1", b"r2", b"r3"])
-    store.append([b"r4"])
-    store.close()
+    # the first single-node format: one batch per commit, no leader epoch, record offsets
+    now = REAL_CLOCK.now_ms()
+    with open(tmp_path / "00000000000000000000.log", "wb") as f:
+        f.write(RB.build_batch([(None, v, [], now) for v in (b"r1", b"r2", b"r3")], base_offset=0))
+        f.write(RB.build_batch([(None, b"r4", [], now)], base_offset=3))
     log, qs, _ = RaftStorage(str(tmp_path)).load()
     assert qs is None
     assert [(e.offset, e.epoch, e.records) for e in log.entries(0)] == [(0, 0, (b"r1", b"r2", b"r3")),
