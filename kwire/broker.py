@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import trio
 
-from kwire.atomic import write_atomic
 from kwire.clock import REAL_CLOCK, Clock
 from kwire.config import TOPIC_CONFIGS, BrokerConfig, validate_topic_config
 from kwire.errors import ErrorCode, KafkaError
+from kwire.log.data_dir import DataDirLock, check_meta_properties
 from kwire.log.producer_state import append_idempotent
 from kwire.metadata import records as R
 from kwire.metadata.image import MetadataImage, TopicImage
@@ -63,31 +63,23 @@ class Broker:
         self.data_dir = os.path.abspath(config.data_dir)
         os.makedirs(self.data_dir, exist_ok=True)
         self.voters = voters or {self.node_id: None}
-        self.cluster_id = self._load_meta_properties()
         self.image = MetadataImage()
         self.quorum = None     # kwire.metadata.quorum.MetadataQuorum, from open()
         self._live = False     # side effects of applied records (open/delete logs) once replayed
-        self.logs = LogManager(self.data_dir, self.log_config_for, clock=clock)
+        self._lock = DataDirLock(self.data_dir, self.node_id)  # released by close()
+        try:
+            self.cluster_id = check_meta_properties(self.data_dir, self.node_id, self.config.get("cluster.id") or None,
+                                                    self._default_cluster_id)
+            self.logs = LogManager(self.data_dir, self.log_config_for, clock=clock)
+        except BaseException:
+            self._lock.release()
+            raise
         self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
         self.groups = None  # the group coordinator (kwire.groups), attached by the server
         self.producers = None  # the producer-id manager, attached when idempotence lands
         self.fetch_sessions = None
 
     # ------------------------------------------------------------------ startup
-    def _load_meta_properties(self) -> str:
-        path = os.path.join(self.data_dir, "meta.properties")
-        props: dict[str, str] = {}
-        if os.path.exists(path):
-            with open(path) as f:
-                for line in f:
-                    if "=" in line and not line.startswith("#"):
-                        k, v = line.strip().split("=", 1)
-                        props[k] = v
-        cid = props.get("cluster.id") or self.config.get("cluster.id") or self._default_cluster_id()
-        if not props:
-            write_atomic(path, f"version=1\ncluster.id={cid}\nnode.id={self.node_id}\n")
-        return cid
-
     def _default_cluster_id(self) -> str:
         """A fresh id for a node alone; for a quorum, one every voter derives alike from the
         voter list (no storage-format step needed; set cluster.id to choose one)."""
@@ -140,7 +132,10 @@ class Broker:
                 self.logs.delete_partition(topic, p)
 
     def close(self) -> None:
-        self.logs.close()
+        try:
+            self.logs.close()
+        finally:
+            self._lock.release()
 
     # ------------------------------------------------------------------ metadata
     def controller_id(self) -> int:

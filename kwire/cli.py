@@ -8,6 +8,7 @@ import sys
 import trio
 
 from kwire.config import BrokerConfig
+from kwire.errors import StartupError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,5 +72,8 @@ def main(argv: list[str] | None = None) -> int:
                                         controller_listen=controller, voters=voters))
         except KeyboardInterrupt:
             pass
+        except StartupError as exc:
+            print(f"kwire: {exc}", file=sys.stderr)
+            return 1
         return 0
     return 2

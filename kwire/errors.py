@@ -205,3 +205,8 @@ class CompressionError(CorruptRecordBatch):
 
 class UnsupportedCompression(CorruptRecordBatch):
     code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
+class StartupError(Exception):
+    """A broker refuses to start (data dir in use, meta.properties disagrees with the flags):
+    the CLI prints the message as one line and exits non-zero."""
