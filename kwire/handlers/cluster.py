@@ -1,12 +1,23 @@
-"""DescribeCluster (key 60): versions 0-1.
+"""DescribeCluster (key 60): versions 0-1; UnregisterBroker (key 64): version 0.
 
-Cluster id, controller and live brokers from the metadata image. endpoint_type 1 (brokers)
-only; a request for controllers (2) gets MISMATCHED_ENDPOINT_TYPE... reported as
+DescribeCluster: cluster id, controller and live brokers from the metadata image, and the
+cluster's authorized operations when asked (no authorizer yet: every operation a cluster
+supports). endpoint_type 1 (brokers) only; a request for controllers (2) gets
 UNSUPPORTED_ENDPOINT_TYPE, as Kafka does on a broker listener.
+
+UnregisterBroker: removes a broker's registration through the active controller
+(UnregisterBrokerRecord), so a decommissioned or phantom broker id disappears from Metadata
+and DescribeCluster. BROKER_ID_NOT_REGISTERED for an id that is not registered. Unlike Kafka
+(whose live brokers re-register at their next heartbeat), a broker that is alive (not fenced)
+is refused with INVALID_REQUEST: stop it first; the controller fences it after
+broker.session.timeout.ms.
 """
 from __future__ import annotations
 
+from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
+from kwire.metadata import records as R
+from kwire.security.operations import authorized_operations
 
 UNSUPPORTED_ENDPOINT_TYPE = 115
 
@@ -14,6 +25,7 @@ UNSUPPORTED_ENDPOINT_TYPE = 115
 @handles("DescribeCluster")
 async def describe_cluster(ctx: RequestContext, req):
     b = ctx.broker
+    ops = authorized_operations("cluster", req.include_cluster_authorized_operations)
     if ctx.version >= 1 and req.endpoint_type != 1:
         return ctx.response(throttle_time_ms=0, error_code=UNSUPPORTED_ENDPOINT_TYPE,
                             error_message="The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER",
@@ -21,4 +33,24 @@ async def describe_cluster(ctx: RequestContext, req):
     B = ctx.struct("DescribeClusterBroker")
     brokers = [B(broker_id=x.node_id, host=x.host, port=x.port, rack=x.rack) for x in b.image.live_brokers()]
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
-                        cluster_id=b.cluster_id, controller_id=b.controller_id(), brokers=brokers)
+                        cluster_id=b.cluster_id, controller_id=b.controller_id(), brokers=brokers,
+                        cluster_authorized_operations=ops)
+
+
+@handles("UnregisterBroker")
+async def unregister_broker(ctx: RequestContext, req):
+    b = ctx.broker
+    reg = b.image.brokers.get(req.broker_id)
+    if reg is None:
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.BROKER_ID_NOT_REGISTERED,
+                            error_message=f"Broker ID {req.broker_id} is not currently registered")
+    if not reg.fenced:
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
+                            error_message=f"Broker {req.broker_id} is alive (not fenced); stop it before "
+                                          f"unregistering it")
+    try:
+        await b.submit_metadata([(R.UNREGISTER_BROKER, R.UNREGISTER_BROKER.cls(
+            broker_id=req.broker_id, broker_epoch=reg.epoch))])
+    except KafkaError as exc:
+        return ctx.response(throttle_time_ms=0, error_code=exc.code, error_message=str(exc))
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None)

@@ -1,13 +1,15 @@
 """Group APIs, answered by the group coordinator (kwire.groups, wired in kwire.groups.edge):
 FindCoordinator 0-5 (batched coordinator_keys from v4), JoinGroup 0-9, SyncGroup 0-5,
 Heartbeat 0-4, LeaveGroup 0-5 (batched from v3), OffsetCommit 2-9, OffsetFetch 1-9 (several
-groups from v8), DescribeGroups 0-5, ListGroups 0-4 (state filter from v4), DeleteGroups 0-2,
-OffsetDelete 0.
+groups from v8), DescribeGroups 0-5, ListGroups 0-5 (state filter from v4, type filter from v5:
+every kwire group is a "classic" group), DeleteGroups 0-2, OffsetDelete 0.
 
 A group is coordinated by the leader of its ``__consumer_offsets`` partition (FindCoordinator
-names it; other brokers answer NOT_COORDINATOR, so clients rediscover it). Left out: transactions (FindCoordinator for a
-transactional id answers COORDINATOR_NOT_AVAILABLE until they exist, so require_stable has no
-pending commits to wait for); ACLs (authorized operations reported as "not requested");
+names it; other brokers answer NOT_COORDINATOR, so clients rediscover it). DescribeGroups
+reports authorized operations when asked (no authorizer yet: all a group supports). Left out:
+transactions (FindCoordinator for a transactional id answers the non-retriable
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED until they exist, so clients fail fast with a message;
+require_stable has no pending commits to wait for);
 KIP-848 member epochs (OffsetFetch v9's member id/epoch are ignored). Before the coordinator
 is open (or on a server built without it) every group API answers COORDINATOR_NOT_AVAILABLE.
 Handlers wait on the coordinator's ``Pending`` answers with a trio.Event.
@@ -20,9 +22,11 @@ from kwire.errors import ErrorCode
 from kwire.groups.pending import Pending
 from kwire.groups.records import OFFSETS_TOPIC
 from kwire.handlers import RequestContext, handles
+from kwire.security.operations import authorized_operations
 
 E = ErrorCode
 NOT_AVAILABLE = E.COORDINATOR_NOT_AVAILABLE
+CLASSIC_GROUP_TYPE = "classic"
 
 
 async def _wait(p: Pending):
@@ -82,7 +86,11 @@ async def find_coordinator(ctx: RequestContext, req):
     def answer(key_type: int, key: str):
         """(error, message, coordinating broker)"""
         if key_type == 1:
-            return NOT_AVAILABLE, "Transactions are not supported by this broker yet.", None
+            # Not COORDINATOR_NOT_AVAILABLE: that is retriable, and clients would retry for their
+            # whole transaction timeout before saying anything. Kafka answers this code when the
+            # caller may not use the transactional id; the client fails at once with our message.
+            return (E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                    "Transactions are not supported by this broker yet (kwire).", None)
         if key_type != 0:
             return E.INVALID_REQUEST, f"Unknown coordinator key type {key_type}.", None
         node = _coordinator_node(ctx, key)
@@ -293,13 +301,14 @@ async def describe_groups(ctx: RequestContext, req):
             elsewhere[gid] = unavailable
         else:
             owned.append(gid)
+    ops = authorized_operations("group", ctx.version >= 3 and req.include_authorized_operations)
     described = {}
     for d in (_coordinator(ctx).describe_groups(owned) if owned else []):
         err = d.error
         if err == E.GROUP_ID_NOT_FOUND and ctx.version < 6:
             err = E.NONE  # Kafka answers an unknown group as Dead without error below v6
         described[d.group_id] = G(
-            error_code=err, group_id=d.group_id, group_state=d.state,
+            error_code=err, group_id=d.group_id, group_state=d.state, authorized_operations=ops,
             protocol_type=d.protocol_type, protocol_data=d.protocol,
             members=[M(member_id=m.member_id, group_instance_id=m.group_instance_id,
                        client_id=m.client_id, client_host=m.client_host,
@@ -312,16 +321,17 @@ async def describe_groups(ctx: RequestContext, req):
 
 
 # ============================================================================ ListGroups
-@handles("ListGroups", "0-4")
+@handles("ListGroups", "0-5")
 async def list_groups(ctx: RequestContext, req):
     coord = _coordinator(ctx)
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=NOT_AVAILABLE, groups=[])
     L = ctx.struct("ListedGroup")
     states = req.states_filter if ctx.version >= 4 else None
+    types = req.types_filter if ctx.version >= 5 else None
     return ctx.response(throttle_time_ms=0, error_code=0, groups=[
-        L(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state)
-        for g in coord.list_groups(states)])
+        L(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state, group_type=CLASSIC_GROUP_TYPE)
+        for g in coord.list_groups(states, types)])
 
 
 # ============================================================================ DeleteGroups

@@ -2,16 +2,19 @@
 
 All topics when ``topics`` is null (v1+) or empty (v0); auto topic creation when the request
 allows it (always before v4) and auto.create.topics.enable is on, with num.partitions and
-default.replication.factor; topics by id from v10 (UNKNOWN_TOPIC_ID when unknown). Auto-created
-topics are created before the answer, so the client sees them at once instead of retrying on
-LEADER_NOT_AVAILABLE. Left out: authorized operations (no ACLs: reported as Kafka does when
-not requested, -2147483648).
+default.replication.factor; topics by id from v10 (UNKNOWN_TOPIC_ID when unknown): a topic is
+asked for by id when its id is non-zero, whatever the name says (the Java client 4.x sends an
+empty name, not null, beside the id). Auto-created topics are created before the answer, so the
+client sees them at once instead of retrying on LEADER_NOT_AVAILABLE. Topic and (v8-10)
+cluster authorized operations when asked for (kwire.security.operations: no authorizer yet,
+so every supported operation).
 """
 from __future__ import annotations
 
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.codec.primitives import ZERO_UUID
+from kwire.security.operations import authorized_operations
 
 
 def topic_metadata(ctx: RequestContext, topic, name: str | None = None, error: int = 0):
@@ -45,7 +48,7 @@ async def metadata(ctx: RequestContext, req):
     else:
         for rt in req.topics:
             name = rt.name
-            if name is None:
+            if v >= 10 and rt.topic_id != ZERO_UUID or name is None:
                 t = image.topics_by_id.get(rt.topic_id)
                 if t is None:
                     topics.append(topic_metadata(ctx, None, None, ErrorCode.UNKNOWN_TOPIC_ID))
@@ -64,7 +67,14 @@ async def metadata(ctx: RequestContext, req):
                 topics.append(topic_metadata(ctx, None, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 topics.append(topic_metadata(ctx, t))
+    if v >= 8 and req.include_topic_authorized_operations:
+        ops = authorized_operations("topic", True)
+        for t in topics:
+            if t.error_code == 0:
+                t.topic_authorized_operations = ops
     B = ctx.struct("MetadataResponseBroker")
     brokers = [B(node_id=x.node_id, host=x.host, port=x.port, rack=x.rack) for x in image.live_brokers()]
     return ctx.response(throttle_time_ms=0, brokers=brokers, cluster_id=b.cluster_id,
-                        controller_id=b.controller_id(), topics=topics)
+                        controller_id=b.controller_id(), topics=topics,
+                        cluster_authorized_operations=authorized_operations(
+                            "cluster", 8 <= v <= 10 and req.include_cluster_authorized_operations))

@@ -69,7 +69,7 @@ class MetadataQuorum:
         await nursery.start(self.driver.run)
         if self.transport is not None:
             await nursery.start(self.transport.run, self.listeners)
-            nursery.start_soon(self._controller_loop)
+        nursery.start_soon(self._controller_loop)  # alone too: fences brokers registered before
 
     async def wait_caught_up(self) -> None:
         """Until a leader is known and this node applied what the quorum committed."""
@@ -119,6 +119,8 @@ class MetadataQuorum:
                 return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{obj.name}' already exists."
             if msg is R.REMOVE_TOPIC and obj.topic_id not in image.topics_by_id:
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+            if msg is R.UNREGISTER_BROKER and obj.broker_id not in image.brokers:
+                return ErrorCode.BROKER_ID_NOT_REGISTERED, f"Broker ID {obj.broker_id} is not currently registered"
         return None
 
     async def _controller_commit(self, values: list[bytes], timeout: float) -> tuple[int, int, str | None]:

@@ -1,0 +1,1 @@
+"""Who may do what: authorized operations (and, as security lands, TLS, SASL and ACLs)."""
