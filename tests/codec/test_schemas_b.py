@@ -154,10 +154,12 @@ CASES = {
             {"error_code": 69, "group_id": "billing", "group_state": "Dead", "protocol_type": "",
              "protocol_data": "", "members": [], "authorized_operations": NOT_REQUESTED}]}),
     "ListGroups": (ListGroupsRequest, ListGroupsResponse,
-        {"states_filter": ["Stable", "PreparingRebalance"]},
+        {"states_filter": ["Stable", "PreparingRebalance"], "types_filter": ["classic"]},
         {"throttle_time_ms": 0, "error_code": 0,
-         "groups": [{"group_id": "orders-app", "protocol_type": "consumer", "group_state": "Stable"},
-                    {"group_id": "connect-cluster", "protocol_type": "connect", "group_state": "Empty"}]}),
+         "groups": [{"group_id": "orders-app", "protocol_type": "consumer", "group_state": "Stable",
+                     "group_type": "classic"},
+                    {"group_id": "connect-cluster", "protocol_type": "connect", "group_state": "Empty",
+                     "group_type": "classic"}]}),
     "OffsetCommit": (OffsetCommitRequest, OffsetCommitResponse,
         {"group_id": "orders-app", "generation_id_or_member_epoch": 7, "member_id": MEMBER_A,
          "group_instance_id": "pod-0", "retention_time_ms": 86400000,
@@ -210,7 +212,7 @@ PARAMS = [pytest.param(name, kind, v, id=f"{name}-{kind}-v{v}")
 
 
 def test_version_ranges_are_the_ones_we_claim():
-    want = {10: (0, 5), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 4),
+    want = {10: (0, 5), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5),
             8: (2, 9), 9: (1, 9), 42: (0, 2), 47: (0, 0)}
     for key, (lo, hi) in want.items():
         a = APIS[key]
