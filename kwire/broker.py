@@ -19,7 +19,7 @@ import trio
 
 from kwire.atomic import write_atomic
 from kwire.clock import REAL_CLOCK, Clock
-from kwire.config import TOPIC_CONFIGS, BrokerConfig, validate_topic_config
+from kwire.config import BrokerConfig, topic_configs_for_log, validate_topic_config
 from kwire.errors import ErrorCode, KafkaError
 from kwire.log.producer_state import append_idempotent
 from kwire.metadata import records as R
@@ -65,6 +65,9 @@ class Broker:
         self.voters = voters or {self.node_id: None}
         self.cluster_id = self._load_meta_properties()
         self.image = MetadataImage()
+        # dynamic broker configs (AlterConfigs) take precedence over the static ones
+        config.dynamic = lambda: (self.image.broker_configs.get(str(self.node_id), {}),
+                                  self.image.broker_configs.get("", {}))
         self.quorum = None     # kwire.metadata.quorum.MetadataQuorum, from open()
         self._live = False     # side effects of applied records (open/delete logs) once replayed
         self.logs = LogManager(self.data_dir, self.log_config_for, clock=clock)
@@ -182,7 +185,7 @@ class Broker:
         elif msg is R.CONFIG:
             if obj.resource_type == R.RESOURCE_TOPIC:
                 self.logs.reconfigure(obj.resource_name)
-            else:
+            elif obj.resource_type == R.RESOURCE_BROKER:
                 for t in list(self.image.topics):
                     self.logs.reconfigure(t)
 
@@ -228,18 +231,22 @@ class Broker:
         return out
 
     def topic_config(self, topic: TopicImage | None, name: str):
-        if topic is not None and name in topic.configs:
-            return validate_topic_config(name, topic.configs[name])
-        dyn = self.image.broker_configs.get("", {})
-        bkey = TOPIC_CONFIGS[name][0]
-        if bkey in dyn:
-            return validate_topic_config(name, dyn[bkey])
+        """One topic config's effective typed value: the topic's override, else the broker's
+        default (dynamic, static, Kafka's)."""
+        if topic is not None and topic.configs.get(name) is not None:
+            try:
+                return validate_topic_config(name, topic.configs[name])
+            except ValueError:
+                pass
         return self.config.topic_default(name)
 
     def log_config_for(self, topic_name: str) -> dict:
-        """The effective topic configs (Kafka names) for a topic's partition logs."""
+        """The effective topic configs (Kafka names) for a topic's partition logs, and kwire's
+        log.flush.per.append."""
         t = self.image.topics.get(topic_name)
-        return {name: self.topic_config(t, name) for name in TOPIC_CONFIGS}
+        out = topic_configs_for_log(self.config, t.configs if t is not None else None)
+        out["log.flush.per.append"] = bool(self.config.get("log.flush.per.append"))
+        return out
 
     # ------------------------------------------------------------------ topics
     async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
