@@ -56,7 +56,7 @@ def config_from_args(args) -> tuple[BrokerConfig, str]:
         cfg.set("advertised.listeners", adv if "://" in adv else f"PLAINTEXT://{adv}")
     if args.controller_quorum_voters:
         cfg.set("controller.quorum.voters", args.controller_quorum_voters)
-    listen = str(cfg.get("listeners")).split(",")[0]
+    listen = cfg.get("listeners")[0]
     return cfg, listen
 
 
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         host, port = parse_hostport(listen)
         adv = None
         if cfg.get("advertised.listeners"):
-            adv = parse_hostport(str(cfg.get("advertised.listeners")).split(",")[0])
+            adv = parse_hostport(cfg.get("advertised.listeners")[0])
         voters_list = cfg.get("controller.quorum.voters")
         voters = parse_voters(",".join(voters_list)) if voters_list else None
         clisten = args.controller_listen

@@ -46,11 +46,12 @@ def _g(name, t, broker_key, doc, v=None, default=None):
 
 
 # ------------------------------------------------------------------ general (ServerConfigs, KRaftConfigs)
-_b("node.id", I, 1, "This node's id in the cluster (kwire default 1; Kafka requires it to be set).")
+_b("node.id", I, 1, "This node's id in the cluster (kwire default 1; Kafka requires it to be set).", at_least(0))
 _b("broker.id", I, -1, "Older name of node.id; set either.")
 _b("broker.id.generation.enable", B, True, "Generate a broker id when none is configured (ZooKeeper only).")
 _b("reserved.broker.max.id", I, 1000, "Highest broker id that may be configured by hand.", at_least(0))
-_b("process.roles", LI, [], "The roles of this node: broker, controller, or both.", list_of("broker", "controller"))
+_b("process.roles", LI, ["broker", "controller"], "The roles of this node: broker, controller, or both (kwire "
+   "default: both; Kafka requires it to be set).", list_of("broker", "controller", allow_empty=False))
 _b("message.max.bytes", I, 1048588, "Largest record batch a topic accepts (after compression); topic "
    "level: max.message.bytes.", at_least(0), CW)
 _b("num.io.threads", I, 8, "Threads that handle requests.", at_least(1), CW)
@@ -80,17 +81,20 @@ _b("eligible.leader.replicas.enable", B, False, "Use eligible leader replicas (K
 _b("initial.broker.registration.timeout.ms", I, 60000, "How long a starting broker waits to register.")
 _b("broker.heartbeat.interval.ms", I, 2000, "Time between broker heartbeats to the controller.")
 _b("broker.session.timeout.ms", I, 9000, "A broker without heartbeats for this long is fenced.")
-_b("controller.listener.names", S, None, "Names of the listeners the controller uses.")
+_b("controller.listener.names", LI, None, "Names of the listeners the controller uses.")
 _b("sasl.mechanism.controller.protocol", S, "GSSAPI", "SASL mechanism to reach the controllers.")
-_b("server.max.startup.time.ms", L, LONG_MAX, "Longest a starting broker waits to catch up.")
-_b("controller.performance.sample.period.ms", L, 60000, "Period of controller performance samples.")
+_b("server.max.startup.time.ms", L, LONG_MAX, "Longest a starting broker waits to catch up.", at_least(0), hidden=True)
+_b("controller.performance.sample.period.ms", L, 60000, "Period of controller performance samples.", at_least(100),
+   hidden=True)
+_b("controller.max.records.per.batch", I, 10000, "Most records in one metadata log batch.", at_least(1),
+   hidden=True)
 _b("controller.performance.always.log.threshold.ms", L, 2000, "Controller events slower than this are "
-   "logged.")
+   "logged.", at_least(0), hidden=True)
 _b("metadata.max.idle.interval.ms", I, 500, "How often the active controller writes a no-op record.",
    at_least(0))
 # ------------------------------------------------------------------ metadata log, quorum
 _b("metadata.log.dir", S, None, "Directory of the metadata log; default: the first log dir.")
-_b("metadata.log.segment.bytes", I, 1073741824, "Size of a metadata log segment.", at_least(8 * 1024 * 1024))
+_b("metadata.log.segment.bytes", I, 1073741824, "Size of a metadata log segment.", at_least(12))
 _b("metadata.log.segment.ms", L, WEEK_MS, "Age at which a metadata log segment is rolled.")
 _b("metadata.max.retention.bytes", L, 104857600, "Metadata log size kept before old snapshots go.")
 _b("metadata.max.retention.ms", L, WEEK_MS, "How long metadata log segments are kept.")
@@ -109,9 +113,9 @@ _b("controller.quorum.request.timeout.ms", I, 2000, "How long a quorum request w
 _b("controller.quorum.retry.backoff.ms", I, 20, "Wait before retrying a failed quorum request.")
 _b("controller.quorum.auto.join.enable", B, False, "Let a controller join the voters by itself.")
 # ------------------------------------------------------------------ sockets (SocketServerConfigs)
-_b("listeners", S, "PLAINTEXT://127.0.0.1:9092", "Listeners as NAME://host:port,... (kwire default "
+_b("listeners", LI, ["PLAINTEXT://127.0.0.1:9092"], "Listeners as NAME://host:port,... (kwire default "
    "PLAINTEXT://127.0.0.1:9092; Kafka's: PLAINTEXT://:9092).", None, PB)
-_b("advertised.listeners", S, None, "Addresses clients are told to use; default: listeners.")
+_b("advertised.listeners", LI, None, "Addresses clients are told to use; default: listeners.")
 _b("listener.security.protocol.map", S, "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:"
    "SASL_PLAINTEXT", "Security protocol of each listener name.", None, PB)
 _b("socket.send.buffer.bytes", I, 102400, "SO_SNDBUF of client sockets; -1: the OS default.")
@@ -237,7 +241,11 @@ _b("offsets.commit.timeout.ms", I, 5000, "How long an offset commit waits for re
 _b("group.coordinator.rebalance.protocols", LI, ["classic", "consumer", "streams"], "Rebalance protocols "
    "served.", list_of("classic", "consumer", "share", "streams"))
 _b("group.coordinator.threads", I, 4, "Group coordinator threads.", at_least(1))
-_b("group.coordinator.append.linger.ms", I, 5, "How long the coordinator gathers writes.", at_least(0))
+_b("group.coordinator.append.linger.ms", I, -1, "How long the coordinator gathers writes; -1: adaptive.",
+   at_least(-1))
+_b("group.coordinator.background.threads", I, 2, "Group coordinator threads for background tasks.", at_least(1))
+_b("group.coordinator.cached.buffer.max.bytes", I, 1048588, "Largest write buffer the coordinator keeps for "
+   "reuse.", at_least(512 * 1024), CW)
 for _kind, _min_s, _max_s in (("consumer", 45000, 60000), ("share", 45000, 60000), ("streams", 45000, 60000)):
     _b(f"group.{_kind}.session.timeout.ms", I, 45000, f"Session timeout of {_kind} groups.", at_least(1))
     _b(f"group.{_kind}.min.session.timeout.ms", I, _min_s, f"Shortest session timeout of {_kind} groups.",
@@ -250,12 +258,21 @@ for _kind, _min_s, _max_s in (("consumer", 45000, 60000), ("share", 45000, 60000
        "groups.", at_least(1))
     _b(f"group.{_kind}.max.heartbeat.interval.ms", I, 15000, f"Longest heartbeat interval of {_kind} "
        "groups.", at_least(1))
+for _kind in ("consumer", "share", "streams"):
+    _b(f"group.{_kind}.assignment.interval.ms", I, 1000, f"Interval between assignment updates of {_kind} "
+       "groups.", at_least(0), CW)
+    _b(f"group.{_kind}.min.assignment.interval.ms", I, 0, f"Shortest assignment interval of {_kind} groups.",
+       at_least(0))
+    _b(f"group.{_kind}.max.assignment.interval.ms", I, 15000, f"Longest assignment interval of {_kind} groups.",
+       at_least(0))
+    _b(f"group.{_kind}.assignor.offload.enable", B, True, f"Run {_kind} group assignors on a background "
+       "thread.", None, CW)
 _b("group.consumer.max.size", I, INT_MAX, "Most members of a consumer group.", at_least(1))
 _b("group.consumer.assignors", LI, ["uniform", "range"], "Server-side assignors (names or classes); the "
    "first is the default.")
 _b("group.consumer.migration.policy", S, "bidirectional", "Conversion between classic and consumer "
    "groups.", one_of("disabled", "downgrade", "upgrade", "bidirectional", case_insensitive=True))
-_b("group.share.max.size", I, 200, "Most members of a share group.", between(10, 1000))
+_b("group.share.max.size", I, 200, "Most members of a share group.", between(1, 1000))
 _b("group.share.delivery.count.limit", I, 5, "Deliveries of a record before it is archived.", between(2, 10))
 _b("group.share.record.lock.duration.ms", I, 30000, "Acquisition lock of a share group record.",
    between(1000, 3600000))
@@ -265,6 +282,7 @@ _b("group.share.max.record.lock.duration.ms", I, 60000, "Longest record lock dur
    between(30000, 3600000))
 _b("group.share.partition.max.record.locks", I, 2000, "In-flight records per share partition.",
    between(100, 10000))
+_b("group.share.max.groups", SH, 10, "Most share groups (Kafka 4.0, 4.1).", between(1, 100))
 _b("group.share.assignors", LI, ["simple"], "Share group assignors.")
 _b("group.share.persister.class.name", S, "org.apache.kafka.server.share.persister.DefaultStatePersister",
    "Persister of share group state.")
@@ -272,6 +290,13 @@ _b("share.fetch.purgatory.purge.interval.requests", I, 1000, "Purge interval of 
 _b("group.streams.max.size", I, INT_MAX, "Most members of a streams group.", at_least(1))
 _b("group.streams.num.standby.replicas", I, 0, "Standby replicas of a streams group.", at_least(0))
 _b("group.streams.max.standby.replicas", I, 2, "Most standby replicas of a streams group.", at_least(0))
+_b("group.streams.task.offset.interval.ms", I, 60000, "How often warm-up task offsets are reported.",
+   at_least(1))
+_b("group.streams.min.task.offset.interval.ms", I, 15000, "Shortest task offset interval of streams groups.",
+   at_least(1))
+_b("group.streams.num.warmup.replicas", I, 2, "Warm-up replicas of a streams group.", at_least(0))
+_b("group.streams.acceptable.recovery.lag", L, 10000, "Lag under which a streams task counts as caught up.",
+   at_least(0))
 _b("group.streams.initial.rebalance.delay.ms", I, 3000, "Delay before the first streams group "
    "assignment.", at_least(0))
 # ------------------------------------------------------------------ share coordinator
@@ -550,6 +575,28 @@ _g("streams.heartbeat.interval.ms", I, "group.streams.heartbeat.interval.ms", "H
    "streams group.", at_least(1))
 _g("streams.num.standby.replicas", I, "group.streams.num.standby.replicas", "Standby replicas of this "
    "streams group.", at_least(0))
+_g("consumer.assignment.interval.ms", I, "group.consumer.assignment.interval.ms", "Interval between "
+   "assignment updates of this consumer group.", at_least(0))
+_g("consumer.assignor.offload.enable", B, "group.consumer.assignor.offload.enable", "Run this group's "
+   "assignor on a background thread.")
+_g("share.assignment.interval.ms", I, "group.share.assignment.interval.ms", "Interval between assignment "
+   "updates of this share group.", at_least(0))
+_g("share.assignor.offload.enable", B, "group.share.assignor.offload.enable", "Run this group's assignor on "
+   "a background thread.")
+_g("streams.assignment.interval.ms", I, "group.streams.assignment.interval.ms", "Interval between "
+   "assignment updates of this streams group.", at_least(0))
+_g("streams.assignor.offload.enable", B, "group.streams.assignor.offload.enable", "Run this group's "
+   "assignor on a background thread.")
+_g("streams.task.offset.interval.ms", I, "group.streams.task.offset.interval.ms", "How often warm-up task "
+   "offsets are reported.", at_least(1))
+_g("streams.num.warmup.replicas", I, "group.streams.num.warmup.replicas", "Warm-up replicas of this streams "
+   "group.", at_least(0))
+_g("streams.acceptable.recovery.lag", L, "group.streams.acceptable.recovery.lag", "Lag under which a task "
+   "counts as caught up.", at_least(0))
+_g("errors.deadletterqueue.topic.name", S, None, "Dead-letter topic of this share group (KIP-1191); empty: "
+   "none.", default="")
+_g("errors.deadletterqueue.copy.record.enable", B, None, "Copy the record's key and value to the dead-letter "
+   "topic.", default=False)
 _g("streams.initial.rebalance.delay.ms", I, "group.streams.initial.rebalance.delay.ms", "Delay before this "
    "streams group's first assignment.", at_least(0))
 

@@ -202,6 +202,10 @@ _GROUP_BOUNDS = {
                                       "group.streams.max.heartbeat.interval.ms"),
     "streams.session.timeout.ms": ("group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"),
     "streams.num.standby.replicas": (None, "group.streams.max.standby.replicas"),
+    "streams.task.offset.interval.ms": ("group.streams.min.task.offset.interval.ms", None),
+    **{f"{kind}.assignment.interval.ms": (f"group.{kind}.min.assignment.interval.ms",
+                                          f"group.{kind}.max.assignment.interval.ms")
+       for kind in ("consumer", "share", "streams")},
 }
 
 

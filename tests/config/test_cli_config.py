@@ -20,7 +20,7 @@ def test_properties_overrides_and_flags_are_static(tmp_path):
     assert listen == "PLAINTEXT://127.0.0.1:0"
     assert cfg.get("num.partitions") == 4 and cfg.get("broker.rack") == "r\u00e9"
     assert cfg.topic_default("retention.ms") == 12 * 3600000
-    assert cfg.is_static("advertised.listeners") and cfg.get("advertised.listeners") == "PLAINTEXT://localhost:9999"
+    assert cfg.is_static("advertised.listeners") and cfg.get("advertised.listeners") == ["PLAINTEXT://localhost:9999"]
     assert cfg.is_static("listeners") and cfg.data_dir == str(tmp_path / "d")
     assert not cfg.is_static("auto.create.topics.enable")
 

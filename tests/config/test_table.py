@@ -19,7 +19,8 @@ def test_every_default_passes_its_own_validator():
                                     ("log.retention.hours", Type.INT), ("offsets.topic.replication.factor", Type.SHORT),
                                     ("log.cleanup.policy", Type.LIST), ("log.cleaner.min.cleanable.ratio", Type.DOUBLE),
                                     ("ssl.keystore.password", Type.PASSWORD), ("create.topic.policy.class.name", Type.CLASS),
-                                    ("auto.create.topics.enable", Type.BOOLEAN), ("listeners", Type.STRING)])
+                                    ("auto.create.topics.enable", Type.BOOLEAN), ("listeners", Type.LIST),
+                                    ("listener.security.protocol.map", Type.STRING)])
 def test_broker_types_as_kafka_declares_them(name, t):
     assert BROKER[name].type is t
 
