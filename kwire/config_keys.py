@@ -461,10 +461,11 @@ _b("remote.log.manager.follower.thread.pool.size", I, 2, "Threads that follow re
    at_least(1), CW)
 _b("remote.log.manager.task.interval.ms", L, 30000, "Interval of remote log tasks.", at_least(1))
 _b("remote.log.manager.task.retry.backoff.ms", L, 500, "First backoff of a failed remote task.",
-   at_least(1))
+   at_least(1), hidden=True)
 _b("remote.log.manager.task.retry.backoff.max.ms", L, 30000, "Longest backoff of a failed remote task.",
-   at_least(1))
-_b("remote.log.manager.task.retry.jitter", D, 0.2, "Jitter of remote task backoffs.", between(0, 0.5))
+   at_least(1), hidden=True)
+_b("remote.log.manager.task.retry.jitter", D, 0.2, "Jitter of remote task backoffs.", between(0, 0.5),
+   hidden=True)
 _b("remote.log.reader.threads", I, 10, "Threads that read remote segments.", at_least(1), CW)
 _b("remote.log.reader.max.pending.tasks", I, 100, "Queued remote reads.", at_least(1))
 _b("remote.log.manager.copy.max.bytes.per.second", L, LONG_MAX, "Copy rate limit to remote storage.",
@@ -544,6 +545,10 @@ _t("local.retention.bytes", L, -2, "Local retention of a tiered topic; -2: reten
    ["log.local.retention.bytes"])
 _t("remote.log.copy.disable", B, False, "Stop copying segments to remote storage.")
 _t("remote.log.delete.on.disable", B, False, "Delete remote data when tiering is disabled.")
+_t("remote.copy.lag.ms", L, 0, "Age a segment reaches before it is copied to remote storage; -1: the local "
+   "retention.", at_least(-1))
+_t("remote.copy.lag.bytes", L, 0, "Bytes a partition holds locally before segments are copied to remote "
+   "storage; -1: the local retention.", at_least(-1))
 # Removed in Kafka 4.0; Kafka 3.x accepted it with a warning and ignored it (the message format
 # follows the metadata version). Stored as given, described only when set.
 _t("message.format.version", S, "3.0-IV1", "Deprecated, ignored: the message format follows the cluster.",
