@@ -348,21 +348,21 @@ for _q in ("quota", "replication.quota", "alter.log.dirs.replication.quota", "co
     _b(f"{_q}.window.num", I, 11, f"Samples kept for {_q.replace('.', ' ')} rates.", at_least(1))
     _b(f"{_q}.window.size.seconds", I, 1, f"Length of each {_q.replace('.', ' ')} sample.", at_least(1))
 _b("client.quota.callback.class", C, None, "ClientQuotaCallback class.")
+# Set only dynamically, so Kafka describes them only once set.
 _b("leader.replication.throttled.rate", L, LONG_MAX, "Leader replication throttle in bytes/s.", at_least(0),
-   CW)
+   CW, hidden=True)
 _b("follower.replication.throttled.rate", L, LONG_MAX, "Follower replication throttle in bytes/s.",
-   at_least(0), CW)
+   at_least(0), CW, hidden=True)
 _b("replica.alter.log.dirs.io.max.bytes.per.second", L, LONG_MAX, "Throttle of moves between log dirs.",
-   at_least(0), CW)
+   at_least(0), CW, hidden=True)
 _b("metric.reporters", LI, ["org.apache.kafka.common.metrics.JmxReporter"], "MetricsReporter classes.",
    None, CW)
 _b("metrics.num.samples", I, 2, "Samples kept to compute metrics.", at_least(1))
 _b("metrics.sample.window.ms", L, 30000, "Window of a metrics sample.", at_least(1))
-_b("metrics.recording.level", S, "INFO", "Highest recording level of metrics.",
-   one_of("INFO", "DEBUG", "TRACE"))
+_b("metrics.recording.level", S, "INFO", "Highest recording level of metrics.")
 _b("kafka.metrics.reporters", LI, [], "Yammer metrics reporter classes.")
 _b("kafka.metrics.polling.interval.secs", I, 10, "Polling interval of the metrics reporters.", at_least(1))
-_b("client.telemetry.max.bytes", I, 1048576, "Largest client telemetry push.", at_least(1))
+_b("telemetry.max.bytes", I, 1048576, "Largest client telemetry push.", at_least(1))
 _b("config.providers", LI, [], "ConfigProvider names.", None, CW)
 # ------------------------------------------------------------------ security (BrokerSecurityConfigs, SSL, SASL)
 _b("principal.builder.class", C, "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
