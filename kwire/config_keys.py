@@ -308,15 +308,19 @@ _b("share.coordinator.state.topic.segment.bytes", I, 104857600, "Segment size of
 _b("share.coordinator.state.topic.min.isr", SH, 2, "min.insync.replicas of __share_group_state.",
    at_least(1))
 _b("share.coordinator.state.topic.compression.codec", I, 0, "Compression codec of __share_group_state.")
-_b("share.coordinator.state.topic.prune.interval.ms", L, 300000, "How often share state is pruned.",
-   at_least(1))
+_b("share.coordinator.state.topic.prune.interval.ms", I, 300000, "How often share state is pruned.",
+   at_least(1), hidden=True)
+_b("share.coordinator.cold.partition.snapshot.interval.ms", I, 300000, "How often share partitions that "
+   "do not change are snapshotted.", at_least(1), hidden=True)
+_b("share.coordinator.cached.buffer.max.bytes", I, 1048588, "Largest write buffer the share coordinator "
+   "keeps for reuse.", at_least(512 * 1024), CW)
 _b("share.coordinator.snapshot.update.records.per.snapshot", I, 500, "Share state updates per snapshot.",
    between(0, 500))
 _b("share.coordinator.threads", I, 1, "Share coordinator threads.", at_least(1))
 _b("share.coordinator.write.timeout.ms", I, 5000, "How long a share state write waits for replication.",
    at_least(1))
-_b("share.coordinator.append.linger.ms", I, 5, "How long the share coordinator gathers writes.",
-   at_least(0))
+_b("share.coordinator.append.linger.ms", I, -1, "How long the share coordinator gathers writes; -1: "
+   "adaptive.", at_least(-1))
 _b("share.coordinator.load.buffer.size", I, 5242880, "Batch size when loading share state.", at_least(1))
 # ------------------------------------------------------------------ transactions
 _b("transaction.state.log.segment.bytes", I, 104857600, "Segment size of __transaction_state.", at_least(1))
