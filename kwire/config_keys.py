@@ -553,10 +553,12 @@ _t("remote.copy.lag.ms", L, 0, "Age a segment reaches before it is copied to rem
    "retention.", at_least(-1))
 _t("remote.copy.lag.bytes", L, 0, "Bytes a partition holds locally before segments are copied to remote "
    "storage; -1: the local retention.", at_least(-1))
-# Removed in Kafka 4.0; Kafka 3.x accepted it with a warning and ignored it (the message format
-# follows the metadata version). Stored as given, described only when set.
+# Removed in Kafka 4.0; Kafka 3.x accepted them (message.format.version with a warning, ignored:
+# the message format follows the metadata version). Stored as given, described only when set.
 _t("message.format.version", S, "3.0-IV1", "Deprecated, ignored: the message format follows the cluster.",
    version_string, hidden=True)
+_t("message.downconversion.enable", B, True, "Deprecated, ignored: Kafka 4 no longer down-converts for old "
+   "consumers.", hidden=True)
 
 # ------------------------------------------------------------------ group configs (GroupConfig)
 _g("consumer.session.timeout.ms", I, "group.consumer.session.timeout.ms", "Session timeout of this "
