@@ -17,14 +17,14 @@ from typing import Any, Callable
 
 import javaproperties
 
-from kwire.config_keys import BROKER, BROKER_SYNONYMS, GROUP, TOPIC, TOPIC_OF_BROKER_KEY, USED
+from kwire.config_keys import BROKER, BROKER_SYNONYMS, GROUP, TOPIC
 from kwire.configdef import ConfigError, ConfigKey, Type, to_string
 
-__all__ = ["BROKER", "BROKER_DEFAULTS", "BROKER_SYNONYMS", "TOPIC_OF_BROKER_KEY", "GROUP", "TOPIC", "TOPIC_CONFIGS", "BrokerConfig", "ConfigError",
-           "ConfigKey", "Type", "USED", "parse_properties", "topic_configs_for_log", "validate_group_config",
+__all__ = ["BROKER", "BROKER_DEFAULTS", "BROKER_SYNONYMS", "GROUP", "TOPIC", "TOPIC_CONFIGS", "BrokerConfig", "ConfigError",
+           "ConfigKey", "Type", "parse_properties", "topic_configs_for_log", "validate_group_config",
            "validate_topic_config"]
 
-# Name -> default, for callers that only want Kafka's defaults.
+# Name -> default (the table's), for callers that only want the defaults.
 BROKER_DEFAULTS: dict[str, Any] = {k.name: k.default for k in BROKER.values()}
 # Topic configs: name -> ConfigKey (synonyms: the broker keys behind the default).
 TOPIC_CONFIGS = TOPIC

@@ -13,7 +13,7 @@ Kafka's wording: ``Invalid value X for configuration NAME: reason``.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 
@@ -44,9 +44,7 @@ class ConfigError(ValueError):
 
     def __init__(self, name: str, value: Any, reason: str | None = None):
         self.name, self.value, self.reason = name, value, reason
-        shown = "[hidden]" if reason == "hidden" else value
-        super().__init__(f"Invalid value {shown} for configuration {name}"
-                         + (f": {reason}" if reason and reason != "hidden" else ""))
+        super().__init__(f"Invalid value {value} for configuration {name}" + (f": {reason}" if reason else ""))
 
 
 # --------------------------------------------------------------------------- validators
@@ -132,7 +130,6 @@ class ConfigKey:
     synonyms: tuple[str, ...] = ()     # topic/group keys: the broker keys behind the default
     kwire: bool = False                # kwire's own key, not Kafka's
     hidden: bool = False               # accepted and stored, described only when set
-    meta: dict = field(default_factory=dict, compare=False)
 
     @property
     def sensitive(self) -> bool:
@@ -145,9 +142,6 @@ class ConfigKey:
     @property
     def default_string(self) -> str | None:
         return to_string(self.default, self.type)
-
-    def valid_values(self) -> str:
-        return (self.validator.__doc__ or "") if self.validator else ""
 
     def parse(self, value: Any) -> Any:
         """A raw value (str, or already typed) -> the typed value, checked by the validator."""
