@@ -57,6 +57,9 @@ def config_from_args(args) -> tuple[BrokerConfig, str]:
     if args.controller_quorum_voters:
         cfg.set("controller.quorum.voters", args.controller_quorum_voters)
     listen = cfg.get("listeners")[0]
+    scheme, sep, hostport = listen.rpartition("://")
+    if hostport.startswith(":"):   # Kafka: a listener without a host binds every interface
+        listen = f"{scheme}{sep}0.0.0.0{hostport}"
     return cfg, listen
 
 

@@ -40,3 +40,31 @@ def test_bad_values_stop_the_start(tmp_path, props, argv, key, value):
         _cfg(tmp_path, props, *argv)
     msg = str(ei.value)
     assert msg.startswith(f"Invalid value {value} for configuration {key}") and "\n" not in msg
+
+
+def test_hostless_listener_binds_every_interface(tmp_path):
+    _, listen = _cfg(tmp_path, "listeners=PLAINTEXT://:19092\n")
+    assert listen == "PLAINTEXT://0.0.0.0:19092"
+
+
+def test_command_line_keys_are_static_broker_configs():
+    """A broker started by ``kwire serve`` (process mode) reports what was given on its command
+    line as STATIC_BROKER_CONFIG, as kafka-python's admin tests expect of advertised.listeners."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    from kwire.testing import Broker, free_port
+
+    port = free_port()
+    with Broker(mode="process", port=port, overrides={"advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                                                       "num.partitions": 3}) as b:
+        admin = KafkaAdminClient(bootstrap_servers=b.bootstrap_servers, request_timeout_ms=10000)
+        try:
+            got = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")],
+                                         config_filter="static")["broker"]["1"]
+        finally:
+            admin.close()
+    assert got["advertised.listeners"]["config_source"] == "STATIC_BROKER_CONFIG"
+    assert got["advertised.listeners"]["value"] == f"PLAINTEXT://127.0.0.1:{port}"
+    assert got["listeners"]["config_source"] == "STATIC_BROKER_CONFIG"
+    assert got["num.partitions"]["value"] == "3" and got["num.partitions"]["read_only"] is True
+    assert "auto.create.topics.enable" not in got      # a default, not static
