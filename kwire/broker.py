@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import trio
 
 from kwire.clock import REAL_CLOCK, Clock
-from kwire.config import TOPIC_CONFIGS, BrokerConfig, validate_topic_config
+from kwire.config import BrokerConfig, topic_configs_for_log, validate_topic_config
 from kwire.errors import ErrorCode, KafkaError
 from kwire.log.data_dir import DataDirLock, check_meta_properties
 from kwire.log.producer_state import append_idempotent
@@ -64,6 +64,9 @@ class Broker:
         os.makedirs(self.data_dir, exist_ok=True)
         self.voters = voters or {self.node_id: None}
         self.image = MetadataImage()
+        # dynamic broker configs (AlterConfigs) take precedence over the static ones
+        config.dynamic = lambda: (self.image.broker_configs.get(str(self.node_id), {}),
+                                  self.image.broker_configs.get("", {}))
         self.quorum = None     # kwire.metadata.quorum.MetadataQuorum, from open()
         self._live = False     # side effects of applied records (open/delete logs) once replayed
         self._lock = DataDirLock(self.data_dir, self.node_id)  # released by close()
@@ -177,7 +180,7 @@ class Broker:
         elif msg is R.CONFIG:
             if obj.resource_type == R.RESOURCE_TOPIC:
                 self.logs.reconfigure(obj.resource_name)
-            else:
+            elif obj.resource_type == R.RESOURCE_BROKER:
                 for t in list(self.image.topics):
                     self.logs.reconfigure(t)
 
@@ -223,18 +226,22 @@ class Broker:
         return out
 
     def topic_config(self, topic: TopicImage | None, name: str):
-        if topic is not None and name in topic.configs:
-            return validate_topic_config(name, topic.configs[name])
-        dyn = self.image.broker_configs.get("", {})
-        bkey = TOPIC_CONFIGS[name][0]
-        if bkey in dyn:
-            return validate_topic_config(name, dyn[bkey])
+        """One topic config's effective typed value: the topic's override, else the broker's
+        default (dynamic, static, Kafka's)."""
+        if topic is not None and topic.configs.get(name) is not None:
+            try:
+                return validate_topic_config(name, topic.configs[name])
+            except ValueError:
+                pass
         return self.config.topic_default(name)
 
     def log_config_for(self, topic_name: str) -> dict:
-        """The effective topic configs (Kafka names) for a topic's partition logs."""
+        """The effective topic configs (Kafka names) for a topic's partition logs, and kwire's
+        log.flush.per.append."""
         t = self.image.topics.get(topic_name)
-        return {name: self.topic_config(t, name) for name in TOPIC_CONFIGS}
+        out = topic_configs_for_log(self.config, t.configs if t is not None else None)
+        out["log.flush.per.append"] = bool(self.config.get("log.flush.per.append"))
+        return out
 
     # ------------------------------------------------------------------ topics
     async def create_topic(self, name: str, num_partitions: int, replication_factor: int,

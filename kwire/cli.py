@@ -32,9 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args) -> tuple[BrokerConfig, str]:
+    """The broker config of ``kwire serve``: server.properties (Java properties syntax), then
+    --override, then the flags; every key given here is a static broker config, as in Kafka.
+    A value the config table refuses raises ValueError naming the key and value."""
     text = ""
     if args.config:
-        with open(args.config) as f:
+        with open(args.config, encoding="latin-1") as f:   # java.util.Properties reads ISO 8859-1
             text = f.read()
     overrides = {}
     for item in args.override:
@@ -47,7 +50,17 @@ def config_from_args(args) -> tuple[BrokerConfig, str]:
         cfg.set("log.dirs", args.data_dir)
     if args.node_id is not None:
         cfg.set("node.id", args.node_id)
-    listen = args.listen or cfg.values.get("listeners", "127.0.0.1:9092")
+    if args.listen:
+        cfg.set("listeners", args.listen if "://" in args.listen else f"PLAINTEXT://{args.listen}")
+    if args.advertised_listener:
+        adv = args.advertised_listener
+        cfg.set("advertised.listeners", adv if "://" in adv else f"PLAINTEXT://{adv}")
+    if args.controller_quorum_voters:
+        cfg.set("controller.quorum.voters", args.controller_quorum_voters)
+    listen = cfg.get("listeners")[0]
+    scheme, sep, hostport = listen.rpartition("://")
+    if hostport.startswith(":"):   # Kafka: a listener without a host binds every interface
+        listen = f"{scheme}{sep}0.0.0.0{hostport}"
     return cfg, listen
 
 
@@ -59,12 +72,12 @@ def main(argv: list[str] | None = None) -> int:
         from kwire.app import parse_hostport, parse_voters, run_broker
 
         cfg, listen = config_from_args(args)
-        host, port = parse_hostport(listen.split(",")[0])
-        adv = parse_hostport(args.advertised_listener) if args.advertised_listener else None
-        if adv is None and cfg.get("advertised.listeners"):
-            adv = parse_hostport(str(cfg.get("advertised.listeners")).split(",")[0])
-        voters_text = args.controller_quorum_voters or cfg.values.get("controller.quorum.voters")
-        voters = parse_voters(str(voters_text)) if voters_text else None
+        host, port = parse_hostport(listen)
+        adv = None
+        if cfg.get("advertised.listeners"):
+            adv = parse_hostport(cfg.get("advertised.listeners")[0])
+        voters_list = cfg.get("controller.quorum.voters")
+        voters = parse_voters(",".join(voters_list)) if voters_list else None
         clisten = args.controller_listen
         controller = parse_hostport(clisten) if clisten else None
         try:

@@ -1,119 +1,58 @@
-"""Typed broker and topic configuration with Kafka's own key names and defaults.
+"""Broker configuration read through one table (:mod:`kwire.config_keys`).
 
-``BrokerConfig.from_properties`` accepts a server.properties text and ``key=value``
-overrides; unknown keys are kept (and shown by DescribeConfigs) but do nothing.
+``BrokerConfig.from_properties`` reads a server.properties text (Java properties syntax, with
+javaproperties: continuations, ``\\`` escapes, ``\\uXXXX``, ``:`` separators) and
+``key=value`` overrides; each known key is parsed and checked against the table, and a bad
+value raises ``ValueError`` naming the key and value. Unknown keys are kept as strings (and
+described) but do nothing, as in Kafka.
+
+``BrokerConfig.get(key)`` is the effective typed value: a dynamic value (AlterConfigs,
+per broker then cluster default) when the broker attached its metadata image, else the static
+value, else the table's default. ``topic_default`` derives a topic config's default from its
+broker synonyms the way Kafka's KafkaConfig does (log.retention.hours -> retention.ms ...).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-DAY_MS = 24 * 3600 * 1000
+import javaproperties
 
-# Topic-level configs: Kafka name -> (broker-level default key, default value, type)
-TOPIC_CONFIGS: dict[str, tuple[str, Any, type]] = {
-    "cleanup.policy": ("log.cleanup.policy", "delete", str),
-    "compression.type": ("compression.type", "producer", str),
-    "delete.retention.ms": ("log.cleaner.delete.retention.ms", DAY_MS, int),
-    "file.delete.delay.ms": ("log.segment.delete.delay.ms", 60000, int),
-    "flush.messages": ("log.flush.interval.messages", 9223372036854775807, int),
-    "flush.ms": ("log.flush.interval.ms", 9223372036854775807, int),
-    "index.interval.bytes": ("log.index.interval.bytes", 4096, int),
-    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms", 9223372036854775807, int),
-    "max.message.bytes": ("message.max.bytes", 1048588, int),
-    "message.timestamp.type": ("log.message.timestamp.type", "CreateTime", str),
-    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms", 9223372036854775807, int),
-    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms", 9223372036854775807, int),
-    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio", 0.5, float),
-    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms", 0, int),
-    "min.insync.replicas": ("min.insync.replicas", 1, int),
-    "preallocate": ("log.preallocate", False, bool),
-    "retention.bytes": ("log.retention.bytes", -1, int),
-    "retention.ms": ("log.retention.ms", 7 * DAY_MS, int),
-    "segment.bytes": ("log.segment.bytes", 1073741824, int),
-    "segment.index.bytes": ("log.index.size.max.bytes", 10485760, int),
-    "segment.jitter.ms": ("log.roll.jitter.ms", 0, int),
-    "segment.ms": ("log.roll.ms", 7 * DAY_MS, int),
-    "unclean.leader.election.enable": ("unclean.leader.election.enable", False, bool),
-}
+from kwire.config_keys import BROKER, BROKER_SYNONYMS, GROUP, TOPIC
+from kwire.configdef import ConfigError, ConfigKey, Type, to_string
 
-# Broker-level settings kwire uses (Kafka names), with Kafka's defaults.
-BROKER_DEFAULTS: dict[str, Any] = {
-    "node.id": 1,
-    "listeners": "PLAINTEXT://127.0.0.1:9092",
-    "advertised.listeners": "",
-    "log.dirs": "./kwire-data",
-    "num.partitions": 1,
-    "default.replication.factor": 1,
-    "auto.create.topics.enable": True,
-    "delete.topic.enable": True,
-    "socket.request.max.bytes": 104857600,
-    "log.retention.check.interval.ms": 300000,
-    "offsets.topic.num.partitions": 50,
-    "offsets.topic.replication.factor": 1,
-    "offsets.retention.minutes": 10080,
-    "offsets.retention.check.interval.ms": 600000,
-    "group.initial.rebalance.delay.ms": 3000,
-    "group.min.session.timeout.ms": 6000,
-    "group.max.session.timeout.ms": 1800000,
-    "group.max.size": 2147483647,
-    "transactional.id.expiration.ms": 604800000,
-    "producer.id.expiration.ms": 86400000,
-    "log.flush.per.append": False,  # kwire's own: fsync before every acknowledgement
-    "controller.quorum.voters": "",
-    "controller.listener": "",
-    "cluster.id": "",
-    "broker.rack": None,
-}
-for _name, (_bkey, _dflt, _t) in TOPIC_CONFIGS.items():
-    BROKER_DEFAULTS.setdefault(_bkey, _dflt)
+__all__ = ["BROKER", "BROKER_DEFAULTS", "BROKER_SYNONYMS", "GROUP", "TOPIC", "TOPIC_CONFIGS", "BrokerConfig", "ConfigError",
+           "ConfigKey", "Type", "parse_properties", "topic_configs_for_log", "validate_group_config",
+           "validate_topic_config"]
 
-
-def _coerce(value: Any, t: type) -> Any:
-    if value is None or isinstance(value, t):
-        return value
-    s = str(value).strip()
-    if t is bool:
-        if s.lower() in ("true", "1", "yes"):
-            return True
-        if s.lower() in ("false", "0", "no"):
-            return False
-        raise ValueError(f"not a boolean: {value!r}")
-    return t(s)
+# Name -> default (the table's), for callers that only want the defaults.
+BROKER_DEFAULTS: dict[str, Any] = {k.name: k.default for k in BROKER.values()}
+# Topic configs: name -> ConfigKey (synonyms: the broker keys behind the default).
+TOPIC_CONFIGS = TOPIC
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if sep < 0:
-            out[line] = ""
-            continue
-        out[line[:sep].strip()] = line[sep + 1:].strip()
-    return out
+    """A Java .properties text -> {key: value}, as java.util.Properties.load reads it."""
+    return dict(javaproperties.loads(text))
 
 
-def broker_type(key: str) -> type:
-    d = BROKER_DEFAULTS.get(key)
-    if isinstance(d, bool):
-        return bool
-    if isinstance(d, int):
-        return int
-    if isinstance(d, float):
-        return float
-    return str
+def _unit_ms(key: str) -> int:
+    return 3600000 if key.endswith(".hours") else 60000 if key.endswith(".minutes") else 1
 
 
-@dataclass
 class BrokerConfig:
-    values: dict[str, Any] = field(default_factory=dict)
+    """The static config (server.properties + overrides) and, once attached, the dynamic one."""
+
+    def __init__(self, values: dict[str, Any] | None = None):
+        self.values: dict[str, Any] = {}       # static, typed (unknown keys: as given)
+        self.originals: dict[str, str] = {}    # static, as written (DescribeConfigs shows these)
+        self.dynamic: Callable[[], tuple[dict, dict]] | None = None   # () -> (per broker, cluster default)
+        self._parsed: dict[tuple[str, str], Any] = {}
+        for k, v in (values or {}).items():
+            self.set(k, v)
 
     @classmethod
     def from_properties(cls, text: str = "", overrides: dict[str, str] | None = None) -> "BrokerConfig":
-        raw = parse_properties(text)
+        raw = parse_properties(text) if text else {}
         raw.update(overrides or {})
         cfg = cls()
         for k, v in raw.items():
@@ -121,61 +60,120 @@ class BrokerConfig:
         return cfg
 
     def set(self, key: str, value: Any) -> None:
-        if key == "broker.id":
-            key = "node.id"
-        if key == "log.dir":
-            key = "log.dirs"
-        t = broker_type(key)
-        self.values[key] = _coerce(value, t) if key in BROKER_DEFAULTS else value
+        """Set a static value; a known key's value is parsed and validated (ValueError if bad)."""
+        spec = BROKER.get(key)
+        if spec is None:
+            self.values[key] = value
+        else:
+            self.values[key] = spec.parse(value)
+        self.originals[key] = value if isinstance(value, str) else to_string(value, spec.type if spec else Type.STRING)
+
+    def _dynamic_raw(self, key: str) -> str | None:
+        if self.dynamic is None:
+            return None
+        spec = BROKER.get(key)
+        if spec is None or not spec.dynamic:
+            return None
+        per, dflt = self.dynamic()
+        raw = per.get(key)
+        return raw if raw is not None else dflt.get(key)
+
+    def _parse_dynamic(self, key: str, raw: str) -> Any:
+        got = self._parsed.get((key, raw), self._parsed)
+        if got is self._parsed:
+            try:
+                got = BROKER[key].parse(raw)
+            except ConfigError:
+                got = None   # checked when altered; an old stored value Kafka would refuse is ignored
+            self._parsed[(key, raw)] = got
+        return got
 
     def get(self, key: str) -> Any:
+        raw = self._dynamic_raw(key)
+        if raw is not None:
+            v = self._parse_dynamic(key, raw)
+            if v is not None:
+                return v
         if key in self.values:
             return self.values[key]
-        return BROKER_DEFAULTS.get(key)
+        spec = BROKER.get(key)
+        return spec.default if spec is not None else None
 
     def is_default(self, key: str) -> bool:
-        return key not in self.values
+        return key not in self.values and self._dynamic_raw(key) is None
+
+    def is_static(self, key: str) -> bool:
+        return key in self.values
 
     def __getitem__(self, key: str) -> Any:
         return self.get(key)
 
-    # convenient typed views
+    # ------------------------------------------------------------------ typed views
     @property
     def node_id(self) -> int:
+        if "node.id" not in self.values and "broker.id" in self.values:
+            return int(self.values["broker.id"])
         return int(self.get("node.id"))
 
     @property
-    def data_dir(self) -> str:
-        return str(self.get("log.dirs")).split(",")[0]
+    def log_dirs(self) -> list[str]:
+        dirs = self.get("log.dirs")
+        return list(dirs) if dirs else list(self.get("log.dir"))
 
+    @property
+    def data_dir(self) -> str:
+        return self.log_dirs[0]
+
+    # ------------------------------------------------------------------ topic defaults
     def topic_default(self, name: str) -> Any:
-        bkey, dflt, t = TOPIC_CONFIGS[name]
-        v = self.get(bkey)
-        if name == "retention.ms" and self.is_default("log.retention.ms"):
-            if not self.is_default("log.retention.minutes"):
-                return int(self.get("log.retention.minutes")) * 60000
-            if not self.is_default("log.retention.hours"):
-                return int(self.get("log.retention.hours")) * 3600000
-        if name == "segment.ms" and self.is_default("log.roll.ms") and not self.is_default("log.roll.hours"):
-            return int(self.get("log.roll.hours")) * 3600000
-        return _coerce(v, t) if v is not None else dflt
+        """The broker's default for topic config ``name``, from its synonyms (Kafka's
+        KafkaConfig getters: retention.ms from log.retention.ms, else minutes, else hours)."""
+        spec = TOPIC[name]
+        if not spec.synonyms:
+            return spec.default
+        for key in spec.synonyms:
+            v = self.get(key)
+            if v is None:
+                continue
+            if spec.type in (Type.LONG, Type.INT) and spec.synonyms[0] != key:
+                v = int(v) * _unit_ms(key)
+            if name == "retention.ms" and v < 0:
+                return -1
+            return v
+        return spec.default
+
+
+def topic_configs_for_log(cfg: BrokerConfig, overrides: dict[str, str] | None) -> dict[str, Any]:
+    """Every topic config's effective typed value: the topic's override, else the broker's
+    default (dynamic, static, Kafka's). Stored overrides Kafka would refuse are skipped."""
+    out = {}
+    for name, spec in TOPIC.items():
+        raw = (overrides or {}).get(name)
+        if raw is not None:
+            try:
+                out[name] = spec.parse(raw)
+                continue
+            except ConfigError:
+                pass
+        out[name] = cfg.topic_default(name)
+    return out
 
 
 def validate_topic_config(name: str, value: str | None) -> Any:
-    """Check one topic config; raises ValueError with Kafka-like wording."""
-    if name not in TOPIC_CONFIGS:
+    """Check one topic config; KeyError if unknown, ValueError (Kafka's wording) if bad."""
+    spec = TOPIC.get(name)
+    if spec is None:
         raise KeyError(name)
     if value is None:
         return None
-    t = TOPIC_CONFIGS[name][2]
-    try:
-        v = _coerce(value, t)
-    except ValueError:
-        raise ValueError(f"Invalid value {value} for configuration {name}") from None
-    if name == "message.timestamp.type" and v not in ("CreateTime", "LogAppendTime"):
-        raise ValueError(f"Invalid value {value} for configuration {name}: String must be one of: CreateTime, LogAppendTime")
-    if name == "cleanup.policy" and not set(str(v).split(",")) <= {"delete", "compact"}:
-        raise ValueError(f"Invalid value {value} for configuration {name}")
-    if name == "compression.type" and v not in ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"):
-        raise ValueError(f"Invalid value {value} for configuration {name}")
-    return v
+    return spec.parse(value)
+
+
+def validate_group_config(name: str, value: str | None) -> Any:
+    spec = GROUP.get(name)
+    if spec is None:
+        raise KeyError(name)
+    if value is None:
+        return None
+    return spec.parse(value)
+

@@ -1,88 +1,67 @@
-"""DescribeConfigs (key 32) 0-4, AlterConfigs (key 33) 0-2, IncrementalAlterConfigs (key 44) 0-1.
+"""DescribeConfigs (key 32) 0-4, AlterConfigs (key 33) 0-2, IncrementalAlterConfigs (key 44) 0-1,
+ListConfigResources (key 74) 0-1.
 
-Topic (resource type 2) and broker (4) configs with Kafka's names and defaults
-(kwire.config). Sources as Kafka reports them: DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
-DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG; synonyms (v1+) and
-config types (v3+). AlterConfigs replaces a resource's whole dynamic set;
-IncrementalAlterConfigs applies SET/DELETE/APPEND/SUBTRACT. Changes are ConfigRecords in the
-metadata log. Left out: broker logger configs (type 8), client quotas, documentation text.
+Topic (resource type 2), broker (4) and group (32) configs, read through the one config table
+(kwire.config_keys): every key Kafka 4 knows, with Kafka's types, defaults and validators.
+DescribeConfigs reports each value's true source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
+DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG), read_only
+as Kafka does (broker keys that cannot change at run time), is_sensitive (PASSWORD keys, value
+null), synonyms in Kafka's order (v1+), config types (v3+) and documentation (v3+, on request);
+see kwire.handlers.config_entries. The broker resource "" lists the cluster-default dynamic
+configs only, as Kafka does.
+
+AlterConfigs replaces a resource's whole dynamic set; IncrementalAlterConfigs applies SET,
+DELETE, APPEND and SUBTRACT (list-typed keys; duplicates are not appended, and subtracting the
+last value leaves an empty list). Broker keys are refused as Kafka's DynamicBrokerConfig refuses
+them (INVALID_REQUEST): read-only keys, per-broker keys at the cluster default, TLS store keys
+without a listener prefix, values of the wrong type; a key Kafka knows but kwire does not use is
+validated, stored and described. Topic and group keys: unknown names and bad values are
+INVALID_CONFIG with Kafka's messages. message.format.version (Kafka 3.x) is accepted and stored,
+and changes nothing. Changes are ConfigRecords in the metadata log.
+
+Left out: broker logger configs (type 8), client metrics resources (type 16), listener-prefixed
+broker keys (listener.name.X.key), config providers and alter-config policies.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from kwire.config import BROKER_DEFAULTS, TOPIC_CONFIGS, broker_type, validate_topic_config
+from kwire.broker import validate_topic_name
+from kwire.config import BROKER, GROUP, TOPIC
+from kwire.configdef import ConfigError, Type
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
-from kwire.metadata.records import RESOURCE_BROKER, RESOURCE_TOPIC
+from kwire.handlers.config_entries import (
+    DEFAULT_CONFIG, Describer, config_type, describe_topic_entries,
+)
+from kwire.metadata.records import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 
-DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS = 8, 16
+RESOURCE_NAMES = {RESOURCE_TOPIC: "TOPIC", RESOURCE_BROKER: "BROKER", RESOURCE_BROKER_LOGGER: "BROKER_LOGGER",
+                  RESOURCE_CLIENT_METRICS: "CLIENT_METRICS", RESOURCE_GROUP: "GROUP"}
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-LIST_CONFIGS = {"cleanup.policy"}
+OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+# Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: changed at run time only with a listener prefix.
+TLS_STORE_KEYS = {"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+                  "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
+                  "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates"}
 
 
-@dataclass
-class Entry:
-    name: str
-    value: str | None
-    source: int
-    synonyms: list  # [(name, value, source)]
+def _resource(rtype: int, name: str) -> str:
+    return f"ConfigResource(type={RESOURCE_NAMES.get(rtype, 'UNKNOWN')}, name='{name}')"
 
 
-def _str(v) -> str | None:
-    if v is None:
+def _broker_name_error(b, name: str) -> str | None:
+    if name == "":
         return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
+    try:
+        node = int(name)
+    except ValueError:
+        return f"Broker id must be an integer, but it is: {name}"
+    if node != b.node_id:
+        return f"Unexpected broker id, expected {b.node_id} or empty string, but received {name}"
+    return None
 
 
-def config_type(name: str) -> int:
-    """Kafka's ConfigType: BOOLEAN 1, STRING 2, INT 3, SHORT 4, LONG 5, DOUBLE 6, LIST 7."""
-    if name in LIST_CONFIGS:
-        return 7
-    t = TOPIC_CONFIGS[name][2] if name in TOPIC_CONFIGS else broker_type(name)
-    return {bool: 1, str: 2, int: 5, float: 6}.get(t, 2)
-
-
-def describe_topic_entries(b, topic, overrides: dict | None = None) -> list[Entry]:
-    dyn_default = b.image.broker_configs.get("", {})
-    out = []
-    for name, (bkey, dflt, _t) in sorted(TOPIC_CONFIGS.items()):
-        syn = []
-        explicit = overrides if overrides is not None else (topic.configs if topic else {})
-        if name in explicit and explicit[name] is not None:
-            syn.append((name, explicit[name], DYNAMIC_TOPIC_CONFIG))
-        if bkey in dyn_default:
-            syn.append((bkey, dyn_default[bkey], DYNAMIC_DEFAULT_BROKER_CONFIG))
-        if not b.config.is_default(bkey):
-            syn.append((bkey, _str(b.config.get(bkey)), STATIC_BROKER_CONFIG))
-        syn.append((bkey, _str(dflt), DEFAULT_CONFIG))
-        value, source = syn[0][1], syn[0][2]
-        if source == DEFAULT_CONFIG:
-            value = _str(b.config.topic_default(name))
-        out.append(Entry(name, value, source, syn))
-    return out
-
-
-def describe_broker_entries(b, broker_name: str) -> list[Entry]:
-    dyn_node = b.image.broker_configs.get(broker_name, {})
-    dyn_default = b.image.broker_configs.get("", {})
-    out = []
-    for name in sorted(BROKER_DEFAULTS):
-        syn = []
-        if name in dyn_node:
-            syn.append((name, dyn_node[name], DYNAMIC_BROKER_CONFIG))
-        if name in dyn_default:
-            syn.append((name, dyn_default[name], DYNAMIC_DEFAULT_BROKER_CONFIG))
-        if not b.config.is_default(name):
-            syn.append((name, _str(b.config.get(name)), STATIC_BROKER_CONFIG))
-        syn.append((name, _str(BROKER_DEFAULTS[name]), DEFAULT_CONFIG))
-        out.append(Entry(name, syn[0][1], syn[0][2], syn))
-    return out
-
-
+# --------------------------------------------------------------------------- DescribeConfigs
 @handles("DescribeConfigs")
 async def describe_configs(ctx: RequestContext, req):
     b = ctx.broker
@@ -90,89 +69,207 @@ async def describe_configs(ctx: RequestContext, req):
     R = ctx.struct("DescribeConfigsResult")
     C = ctx.struct("DescribeConfigsResourceResult")
     S = ctx.struct("DescribeConfigsSynonym")
+    describer = Describer(b)
+    synonyms = v >= 1 and req.include_synonyms
+    docs = v >= 3 and req.include_documentation
     out = []
     for res in req.resources:
         r = R(error_code=0, error_message=None, resource_type=res.resource_type,
               resource_name=res.resource_name, configs=[])
         out.append(r)
+        name = res.resource_name
         if res.resource_type == RESOURCE_TOPIC:
-            t = b.image.topics.get(res.resource_name)
+            err = validate_topic_name(name)
+            if err:
+                r.error_code, r.error_message = ErrorCode.INVALID_TOPIC_EXCEPTION, err
+                continue
+            t = b.image.topics.get(name)
             if t is None:
                 r.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                r.error_message = f"Topic {res.resource_name} does not exist"
+                r.error_message = f"Topic {name} does not exist"
                 continue
-            entries = describe_topic_entries(b, t)
+            entries = describer.topic_entries(t)
         elif res.resource_type == RESOURCE_BROKER:
-            if res.resource_name not in ("", str(b.node_id)):
-                r.error_code = ErrorCode.INVALID_REQUEST
-                r.error_message = f"Unexpected broker id, expected {b.node_id} or empty string, but received {res.resource_name}"
+            err = _broker_name_error(b, name)
+            if err:
+                r.error_code, r.error_message = ErrorCode.INVALID_REQUEST, err
                 continue
-            entries = describe_broker_entries(b, res.resource_name)
+            entries = describer.broker_entries(name)
+        elif res.resource_type == RESOURCE_GROUP:
+            if not name:
+                r.error_code, r.error_message = ErrorCode.INVALID_REQUEST, "Group name must not be empty"
+                continue
+            entries = describer.group_entries(name)
         else:
             r.error_code = ErrorCode.INVALID_REQUEST
-            r.error_message = f"Unsupported resource type {res.resource_type}"
+            r.error_message = f"Unsupported resource type: {RESOURCE_NAMES.get(res.resource_type, 'UNKNOWN')}"
             continue
-        keys = set(res.configuration_keys) if res.configuration_keys is not None else None
+        keys = set(res.configuration_keys) if res.configuration_keys else None
         for e in entries:
             if keys is not None and e.name not in keys:
                 continue
-            c = C(name=e.name, value=e.value, read_only=False, config_source=e.source,
-                  is_default=e.source == DEFAULT_CONFIG, is_sensitive=False,
-                  config_type=config_type(e.name))
-            if v >= 1 and req.include_synonyms:
+            c = C(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
+                  is_default=e.source == DEFAULT_CONFIG, is_sensitive=e.sensitive, config_type=e.config_type,
+                  documentation=e.doc if docs else None)
+            if synonyms:
                 c.synonyms = [S(name=n, value=val, source=s) for n, val, s in e.synonyms]
             r.configs.append(c)
     return ctx.response(throttle_time_ms=0, results=out)
 
 
-def _check_resource(b, rtype: int, name: str) -> tuple[int, str | None]:
+# --------------------------------------------------------------------------- validation
+class Refused(Exception):
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def _check_resource(b, rtype: int, name: str) -> None:
     if rtype == RESOURCE_TOPIC:
         if name not in b.image.topics:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist"
-        return 0, None
-    if rtype == RESOURCE_BROKER:
-        if name not in ("", str(b.node_id)):
-            return ErrorCode.INVALID_REQUEST, f"Unexpected broker id {name}"
-        return 0, None
-    return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}"
+            raise Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+    elif rtype == RESOURCE_BROKER:
+        err = _broker_name_error(b, name)
+        if err:
+            raise Refused(ErrorCode.INVALID_REQUEST, err)
+    elif rtype == RESOURCE_GROUP:
+        if not name:
+            raise Refused(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+    else:
+        raise Refused(ErrorCode.INVALID_REQUEST,
+                      f"Unsupported resource type: {RESOURCE_NAMES.get(rtype, 'UNKNOWN')}")
 
 
-def _validate(rtype: int, name: str, value: str | None) -> str | None:
+def _table(rtype: int) -> dict:
+    return {RESOURCE_TOPIC: TOPIC, RESOURCE_BROKER: BROKER, RESOURCE_GROUP: GROUP}[rtype]
+
+
+def _validate_broker(b, name: str, changes: dict) -> None:
+    """Kafka's DynamicBrokerConfig.validateConfigs, in its order; INVALID_REQUEST on refusal."""
+    def refuse(msg: str):
+        raise Refused(ErrorCode.INVALID_REQUEST, f"Invalid config value for resource "
+                                                 f"{_resource(RESOURCE_BROKER, name)}: {msg}")
+    unknown = sorted(k for k in changes if k not in BROKER)
+    if unknown:
+        raise Refused(ErrorCode.INVALID_CONFIG, f"Unknown broker config name: {unknown[0]}")
+    read_only = sorted(k for k in changes if not BROKER[k].dynamic)
+    if read_only:
+        refuse(f"Cannot update these configs dynamically: [{', '.join(read_only)}]")
+    tls = sorted(k for k in changes if k in TLS_STORE_KEYS)
+    if tls:
+        refuse("These security configs can be dynamically updated only per-listener using the listener "
+               f"prefix: [{', '.join(tls)}]")
+    for k, v in changes.items():
+        if v is not None:
+            try:
+                BROKER[k].parse(v)
+            except ConfigError as exc:
+                refuse(str(exc))
+    if name == "":
+        per_broker = sorted(k for k in changes if BROKER[k].mode == "per-broker")
+        if per_broker:
+            refuse("Cannot update these configs at default cluster level, broker id must be specified: "
+                   f"[{', '.join(per_broker)}]")
+
+
+def _validate_topic(new: dict) -> None:
+    for k, v in new.items():
+        if k not in TOPIC:
+            raise Refused(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {k}")
+        if v is not None:
+            try:
+                TOPIC[k].parse(v)
+            except ConfigError as exc:
+                raise Refused(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    lo, hi = new.get("min.compaction.lag.ms"), new.get("max.compaction.lag.ms")
+    lo = TOPIC["min.compaction.lag.ms"].parse(lo) if lo is not None else 0
+    hi = TOPIC["max.compaction.lag.ms"].parse(hi) if hi is not None else TOPIC["max.compaction.lag.ms"].default
+    if lo > hi:
+        raise Refused(ErrorCode.INVALID_CONFIG, f"conflict topic config setting min.compaction.lag.ms ({lo}) > "
+                                                f"max.compaction.lag.ms ({hi})")
+
+
+# GroupConfig.validateValues: group key -> (broker key of its minimum, broker key of its maximum)
+_GROUP_BOUNDS = {
+    "consumer.heartbeat.interval.ms": ("group.consumer.min.heartbeat.interval.ms",
+                                       "group.consumer.max.heartbeat.interval.ms"),
+    "consumer.session.timeout.ms": ("group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
+    "share.heartbeat.interval.ms": ("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
+    "share.session.timeout.ms": ("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
+    "share.record.lock.duration.ms": ("group.share.min.record.lock.duration.ms",
+                                      "group.share.max.record.lock.duration.ms"),
+    "streams.heartbeat.interval.ms": ("group.streams.min.heartbeat.interval.ms",
+                                      "group.streams.max.heartbeat.interval.ms"),
+    "streams.session.timeout.ms": ("group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"),
+    "streams.num.standby.replicas": (None, "group.streams.max.standby.replicas"),
+    "streams.task.offset.interval.ms": ("group.streams.min.task.offset.interval.ms", None),
+    **{f"{kind}.assignment.interval.ms": (f"group.{kind}.min.assignment.interval.ms",
+                                          f"group.{kind}.max.assignment.interval.ms")
+       for kind in ("consumer", "share", "streams")},
+}
+
+
+def _validate_group(b, new: dict) -> None:
+    parsed = {}
+    for k, v in new.items():
+        if k not in GROUP:
+            raise Refused(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {k}")
+        if v is not None:
+            try:
+                parsed[k] = GROUP[k].parse(v)
+            except ConfigError as exc:
+                raise Refused(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    eff = {k: parsed.get(k, b.config.get(s.synonyms[0]) if s.synonyms else s.default) for k, s in GROUP.items()}
+    for k, (lo, hi) in _GROUP_BOUNDS.items():
+        if k not in parsed:
+            continue
+        if lo is not None and eff[k] < b.config.get(lo):
+            raise Refused(ErrorCode.INVALID_CONFIG, f"{k} must be greater than or equal to {lo}")
+        if hi is not None and eff[k] > b.config.get(hi):
+            raise Refused(ErrorCode.INVALID_CONFIG, f"{k} must be less than or equal to {hi}")
+    for kind in ("consumer", "share", "streams"):
+        if eff[f"{kind}.session.timeout.ms"] <= eff[f"{kind}.heartbeat.interval.ms"]:
+            raise Refused(ErrorCode.INVALID_CONFIG, f"{kind}.session.timeout.ms must be greater than "
+                                                    f"{kind}.heartbeat.interval.ms")
+
+
+def _current(b, rtype: int, name: str) -> dict[str, str]:
     if rtype == RESOURCE_TOPIC:
-        try:
-            validate_topic_config(name, value)
-        except KeyError:
-            return f"Unknown topic config name: {name}"
-        except ValueError as exc:
-            return str(exc)
-        return None
-    if name not in BROKER_DEFAULTS:
-        return f"Unknown broker config name: {name}"
-    return None
+        return dict(b.image.topics[name].configs)
+    if rtype == RESOURCE_GROUP:
+        return dict(b.image.group_configs.get(name, {}))
+    return dict(b.image.broker_configs.get(name, {}))
 
 
 async def _apply(ctx: RequestContext, req, changes_for):
+    """Validate each resource's changes ({key: new value or None}) and commit them."""
     b = ctx.broker
     R = ctx.struct("AlterConfigsResourceResponse")
     out = []
     for res in req.resources:
         r = R(error_code=0, error_message=None, resource_type=res.resource_type, resource_name=res.resource_name)
         out.append(r)
-        code, msg = _check_resource(b, res.resource_type, res.resource_name)
-        if code:
-            r.error_code, r.error_message = code, msg
+        try:
+            _check_resource(b, res.resource_type, res.resource_name)
+            cur = _current(b, res.resource_type, res.resource_name)
+            changes = changes_for(b, res, cur)
+            if res.resource_type == RESOURCE_BROKER:
+                _validate_broker(b, res.resource_name, {k: v for k, v in changes.items()
+                                                         if v is not None or k in cur})
+            else:
+                new = {**cur, **changes}
+                new = {k: v for k, v in new.items() if v is not None}
+                check = {k: new.get(k) for k in set(changes) | set(new)}
+                if res.resource_type == RESOURCE_TOPIC:
+                    _validate_topic(check)
+                else:
+                    _validate_group(b, check)
+        except Refused as exc:
+            r.error_code, r.error_message = exc.code, exc.message
             continue
-        changes, err = changes_for(b, res)
-        if err:
-            r.error_code, r.error_message = ErrorCode.INVALID_CONFIG, err
+        if req.validate_only:
             continue
-        for k, val in changes.items():
-            err = _validate(res.resource_type, k, val)
-            if err:
-                r.error_code, r.error_message = ErrorCode.INVALID_CONFIG, err
-                break
-        if r.error_code or req.validate_only:
-            continue
+        changes = {k: v for k, v in changes.items() if v is not None or k in cur}
         try:
             await b.set_configs(res.resource_type, res.resource_name, changes)
         except KafkaError as exc:
@@ -180,26 +277,24 @@ async def _apply(ctx: RequestContext, req, changes_for):
     return ctx.response(throttle_time_ms=0, responses=out)
 
 
-def _current(b, rtype: int, name: str) -> dict[str, str]:
-    if rtype == RESOURCE_TOPIC:
-        return dict(b.image.topics[name].configs)
-    return dict(b.image.broker_configs.get(name, {}))
-
-
 @handles("AlterConfigs")
 async def alter_configs(ctx: RequestContext, req):
-    def changes_for(b, res):
+    def changes_for(b, res, cur):
         new = {c.name: c.value for c in res.configs}
-        changes: dict = {k: None for k in _current(b, res.resource_type, res.resource_name) if k not in new}
+        changes: dict = {k: None for k in cur if k not in new}
         changes.update(new)
-        return changes, None
+        return changes
     return await _apply(ctx, req, changes_for)
+
+
+def _list_parts(value: str | None) -> list[str]:
+    return [x for x in (value or "").split(",") if x]
 
 
 @handles("IncrementalAlterConfigs")
 async def incremental_alter_configs(ctx: RequestContext, req):
-    def changes_for(b, res):
-        cur = _current(b, res.resource_type, res.resource_name)
+    def changes_for(b, res, cur):
+        table = _table(res.resource_type)
         changes: dict = {}
         for c in res.configs:
             op = c.config_operation
@@ -208,19 +303,61 @@ async def incremental_alter_configs(ctx: RequestContext, req):
             elif op == DELETE:
                 changes[c.name] = None
             elif op in (APPEND, SUBTRACT):
-                if c.name not in LIST_CONFIGS:
-                    return None, f"Config value append is not allowed for config key: {c.name}"
-                base = changes.get(c.name, cur.get(c.name))
-                if base is None and res.resource_type == RESOURCE_TOPIC:
-                    base = str(b.config.topic_default(c.name))
-                items = [x for x in (base or "").split(",") if x]
-                vals = [x for x in (c.value or "").split(",") if x]
-                if op == APPEND:
-                    items += [x for x in vals if x not in items]
-                else:
-                    items = [x for x in items if x not in vals]
+                spec = table.get(c.name)
+                if spec is None or spec.type is not Type.LIST:
+                    if res.resource_type == RESOURCE_BROKER:   # the broker's own check (ConfigAdminManager)
+                        verb = "append" if op == APPEND else "subtract"
+                        raise Refused(ErrorCode.INVALID_REQUEST,
+                                      f"Config value {verb} is not allowed for config key: {c.name}")
+                    raise Refused(ErrorCode.INVALID_CONFIG,
+                                  f"Can't {OP_NAMES[op]} to key {c.name} because its type is not LIST.")
+                base = changes[c.name] if c.name in changes else cur.get(c.name)
+                if base is None:
+                    dflt = b.config.topic_default(c.name) if res.resource_type == RESOURCE_TOPIC else \
+                        b.config.get(c.name) if res.resource_type == RESOURCE_BROKER else spec.default
+                    base = ",".join(dflt or [])
+                items = _list_parts(base)
+                for x in _list_parts(c.value):
+                    if op == APPEND and x not in items:
+                        items.append(x)
+                    elif op == SUBTRACT and x in items:
+                        items.remove(x)
                 changes[c.name] = ",".join(items)
             else:
-                return None, f"Unknown config operation {op}"
-        return changes, None
+                raise Refused(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
+        return changes
     return await _apply(ctx, req, changes_for)
+
+
+# --------------------------------------------------------------------------- ListConfigResources
+SUPPORTED_LIST_TYPES = (RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS,
+                        RESOURCE_GROUP)
+
+
+@handles("ListConfigResources")
+async def list_config_resources(ctx: RequestContext, req):
+    """v0 (ListClientMetricsResources) lists client metrics resources (kwire has none); v1 lists
+    topics, brokers (and their loggers), client metrics resources and groups with configs,
+    filtered by resource type (empty: all)."""
+    b = ctx.broker
+    C = ctx.struct("ConfigResource")
+    if ctx.version == 0:
+        return ctx.response(throttle_time_ms=0, error_code=0, config_resources=[])
+    types = list(req.resource_types) or list(SUPPORTED_LIST_TYPES)
+    if any(t not in SUPPORTED_LIST_TYPES for t in types):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, config_resources=[])
+    out = []
+    for t in types:
+        if t == RESOURCE_TOPIC:
+            names = sorted(b.image.topics)
+        elif t in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER):
+            names = [str(n) for n in sorted(b.image.brokers)]
+        elif t == RESOURCE_GROUP:
+            names = sorted(g for g, cfgs in b.image.group_configs.items() if cfgs)
+        else:
+            names = []
+        out += [C(resource_name=n, resource_type=t) for n in names]
+    return ctx.response(throttle_time_ms=0, error_code=0, config_resources=out)
+
+
+__all__ = ["config_type", "describe_topic_entries"]

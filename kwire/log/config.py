@@ -1,26 +1,45 @@
-"""Per-log configuration, with Kafka's topic-level names and defaults."""
+"""Per-log configuration: the topic configs a partition log acts on, by their Kafka names.
+
+Each field names its Kafka config (``kafka("segment.bytes")``) and takes its default from the
+one config table (:mod:`kwire.config_keys`); ``LogConfig.from_kafka`` fills the fields from
+a dict of Kafka names (typed values or strings). ``fsync_per_append`` is kwire's broker key
+``log.flush.per.append``.
+"""
 from __future__ import annotations
 
 import dataclasses
 
-LONG_MAX = (1 << 63) - 1
+from kwire.config_keys import BROKER, TOPIC
+from kwire.configdef import LONG_MAX
+
+__all__ = ["LONG_MAX", "LogConfig"]
+
+
+def kafka(name: str):
+    """A LogConfig field that holds Kafka config ``name``, with the table's default."""
+    spec = TOPIC.get(name) or BROKER[name]
+    default = spec.default
+    if isinstance(default, list):
+        return dataclasses.field(default=tuple(default), metadata={"kafka": name})
+    return dataclasses.field(default=default, metadata={"kafka": name})
 
 
 @dataclasses.dataclass(frozen=True)
 class LogConfig:
-    segment_bytes: int = 1 << 30  # segment.bytes / log.segment.bytes
-    segment_ms: int = 7 * 24 * 3600 * 1000  # segment.ms / log.roll.ms
-    segment_index_bytes: int = 10 * 1024 * 1024  # segment.index.bytes
-    index_interval_bytes: int = 4096  # index.interval.bytes
-    retention_ms: int = 7 * 24 * 3600 * 1000  # retention.ms (-1: keep forever)
-    retention_bytes: int = -1  # retention.bytes (-1: no size limit)
-    max_message_bytes: int = 1048588  # max.message.bytes
-    message_timestamp_type: str = "CreateTime"  # message.timestamp.type: CreateTime | LogAppendTime
-    flush_messages: int = LONG_MAX  # flush.messages (default: leave it to the OS)
-    flush_ms: int = LONG_MAX  # flush.ms
-    fsync_per_append: bool = False  # kwire: fdatasync every append before acknowledging
-    file_delete_delay_ms: int = 60000  # file.delete.delay.ms (segments are unlinked at once;
-    # open file objects keep in-flight reads valid, so no delay is needed)
+    segment_bytes: int = kafka("segment.bytes")
+    segment_ms: int = kafka("segment.ms")
+    segment_index_bytes: int = kafka("segment.index.bytes")
+    index_interval_bytes: int = kafka("index.interval.bytes")
+    retention_ms: int = kafka("retention.ms")            # -1: keep for ever
+    retention_bytes: int = kafka("retention.bytes")      # -1: no size limit
+    max_message_bytes: int = kafka("max.message.bytes")
+    message_timestamp_type: str = kafka("message.timestamp.type")   # CreateTime | LogAppendTime
+    flush_messages: int = kafka("flush.messages")        # default: leave it to the OS
+    flush_ms: int = kafka("flush.ms")
+    fsync_per_append: bool = kafka("log.flush.per.append")   # kwire: fdatasync before acknowledging
+    # file.delete.delay.ms: segments are unlinked at once; open file objects keep in-flight
+    # reads valid, so no delay is needed
+    file_delete_delay_ms: int = kafka("file.delete.delay.ms")
 
     def __post_init__(self) -> None:
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
@@ -38,24 +57,19 @@ class LogConfig:
 
     @classmethod
     def from_kafka(cls, props: dict[str, object], base: "LogConfig | None" = None) -> "LogConfig":
-        """Build from Kafka topic config names (segment.bytes, retention.ms, ...)."""
+        """Build from Kafka config names (segment.bytes, retention.ms, ...); values may be typed
+        or strings (parsed by the config table). Names a log does not use are ignored."""
         base = base or cls()
-        names = {
-            "segment.bytes": ("segment_bytes", int),
-            "segment.ms": ("segment_ms", int),
-            "segment.index.bytes": ("segment_index_bytes", int),
-            "index.interval.bytes": ("index_interval_bytes", int),
-            "retention.ms": ("retention_ms", int),
-            "retention.bytes": ("retention_bytes", int),
-            "max.message.bytes": ("max_message_bytes", int),
-            "message.timestamp.type": ("message_timestamp_type", str),
-            "flush.messages": ("flush_messages", int),
-            "flush.ms": ("flush_ms", int),
-            "file.delete.delay.ms": ("file_delete_delay_ms", int),
-        }
         changes = {}
-        for key, value in props.items():
-            if key in names and value is not None:
-                attr, conv = names[key]
-                changes[attr] = conv(value)
+        for f in _FIELDS:
+            name = f.metadata["kafka"]
+            value = props.get(name)
+            if value is None:
+                continue
+            if isinstance(value, str):
+                value = (TOPIC.get(name) or BROKER[name]).parse(value)
+            changes[f.name] = tuple(value) if isinstance(value, list) else value
         return dataclasses.replace(base, **changes)
+
+
+_FIELDS = [f for f in dataclasses.fields(LogConfig) if "kafka" in f.metadata]

@@ -46,6 +46,7 @@ class MetadataImage:
         self.topics: dict[str, TopicImage] = {}
         self.topics_by_id: dict[uuid.UUID, TopicImage] = {}
         self.broker_configs: dict[str, dict[str, str]] = {}  # resource name ("" = cluster default)
+        self.group_configs: dict[str, dict[str, str]] = {}   # group id -> its configs
         self.features: dict[str, int] = {}
         self.next_producer_id = 0
         self.offset = -1  # the last applied record offset
@@ -98,10 +99,13 @@ class MetadataImage:
                         t.configs.pop(obj.name, None)
                     else:
                         t.configs[obj.name] = obj.value
-            elif obj.resource_type == R.RESOURCE_BROKER:
-                d = self.broker_configs.setdefault(obj.resource_name, {})
+            elif obj.resource_type in (R.RESOURCE_BROKER, R.RESOURCE_GROUP):
+                by_name = self.broker_configs if obj.resource_type == R.RESOURCE_BROKER else self.group_configs
+                d = by_name.setdefault(obj.resource_name, {})
                 if obj.value is None:
                     d.pop(obj.name, None)
+                    if not d and obj.resource_type == R.RESOURCE_GROUP:
+                        del by_name[obj.resource_name]
                 else:
                     d[obj.name] = obj.value
         elif msg is R.FEATURE_LEVEL:
@@ -141,9 +145,10 @@ def image_records(image: MetadataImage) -> list:
                 partition_epoch=p.partition_epoch)))
         for k, v in sorted(t.configs.items()):
             out.append((R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_TOPIC, resource_name=t.name, name=k, value=v)))
-    for res, configs in sorted(image.broker_configs.items()):
-        for k, v in sorted(configs.items()):
-            out.append((R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_BROKER, resource_name=res, name=k, value=v)))
+    for rtype, by_name in ((R.RESOURCE_BROKER, image.broker_configs), (R.RESOURCE_GROUP, image.group_configs)):
+        for res, configs in sorted(by_name.items()):
+            for k, v in sorted(configs.items()):
+                out.append((R.CONFIG, R.CONFIG.cls(resource_type=rtype, resource_name=res, name=k, value=v)))
     if image.next_producer_id:
         out.append((R.PRODUCER_IDS, R.PRODUCER_IDS.cls(broker_id=-1, broker_epoch=-1,
                                                        next_producer_id=image.next_producer_id)))

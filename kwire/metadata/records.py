@@ -81,6 +81,7 @@ BY_TYPE: dict[int, Message] = {m.type_id: m for m in (  # type: ignore[attr-defi
 # ConfigResource types, as in Kafka's ConfigResource.Type
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+RESOURCE_GROUP = 32
 
 
 def encode_record(msg: Message, obj) -> bytes:
