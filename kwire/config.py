@@ -48,6 +48,13 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "auto.create.topics.enable": True,
     "delete.topic.enable": True,
     "socket.request.max.bytes": 104857600,
+    # connection limits (kwire/server.py); request.timeout.ms: patience for a half-sent request
+    "max.connections": 2147483647,
+    "max.connections.per.ip": 2147483647,
+    "max.connections.per.ip.overrides": "",
+    "connections.max.idle.ms": 600000,
+    "queued.max.requests": 500,
+    "request.timeout.ms": 30000,
     "log.retention.check.interval.ms": 300000,
     "offsets.topic.num.partitions": 50,
     "offsets.topic.replication.factor": 1,
