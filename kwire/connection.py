@@ -137,7 +137,11 @@ class KafkaConnection:
             return self._close(f"unknown api key {exc.api_key}", getattr(exc, "header", None))
         except CodecError as exc:
             hdr = getattr(exc, "header", None)
-            what = f"{FR.APIS[hdr.api_key].name} v{hdr.api_version}" if hdr else "request"
+            try:
+                key, version, _ = FR.peek_header(frame)
+                what = f"{FR.APIS[key].name} v{version}"
+            except (CodecError, KeyError):
+                what = "request"
             return self._close(f"malformed {what}: {exc}", hdr)
         except Exception as exc:  # noqa: BLE001 - a decoder bug is this connection's problem only
             hdr = getattr(exc, "header", None)

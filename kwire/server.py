@@ -135,9 +135,6 @@ class KafkaServer:
     def _refusal(self, host: str) -> str | None:
         """Why a new connection from ``host`` must be refused, or None."""
         cfg = self.broker.config
-        limit = int(cfg.get("max.connections"))
-        if len(self.connections) >= limit:
-            return f"the broker has the configured maximum of {limit} connections (max.connections)"
         per_ip = int(cfg.get("max.connections.per.ip"))
         overrides = cfg.get("max.connections.per.ip.overrides")
         if overrides:
@@ -147,6 +144,9 @@ class KafkaServer:
                 log.warning("ignoring max.connections.per.ip.overrides: %s", exc)
         if self._per_ip[host] >= per_ip:
             return f"address {host} already has the configured maximum of {per_ip} connections"
+        limit = int(cfg.get("max.connections"))
+        if len(self.connections) >= limit:
+            return f"the broker has the configured maximum of {limit} connections (max.connections)"
         return None
 
     async def serve_connection(self, stream, peer: str | None = None) -> None:
