@@ -102,7 +102,7 @@ class KafkaServer:
     async def start_background(self, nursery) -> None:
         """Background duties: retention checks, group timeouts (as they land)."""
         nursery.start_soon(self._retention_loop)
-        self.groups_edge = await start_groups(self.broker, nursery)  # replay before serving
+        await start_groups(self.broker, nursery)  # replay before serving
 
     async def _retention_loop(self) -> None:
         interval = int(self.broker.config.get("log.retention.check.interval.ms")) / 1000
@@ -243,7 +243,7 @@ class KafkaServer:
                 f"client {hdr.client_id!r}) from {conn.peer}")
         if isinstance(exc, KafkaError):
             code = exc.code
-            log.warning("%s failed: %s: %s", what, ErrorCode(code).name, exc)
+            log.warning("%s failed: %s: %s", what, _code_name(code), exc)
         else:
             code = ErrorCode.UNKNOWN_SERVER_ERROR
             log.error("%s failed; answering UNKNOWN_SERVER_ERROR", what, exc_info=exc)

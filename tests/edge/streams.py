@@ -25,7 +25,9 @@ async def open_server(data_dir, **overrides):
     try:
         async with trio.open_nursery() as nursery:
             await broker.open(nursery)
-            yield Harness(KafkaServer(broker), nursery)
+            server = KafkaServer(broker)
+            await server.start_background(nursery)
+            yield Harness(server, nursery)
             nursery.cancel_scope.cancel()
     finally:
         broker.close()
