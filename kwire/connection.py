@@ -74,12 +74,13 @@ class KafkaConnection:
     """The server side of one connection. ``serves(api_key, version)`` says which requests a
     handler exists for (None: every version our schemas know)."""
 
-    __slots__ = ("peer", "requests", "_decoder", "_serves", "_closed", "_eof", "__weakref__")
+    __slots__ = ("peer", "requests", "reading_since", "_decoder", "_serves", "_closed", "_eof", "__weakref__")
 
     def __init__(self, max_frame_size: int = FR.DEFAULT_MAX_FRAME, *, max_queued: int | None = None,
                  serves: Callable[[int, int], bool] | None = None, peer: str = "?"):
         self.peer = peer
         self.requests = 0  # requests taken so far
+        self.reading_since: float | None = None  # set by the edge's read loop (kwire.net.pump)
         self._decoder = FrameDecoder(max_frame_size, max_queued)
         self._serves = serves
         self._closed: Close | None = None
@@ -189,10 +190,11 @@ class Response:
 class KafkaClientConnection:
     """The client side of one connection: requests out, responses (in any order) back."""
 
-    __slots__ = ("client_id", "_decoder", "_pending", "_corr")
+    __slots__ = ("client_id", "reading_since", "_decoder", "_pending", "_corr")
 
     def __init__(self, client_id: str | None = "kwire", max_frame_size: int = FR.DEFAULT_MAX_FRAME):
         self.client_id = client_id
+        self.reading_since: float | None = None
         self._decoder = FrameDecoder(max_frame_size)
         self._pending: dict[int, tuple[Api, int]] = {}
         self._corr = 0

@@ -7,7 +7,6 @@ with ``os.sendfile`` where the stream has a socket, as plain bytes where it has 
 from __future__ import annotations
 
 import errno
-import math
 import os
 import socket
 from typing import Any, Awaitable, Callable
@@ -19,11 +18,7 @@ from kwire.codec.frame import NEED_DATA
 RECV_SIZE = 256 * 1024
 COALESCE_LIMIT = 64 * 1024
 
-__all__ = ["RECV_SIZE", "ReadTimeout", "set_nodelay", "peer_name", "pump", "send_parts"]
-
-
-class ReadTimeout(Exception):
-    """The peer sent nothing for too long (idle, or stalled inside a request)."""
+__all__ = ["RECV_SIZE", "set_nodelay", "peer_name", "pump", "send_parts"]
 
 
 def set_nodelay(stream) -> None:
@@ -53,30 +48,28 @@ def peer_name(stream) -> str:
 
 
 async def pump(stream, conn, next_event: Callable[[], Any], on_event: Callable[[Any], Awaitable[Any]], *,
-               recv_size: int = RECV_SIZE, idle_s: float = math.inf, partial_s: float = math.inf) -> None:
+               recv_size: int = RECV_SIZE) -> None:
     """The one read loop: take ``next_event()`` until it says NEED_DATA, then read from
     ``stream`` into ``conn.receive_data``. Each event goes to ``on_event``; a true result ends
     the loop. Nothing is read while an event is being handled, so a peer that sends faster
-    than it is answered is held back by TCP (backpressure). Reading waits at most ``idle_s``
-    between requests and ``partial_s`` inside one (a peer that stops mid-frame), then raises
-    :class:`ReadTimeout`."""
+    than it is answered is held back by TCP (backpressure).
+
+    ``conn.reading_since`` is the Trio time since which the loop has waited for the peer
+    without being given a whole request (reset by every chunk received: progress), or None
+    while an event is being handled; a watchdog (KafkaServer's) times connections out by it,
+    so the read itself carries no deadline of its own."""
+    current_time = trio.current_time
     while True:
         ev = next_event()
         if ev is not NEED_DATA:
+            conn.reading_since = None
             if await on_event(ev):
                 return
             continue
-        partial = conn.partial
-        wait = partial_s if partial else idle_s
-        if wait == math.inf:
-            data = await stream.receive_some(recv_size)
-        else:
-            data = None
-            with trio.move_on_after(wait):
-                data = await stream.receive_some(recv_size)
-            if data is None:
-                what = "sent part of a request, then nothing" if partial else "idle"
-                raise ReadTimeout(f"{what} for {wait:g} s")
+        if conn.reading_since is None:
+            conn.reading_since = current_time()
+        data = await stream.receive_some(recv_size)
+        conn.reading_since = None  # progress: the wait starts again from here
         conn.receive_data(data)
 
 

@@ -18,8 +18,9 @@ arrives, so altering them applies to new connections): ``max.connections``,
 connection beyond them is closed at once, with one log line naming the peer;
 ``connections.max.idle.ms``: a connection with no request for that long is closed;
 ``request.timeout.ms`` (30 s): a peer that sent part of a request and then nothing for that
-long is dropped (the wait restarts with every byte received, so a slow upload that keeps
-moving is not); ``queued.max.requests``: at most that many complete requests are split out of
+long is dropped (the wait restarts with every chunk received, so a slow upload that keeps
+moving is not). One watchdog task checks both every tenth of the shorter limit (at most every
+second), instead of a deadline on every read, which would cost every request; ``queued.max.requests``: at most that many complete requests are split out of
 what one connection sent ahead of being answered, and nothing more is read from it until
 they are (backpressure, not an error). Accepting past the open-file limit (EMFILE) is
 Trio's ``serve_listeners``' business: it logs and sleeps 0.1 s, and the listener lives on.
@@ -43,7 +44,7 @@ from kwire.connection import CLOSED, Close, KafkaConnection, Reply, Request
 from kwire.groups.edge import start_groups
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import REGISTRY, RequestContext, load_all
-from kwire.net import ReadTimeout, peer_name, pump, send_parts, set_nodelay
+from kwire.net import peer_name, pump, send_parts, set_nodelay
 
 log = logging.getLogger("kwire.server")
 request_log = logging.getLogger("kwire.requests")
@@ -91,7 +92,8 @@ class KafkaServer:
     def __init__(self, broker):
         self.broker = broker
         load_all()
-        self.connections: set[KafkaConnection] = set()
+        self.connections: dict[KafkaConnection, trio.CancelScope] = {}
+        self._timed_out: dict[KafkaConnection, str] = {}
         self._per_ip: Counter = Counter()
         self.in_flight = 0  # requests being handled right now, across connections
         self._idle: trio.Event | None = None
@@ -117,9 +119,35 @@ class KafkaServer:
         """Accept connections until drain(). Connection tasks run in a nursery of their own
         (``handler_nursery`` is not used: a connection must never reach the broker's)."""
         async with trio.open_nursery() as connections:
+            connections.start_soon(self.watch_connections)
             with self._accepting:
                 await trio.serve_listeners(self.serve_connection, listeners, handler_nursery=connections)
             # not accepting any more; the connections live on until the broker's nursery ends
+
+    async def watch_connections(self) -> None:
+        """The watchdog of connections.max.idle.ms and request.timeout.ms: closes a connection
+        that has waited that long for a request (idle), or for the rest of one it started
+        (stalled). Runs every tenth of the shorter limit (at most every second), so a
+        connection goes within that much past its limit; reading carries no deadline itself
+        (a deadline per read would cost every request)."""
+        while True:
+            cfg = self.broker.config
+            idle_s = _seconds(cfg.get("connections.max.idle.ms"))
+            partial_s = _seconds(cfg.get("request.timeout.ms"))
+            await trio.sleep(max(0.01, min(1.0, idle_s / 10, partial_s / 10)))
+            now = trio.current_time()
+            for conn, scope in self.connections.items():
+                since = conn.reading_since
+                if since is None:
+                    continue  # a request is being handled
+                if conn.partial:
+                    if now - since >= partial_s:
+                        self._timed_out[conn] = (f"sent part of a request, then nothing for {now - since:.1f} s "
+                                                 f"(request.timeout.ms)")
+                        scope.cancel()
+                elif now - since >= idle_s:
+                    self._timed_out[conn] = f"idle for {now - since:.1f} s (connections.max.idle.ms)"
+                    scope.cancel()
 
     async def drain(self, grace_s: float = 5.0) -> None:
         """Graceful shutdown: stop accepting, then let in-flight requests finish (at most
@@ -163,7 +191,8 @@ class KafkaServer:
         cfg = self.broker.config
         conn = KafkaConnection(int(cfg.get("socket.request.max.bytes")), max_queued=int(cfg.get("queued.max.requests")),
                                serves=_serves, peer=peer)
-        self.connections.add(conn)
+        scope = trio.CancelScope()
+        self.connections[conn] = scope
         self._per_ip[host] += 1
         log.debug("connection from %s", peer)
 
@@ -183,19 +212,20 @@ class KafkaServer:
             raise _CloseConnection(ev.reason)
 
         try:
-            await pump(stream, conn, conn.next_request, on_event,
-                       idle_s=_seconds(cfg.get("connections.max.idle.ms")),
-                       partial_s=_seconds(cfg.get("request.timeout.ms")))
+            with scope:
+                await pump(stream, conn, conn.next_request, on_event)
+            if scope.cancelled_caught:
+                reason = self._timed_out.pop(conn, "timed out")
+                (log.info if conn.partial else log.debug)("closing connection from %s: %s", peer, reason)
         except _CloseConnection as exc:
             log.warning("closing connection from %s: %s", peer, exc)
-        except ReadTimeout as exc:
-            (log.info if conn.partial else log.debug)("closing connection from %s: %s", peer, exc)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as exc:
             log.debug("connection from %s lost: %s", peer, exc)
         except Exception:  # noqa: BLE001 - the error boundary: this connection ends, the broker does not
             log.exception("closing connection from %s after an unexpected error", peer)
         finally:
-            self.connections.discard(conn)
+            del self.connections[conn]
+            self._timed_out.pop(conn, None)
             self._per_ip[host] -= 1
             if self._per_ip[host] <= 0:
                 del self._per_ip[host]

@@ -27,6 +27,7 @@ async def open_server(data_dir, **overrides):
             await broker.open(nursery)
             server = KafkaServer(broker)
             await server.start_background(nursery)
+            nursery.start_soon(server.watch_connections)  # accept() starts it in a served broker
             yield Harness(server, nursery)
             nursery.cancel_scope.cancel()
     finally:

@@ -132,7 +132,7 @@ def test_idle_connections_are_closed_after_connections_max_idle_ms(tmp_path):
                 await trio.sleep(6)
                 assert (await busy.request("ApiVersions", 3, client_software_name="t",
                                            client_software_version="1")).error_code == 0
-            assert len(closed_at) == 1 and 10 <= closed_at[0] < 10.5
+            assert len(closed_at) == 1 and 10 <= closed_at[0] <= 11  # the watchdog looks every second
             assert len(h.server.connections) == 1
     run(main)
 
@@ -148,7 +148,7 @@ def test_a_stalled_half_request_is_dropped_but_a_slow_moving_one_is_not(tmp_path
             async with trio.open_nursery() as n:
                 async def watch():
                     assert await closed_by_server(stalled)
-                    assert 30 <= trio.current_time() - t0 < 31
+                    assert 30 <= trio.current_time() - t0 <= 31
                 n.start_soon(watch)
                 slow.conn.send_request(METADATA, 12, METADATA.request.cls(topics=[]), correlation_id=9)
                 for i in range(len(frame)):  # one byte every 20 s: slow, but moving
