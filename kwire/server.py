@@ -242,7 +242,7 @@ class KafkaServer:
             try:
                 if self.fault_hook is not None:
                     resp = await self.fault_hook(ctx, req.body)
-                    if resp == "drop":
+                    if isinstance(resp, str):  # "drop"
                         raise _CloseConnection("fault injection: dropped")
                 if resp is None:
                     resp = await REGISTRY[hdr.api_key].fn(ctx, req.body)
