@@ -267,3 +267,35 @@ def test_api_versions_fallback_is_logged_too(tmp_path, caplog, version):
         run(main)
     assert any("ApiVersions v9" in r.getMessage() and "UNSUPPORTED_VERSION" in r.getMessage()
                for r in caplog.records)
+
+
+def test_failures_outside_handlers_end_only_their_connection(tmp_path, monkeypatch, caplog):
+    """An answer that cannot be encoded, or a write that fails in an unexpected way, closes
+    that connection with a log line; the broker's nursery and other connections go on."""
+    import kwire.server as S
+
+    def bad_encode(req, body):
+        raise TypeError("cannot encode")
+
+    async def bad_write(stream, parts):
+        raise ValueError("unexpected failure while writing")
+
+    async def main():
+        async with open_server(tmp_path) as h:
+            good = Client(h.connect(peer="10.0.0.1:1"))
+            for peer, target, replacement in [("10.0.0.2:1", S.KafkaConnection, ("send_response", staticmethod(bad_encode))),
+                                              ("10.0.0.3:1", S, ("send_parts", bad_write))]:
+                victim = Client(h.connect(peer=peer))
+                with monkeypatch.context() as m:
+                    m.setattr(target, *replacement)
+                    _, data = victim.conn.send_request(METADATA, 12, METADATA.request.cls(topics=[]))
+                    await victim.stream.send_all(data)
+                    assert await closed_by_server(victim.stream)
+                r = await good.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+                assert r.error_code == 0
+            assert len(h.server.connections) == 1
+    with caplog.at_level(logging.WARNING, logger="kwire.server"):
+        run(main)
+    msgs = [r.getMessage() for r in caplog.records]
+    assert any("so did its error answer" in m and "10.0.0.2:1" in m for m in msgs)
+    assert any("after an unexpected error" in m and "10.0.0.3:1" in m for m in msgs)
