@@ -68,8 +68,6 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
         async with trio.open_nursery() as nursery:
             await broker.open(nursery, controller_listeners, raft_config)
             server = KafkaServer(broker)
-            server.listeners = listeners
-            server.nursery = nursery
             await server.start_background(nursery)
             nursery.start_soon(server.accept, listeners, nursery)
             log.info("kwire broker %d serving on %s:%d (advertised %s:%d), data in %s",

@@ -1,38 +1,89 @@
-"""The Trio edge: accept loop, one task per connection, requests handled and answered in
-order (Kafka handles one request per connection at a time), errors turned into Kafka
-error codes or a clean close with a log line naming the peer and the reason.
+"""The Trio edge of the client listener: accept loop, one task per connection, requests
+handled and answered in order (Kafka handles one request per connection at a time).
+
+Each connection is a sans-I/O :class:`kwire.connection.KafkaConnection` fed by the one read
+loop of kwire.net. Errors are converted here, once:
+- a handler that raises (a bug, an OSError, an internal KafkaError) is logged once with the
+  peer, API, version, correlation id and client id, and the request is answered in its
+  response's shape: the exception's code for a KafkaError, UNKNOWN_SERVER_ERROR (-1) for
+  anything else (Kafka's ``AbstractRequest.getErrorResponse``); where the response has no
+  error code (or for Produce with acks=0, which expects no answer) the connection is closed;
+- a frame that cannot be served closes its connection with a log line naming the peer.
+Either way the broker and every other connection keep running: connection tasks live in a
+nursery of their own, and nothing but cancellation leaves a connection task.
+
+Limits, with Kafka's names and defaults (read from the broker config when a connection
+arrives, so altering them applies to new connections): ``max.connections``,
+``max.connections.per.ip`` and ``max.connections.per.ip.overrides`` (``host:n,...``): a
+connection beyond them is closed at once, with one log line naming the peer;
+``connections.max.idle.ms``: a connection with no request for that long is closed;
+``request.timeout.ms`` (30 s): a peer that sent part of a request and then nothing for that
+long is dropped (the wait restarts with every chunk received, so a slow upload that keeps
+moving is not). One watchdog task checks both every tenth of the shorter limit (at most every
+second), instead of a deadline on every read, which would cost every request; ``queued.max.requests``: at most that many complete requests are split out of
+what one connection sent ahead of being answered, and nothing more is read from it until
+they are (backpressure, not an error). Accepting past the open-file limit (EMFILE) is
+Trio's ``serve_listeners``' business: it logs and sleeps 0.1 s, and the listener lives on.
+
+One DEBUG line per request on the logger ``kwire.requests`` (API, version, correlation id,
+client id, peer, size, time taken, non-zero error codes of the response); when that level is
+off, a request costs one ``isEnabledFor`` check.
 """
 from __future__ import annotations
 
-import errno
 import logging
-import os
-import socket
-from typing import Any
+import math
+import time
+from collections import Counter
 
 import trio
 
-from kwire.codec import frame as FR
-from kwire.codec.frame import NEED_DATA, FrameDecoder
+from kwire.codec.apis import APIS
+from kwire.codec.error_response import error_codes, error_response, has_error_code
+from kwire.connection import CLOSED, Close, KafkaConnection, Reply, Request
 from kwire.groups.edge import start_groups
-from kwire.errors import CodecError, ErrorCode, FrameTooLarge, KafkaError, UnknownApiKey, UnsupportedVersion
+from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import REGISTRY, RequestContext, load_all
+from kwire.net import peer_name, pump, send_parts, set_nodelay
 
 log = logging.getLogger("kwire.server")
+request_log = logging.getLogger("kwire.requests")
 
-RECV_SIZE = 256 * 1024
-COALESCE_LIMIT = 64 * 1024
+_DEBUG = logging.DEBUG
+_PRODUCE_KEY = 0
 
 
-class Connection:
-    __slots__ = ("stream", "peer", "server", "closed", "requests")
+def _serves(api_key: int, version: int) -> bool:
+    h = REGISTRY.get(api_key)
+    return h is not None and h.min_version <= version <= h.max_version
 
-    def __init__(self, stream, peer: str, server: "KafkaServer"):
-        self.stream = stream
-        self.peer = peer
-        self.server = server
-        self.closed = False
-        self.requests = 0
+
+def parse_ip_overrides(text: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:n,host:n`` (an IPv6 host may be bracketed)."""
+    out: dict[str, int] = {}
+    for item in str(text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, n = item.rpartition(":")
+        if not sep or not host:
+            raise ValueError(f"max.connections.per.ip.overrides entry {item!r} is not host:count")
+        out[host.strip("[]")] = int(n)
+    return out
+
+
+def _peer_host(peer: str) -> str:
+    host = peer.rpartition(":")[0] if ":" in peer else peer
+    return host.strip("[]")
+
+
+def _seconds(ms) -> float:
+    ms = int(ms)
+    return math.inf if ms < 0 else ms / 1000
+
+
+class _CloseConnection(Exception):
+    pass
 
 
 class KafkaServer:
@@ -41,10 +92,9 @@ class KafkaServer:
     def __init__(self, broker):
         self.broker = broker
         load_all()
-        self.max_frame = int(broker.config.get("socket.request.max.bytes"))
-        self.connections: set[Connection] = set()
-        self.listeners: list[trio.SocketListener] = []
-        self.nursery = None
+        self.connections: dict[KafkaConnection, trio.CancelScope] = {}
+        self._timed_out: dict[KafkaConnection, str] = {}
+        self._per_ip: Counter = Counter()
         self.in_flight = 0  # requests being handled right now, across connections
         self._idle: trio.Event | None = None
         self._accepting = trio.CancelScope()
@@ -54,7 +104,7 @@ class KafkaServer:
     async def start_background(self, nursery) -> None:
         """Background duties: retention checks, group timeouts (as they land)."""
         nursery.start_soon(self._retention_loop)
-        self.groups_edge = await start_groups(self.broker, nursery)  # replay before serving
+        await start_groups(self.broker, nursery)  # replay before serving
 
     async def _retention_loop(self) -> None:
         interval = int(self.broker.config.get("log.retention.check.interval.ms")) / 1000
@@ -65,10 +115,39 @@ class KafkaServer:
             except Exception:  # noqa: BLE001 - a failed pass must not stop the broker
                 log.exception("retention pass failed")
 
-    async def accept(self, listeners, handler_nursery) -> None:
-        """Accept connections until drain(); connection tasks live in ``handler_nursery``."""
-        with self._accepting:
-            await trio.serve_listeners(self._handle, listeners, handler_nursery=handler_nursery)
+    async def accept(self, listeners, handler_nursery=None) -> None:
+        """Accept connections until drain(). Connection tasks run in a nursery of their own
+        (``handler_nursery`` is not used: a connection must never reach the broker's)."""
+        async with trio.open_nursery() as connections:
+            connections.start_soon(self.watch_connections)
+            with self._accepting:
+                await trio.serve_listeners(self.serve_connection, listeners, handler_nursery=connections)
+            # not accepting any more; the connections live on until the broker's nursery ends
+
+    async def watch_connections(self) -> None:
+        """The watchdog of connections.max.idle.ms and request.timeout.ms: closes a connection
+        that has waited that long for a request (idle), or for the rest of one it started
+        (stalled). Runs every tenth of the shorter limit (at most every second), so a
+        connection goes within that much past its limit; reading carries no deadline itself
+        (a deadline per read would cost every request)."""
+        while True:
+            cfg = self.broker.config
+            idle_s = _seconds(cfg.get("connections.max.idle.ms"))
+            partial_s = _seconds(cfg.get("request.timeout.ms"))
+            await trio.sleep(max(0.01, min(1.0, idle_s / 10, partial_s / 10)))
+            now = trio.current_time()
+            for conn, scope in self.connections.items():
+                since = conn.reading_since
+                if since is None:
+                    continue  # a request is being handled
+                if conn.partial:
+                    if now - since >= partial_s:
+                        self._timed_out[conn] = (f"sent part of a request, then nothing for {now - since:.1f} s "
+                                                 f"(request.timeout.ms)")
+                        scope.cancel()
+                elif now - since >= idle_s:
+                    self._timed_out[conn] = f"idle for {now - since:.1f} s (connections.max.idle.ms)"
+                    scope.cancel()
 
     async def drain(self, grace_s: float = 5.0) -> None:
         """Graceful shutdown: stop accepting, then let in-flight requests finish (at most
@@ -81,160 +160,146 @@ class KafkaServer:
         log.info("stopped accepting; %d requests still in flight at shutdown", self.in_flight)
 
     # ---------------------------------------------------------------- connections
-    async def _handle(self, stream: trio.SocketStream) -> None:
-        try:
-            peer_addr = stream.socket.getpeername()
-            peer = f"{peer_addr[0]}:{peer_addr[1]}"
-        except OSError:
-            peer = "?"
-        try:
-            stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass
-        conn = Connection(stream, peer, self)
-        self.connections.add(conn)
+    def _refusal(self, host: str) -> str | None:
+        """Why a new connection from ``host`` must be refused, or None."""
+        cfg = self.broker.config
+        per_ip = int(cfg.get("max.connections.per.ip"))
+        overrides = cfg.get("max.connections.per.ip.overrides")
+        if overrides:
+            try:
+                per_ip = parse_ip_overrides(overrides).get(host, per_ip)
+            except ValueError as exc:
+                log.warning("ignoring max.connections.per.ip.overrides: %s", exc)
+        if self._per_ip[host] >= per_ip:
+            return f"address {host} already has the configured maximum of {per_ip} connections"
+        limit = int(cfg.get("max.connections"))
+        if len(self.connections) >= limit:
+            return f"the broker has the configured maximum of {limit} connections (max.connections)"
+        return None
+
+    async def serve_connection(self, stream, peer: str | None = None) -> None:
+        """Serve one connection until it closes. Never raises (except Cancelled): whatever
+        goes wrong ends this connection only."""
+        peer = peer or peer_name(stream)
+        host = _peer_host(peer)
+        refused = self._refusal(host)
+        if refused is not None:
+            log.info("refusing connection from %s: %s", peer, refused)
+            await trio.aclose_forcefully(stream)
+            return
+        set_nodelay(stream)
+        cfg = self.broker.config
+        conn = KafkaConnection(int(cfg.get("socket.request.max.bytes")), max_queued=int(cfg.get("queued.max.requests")),
+                               serves=_serves, peer=peer)
+        scope = trio.CancelScope()
+        self.connections[conn] = scope
+        self._per_ip[host] += 1
         log.debug("connection from %s", peer)
-        decoder = FrameDecoder(self.max_frame)
+
+        async def on_event(ev) -> bool:
+            if ev.__class__ is Request:
+                await self._process(stream, conn, ev)
+                return False
+            if ev is CLOSED:
+                log.debug("connection from %s closed by peer after %d requests", peer, conn.requests)
+                return True
+            if ev.__class__ is Reply:
+                if request_log.isEnabledFor(_DEBUG):
+                    self._log_request(conn, ev.header, ev.size, 0.0, Counter({ErrorCode.UNSUPPORTED_VERSION: 1}))
+                await send_parts(stream, ev.parts)
+                return False
+            assert ev.__class__ is Close
+            raise _CloseConnection(ev.reason)
+
         try:
-            while True:
-                data = await stream.receive_some(RECV_SIZE)
-                if not data:
-                    log.debug("connection from %s closed by peer after %d requests", peer, conn.requests)
-                    return
-                decoder.feed(data)
-                while True:
-                    frame = decoder.next_frame()
-                    if frame is NEED_DATA:
-                        break
-                    conn.requests += 1
-                    self.in_flight += 1
-                    try:
-                        await self._process(conn, frame)
-                    finally:
-                        self.in_flight -= 1
-                        if not self.in_flight and self._idle is not None:
-                            self._idle.set()
-                    if conn.closed:
-                        return
-        except FrameTooLarge as exc:
-            log.warning("closing connection from %s: %s", peer, exc)
-        except CodecError as exc:
-            log.warning("closing connection from %s: malformed frame: %s", peer, exc)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as exc:
-            log.debug("connection from %s lost: %s", peer, exc)
+            with scope:
+                await pump(stream, conn, conn.next_request, on_event)
+            if scope.cancelled_caught:
+                reason = self._timed_out.pop(conn, "timed out")
+                (log.info if conn.partial else log.debug)("closing connection from %s: %s", peer, reason)
         except _CloseConnection as exc:
             log.warning("closing connection from %s: %s", peer, exc)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as exc:
+            log.debug("connection from %s lost: %s", peer, exc)
+        except Exception:  # noqa: BLE001 - the error boundary: this connection ends, the broker does not
+            log.exception("closing connection from %s after an unexpected error", peer)
         finally:
-            self.connections.discard(conn)
-            conn.closed = True
+            del self.connections[conn]
+            self._timed_out.pop(conn, None)
+            self._per_ip[host] -= 1
+            if self._per_ip[host] <= 0:
+                del self._per_ip[host]
             await trio.aclose_forcefully(stream)
 
-    async def _process(self, conn: Connection, frame: bytes) -> None:
-        try:
-            req = FR.decode_request(frame)
-        except UnsupportedVersion as exc:
-            hdr = exc.header  # type: ignore[attr-defined]
-            if exc.api_key == FR.API_VERSIONS_KEY:
-                await self._send(conn, self._api_versions_fallback(hdr.correlation_id))
-                return
-            raise _CloseConnection(f"unsupported version {exc.version} of api key {exc.api_key} "
-                                   f"(client {hdr.client_id!r})") from None
-        except UnknownApiKey as exc:
-            raise _CloseConnection(f"unknown api key {exc.api_key}") from None
-        except CodecError as exc:
-            hdr = getattr(exc, "header", None)
-            what = f"api key {hdr.api_key} v{hdr.api_version}" if hdr else "request"
-            raise _CloseConnection(f"malformed {what}: {exc}") from None
-        handler = REGISTRY.get(req.api.key)
+    async def _process(self, stream, conn: KafkaConnection, req: Request) -> None:
         hdr = req.header
-        if handler is None or not handler.min_version <= hdr.api_version <= handler.max_version:
-            if req.api.key == FR.API_VERSIONS_KEY:
-                await self._send(conn, self._api_versions_fallback(hdr.correlation_id))
-                return
-            raise _CloseConnection(f"no handler for {req.api.name} v{hdr.api_version}")
-        ctx = RequestContext(self.broker, hdr, req.api, conn.peer, conn)
-        if self.fault_hook is not None:
-            injected = await self.fault_hook(ctx, req.body)
-            if injected is not None:
-                if injected == "drop":
-                    raise _CloseConnection("fault injection: dropped")
-                await self._send(conn, FR.encode_response(req.api, hdr.api_version, hdr.correlation_id, injected))
-                return
+        logged = request_log.isEnabledFor(_DEBUG)
+        t0 = time.perf_counter() if logged else 0.0
+        self.in_flight += 1
         try:
-            resp = await handler.fn(ctx, req.body)
-        except KafkaError as exc:
-            raise _CloseConnection(f"{req.api.name} v{hdr.api_version} failed: {exc}") from None
-        if resp is None:
-            return
-        if isinstance(resp, str) and resp == "drop":  # test switch: the work was done, but the answer is lost
-            raise _CloseConnection("fault injection: dropped after handling")
-        parts = FR.encode_response(req.api, hdr.api_version, hdr.correlation_id, resp)
-        await self._send(conn, parts)
+            ctx = RequestContext(self.broker, hdr, req.api, conn.peer, conn)
+            resp = None
+            try:
+                if self.fault_hook is not None:
+                    resp = await self.fault_hook(ctx, req.body)
+                    if isinstance(resp, str):  # "drop"
+                        raise _CloseConnection("fault injection: dropped")
+                if resp is None:
+                    resp = await REGISTRY[hdr.api_key].fn(ctx, req.body)
+                if resp is None:  # Produce with acks=0: no answer
+                    parts = None
+                elif isinstance(resp, str) and resp == "drop":  # test switch: the work was done, the answer is lost
+                    raise _CloseConnection("fault injection: dropped after handling")
+                else:
+                    parts = conn.send_response(req, resp)
+            except _CloseConnection:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the per-request error boundary
+                resp, parts = self._failed(conn, req, exc)
+            if parts is not None:
+                await send_parts(stream, parts)
+            if logged:
+                codes = error_codes(req.api, hdr.api_version, resp) if resp is not None else Counter()
+                self._log_request(conn, hdr, req.size, time.perf_counter() - t0, codes)
+        finally:
+            self.in_flight -= 1
+            if not self.in_flight and self._idle is not None:
+                self._idle.set()
 
-    def _api_versions_fallback(self, correlation_id: int) -> list:
-        """UNSUPPORTED_VERSION answer to an ApiVersions request of a version we do not know,
-        encoded as v0 with our ranges, so the client can retry with one we do."""
-        from kwire.handlers.api_versions import api_version_entries
-        api = FR.APIS[FR.API_VERSIONS_KEY]
-        body = api.response.cls(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=api_version_entries(api))
-        return FR.encode_response(api, 0, correlation_id, body)
-
-    # ---------------------------------------------------------------- sending
-    async def _send(self, conn: Connection, parts: list) -> None:
-        stream = conn.stream
-        pending = bytearray()
-        for p in parts:
-            if isinstance(p, (bytes, bytearray, memoryview)):
-                if len(p) <= COALESCE_LIMIT:
-                    pending += p
-                    continue
-                if pending:
-                    await stream.send_all(pending)
-                    pending = bytearray()
-                await stream.send_all(p)
-            else:
-                if pending:
-                    await stream.send_all(pending)
-                    pending = bytearray()
-                await self._send_region(stream, p)
-        if pending:
-            await stream.send_all(pending)
-
-    async def _send_region(self, stream: trio.SocketStream, region: Any) -> None:
-        """Send a records value that is not in memory: file regions go out with sendfile."""
-        regions = getattr(region, "regions", None)
-        if regions is None:
-            regions = [region]
-        for r in regions:
-            f = getattr(r, "file", None)
-            if f is None:
-                await stream.send_all(bytes(r))
-                continue
-            fd = f if isinstance(f, int) else f.fileno()
-            await _sendfile(stream, fd, r.position, r.length)
-
-
-class _CloseConnection(Exception):
-    pass
-
-
-async def _sendfile(stream: trio.SocketStream, fd: int, offset: int, count: int) -> None:
-    sock = stream.socket
-    out = sock.fileno()
-    # Trio owns the socket; send under its send lock semantics by using wait_writable.
-    while count > 0:
+    def _failed(self, conn: KafkaConnection, req: Request, exc: Exception):
+        """A handler raised: log it once, and answer in the response's shape (or close)."""
+        hdr = req.header
+        what = (f"{req.api.name} v{hdr.api_version} (correlation id {hdr.correlation_id}, "
+                f"client {hdr.client_id!r}) from {conn.peer}")
+        if isinstance(exc, KafkaError):
+            code = exc.code
+            log.warning("%s failed: %s: %s", what, _code_name(code), exc)
+        else:
+            code = ErrorCode.UNKNOWN_SERVER_ERROR
+            log.error("%s failed; answering UNKNOWN_SERVER_ERROR", what, exc_info=exc)
+        if hdr.api_key == _PRODUCE_KEY and getattr(req.body, "acks", None) == 0:
+            raise _CloseConnection(f"{what} failed and acks=0 expects no answer")
         try:
-            sent = os.sendfile(out, fd, offset, count)
-        except BlockingIOError:
-            await trio.lowlevel.wait_writable(sock)
-            continue
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
-                await trio.lowlevel.wait_writable(sock)
-                continue
-            raise trio.BrokenResourceError(str(exc)) from exc
-        if sent == 0:
-            raise trio.BrokenResourceError("sendfile: file ended before the region did")
-        offset += sent
-        count -= sent
-        await trio.lowlevel.checkpoint()
+            if not has_error_code(req.api, hdr.api_version):
+                raise _CloseConnection(f"{what} failed and its response has no error code")
+            body = error_response(req.api, hdr.api_version, req.body, int(code))
+            return body, conn.send_response(req, body)
+        except _CloseConnection:
+            raise
+        except Exception as exc2:  # noqa: BLE001
+            raise _CloseConnection(f"{what} failed, and so did its error answer: {exc2!r}") from None
+
+    @staticmethod
+    def _log_request(conn: KafkaConnection, hdr, size: int, seconds: float, codes: Counter) -> None:
+        api = APIS.get(hdr.api_key)
+        errors = ",".join(f"{_code_name(c)}x{n}" if n > 1 else _code_name(c) for c, n in sorted(codes.items()))
+        request_log.debug("%s v%d correlation_id=%d client_id=%r peer=%s size=%d took=%.3fms errors=%s",
+                          api.name if api else hdr.api_key, hdr.api_version, hdr.correlation_id, hdr.client_id,
+                          conn.peer, size, seconds * 1000, errors or "none")
+
+
+def _code_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)

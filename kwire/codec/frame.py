@@ -2,7 +2,9 @@
 
 ``FrameDecoder.feed(data)`` then ``next_frame()`` -> ``bytes`` or ``NEED_DATA`` (the h11 shape).
 The size limit (socket.request.max.bytes, default 100 MiB) is enforced when the 4-byte size
-prefix arrives, before any of the frame is buffered.
+prefix arrives, before any of the frame is buffered. ``max_ready`` (queued.max.requests at
+the server) bounds how many complete frames are split out ahead of the reader: input past
+that stays unparsed until frames are taken.
 """
 from __future__ import annotations
 
@@ -35,8 +37,11 @@ class FrameDecoder:
     received (a lying size prefix reserves nothing).
     """
 
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME):
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME, max_ready: int | None = None):
         self.max_frame_size = max_frame_size
+        self.max_ready = max_ready if max_ready and max_ready > 0 else 1 << 62
+        self._backlog: deque = deque()  # received, not parsed yet (the ready queue was full)
+        self._backlog_bytes = 0
         self._prefix = bytearray()
         self._need = -1  # body size of the frame being collected, -1 while reading the prefix
         self._parts: list = []
@@ -49,15 +54,37 @@ class FrameDecoder:
     def buffered(self) -> int:
         """Bytes received and not yet handed out (prefixes included)."""
         current = len(self._prefix) if self._need < 0 else 4 + self._have
-        return current + self._ready_bytes
+        return current + self._ready_bytes + self._backlog_bytes
+
+    @property
+    def partial(self) -> bool:
+        """Part of a frame has arrived (and nothing complete waits to be taken)."""
+        return bool(self._prefix) or self._need >= 0 or bool(self._backlog)
+
+    @property
+    def ready(self) -> int:
+        """Complete frames waiting to be taken."""
+        return len(self._ready)
 
     def feed(self, data) -> None:
         if self._error is not None:
             raise self._error
-        mv = memoryview(data)
+        if self._backlog:  # keep the byte order: parse after what is already waiting
+            mv = memoryview(data)
+            self._backlog.append(mv)
+            self._backlog_bytes += len(mv)
+            return
+        self._parse(memoryview(data))
+
+    def _parse(self, mv: memoryview) -> None:
         n = len(mv)
         pos = 0
         while pos < n:
+            if len(self._ready) >= self.max_ready:
+                rest = mv[pos:]
+                self._backlog.appendleft(rest)
+                self._backlog_bytes += len(rest)
+                return
             if self._need < 0:
                 take = min(4 - len(self._prefix), n - pos)
                 self._prefix += mv[pos:pos + take]
@@ -96,6 +123,10 @@ class FrameDecoder:
         self._need = -1
 
     def next_frame(self):
+        while self._backlog and len(self._ready) < self.max_ready and self._error is None:
+            mv = self._backlog.popleft()
+            self._backlog_bytes -= len(mv)
+            self._parse(mv)
         if self._ready:
             frame = self._ready.popleft()
             self._ready_bytes -= 4 + len(frame)
@@ -120,6 +151,7 @@ class Request:
     header: RequestHeader
     api: Api
     body: Any
+    size: int = 0  # bytes of the frame, without its size prefix
 
 
 def request_header_version(api: Api, version: int) -> int:
@@ -180,7 +212,7 @@ def decode_request(frame) -> Request:
     except Exception as exc:
         exc.header = header  # type: ignore[attr-defined]
         raise
-    return Request(header, api, body)
+    return Request(header, api, body, len(frame))
 
 
 def encode_response(api: Api, version: int, correlation_id: int, body) -> list:

@@ -3,7 +3,10 @@ the registry drives ApiVersions.
 
 A handler is ``async def fn(ctx: RequestContext, req) -> response | None``; ``None`` means
 no response is sent (Produce with acks=0). Handlers answer Kafka error codes in their
-responses; anything else that escapes is turned into a clean disconnect by the server.
+responses. An exception that escapes a handler is the server's to convert (kwire/server.py):
+logged once, then answered in the response's shape with the KafkaError's code, or
+UNKNOWN_SERVER_ERROR for anything else; the connection closes only where the response has
+no error code to carry it.
 """
 from __future__ import annotations
 
@@ -52,6 +55,10 @@ class RequestContext:
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
 
     def response(self, **kw):
         return self.api.response.cls(**kw)

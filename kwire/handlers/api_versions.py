@@ -3,7 +3,7 @@
 Ranges come from the handler registry, so an API is advertised exactly when it is served.
 Produce is advertised from v0 (librdkafka disables compression otherwise) although v0-2 are
 refused when used. A request at a version we do not know gets UNSUPPORTED_VERSION encoded as v0
-(see KafkaServer._api_versions_fallback). Left out: supported/finalized features (KRaft feature
+(see kwire.connection). Left out: supported/finalized features (KRaft feature
 levels) - no stock client needs them, and leaving the tagged fields at their defaults keeps the
 response readable by librdkafka 2.0.
 """

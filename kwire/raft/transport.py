@@ -16,20 +16,18 @@ dropped: Raft retries on its own timers.
 from __future__ import annotations
 
 import logging
-import socket
-import struct
 from typing import Any, Awaitable, Callable
 
 import trio
 
-from kwire.codec import frame as FR
 from kwire.codec import records as RB
 from kwire.codec.apis import api
-from kwire.codec.frame import NEED_DATA, FrameDecoder
+from kwire.connection import CLOSED, KafkaClientConnection, KafkaConnection, Reply, Request
 from kwire.errors import ErrorCode
 from kwire.raft import messages as M
 from kwire.raft.log import OffsetAndEpoch
 from kwire.raft.storage import decode_entries, encode_entries
+from kwire.net import peer_name, pump, send_parts, set_nodelay
 
 log = logging.getLogger("kwire.raft.transport")
 
@@ -41,7 +39,6 @@ V_VOTE, V_BQE, V_EQE, V_FETCH, V_FETCH_SNAPSHOT, V_DESCRIBE_QUORUM, V_PRODUCE = 
 VERSIONS = {VOTE.key: V_VOTE, BQE.key: V_BQE, EQE.key: V_EQE, FETCH.key: V_FETCH,
             FETCH_SNAPSHOT.key: V_FETCH_SNAPSHOT, DESCRIBE_QUORUM.key: V_DESCRIBE_QUORUM, PRODUCE.key: V_PRODUCE}
 QUEUE = 256
-INT32 = struct.Struct(">i")
 
 
 # ====================================================================================== mapping
@@ -239,7 +236,6 @@ class _Peer:
         self.addr = addr
         self.send_ch, self.recv_ch = trio.open_memory_channel(QUEUE)
         self.pending: dict[int, tuple[Any, Any, Any]] = {}   # corr -> (api, raft request | None, reply slot)
-        self.corr = 0
 
 
 class RaftTransport:
@@ -298,14 +294,12 @@ class RaftTransport:
                 backoff = min(backoff * 2, 0.5)
                 continue
             backoff = 0.05
-            try:
-                stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
+            set_nodelay(stream)
+            conn = KafkaClientConnection(client_id=f"kwire-raft-{self.node_id}", max_frame_size=64 << 20)
             try:
                 async with trio.open_nursery() as n:
-                    n.start_soon(self._guard, peer, self._reader(peer, stream), n.cancel_scope)
-                    await self._guard(peer, self._writer(peer, stream), n.cancel_scope)
+                    n.start_soon(self._guard, peer, self._reader(peer, stream, conn), n.cancel_scope)
+                    await self._guard(peer, self._writer(peer, stream, conn), n.cancel_scope)
             finally:
                 await trio.aclose_forcefully(stream)
                 for _, _, slot in peer.pending.values():
@@ -333,42 +327,31 @@ class RaftTransport:
         finally:
             scope.cancel()
 
-    async def _writer(self, peer: _Peer, stream) -> None:
+    async def _writer(self, peer: _Peer, stream, conn: KafkaClientConnection) -> None:
         while True:
             item, slot = await peer.recv_ch.receive()
-            peer.corr = (peer.corr + 1) & 0x7FFFFFFF
             if slot is None:
                 a, version, body = request_to_wire(item, self.cluster_id)
-                peer.pending[peer.corr] = (a, item, None)
             else:
                 a, version, body = item
-                peer.pending[peer.corr] = (a, None, slot)
-            data = FR.encode_request(a, version, peer.corr, body, client_id=f"kwire-raft-{self.node_id}")
+            corr, data = conn.send_request(a, version, body)
+            peer.pending[corr] = (a, item if slot is None else None, slot)
             await stream.send_all(data)
 
-    async def _reader(self, peer: _Peer, stream) -> None:
-        dec = FrameDecoder(64 << 20)
-        while True:
-            data = await stream.receive_some(1 << 16)
-            if not data:
-                raise trio.BrokenResourceError("closed by peer")
-            dec.feed(data)
-            while True:
-                frame = dec.next_frame()
-                if frame is NEED_DATA:
-                    break
-                corr = INT32.unpack_from(frame, 0)[0]
-                entry = peer.pending.pop(corr, None)
-                if entry is None:
-                    continue
-                a, req, slot = entry
-                _, body = FR.decode_response(a, VERSIONS[a.key], frame)
+    async def _reader(self, peer: _Peer, stream, conn: KafkaClientConnection) -> None:
+        async def on_response(resp) -> bool:
+            entry = peer.pending.pop(resp.correlation_id, None)
+            if entry is not None:
+                _, req, slot = entry
                 if slot is not None:
-                    _offer(slot, body)
-                    continue
-                resp = response_from_wire(req, body)
-                if resp is not None:
-                    self.driver.deliver(peer.node_id, resp)
+                    _offer(slot, resp.body)
+                else:
+                    msg = response_from_wire(req, resp.body)
+                    if msg is not None:
+                        self.driver.deliver(peer.node_id, msg)
+            return False
+
+        await pump(stream, conn, conn.next_response, on_response, recv_size=1 << 16)
 
     # ------------------------------------------------------------------ incoming
     def _route_reply(self, dest: int, msg: Any) -> bool:
@@ -390,37 +373,34 @@ class RaftTransport:
         await trio.serve_listeners(self._handle, listeners)
 
     async def _handle(self, stream) -> None:
+        set_nodelay(stream)
+        peer = peer_name(stream)
+        conn = KafkaConnection(64 << 20, peer=peer)
+        send_lock = trio.Lock()
         try:
-            stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass
-        try:
-            async with trio.open_nursery() as n:
-                n.start_soon(self._read_requests, stream, n)
+            async with trio.open_nursery() as nursery:
+                async def on_event(ev) -> bool:
+                    if ev.__class__ is Request:  # each in its own task: a parked Fetch never holds up a Vote
+                        nursery.start_soon(self._answer_guarded, stream, send_lock, ev)
+                        return False
+                    if ev is CLOSED:
+                        return True
+                    if ev.__class__ is Reply:
+                        async with send_lock:
+                            await send_parts(stream, ev.parts)
+                        return False
+                    log.warning("raft: closing inbound connection from %s: %s", peer, ev.reason)
+                    return True
+
+                try:
+                    await pump(stream, conn, conn.next_request, on_event, recv_size=1 << 16)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                    log.debug("raft: inbound connection from %s lost: %s", peer, exc)
+                except Exception:  # noqa: BLE001 - close this connection only
+                    log.exception("raft: closing inbound connection from %s", peer)
+                nursery.cancel_scope.cancel()
         finally:
             await trio.aclose_forcefully(stream)
-
-    async def _read_requests(self, stream, nursery) -> None:
-        send_lock = trio.Lock()
-        dec = FrameDecoder(64 << 20)
-        try:
-            while True:
-                data = await stream.receive_some(1 << 16)
-                if not data:
-                    return
-                dec.feed(data)
-                while True:
-                    frame = dec.next_frame()
-                    if frame is NEED_DATA:
-                        break
-                    req = FR.decode_request(frame)
-                    nursery.start_soon(self._answer_guarded, stream, send_lock, req)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            log.debug("raft: inbound connection lost: %s", exc)
-        except Exception as exc:  # noqa: BLE001 - close this connection only
-            log.warning("raft: closing inbound connection: %s", exc)
-        finally:
-            nursery.cancel_scope.cancel()
 
     async def _answer_guarded(self, stream, send_lock, req) -> None:
         try:
@@ -432,7 +412,6 @@ class RaftTransport:
 
     async def _answer(self, stream, send_lock, req) -> None:
         key = req.api.key
-        hdr = req.header
         body = None
         if key == DESCRIBE_QUORUM.key:
             d = self.driver.describe_quorum()
@@ -466,9 +445,9 @@ class RaftTransport:
                     self._slots.pop(slot_key, None)
                 return
             body = response_to_wire(key, resp)
-        parts = FR.encode_response(req.api, hdr.api_version, hdr.correlation_id, body)
+        parts = KafkaConnection.send_response(req, body)
         async with send_lock:
-            await stream.send_all(FR.join_parts(parts))
+            await send_parts(stream, parts)
 
     async def _answer_forward(self, body):
         Resp = PRODUCE.response

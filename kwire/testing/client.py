@@ -7,13 +7,9 @@ waiting for records, no consumer groups.
 from __future__ import annotations
 
 import socket
-import struct
 import time
 
 from kwire.errors import ErrorCode
-
-_SIZE = struct.Struct(">i")
-
 
 class KafkaWireError(Exception):
     def __init__(self, what: str, code: int):
@@ -46,26 +42,26 @@ class WireClient:
     V_FETCH = 11
 
     def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "kwire-testing"):
+        from kwire.connection import KafkaClientConnection
+
         host, port = bootstrap.rsplit(":", 1)
         self.timeout = timeout
         self.client_id = client_id
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.corr = 0
+        self.conn = KafkaClientConnection(client_id)
 
     # ------------------------------------------------------------------ plumbing
     def request(self, api_name: str, version: int, **fields):
-        from kwire.codec import frame as FR
         from kwire.codec.apis import api
 
         a = api(api_name)
-        self.corr += 1
-        self.sock.sendall(FR.encode_request(a, version, self.corr, a.request.cls(**fields), self.client_id))
-        size = _SIZE.unpack(self._recv_exact(4))[0]
-        corr, resp = FR.decode_response(a, version, self._recv_exact(size))
-        if corr != self.corr:
-            raise RuntimeError(f"correlation id {corr} answers request {self.corr}")
-        return resp
+        corr, data = self.conn.send_request(a, version, a.request.cls(**fields))
+        self.sock.sendall(data)
+        resp = self._next(self.conn.next_response)
+        if resp.correlation_id != corr:
+            raise RuntimeError(f"correlation id {resp.correlation_id} answers request {corr}")
+        return resp.body
 
     def send_raw(self, data: bytes) -> None:
         """Send bytes as they are (hand-made or malformed frames)."""
@@ -73,17 +69,18 @@ class WireClient:
 
     def recv_frame(self) -> bytes:
         """One response frame, without its size prefix."""
-        size = _SIZE.unpack(self._recv_exact(4))[0]
-        return self._recv_exact(size)
+        return self._next(self.conn.next_frame)
 
-    def _recv_exact(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
+    def _next(self, next_event):
+        """The read loop: events until one is ready (a closed connection raises ConnectionError)."""
+        from kwire.connection import NEED_DATA
+
+        while (ev := next_event()) is NEED_DATA:
+            data = self.sock.recv(256 * 1024)
+            if not data:
                 raise ConnectionError("connection closed by the broker")
-            buf += chunk
-        return bytes(buf)
+            self.conn.receive_data(data)
+        return ev
 
     def close(self) -> None:
         self.sock.close()

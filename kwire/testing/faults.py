@@ -20,6 +20,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 
+from kwire.codec.error_response import error_response
 from kwire.errors import ErrorCode
 
 __all__ = ["Faults", "error_response"]
@@ -169,104 +170,3 @@ def _topics_of(req, ctx=None) -> set:
                 if ti is not None:
                     names.add(ti.name)
     return names
-
-
-# ---------------------------------------------------------------------- error responses
-# Request and response field names that carry the same thing (a topic name, a partition index).
-_ALIASES = [
-    {"name", "topic", "topic_name"},
-    {"index", "partition", "partition_index"},
-]
-# Offsets in an error answer are -1 (unknown), as Kafka answers them.
-_MINUS_ONE = {"base_offset", "high_watermark", "last_stable_offset", "log_start_offset", "offset",
-              "committed_offset", "log_append_time_ms", "leader_id", "timestamp"}
-
-
-def _same(a: str, b: str) -> bool:
-    return a == b or any(a in g and b in g for g in _ALIASES)
-
-
-def _has_error_code(fields, v: int) -> bool:
-    """Does this struct, or one nested in it, carry an error_code?"""
-    for f in fields:
-        if not f.present(v):
-            continue
-        if f.name == "error_code":
-            return True
-        if f.is_struct and f.is_array and _has_error_code(f.fields, v):
-            return True
-    return False
-
-
-def _mirror(msg, struct_name: str, fields, req, req_fields, code: int, v: int, top: bool):
-    """Build one response struct for request struct ``req``: key fields copied (by name or
-    alias), error codes set at the deepest level that has them, arrays mirrored element by
-    element from the request's matching array."""
-    kw = {}
-    def answered(f):  # a nested array that will carry the error for at least one element
-        rf = _match_array(f, req_fields, v)
-        return rf is not None and req is not None and bool(getattr(req, rf.name, None))
-
-    nested_errors = any(f.is_struct and f.is_array and f.present(v) and _has_error_code(f.fields, v)
-                        and answered(f) for f in fields)
-    for f in fields:
-        if not f.present(v):
-            continue
-        if f.name == "error_code" and f.type == "int16":
-            if not (top and nested_errors):
-                kw[f.name] = code
-            continue
-        if f.is_struct and f.is_array:
-            rf = _match_array(f, req_fields, v)
-            if rf is None or not _has_error_code(f.fields, v):
-                continue
-            items = getattr(req, rf.name, None) or []
-            out = []
-            for item in items:
-                if rf.is_struct:
-                    out.append(_mirror(msg, f.elem, f.fields, item, rf.fields, code, v, False))
-                else:  # a list of names or indexes becomes a list of result structs
-                    key = next((g for g in f.fields if g.present(v) and not g.is_struct
-                                and g.type == rf.elem and any(_same(g.name, n) for n in ("name", "index"))), None)
-                    if key is None:
-                        continue
-                    sub = {key.name: item}
-                    if any(g.name == "error_code" for g in f.fields if g.present(v)):
-                        sub["error_code"] = code
-                    out.append(msg.struct(f.elem)(**sub))
-            kw[f.name] = out
-            continue
-        if f.is_struct:
-            continue
-        rf = next((g for g in req_fields if g.present(v) and not g.is_struct and g.type == f.type
-                   and _same(g.name, f.name)), None)
-        if rf is not None and req is not None:
-            kw[f.name] = getattr(req, rf.name)
-        elif f.name in _MINUS_ONE and f.type in ("int32", "int64"):
-            kw[f.name] = -1
-        elif f.type == "records":
-            kw[f.name] = b""  # empty, not null: librdkafka cannot parse a null MessageSet
-    return msg.struct(struct_name)(**kw)
-
-
-def _match_array(f, req_fields, v: int):
-    """The request array a response array answers: same name, else the first request array
-    (of structs, or of names/indexes) whose elements share a key field with ``f``'s."""
-    cands = [g for g in req_fields if g.present(v) and g.is_array]
-    for g in cands:
-        if g.name == f.name:
-            return g
-    keys = {g.name for g in f.fields if g.present(v)}
-    for g in cands:
-        if g.is_struct:
-            if any(_same(a.name, k) for a in g.fields if a.present(v) for k in keys):
-                return g
-        elif g.elem in ("string", "int32") and any(_same(k, "name") or _same(k, "index") for k in keys):
-            return g
-    return None
-
-
-def error_response(api, version: int, req, error_code: int):
-    """An error answer to ``req`` (a decoded request of ``api`` at ``version``)."""
-    msg = api.response
-    return _mirror(msg, msg.name, msg.fields, req, api.request.fields, int(error_code), version, True)

@@ -1,0 +1,144 @@
+"""The Trio side of a Kafka connection, written once for every listener and peer link:
+socket options, the peer's name, the read loop that feeds a sans-I/O connection
+(kwire.connection) and hands out its events, and writing response parts (file regions go out
+with ``os.sendfile`` where the stream has a socket, as plain bytes where it has none, e.g. a
+``trio.testing`` memory stream).
+"""
+from __future__ import annotations
+
+import errno
+import os
+import socket
+from typing import Any, Awaitable, Callable
+
+import trio
+
+from kwire.codec.frame import NEED_DATA
+
+RECV_SIZE = 256 * 1024
+COALESCE_LIMIT = 64 * 1024
+
+__all__ = ["RECV_SIZE", "set_nodelay", "peer_name", "pump", "send_parts"]
+
+
+def set_nodelay(stream) -> None:
+    """TCP_NODELAY on a socket stream: small responses go out at once (no Nagle delay)."""
+    sock = getattr(stream, "socket", None)
+    if sock is None:
+        return
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        pass
+
+
+def peer_name(stream) -> str:
+    """``host:port`` of the other end, or "?" (a stream with no socket, or one already gone)."""
+    sock = getattr(stream, "socket", None)
+    if sock is None:
+        return "?"
+    try:
+        addr = sock.getpeername()
+    except OSError:
+        return "?"
+    if isinstance(addr, tuple):
+        host = addr[0]
+        return f"[{host}]:{addr[1]}" if ":" in host else f"{host}:{addr[1]}"
+    return str(addr) or "?"
+
+
+async def pump(stream, conn, next_event: Callable[[], Any], on_event: Callable[[Any], Awaitable[Any]], *,
+               recv_size: int = RECV_SIZE) -> None:
+    """The one read loop: take ``next_event()`` until it says NEED_DATA, then read from
+    ``stream`` into ``conn.receive_data``. Each event goes to ``on_event``; a true result ends
+    the loop. Nothing is read while an event is being handled, so a peer that sends faster
+    than it is answered is held back by TCP (backpressure).
+
+    ``conn.reading_since`` is the Trio time since which the loop has waited for the peer
+    without being given a whole request (reset by every chunk received: progress), or None
+    while an event is being handled; a watchdog (KafkaServer's) times connections out by it,
+    so the read itself carries no deadline of its own."""
+    current_time = trio.current_time
+    while True:
+        ev = next_event()
+        if ev is not NEED_DATA:
+            conn.reading_since = None
+            if await on_event(ev):
+                return
+            continue
+        if conn.reading_since is None:
+            conn.reading_since = current_time()
+        data = await stream.receive_some(recv_size)
+        conn.reading_since = None  # progress: the wait starts again from here
+        conn.receive_data(data)
+
+
+async def send_parts(stream, parts: list) -> None:
+    """Write response parts in order: small byte parts coalesced into one write, records
+    values that live in files sent from the file."""
+    pending = bytearray()
+    for p in parts:
+        if isinstance(p, (bytes, bytearray, memoryview)):
+            if len(p) <= COALESCE_LIMIT:
+                pending += p
+                continue
+            if pending:
+                await stream.send_all(pending)
+                pending = bytearray()
+            await stream.send_all(p)
+        else:
+            if pending:
+                await stream.send_all(pending)
+                pending = bytearray()
+            await _send_region(stream, p)
+    if pending:
+        await stream.send_all(pending)
+
+
+async def _send_region(stream, region: Any) -> None:
+    """A records value that is not in memory: file regions go out with sendfile."""
+    regions = getattr(region, "regions", None)
+    if regions is None:
+        regions = [region]
+    sock = getattr(stream, "socket", None)
+    for r in regions:
+        f = getattr(r, "file", None)
+        if f is None:
+            await stream.send_all(bytes(r))
+            continue
+        fd = f if isinstance(f, int) else f.fileno()
+        if sock is None:
+            await _send_file_bytes(stream, fd, r.position, r.length)
+        else:
+            await _sendfile(sock, fd, r.position, r.length)
+
+
+async def _send_file_bytes(stream, fd: int, offset: int, count: int) -> None:
+    """The no-socket path: read the region and write it as bytes."""
+    while count > 0:
+        chunk = os.pread(fd, min(count, 1 << 20), offset)
+        if not chunk:
+            raise trio.BrokenResourceError("file ended before the region did")
+        await stream.send_all(chunk)
+        offset += len(chunk)
+        count -= len(chunk)
+
+
+async def _sendfile(sock, fd: int, offset: int, count: int) -> None:
+    out = sock.fileno()
+    while count > 0:
+        try:
+            sent = os.sendfile(out, fd, offset, count)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(sock)
+            continue
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
+                await trio.lowlevel.wait_writable(sock)
+                continue
+            raise trio.BrokenResourceError(str(exc)) from exc
+        if sent == 0:
+            raise trio.BrokenResourceError("sendfile: file ended before the region did")
+        offset += sent
+        count -= sent
+        await trio.lowlevel.checkpoint()
