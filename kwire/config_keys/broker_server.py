@@ -22,7 +22,8 @@ _b("num.network.threads", I, 3, "Threads that read requests from and write respo
    at_least(1), CW)
 _b("num.replica.alter.log.dirs.threads", I, None, "Threads that move replicas between log directories.")
 _b("background.threads", I, 10, "Threads for background tasks.", at_least(1), CW)
-_b("request.timeout.ms", I, 30000, "How long the broker waits for an answer to a request it sends.")
+_b("request.timeout.ms", I, 30000, "How long the broker waits for an answer to a request it sends; kwire also closes a "
+   "connection whose half-sent request has made no progress for this long.")
 _b("socket.connection.setup.timeout.ms", L, 10000, "How long to wait for an outgoing connection.")
 _b("socket.connection.setup.timeout.max.ms", L, 30000, "Upper bound of the connection setup backoff.")
 _b("authorizer.class.name", S, "", "Class that authorizes requests; empty: no authorization.")
