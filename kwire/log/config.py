@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 LONG_MAX = (1 << 63) - 1
 
@@ -18,7 +19,10 @@ class LogConfig:
     message_timestamp_type: str = "CreateTime"  # message.timestamp.type: CreateTime | LogAppendTime
     flush_messages: int = LONG_MAX  # flush.messages (default: leave it to the OS)
     flush_ms: int = LONG_MAX  # flush.ms
-    fsync_per_append: bool = False  # kwire: fdatasync every append before acknowledging
+    fsync_per_append: bool = False  # log.flush.per.append (kwire): fdatasync before acknowledging
+    cleanup_policy: str = "delete"  # cleanup.policy: "delete", "compact", "compact,delete" or ""
+    message_timestamp_before_max_ms: int = LONG_MAX  # message.timestamp.before.max.ms
+    message_timestamp_after_max_ms: int = LONG_MAX  # message.timestamp.after.max.ms
     file_delete_delay_ms: int = 60000  # file.delete.delay.ms (segments are unlinked at once;
     # open file objects keep in-flight reads valid, so no delay is needed)
 
@@ -31,6 +35,16 @@ class LogConfig:
             raise ValueError("segment_index_bytes must be at least 8")
         if self.index_interval_bytes < 0:
             raise ValueError("index_interval_bytes must be >= 0")
+
+    @functools.cached_property
+    def compact(self) -> bool:
+        """cleanup.policy includes compact: records need keys."""
+        return "compact" in self.cleanup_policy.replace(" ", "").split(",")
+
+    @functools.cached_property
+    def delete(self) -> bool:
+        """cleanup.policy includes delete: retention.ms / retention.bytes apply."""
+        return "delete" in self.cleanup_policy.replace(" ", "").split(",")
 
     @property
     def log_append_time(self) -> bool:
@@ -52,6 +66,10 @@ class LogConfig:
             "flush.messages": ("flush_messages", int),
             "flush.ms": ("flush_ms", int),
             "file.delete.delay.ms": ("file_delete_delay_ms", int),
+            "cleanup.policy": ("cleanup_policy", _policy),
+            "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", int),
+            "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", int),
+            "log.flush.per.append": ("fsync_per_append", _bool),
         }
         changes = {}
         for key, value in props.items():
@@ -59,3 +77,16 @@ class LogConfig:
                 attr, conv = names[key]
                 changes[attr] = conv(value)
         return dataclasses.replace(base, **changes)
+
+
+def _policy(value) -> str:
+    """cleanup.policy as a comma-separated string (a list is accepted too)."""
+    if isinstance(value, (list, tuple, set)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _bool(value) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return bool(value)
