@@ -25,7 +25,7 @@ from kwire.codec.records import (
 )
 from crc32c import crc32c
 
-from kwire.errors import CorruptRecordBatch
+from kwire.errors import CorruptRecordBatch, ErrorCode, KafkaError
 from kwire.log import producer_state
 from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
@@ -517,8 +517,12 @@ class PartitionLog:
     @_storage_op("delete records")
     def delete_records(self, offset: int, *, now_ms: int | None = None) -> int:
         """DeleteRecords: raise the log start offset to ``offset`` (-1: the high watermark)
-        and delete whole segments below it. Returns the new log start offset."""
+        and delete whole segments below it. Returns the new log start offset. Refused
+        (POLICY_VIOLATION) unless cleanup.policy includes delete, as in Kafka."""
         self._check_open()
+        if not self.config.delete:
+            raise KafkaError(f"Records of partition {self.topic_partition} can not be deleted due to the "
+                             f"configured policy", ErrorCode.POLICY_VIOLATION)
         if offset == -1:
             offset = self.high_watermark
         if offset < 0 or offset > self.high_watermark:
