@@ -326,3 +326,44 @@ def test_damaged_records_never_pass_unnoticed(recs, flip, value):
         assert sum(1 for _ in RecordBatch(raw).records()) == len(recs)
     except InvalidRecord as exc:
         assert "UTF-8" in str(exc)
+
+
+@SETTINGS
+@given(ts=st.lists(st.integers(min_value=NOW - 10**6, max_value=NOW + 10**6), min_size=1, max_size=30),
+       codec=st.sampled_from([R.NONE, R.GZIP]))
+def test_timestamp_bounds_are_exact(ts, codec):
+    """The bounds admit a batch exactly when its smallest and largest timestamps are within them."""
+    raw = build_batch([(b"k", b"v", [], t) for t in ts], compression=codec)
+    lo, hi = min(ts), max(ts)
+    fits = LogConfig(message_timestamp_before_max_ms=NOW - lo, message_timestamp_after_max_ms=hi - NOW)
+    assert validate_records(raw, fits, now_ms=NOW).max_timestamp == hi
+    for cfg, bad in ((LogConfig(message_timestamp_before_max_ms=NOW - lo - 1), lo),
+                     (LogConfig(message_timestamp_after_max_ms=hi - NOW - 1), hi)):
+        if (cfg.message_timestamp_before_max_ms < 0) or (cfg.message_timestamp_after_max_ms < 0):
+            continue
+        with pytest.raises(RecordValidationError) as e:
+            validate_records(raw, cfg, now_ms=NOW)
+        assert [i for i, _ in e.value.record_errors] == [i for i, t in enumerate(ts) if t == bad]
+
+
+@pytest.mark.parametrize("size", [0, 63, 64, 8191, 8192, 20_000, 1 << 20, 3 << 20])
+def test_varint_widths(size):
+    """Record and value lengths on 1 to 4 bytes, keys and header values too."""
+    recs = [(b"k" * (size % 300), b"v" * size, [("h", b"x" * (size % 9000 + 1))], NOW + i * 5000)
+            for i in range(3)]
+    raw = build_batch(recs)
+    cfg = LogConfig(max_message_bytes=len(raw) + 1)
+    checked = validate_records(raw, cfg, now_ms=NOW, origin=CLIENT)
+    assert checked.max_timestamp == NOW + 10000
+    damaged = bytearray(raw)
+    damaged[-1] ^= 0xFF  # the last header value byte: lengths still tile, so still valid
+    validate_records(_with_crc(damaged), cfg, now_ms=NOW)
+    with pytest.raises(InvalidRecordError):
+        validate_records(_with_crc(_shorten_last_record(raw)), cfg, now_ms=NOW)
+
+
+def _shorten_last_record(raw: bytes) -> bytearray:
+    """Drop the batch's last byte (the length fields still claim it): records no longer tile."""
+    buf = bytearray(raw[:-1])
+    struct.pack_into(">i", buf, R.BATCH_LENGTH_OFFSET, len(buf) - R.LOG_OVERHEAD)
+    return buf
