@@ -1,8 +1,11 @@
 """PartitionLog: the segmented, append-only log of one partition.
 
-Synchronous and single-threaded (the Trio edge calls it from one task at a time). Appends
-reach the OS (one pwritev) before returning, so killing the process never loses an
-acknowledged batch; fsync happens only as the flush policy says.
+Synchronous and single-threaded (the Trio edge calls it from one task at a time). Every
+append is validated and normalised first (kwire.log.validator, Kafka's LogValidator), then
+reaches the OS (one pwritev) before returning, so killing the process never loses an
+acknowledged batch; fsync happens only as the flush policy says (log.flush.per.append: the
+Produce handler fdatasyncs in a worker thread). An OSError in any operation takes the log
+dir offline (kwire.log.dir_failure): KafkaStorageError from then on, until a restart.
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from crc32c import crc32c
+
 from kwire.codec.records import (
     ATTRIBUTES_OFFSET,
     BATCH_HEADER_SIZE,
@@ -23,8 +28,6 @@ from kwire.codec.records import (
     HEADER,
     RecordBatch,
 )
-from crc32c import crc32c
-
 from kwire.errors import CorruptRecordBatch, ErrorCode, KafkaError
 from kwire.log import producer_state
 from kwire.log.config import LogConfig
@@ -257,8 +260,8 @@ class PartitionLog:
         original offsets and not written again), assign offsets from the log end offset and
         write. ``origin`` (kwire.log.validator, Kafka's AppendOrigin): CLIENT for a Produce
         request (one batch, client-only checks), COORDINATOR (the default) for kwire's own
-        writers and tests, which may append several batches at once. Raises MessageTooLarge, InvalidRecordError,
-        RecordValidationError, CorruptRecordBatch (incl. CrcMismatch), the producer-state
+        writers and tests, which may append several batches at once. Raises MessageTooLarge,
+        InvalidRecordError, RecordValidationError, CorruptRecordBatch (incl. CrcMismatch), the producer-state
         errors, and KafkaStorageError (the log dir is then offline)."""
         self._check_open()
         mv = memoryview(batch_bytes)
