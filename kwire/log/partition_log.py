@@ -106,6 +106,9 @@ class PartitionLog:
         self.config = config
         self.topic = topic
         self.partition = partition
+        # Kafka's TopicPartition.toString, for error messages
+        self.topic_partition = f"{topic}-{partition}" if topic is not None and partition is not None \
+            else os.path.basename(dir)
         self.segments = segments
         self._bases = [s.base_offset for s in segments]
         self.log_start_offset = log_start_offset
@@ -228,11 +231,6 @@ class PartitionLog:
         self.failure_channel.maybe_add_offline_log_dir(self.log_dir, f"{what} on {self.dir}", exc)
         return self.failure_channel.error_for(self.log_dir, f"{what} on {self.topic_partition}")
 
-    @property
-    def topic_partition(self) -> str:
-        if self.topic is not None and self.partition is not None:
-            return f"{self.topic}-{self.partition}"
-        return os.path.basename(self.dir)
 
     # --- offsets ------------------------------------------------------------------------
     @property
