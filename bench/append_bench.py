@@ -6,9 +6,11 @@ Kafka's LogValidator does) and in a baseline tree (``git archive`` of ``KWIRE_BA
 default: the merge-base with ``main``; its append checked the header and CRC only). Each
 shape runs in a fresh subprocess per tree, the trees alternating round by round, so a load
 change on the shared machine hits both alike; best of the rounds. Rows: records/s of each
-tree and the ratio after/before per shape (budget: >= 0.5, i.e. the walk may at most halve
-the append rate of a log writing to the page cache; the broker's produce path has frames,
-handlers and sockets on top, so its ratio is closer to 1).
+tree and the ratio after/before per shape (budget: >= 0.5 for uncompressed batches, i.e.
+the walk may at most halve the append rate of a log writing to the page cache; the broker's
+produce path has frames, handlers and sockets on top, so its ratio is closer to 1).
+Compressed shapes are info only: the baseline wrote them without decompressing, which Kafka
+(and now kwire) does to check every record (~100 us per 110 KB of records here).
 
 Then the same comparison through the whole broker: two kwire servers (this tree and the
 baseline tree, ``python -m kwire serve`` each), confluent-kafka producing 100 B and 10 KB
@@ -154,8 +156,12 @@ def run(quick: bool = False) -> list[tuple]:
             if baseline:
                 rows.append((f"append {name}: baseline {rev}", round(best["before"] / 1e3, 1), "krec/s", "-", "info"))
                 ratio = best["after"] / best["before"]
-                rows.append((f"append {name}: after/before", round(ratio, 3), "x", ">= 0.5",
-                             "PASS" if ratio >= 0.5 else "MISS"))
+                if shape[2]:  # the baseline never decompressed: Kafka does, so must we (info only)
+                    rows.append((f"append {name}: after/before (decompression)", round(ratio, 3), "x", "-",
+                                 "info"))
+                else:
+                    rows.append((f"append {name}: after/before", round(ratio, 3), "x", ">= 0.5",
+                                 "PASS" if ratio >= 0.5 else "MISS"))
             for r in rows[-3:] if baseline else rows[-1:]:
                 print(", ".join(str(x) for x in r), flush=True)
         if baseline and os.environ.get("KWIRE_APPEND_BENCH_SERVER", "1") != "0":
