@@ -23,9 +23,12 @@ Per batch, in Kafka's order:
   with the timestamp-type bit (LogAppendTime); the header is rewritten, with a new CRC,
   only when it changes (older sarama writes -1 there).
 
-Where kwire differs: Kafka rebuilds (recompresses) a compressed batch whose inner offset
-deltas are not 0, 1, 2, ... (old v1 clients); kwire refuses such a batch with INVALID_RECORD,
-as no v2 client writes one.
+A follower's append (origin REPLICATION) skips the record checks and keeps the leader's
+header, as Kafka's followers do.
+
+Where kwire differs: Kafka stores an uncompressed batch whose offset deltas are not 0, 1,
+2, ... as it is and rebuilds (recompresses) a compressed one (old v1 clients); kwire refuses
+both with INVALID_RECORD, as no v2 client writes them and they would break the log's offsets.
 
 The record walk is the produce path's one per-record cost: a tight loop over the varint
 fields, skipping values and headers by their lengths; no object per record. It runs in C
