@@ -233,3 +233,47 @@ def test_real_full_disk(tmp_path):
     finally:
         subprocess.run(["umount", "-l", mnt], capture_output=True)
         os.rmdir(mnt)
+
+
+def test_roll_and_flush_errors(broker, monkeypatch):
+    """A segment roll that cannot create its files, and a flush (flush.messages=1) that
+    cannot fdatasync, both take the dir offline; what was acknowledged survives."""
+    rolling = f"r-{uuid.uuid4().hex[:8]}"
+    flushing = f"f-{uuid.uuid4().hex[:8]}"
+    with broker.client() as c:
+        c.create_topic(rolling, config={"segment.bytes": 2000})
+        c.create_topic(flushing, config={"flush.messages": 1})
+        acked = [b"%d" % i + b"x" * 300 for i in range(4)]
+        for v in acked:
+            c.produce(rolling, [v])  # ~370 B each: no roll yet
+        c.produce(flushing, ["kept"])
+        real_open = os.open
+
+        def no_new_files(path, flags, *args, **kwargs):
+            if rolling in str(path) and flags & os.O_CREAT:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real_open(path, flags, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", no_new_files)
+        code = 0
+        for i in range(10):  # until the active segment is full and the log rolls
+            try:
+                c.produce(rolling, [b"y" * 300])
+            except KafkaWireError as exc:
+                code = exc.code
+                break
+            acked.append(b"y" * 300)
+        assert code == ErrorCode.KAFKA_STORAGE_ERROR
+        metadata_ok(c, rolling)
+    monkeypatch.undo()
+    broker.restart()
+    with broker.client() as c:
+        assert _values(c.consume(rolling, len(acked))) == acked
+        FailingDisk(monkeypatch, flushing).fail("fdatasync", errno.EIO)
+        with pytest.raises(KafkaWireError) as e:
+            c.produce(flushing, ["not acknowledged"])
+        assert e.value.code == ErrorCode.KAFKA_STORAGE_ERROR
+    monkeypatch.undo()
+    broker.restart()
+    with broker.client() as c:
+        assert _values(c.consume(flushing, 1)) == [b"kept"]
