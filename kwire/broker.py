@@ -21,7 +21,7 @@ from kwire.clock import REAL_CLOCK, Clock
 from kwire.config import BrokerConfig, topic_configs_for_log, validate_topic_config
 from kwire.errors import ErrorCode, KafkaError
 from kwire.log.data_dir import DataDirLock, check_meta_properties
-from kwire.log.producer_state import append_idempotent
+from kwire.log.validator import COORDINATOR
 from kwire.metadata import records as R
 from kwire.metadata.image import MetadataImage, TopicImage
 
@@ -354,13 +354,15 @@ class Broker:
     def partition_log(self, topic: str, partition: int):
         return self.logs.get(topic, partition)
 
-    def append_records(self, topic: str, partition: int, plog, records, now_ms: int):
-        """Append a Produce request's records; on one broker the leader is the whole ISR, so
-        the high watermark follows the log end offset at once. Batches with a producer id go
-        through the partition's producer state (kwire.log.producer_state): a retried batch
-        is answered with its original offsets and not written again."""
-        res = append_idempotent(plog, records, now_ms=now_ms, leader_epoch=self.leader_epoch(topic, partition),
-                                expiration_ms=int(self.config.get("producer.id.expiration.ms")))
+    def append_records(self, topic: str, partition: int, plog, records, now_ms: int, *,
+                       origin: str = COORDINATOR):
+        """Append records through the partition's one append path (PartitionLog.append:
+        validation, producer-state checks, offsets; ``origin`` CLIENT for Produce, as
+        Kafka's AppendOrigin); on one broker the leader is the whole ISR, so the high
+        watermark follows the log end offset at once. Raises KafkaError (a
+        KafkaStorageError once the log dir is offline)."""
+        res = plog.append(records, now_ms=now_ms, leader_epoch=self.leader_epoch(topic, partition), origin=origin,
+                          producer_id_expiration_ms=int(self.config.get("producer.id.expiration.ms")))
         plog.high_watermark = plog.log_end_offset
         self.notify_append(topic, partition)
         return res

@@ -11,6 +11,8 @@ from kwire.config_keys.define import (  # noqa: F401
 # ------------------------------------------------------------------ topic configs (TopicConfig, LogConfig)
 _t("segment.bytes", I, 1073741824, "Segment file size of the log.", at_least(1024 * 1024),
    ["log.segment.bytes"])
+_t("internal.segment.bytes", I, None, "Kafka's internal override of segment.bytes, without its 1 MiB "
+   "minimum (tests use it for small segments).", at_least(14), hidden=True)
 _t("segment.ms", L, WEEK_MS, "Age at which a segment is rolled even when not full.", at_least(1),
    ["log.roll.ms", "log.roll.hours"])
 _t("segment.jitter.ms", L, 0, "Random jitter subtracted from the roll time.", at_least(0),

@@ -60,8 +60,13 @@ class GroupEdge:
                     await trio.sleep(0.05)
             t = b.image.topics.get(OFFSETS_TOPIC)
         if t is None:
-            res = await b.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, -1,
-                                 {"cleanup.policy": "compact"})
+            # Kafka's offsets topic configs: compact, compression as produced, and segments of
+            # offsets.topic.segment.bytes (below segment.bytes' 1 MiB floor through Kafka 4's
+            # internal.segment.bytes, so tests can roll them quickly)
+            seg = int(b.config.get("offsets.topic.segment.bytes"))
+            configs = {"cleanup.policy": "compact", "compression.type": "producer",
+                       "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
+            res = await b.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, -1, configs)
             if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
                 raise RuntimeError(f"cannot create {OFFSETS_TOPIC}: {res.code!r} {res.message}")
             t = b.image.topics[OFFSETS_TOPIC]

@@ -7,6 +7,7 @@ event). max_bytes and partition_max_bytes, with the first batch returned even wh
 watermark while there are no transactions). Fetch sessions (KIP-227): full and incremental
 fetches, forgotten topics, FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH.
 Topic ids from v13 (UNKNOWN_TOPIC_ID). Records are sent as file regions (sendfile).
+KAFKA_STORAGE_ERROR for partitions whose log dir went offline after an I/O error.
 Left out: v0-3 (message formats v0/v1), follower fetches (replication issue), rack-aware
 preferred read replicas (-1).
 """
@@ -184,8 +185,8 @@ def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committ
                 log_start_offset=-1, records=b"",
                 aborted_transactions=[] if read_committed else None)
         changed = key in explicit
-        if plog is None:
-            pd.error_code = b.partition_error(name, p)
+        if plog is None or plog.offline:  # offline: its log dir failed (KAFKA_STORAGE_ERROR)
+            pd.error_code = b.partition_error(name, p) if plog is None else ErrorCode.KAFKA_STORAGE_ERROR
             has_error = True
             out.append((key, (name, tid), pd))
             continue

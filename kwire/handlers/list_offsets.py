@@ -4,6 +4,7 @@ Timestamps: -1 latest (high watermark; last stable offset for read_committed, th
 there are no transactions), -2 earliest (log start offset), -3 max timestamp (KIP-734),
 -4 earliest local (= earliest: no tiered storage), -5 latest tiered (-1: no tiered storage),
 >= 0 the first offset whose timestamp is >= the target (-1/-1 when none).
+KAFKA_STORAGE_ERROR for partitions whose log dir went offline after an I/O error.
 Left out: v0 (pre-KIP-79 offset lists; no client of today sends it).
 """
 from __future__ import annotations
@@ -28,6 +29,9 @@ async def list_offsets(ctx: RequestContext, req):
             plog = b.partition_log(t.name, p.partition_index)
             if plog is None:
                 r.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            if plog.offline:  # its log dir failed after an I/O error
+                r.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
             r.leader_epoch = b.leader_epoch(t.name, p.partition_index)
             ts = p.timestamp

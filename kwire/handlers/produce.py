@@ -3,14 +3,20 @@ enable compression) but answered with UNSUPPORTED_VERSION for every partition, s
 batch v2 needs v3+.
 
 acks 0 (no response at all), 1 and -1 (all: on one broker the leader's write is the whole ISR).
-Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE (CRC, layout),
-MESSAGE_TOO_LARGE, INVALID_RECORD, INVALID_REQUIRED_ACKS. The batch is validated by its
-header and CRC only; offsets are assigned by rewriting baseOffset (kwire.log).
-Idempotent batches (producer id set; ids from InitProducerId) go through the partition's
-producer state (kwire.log.producer_state, via Broker.append_records): a retry of one of the
-producer's last 5 batches is answered with its original offsets and not written again;
-OUT_OF_ORDER_SEQUENCE_NUMBER for a gap or a new epoch not starting at 0,
-INVALID_PRODUCER_EPOCH for a stale epoch, INVALID_RECORD for a producer id without sequence.
+Each partition's records go through the log's one append path (PartitionLog.append via
+Broker.append_records, origin CLIENT): kwire.log.validator checks and normalises the batch as
+Kafka's LogValidator does (records walked, max timestamp recomputed or set to the append
+time, timestamp bounds, keys on compacted topics, offsets and counts), then idempotent
+producers' epochs and sequences (kwire.log.producer_state: a retry of one of the producer's
+last 5 batches is answered with its original offsets and not written again), then offsets
+are assigned. Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE (CRC,
+layout), MESSAGE_TOO_LARGE, INVALID_RECORD and INVALID_TIMESTAMP (with record_errors and
+Kafka's error_message from v8), OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
+INVALID_REQUIRED_ACKS, KAFKA_STORAGE_ERROR (the log dir is offline after an I/O error; the
+broker serves everything else).
+log.flush.per.append: the appended segment is fdatasync'ed in a worker thread
+(trio.to_thread) before the answer, so a slow disk stalls only this request; acks=0 has no
+answer to hold back and leaves durability to the flush policy.
 Left out: transactions (a transactional_id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 until they exist).
 """
@@ -18,8 +24,11 @@ from __future__ import annotations
 
 import logging
 
+import trio
+
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
+from kwire.log.validator import CLIENT
 
 log = logging.getLogger("kwire.produce")
 
@@ -40,6 +49,7 @@ async def produce(ctx: RequestContext, req):
     elif req.transactional_id is not None:
         global_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     out = []
+    to_sync = []  # (partition response, log, segment file) for log.flush.per.append
     for td in req.topic_data:
         parts = []
         for pd in td.partition_data:
@@ -56,17 +66,57 @@ async def produce(ctx: RequestContext, req):
                 pr.error_code = ErrorCode.INVALID_RECORD if v >= 8 else ErrorCode.CORRUPT_MESSAGE
                 continue
             try:
-                res = b.append_records(td.name, pd.index, plog, pd.records, now)
+                res = b.append_records(td.name, pd.index, plog, pd.records, now, origin=CLIENT)
             except KafkaError as exc:
-                pr.error_code = exc.code
-                if v >= 8:
-                    pr.error_message = str(exc)
+                _refuse(ctx, pr, exc)
                 log.info("produce to %s-%d from %s refused: %s", td.name, pd.index, ctx.peer, exc)
                 continue
             pr.base_offset = res.base_offset
             pr.log_append_time_ms = res.log_append_time_ms
             pr.log_start_offset = res.log_start_offset
+            if plog.config.fsync_per_append and acks != 0:
+                to_sync.append((pr, plog, plog.active_segment_file()))
         out.append(T(name=td.name, partition_responses=parts))
     if acks == 0:
         return None
+    if to_sync:
+        await _datasync(ctx, to_sync)
     return ctx.response(responses=out, throttle_time_ms=0)
+
+
+def _refuse(ctx: RequestContext, pr, exc: KafkaError) -> None:
+    """A partition's refusal: the error code, and from v8 Kafka's error_message and the
+    record_errors of records refused one by one (RecordValidationError)."""
+    pr.error_code = exc.code
+    pr.base_offset = -1
+    pr.log_append_time_ms = -1
+    pr.log_start_offset = -1
+    if ctx.version >= 8:
+        pr.error_message = str(exc)
+        record_errors = getattr(exc, "record_errors", None)
+        if record_errors:
+            RE = ctx.struct("BatchIndexAndErrorMessage")
+            pr.record_errors = [RE(batch_index=i, batch_index_error_message=m) for i, m in record_errors]
+
+
+async def _datasync(ctx: RequestContext, to_sync) -> None:
+    """fdatasync every segment file this request appended to, in one worker thread; a
+    failure takes the log dir offline and the partitions it held are not acknowledged."""
+    files = {}
+    for _, plog, f in to_sync:
+        files.setdefault(id(f), (plog, f))
+
+    def sync_all():
+        failed = {}
+        for key, (plog, f) in files.items():
+            try:
+                plog.datasync(f)
+            except OSError as exc:
+                failed[key] = exc
+        return failed
+
+    failed = await trio.to_thread.run_sync(sync_all)
+    for pr, plog, f in to_sync:
+        exc = failed.get(id(f))
+        if exc is not None:
+            _refuse(ctx, pr, plog.storage_failure("fsync", exc))

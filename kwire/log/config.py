@@ -8,6 +8,7 @@ a dict of Kafka names (typed values or strings). ``fsync_per_append`` is kwire's
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from kwire.config_keys import BROKER, TOPIC
 from kwire.configdef import LONG_MAX
@@ -27,6 +28,7 @@ def kafka(name: str):
 @dataclasses.dataclass(frozen=True)
 class LogConfig:
     segment_bytes: int = kafka("segment.bytes")
+    internal_segment_bytes: int | None = kafka("internal.segment.bytes")  # wins when set (Kafka 4)
     segment_ms: int = kafka("segment.ms")
     segment_index_bytes: int = kafka("segment.index.bytes")
     index_interval_bytes: int = kafka("index.interval.bytes")
@@ -37,11 +39,17 @@ class LogConfig:
     flush_messages: int = kafka("flush.messages")        # default: leave it to the OS
     flush_ms: int = kafka("flush.ms")
     fsync_per_append: bool = kafka("log.flush.per.append")   # kwire: fdatasync before acknowledging
+    cleanup_policy: tuple = kafka("cleanup.policy")      # ("delete",), ("compact",), both, or () (a
+    # comma-separated string is accepted too)
+    message_timestamp_before_max_ms: int = kafka("message.timestamp.before.max.ms")
+    message_timestamp_after_max_ms: int = kafka("message.timestamp.after.max.ms")
     # file.delete.delay.ms: segments are unlinked at once; open file objects keep in-flight
     # reads valid, so no delay is needed
     file_delete_delay_ms: int = kafka("file.delete.delay.ms")
 
     def __post_init__(self) -> None:
+        if self.internal_segment_bytes is not None:   # Kafka's LogConfig.segmentSize()
+            object.__setattr__(self, "segment_bytes", self.internal_segment_bytes)
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
             raise ValueError(f"message_timestamp_type {self.message_timestamp_type!r}")
         if self.segment_bytes < 14:
@@ -50,6 +58,22 @@ class LogConfig:
             raise ValueError("segment_index_bytes must be at least 8")
         if self.index_interval_bytes < 0:
             raise ValueError("index_interval_bytes must be >= 0")
+
+    @functools.cached_property
+    def policies(self) -> frozenset:
+        p = self.cleanup_policy
+        items = p.split(",") if isinstance(p, str) else p
+        return frozenset(str(x).strip() for x in items if str(x).strip())
+
+    @property
+    def compact(self) -> bool:
+        """cleanup.policy includes compact: records need keys."""
+        return "compact" in self.policies
+
+    @property
+    def delete(self) -> bool:
+        """cleanup.policy includes delete: retention.ms / retention.bytes apply."""
+        return "delete" in self.policies
 
     @property
     def log_append_time(self) -> bool:

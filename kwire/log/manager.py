@@ -23,6 +23,8 @@ import uuid
 from kwire.atomic import fsync_dir, write_atomic
 from kwire.log.checkpoint import read_checkpoint, write_checkpoint
 from kwire.log.config import LogConfig
+from kwire.log.dir_failure import LogDirFailureChannel
+from kwire.log.errors import KafkaStorageError
 from kwire.log.partition_log import PartitionLog
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -67,6 +69,7 @@ class LogManager:
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.closed = False
         self.was_clean_shutdown = False
+        self.failure_channel = LogDirFailureChannel()  # an I/O error takes the data dir offline
         os.makedirs(data_dir, exist_ok=True)
         self._open_all(self._now(now_ms))
 
@@ -96,7 +99,7 @@ class LogManager:
             self.logs[tp] = PartitionLog.open(
                 entry.path, self.config_for(tp[0]), recovery_point=rp,
                 log_start_offset=start_offsets.get(tp), clean=clean and rp is not None,
-                now_ms=now_ms, topic=tp[0], partition=tp[1])
+                now_ms=now_ms, topic=tp[0], partition=tp[1], failure_channel=self.failure_channel)
         self.was_clean_shutdown = clean
         if clean:
             # from now on a crash must be detected: the marker goes before anything is written
@@ -146,7 +149,7 @@ class LogManager:
             return log
         path = os.path.join(self.data_dir, partition_dir_name(topic, partition))
         log = PartitionLog.open(path, config or self.config_for(topic), now_ms=self._now(now_ms),
-                                topic=topic, partition=partition)
+                                topic=topic, partition=partition, failure_channel=self.failure_channel)
         fsync_dir(self.data_dir)
         self.logs[(topic, partition)] = log
         return log
@@ -180,7 +183,10 @@ class LogManager:
         """DeleteRecords on one partition; the new log start offset is checkpointed at once."""
         log = self.logs[(topic, partition)]
         lso = log.delete_records(offset)
-        self.checkpoint_log_start_offsets()
+        try:
+            self.checkpoint_log_start_offsets()
+        except OSError as exc:
+            raise log.storage_failure("checkpoint", exc) from exc
         return lso
 
     # --- periodic work --------------------------------------------------------------------
@@ -198,11 +204,28 @@ class LogManager:
 
     def run_retention(self, now_ms: int) -> int:
         """The periodic duty: retention pass, flush of rolled segments (and flush.ms), and
-        both checkpoints. fsyncs; returns the number of segments deleted."""
-        deleted = sum(log.delete_old_segments(now_ms) for log in self.logs.values())
-        self.flush_due(now_ms)
-        self.checkpoint()
+        both checkpoints. fsyncs; returns the number of segments deleted. Retention follows
+        each topic's cleanup.policy (PartitionLog.delete_old_segments). Nothing runs in an
+        offline log dir; an I/O error here takes the dir offline (logged once)."""
+        if self.offline:
+            return 0
+        try:
+            deleted = sum(log.delete_old_segments(now_ms) for log in list(self.logs.values()))
+            self.flush_due(now_ms)
+            self.checkpoint()
+        except KafkaStorageError:
+            if self.offline:
+                return 0
+            raise
+        except OSError as exc:
+            self.failure_channel.maybe_add_offline_log_dir(os.path.abspath(self.data_dir), "checkpoint", exc)
+            return 0
         return deleted
+
+    @property
+    def offline(self) -> bool:
+        """True once an I/O error took the data dir offline (kwire.log.dir_failure)."""
+        return self.failure_channel.is_offline(os.path.abspath(self.data_dir))
 
     def checkpoint(self) -> None:
         """Write both checkpoint files (log.flush.offset.checkpoint.interval.ms)."""
@@ -223,6 +246,9 @@ class LogManager:
             return
         for log in self.logs.values():
             log.close()
+        if self.offline:  # nothing more is written to a failed disk; the next open recovers
+            self.closed = True
+            return
         self.checkpoint()
         marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER)
         write_atomic(marker, b"")

@@ -1,12 +1,16 @@
 """PartitionLog: the segmented, append-only log of one partition.
 
-Synchronous and single-threaded (the Trio edge calls it from one task at a time). Appends
-reach the OS (one pwritev) before returning, so killing the process never loses an
-acknowledged batch; fsync happens only as the flush policy says.
+Synchronous and single-threaded (the Trio edge calls it from one task at a time). Every
+append is validated and normalised first (kwire.log.validator, Kafka's LogValidator), then
+reaches the OS (one pwritev) before returning, so killing the process never loses an
+acknowledged batch; fsync happens only as the flush policy says (log.flush.per.append: the
+Produce handler fdatasyncs in a worker thread). An OSError in any operation takes the log
+dir offline (kwire.log.dir_failure): KafkaStorageError from then on, until a restart.
 """
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import re
 import shutil
@@ -15,20 +19,21 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from crc32c import crc32c
+
 from kwire.codec.records import (
+    ATTRIBUTES_OFFSET,
     BATCH_HEADER_SIZE,
-    CURRENT_MAGIC,
-    LOG_OVERHEAD,
-    MIN_BATCH_LENGTH,
+    CRC_OFFSET,
+    HEADER,
     RecordBatch,
-    set_base_offset,
-    set_log_append_time,
-    set_partition_leader_epoch,
 )
-from kwire.errors import CorruptRecordBatch
+from kwire.errors import CorruptRecordBatch, ErrorCode, KafkaError
 from kwire.log import producer_state
 from kwire.log.config import LogConfig
-from kwire.log.errors import InvalidRecordError, KafkaStorageError, MessageTooLarge, OffsetOutOfRange
+from kwire.log.dir_failure import LogDirFailureChannel
+from kwire.log.errors import KafkaStorageError, OffsetOutOfRange
+from kwire.log.validator import COORDINATOR, REPLICATION, validate_records
 from kwire.log.regions import FileRegion
 from kwire.log.segment import REL_OFFSET_MAX, LogSegment, segment_name
 
@@ -36,7 +41,24 @@ _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 _STRAY_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
-_header_view = RecordBatch
+_UINT32 = struct.Struct(">I")
+
+
+def _storage_op(what: str):
+    """An OSError inside a log operation takes the log dir offline (KafkaStorageError)."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def op(self, *args, **kwargs):
+            try:
+                return fn(self, *args, **kwargs)
+            except OSError as exc:
+                raise self.storage_failure(what, exc) from exc
+            except KafkaStorageError as exc:
+                if isinstance(exc.__cause__, OSError):
+                    self.storage_failure(what, exc.__cause__)
+                raise
+        return op
+    return wrap
 
 
 def _now_ms() -> int:
@@ -76,11 +98,17 @@ class PartitionLog:
 
     def __init__(self, dir: str, config: LogConfig, segments: list[LogSegment], *,
                  log_start_offset: int, recovery_point: int, now_ms: int,
-                 topic: str | None = None, partition: int | None = None):
+                 topic: str | None = None, partition: int | None = None,
+                 failure_channel: LogDirFailureChannel | None = None):
         self.dir = dir
+        self.log_dir = os.path.dirname(os.path.abspath(dir))  # Kafka's log dir (the data dir)
+        self.failure_channel = failure_channel or LogDirFailureChannel()
         self.config = config
         self.topic = topic
         self.partition = partition
+        # Kafka's TopicPartition.toString, for error messages
+        self.topic_partition = f"{topic}-{partition}" if topic is not None and partition is not None \
+            else os.path.basename(dir)
         self.segments = segments
         self._bases = [s.base_offset for s in segments]
         self.log_start_offset = log_start_offset
@@ -97,7 +125,8 @@ class PartitionLog:
     @classmethod
     def open(cls, dir: str, config: LogConfig | None = None, *, recovery_point: int | None = None,
              log_start_offset: int | None = None, clean: bool = False, now_ms: int | None = None,
-             topic: str | None = None, partition: int | None = None) -> "PartitionLog":
+             topic: str | None = None, partition: int | None = None,
+             failure_channel: LogDirFailureChannel | None = None) -> "PartitionLog":
         """Open (or create) the log in ``dir``. ``clean=True`` with a ``recovery_point``
         (from the checkpoint written at a clean shutdown) trusts the files and scans nothing
         but the active segment's last index interval. Otherwise batches from the recovery
@@ -147,13 +176,13 @@ class PartitionLog:
             segments[-1].ensure_loaded()
             rp = min(recovery_point, segments[-1].next_offset)
             log = cls(dir, config, segments, log_start_offset=0, recovery_point=rp,
-                      now_ms=now_ms, topic=topic, partition=partition)
+                      now_ms=now_ms, topic=topic, partition=partition, failure_channel=failure_channel)
         else:
             rp = recovery_point or 0
             cls._recover(segments, rp)
             log = cls(dir, config, segments, log_start_offset=0,
                       recovery_point=min(rp, segments[-1].next_offset),
-                      now_ms=now_ms, topic=topic, partition=partition)
+                      now_ms=now_ms, topic=topic, partition=partition, failure_channel=failure_channel)
             log.flush()  # the recovered tail is now durable: a second crash rescans nothing
         log.log_start_offset = min(max(lso, segments[0].base_offset), log.log_end_offset)
         return log
@@ -191,6 +220,18 @@ class PartitionLog:
         if not segments:
             raise KafkaStorageError("recovery removed every segment")  # cannot happen: cut >= 1
 
+    # --- storage failures ---------------------------------------------------------------
+    @property
+    def offline(self) -> bool:
+        """True once an I/O error took this log's dir offline (KAFKA_STORAGE_ERROR)."""
+        return self.failure_channel.is_offline(self.log_dir)
+
+    def storage_failure(self, what: str, exc: BaseException) -> KafkaStorageError:
+        """Report an I/O error: the log dir goes offline (logged once). Returns the error to raise."""
+        self.failure_channel.maybe_add_offline_log_dir(self.log_dir, f"{what} on {self.dir}", exc)
+        return self.failure_channel.error_for(self.log_dir, f"{what} on {self.topic_partition}")
+
+
     # --- offsets ------------------------------------------------------------------------
     @property
     def active_segment(self) -> LogSegment:
@@ -208,83 +249,90 @@ class PartitionLog:
         return self.log_end_offset - self.log_start_offset
 
     # --- append -------------------------------------------------------------------------
-    def append(self, batch_bytes, *, now_ms: int, leader_epoch: int | None = None) -> AppendResult:
-        """Validate and append one or more concatenated record batches (a Produce request's
-        records). Offsets are assigned from the log end offset by rewriting baseOffset.
-        Raises MessageTooLarge, InvalidRecordError, CorruptRecordBatch (incl. CrcMismatch)."""
+    def append(self, batch_bytes, *, now_ms: int, leader_epoch: int | None = None, origin: str = COORDINATOR,
+               producer_id_expiration_ms: int = producer_state.DEFAULT_EXPIRATION_MS) -> AppendResult:
+        """The one append path (Kafka's UnifiedLog.append): parse each batch header once,
+        validate and normalise the batches (kwire.log.validator: records walked, max timestamp
+        recomputed or set, timestamps and keys checked), check idempotent producers' epochs
+        and sequences (kwire.log.producer_state: a retried batch is answered with its
+        original offsets and not written again), assign offsets from the log end offset and
+        write. ``origin`` (kwire.log.validator, Kafka's AppendOrigin): CLIENT for a Produce
+        request (one batch, client-only checks), COORDINATOR (the default) for kwire's own
+        writers and tests, which may append several batches at once. Raises MessageTooLarge,
+        InvalidRecordError, RecordValidationError, CorruptRecordBatch (incl. CrcMismatch), the producer-state
+        errors, and KafkaStorageError (the log dir is then offline)."""
         self._check_open()
-        config = self.config
         mv = memoryview(batch_bytes)
-        n = len(mv)
-        if n == 0:
+        if len(mv) == 0:
             return AppendResult(-1, -1, -1, self.log_start_offset)
-        max_size = config.max_message_bytes
-        # pass 1: validate every batch before anything is written
-        batches = []
-        pos = 0
-        records = 0
-        max_ts_all = -1
-        while pos < n:
-            if n - pos < BATCH_HEADER_SIZE:
-                raise CorruptRecordBatch(f"{n - pos} trailing bytes are not a record batch")
-            b = _header_view(mv, pos)
-            size = LOG_OVERHEAD + b.batch_length
-            if b.batch_length < MIN_BATCH_LENGTH or pos + size > n:
-                raise CorruptRecordBatch(f"record batch at {pos} has an impossible length {b.batch_length}")
-            if size > max_size:
-                raise MessageTooLarge(f"record batch of {size} bytes exceeds max.message.bytes {max_size}")
-            if b.magic != CURRENT_MAGIC:
-                raise InvalidRecordError(f"record batch magic {b.magic}; only magic 2 is accepted")
-            b.validate()
-            if b.record_count != b.last_offset_delta + 1:
-                raise InvalidRecordError(
-                    f"inconsistent batch offset range: {b.record_count} records, last offset delta {b.last_offset_delta}")
-            b.validate_crc()
-            batches.append((pos, size, b.last_offset_delta, b.max_timestamp))
-            records += b.record_count
-            if b.max_timestamp > max_ts_all:
-                max_ts_all = b.max_timestamp
-            pos += size
-        # pass 2: assign offsets
-        log_append = config.log_append_time
-        append_time = now_ms if log_append else -1
-        if log_append:
-            max_ts_all = now_ms
-        seg = self._maybe_roll(n, max_ts_all, records, now_ms)
+        try:
+            checked = validate_records(mv, self.config, now_ms=now_ms, origin=origin,
+                                       topic_partition=self.topic_partition)
+            ps = None
+            if origin != REPLICATION:
+                ps, dup = producer_state.check_append(self, checked.batches, now_ms, producer_id_expiration_ms)
+                if dup is not None:
+                    return dup
+            seg_before = self.segments[-1]
+            res = self._append_validated(mv, checked, now_ms, leader_epoch)
+            if ps is not None:
+                producer_state.record_append(self, ps, checked.batches, res, rolled=self.segments[-1] is not seg_before)
+            return res
+        except OSError as exc:
+            raise self.storage_failure("append", exc) from exc
+        except KafkaStorageError as exc:
+            if isinstance(exc.__cause__, OSError):
+                self.storage_failure("append", exc.__cause__)
+            raise
+
+    def _append_validated(self, mv, checked, now_ms: int, leader_epoch: int | None) -> AppendResult:
+        """Offsets from the log end offset; headers the validator changed are rebuilt (new
+        CRC), the others only get their baseOffset (and leader epoch: both outside the CRC)."""
+        config = self.config
+        n = checked.size
+        records = checked.record_count
+        seg = self._maybe_roll(n, checked.max_timestamp, records, now_ms)
         next_offset = seg.next_offset
         base_offset = next_offset
         metas = []
         pieces = []
-        if log_append:
-            buf = bytearray(mv)
-            for p, size, lod, _ in batches:
-                set_base_offset(buf, p, next_offset)
-                if leader_epoch is not None:
-                    set_partition_leader_epoch(buf, p, leader_epoch)
-                set_log_append_time(buf, p, now_ms)
-                next_offset += lod + 1
-                metas.append((size, next_offset - 1, now_ms))
-            pieces.append(buf)
-        else:
-            pack64 = _INT64.pack
-            for p, size, lod, max_ts in batches:
-                if leader_epoch is None:
-                    pieces.append(pack64(next_offset))
-                    pieces.append(mv[p + 8 : p + size])
-                else:
-                    pieces.append(pack64(next_offset) + mv[p + 8 : p + 12].tobytes() + _INT32.pack(leader_epoch))
-                    pieces.append(mv[p + 16 : p + size])
-                next_offset += lod + 1
-                metas.append((size, next_offset - 1, max_ts))
+        pack64 = _INT64.pack
+        for vb in checked.batches:
+            p, size, lod, max_ts = vb.pos, vb.size, vb.last_offset_delta, vb.max_timestamp
+            if vb.rewrite:
+                h = vb.header
+                hdr = bytearray(HEADER.pack(
+                    next_offset, h[1], h[2] if leader_epoch is None else leader_epoch, h[3], 0, vb.attributes,
+                    lod, h[7], max_ts, h[9], h[10], h[11], h[12]))
+                payload = mv[p + BATCH_HEADER_SIZE : p + size]
+                _UINT32.pack_into(hdr, CRC_OFFSET, crc32c(payload, crc32c(memoryview(hdr)[ATTRIBUTES_OFFSET:])))
+                pieces.append(hdr)
+                pieces.append(payload)
+            elif leader_epoch is None:
+                pieces.append(pack64(next_offset))
+                pieces.append(mv[p + 8 : p + size])
+            else:
+                pieces.append(pack64(next_offset) + mv[p + 8 : p + 12].tobytes() + _INT32.pack(leader_epoch))
+                pieces.append(mv[p + 16 : p + size])
+            next_offset += lod + 1
+            metas.append((size, next_offset - 1, max_ts))
         seg.append(pieces, n, metas)
-        last_offset = next_offset - 1
-        # flush policy
-        if config.fsync_per_append:
-            os.fdatasync(seg.file.fileno())
+        # flush policy (log.flush.per.append is the caller's: it fsyncs off the event loop)
         self.unflushed_messages += records
         if self.unflushed_messages >= config.flush_messages or now_ms - self.last_flush_ms >= config.flush_ms:
             self.flush(now_ms=now_ms)
-        return AppendResult(base_offset, last_offset, append_time, self.log_start_offset)
+        return AppendResult(base_offset, next_offset - 1, now_ms if config.log_append_time else -1,
+                            self.log_start_offset)
+
+    def active_segment_file(self):
+        """The file the last append wrote to (for log.flush.per.append's fdatasync)."""
+        return self.segments[-1].file
+
+    @staticmethod
+    def datasync(file) -> None:
+        """fdatasync one segment file; blocking: the Trio edge runs it in a worker thread.
+        An OSError is the caller's to report with ``storage_failure``."""
+        os.fdatasync(file.fileno())
 
     def _maybe_roll(self, nbytes: int, max_ts_in_messages: int, records: int, now_ms: int) -> LogSegment:
         seg = self.segments[-1]
@@ -303,6 +351,7 @@ class PartitionLog:
             return self.roll(now_ms)
         return seg
 
+    @_storage_op("roll")
     def roll(self, now_ms: int | None = None) -> LogSegment:
         """Start a new active segment at the log end offset (no-op if the active one is empty)."""
         self._check_open()
@@ -317,12 +366,15 @@ class PartitionLog:
         return new
 
     # --- read ---------------------------------------------------------------------------
+    @_storage_op("read")
     def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None,
              min_one: bool = True) -> FetchData:
         """Whole batches starting with the one holding ``fetch_offset``, from one segment,
         up to ``max_bytes`` (the first batch even if larger, when ``min_one``: KIP-74), and
         only batches entirely below ``max_offset`` (the high watermark for consumers).
         Raises OffsetOutOfRange outside [log start offset, log end offset]."""
+        if self.failure_channel.offline_dirs:
+            self._check_online()
         leo = self.segments[-1].next_offset
         if fetch_offset < self.log_start_offset or fetch_offset > leo:
             raise OffsetOutOfRange(
@@ -361,9 +413,11 @@ class PartitionLog:
         return FetchData(_EMPTY_REGIONS, 0)
 
     # --- timestamps ---------------------------------------------------------------------
+    @_storage_op("read")
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp is >= ``timestamp``
         (ListOffsets by time), or None when there is none."""
+        self._check_online()
         for seg in self.segments:
             seg.ensure_loaded()
             if seg.max_timestamp < timestamp:
@@ -376,8 +430,10 @@ class PartitionLog:
                     return self._record_at_or_after(seg, h, timestamp)
         return None
 
+    @_storage_op("read")
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
+        self._check_online()
         best = None
         for seg in self.segments:
             seg.ensure_loaded()
@@ -407,12 +463,18 @@ class PartitionLog:
         return max(h.base_offset, lso), h.max_timestamp
 
     # --- retention, deletion, truncation ------------------------------------------------
+    @_storage_op("retention")
     def delete_old_segments(self, now_ms: int) -> int:
-        """One retention pass (retention.ms, retention.bytes, log start offset). Returns the
-        number of segments deleted."""
+        """One retention pass. Time and size retention (retention.ms, retention.bytes) apply
+        only when cleanup.policy includes delete, as in Kafka (compacted topics keep every
+        segment until compaction); segments below the log start offset always go. Returns
+        the number of segments deleted."""
         self._check_open()
         config = self.config
         deleted = 0
+        if not config.delete:
+            return self._delete_segments(
+                lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset, now_ms)
         if config.retention_ms >= 0:
             limit = config.retention_ms
             deleted += self._delete_segments(lambda seg, nxt: now_ms - seg.largest_timestamp() > limit, now_ms)
@@ -453,10 +515,15 @@ class PartitionLog:
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         return deletable
 
+    @_storage_op("delete records")
     def delete_records(self, offset: int, *, now_ms: int | None = None) -> int:
         """DeleteRecords: raise the log start offset to ``offset`` (-1: the high watermark)
-        and delete whole segments below it. Returns the new log start offset."""
+        and delete whole segments below it. Returns the new log start offset. Refused
+        (POLICY_VIOLATION) unless cleanup.policy includes delete, as in Kafka."""
         self._check_open()
+        if not self.config.delete:
+            raise KafkaError(f"Records of partition {self.topic_partition} can not be deleted due to the "
+                             f"configured policy", ErrorCode.POLICY_VIOLATION)
         if offset == -1:
             offset = self.high_watermark
         if offset < 0 or offset > self.high_watermark:
@@ -469,6 +536,7 @@ class PartitionLog:
                 _now_ms() if now_ms is None else now_ms)
         return self.log_start_offset
 
+    @_storage_op("truncate")
     def truncate_to(self, offset: int) -> int:
         """Remove every batch holding offsets >= ``offset`` (a follower's truncation).
         Below the log start offset the log is emptied and restarts at ``offset``. Returns
@@ -511,6 +579,7 @@ class PartitionLog:
         producer_state.on_truncate(self, full=True)
 
     # --- durability ---------------------------------------------------------------------
+    @_storage_op("flush")
     def flush(self, up_to: int | None = None, *, now_ms: int | None = None) -> None:
         """fsync segments (and indexes) holding offsets below ``up_to`` (default: all) and
         advance the recovery point. Safe to call from a worker thread while the owner
@@ -545,6 +614,9 @@ class PartitionLog:
         """Flush everything and close the files (FileRegions already handed out stay valid)."""
         if self.closed:
             return
+        if self.offline:  # write nothing more to a failed disk: the next open recovers
+            self.closed = True
+            return
         self.flush()
         producer_state.on_close(self)
         for seg in self.segments:
@@ -561,6 +633,11 @@ class PartitionLog:
     def _check_open(self) -> None:
         if self.closed:
             raise KafkaStorageError(f"log {self.dir} is closed")
+        self._check_online()
+
+    def _check_online(self) -> None:
+        if self.failure_channel.is_offline(self.log_dir):
+            raise self.failure_channel.error_for(self.log_dir, self.topic_partition)
 
     def __repr__(self) -> str:
         return (f"PartitionLog({self.dir!r}, start={self.log_start_offset}, end={self.log_end_offset}, "

@@ -50,6 +50,7 @@ SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 100
 SNAPSHOTS_TO_KEEP = 2
 DEFAULT_EXPIRATION_CHECK_MS = 600_000  # producer.id.expiration.check.interval.ms
+DEFAULT_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 
 _SNAPSHOT_FILE = re.compile(r"^(\d{20})\.snapshot$")
 _HEAD = struct.Struct(">hI")
@@ -375,70 +376,64 @@ def producer_state_of(plog, *, expiration_ms: int = 86_400_000) -> ProducerState
     return ps
 
 
-def append_idempotent(plog, records, *, now_ms: int, leader_epoch: int | None = None,
-                      expiration_ms: int = 86_400_000):
-    """``plog.append`` with Kafka's producer-state checks for batches that carry a producer
-    id: a duplicate is answered with its original offsets and not written; a bad epoch or
-    sequence raises (InvalidProducerEpoch / OutOfOrderSequence), nothing is written. After the
-    append every batch is recorded; a segment roll takes a snapshot."""
-    mv = memoryview(records)
-    n = len(mv)
-    # one header parse per batch; headers that do not parse are left to plog.append
-    headers = []
+def check_append(plog, batches, now_ms: int, expiration_ms: int = DEFAULT_EXPIRATION_MS):
+    """The producer-state step of PartitionLog.append, after validation (Kafka's
+    analyzeAndValidateProducerState): ``batches`` are kwire.log.validator ValidatedBatch.
+    Returns (state or None when no batch carries a producer id, duplicate AppendResult or
+    None). A duplicate of one of the producer's last 5 batches is answered with its original
+    offsets and not written; a bad epoch or sequence raises (InvalidProducerEpoch /
+    OutOfOrderSequence) and nothing is written."""
     idem = False
-    pos = 0
-    while pos + BATCH_HEADER_SIZE <= n:
-        t = _unpack_header(mv, pos)
-        headers.append((pos, t))
-        if t[9] >= 0 and not t[5] & 0x20:  # producer id set, not a control batch
+    for vb in batches:
+        h = vb.header
+        if h[9] >= 0 and not h[5] & 0x20:  # producer id set, not a control batch
             idem = True
-        if t[1] < MIN_BATCH_LENGTH:
             break
-        pos += LOG_OVERHEAD + t[1]
     if not idem:
-        return plog.append(records, now_ms=now_ms, leader_epoch=leader_epoch)
+        return None, None
     ps = producer_state_of(plog, expiration_ms=expiration_ms)
     ps.maybe_remove_expired(now_ms)
     pending: dict[int, tuple[int, int]] = {}
-    for bpos, t in headers:
-        pid = t[9]
-        if pid < 0 or t[5] & 0x20:
+    for vb in batches:
+        h = vb.header
+        pid = h[9]
+        if pid < 0 or h[5] & 0x20:
             continue
-        epoch, base_seq, lod = t[10], t[11], t[6]
+        epoch, base_seq, lod = h[10], h[11], h[6]
         last_seq = last_sequence(base_seq, lod) if base_seq >= 0 else -1
-        try:
-            dup = ps.check(pid, epoch, base_seq, last_seq, pending)
-        except KafkaError:
-            _validate(mv, bpos)  # a corrupt batch is CORRUPT_MESSAGE first, as in Kafka
-            raise
+        dup = ps.check(pid, epoch, base_seq, last_seq, pending)
         if dup is not None:
-            _validate(mv, bpos)
             from kwire.log.partition_log import AppendResult  # noqa: PLC0415 - no import cycle at load
             append_time = dup.timestamp if plog.config.log_append_time else -1
-            return AppendResult(dup.first_offset, dup.last_offset, append_time, plog.log_start_offset)
+            return ps, AppendResult(dup.first_offset, dup.last_offset, append_time, plog.log_start_offset)
         pending[pid] = (epoch, last_seq)
-    seg_before = plog.segments[-1]
-    res = plog.append(records, now_ms=now_ms, leader_epoch=leader_epoch)
-    # offsets were assigned contiguously from res.base_offset, batch after batch
+    return ps, None
+
+
+def record_append(plog, ps: ProducerStateManager, batches, res, *, rolled: bool) -> None:
+    """After the write: record every idempotent batch at the offsets it got (assigned
+    contiguously from ``res.base_offset``) with its validated max timestamp; a segment roll
+    takes a snapshot."""
     offset = res.base_offset
-    log_append = res.log_append_time_ms
-    for _, t in headers:
-        lod = t[6]
-        if t[9] >= 0 and not t[5] & 0x20:
-            base_seq = t[11]
-            ps.update(t[9], t[10], base_seq, last_sequence(base_seq, lod), offset, offset + lod,
-                      log_append if log_append >= 0 else t[8])
+    for vb in batches:
+        h = vb.header
+        lod = h[6]
+        if h[9] >= 0 and not h[5] & 0x20:
+            base_seq = h[11]
+            ps.update(h[9], h[10], base_seq, last_sequence(base_seq, lod), offset, offset + lod,
+                      vb.max_timestamp)
         offset += lod + 1
     ps.map_end_offset = plog.log_end_offset
-    if plog.segments[-1] is not seg_before:
+    if rolled:
         ps.take_snapshot(plog.log_end_offset)
-    return res
 
 
-def _validate(mv, pos: int) -> None:
-    b = RecordBatch(mv, pos)
-    b.validate()
-    b.validate_crc()
+def append_idempotent(plog, records, *, now_ms: int, leader_epoch: int | None = None,
+                      expiration_ms: int = DEFAULT_EXPIRATION_MS):
+    """``plog.append`` (which validates, checks producer state and writes: one append path)
+    with ``producer.id.expiration.ms``."""
+    return plog.append(records, now_ms=now_ms, leader_epoch=leader_epoch,
+                       producer_id_expiration_ms=expiration_ms)
 
 
 # --- hooks for PartitionLog (truncation, close) ---------------------------------------------

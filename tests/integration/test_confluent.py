@@ -137,7 +137,8 @@ def test_admin_operations(bootstrap, topic):
     bres = ConfigResource(ConfigResource.Type.BROKER, "1")
     bcfg = admin.describe_configs([bres])[bres].result(10)
     assert bcfg["num.partitions"].value is not None
-    produce(bootstrap, topic, [{"value": b"x", "partition": 0}] * 10)
+    # the topic is compacted now: records need keys (Kafka refuses keyless ones: INVALID_RECORD)
+    produce(bootstrap, topic, [{"key": b"k", "value": b"x", "partition": 0}] * 10)
     from confluent_kafka import TopicPartition as TP
     r = admin.delete_records([TP(topic, 0, 4)])
     (fut,) = r.values()

@@ -1,0 +1,43 @@
+"""LogDirFailureChannel: an I/O error takes its log dir offline (Kafka's LogDirFailureChannel).
+
+An OSError (EIO, ENOSPC, EROFS, ...) while a partition log appends, reads, flushes, rolls
+or deletes means the disk under its log dir can no longer be trusted. Kafka then stops using
+the whole dir: every partition in it answers KAFKA_STORAGE_ERROR while the broker keeps
+serving everything else. kwire does the same: the first failure is logged once, naming the
+dir and the error; later ones in the same dir are not logged again. Nothing in an offline dir
+is written again (no flush, checkpoint or clean-shutdown marker), so a restart on a healthy
+disk recovers the logs from their last checkpoints, as after a crash.
+
+Thread-safe: flushes run in worker threads and may report a failure.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+
+from kwire.log.errors import KafkaStorageError
+
+log = logging.getLogger("kwire.log")
+
+
+class LogDirFailureChannel:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.offline_dirs: dict[str, str] = {}  # log dir -> the error that took it offline
+
+    def is_offline(self, log_dir: str) -> bool:
+        return log_dir in self.offline_dirs
+
+    def maybe_add_offline_log_dir(self, log_dir: str, message: str, exc: BaseException | None = None) -> bool:
+        """Take ``log_dir`` offline; returns True the first time (the time it is logged)."""
+        with self._lock:
+            if log_dir in self.offline_dirs:
+                return False
+            self.offline_dirs[log_dir] = f"{message}: {exc}" if exc is not None else message
+        log.error("log dir %s is offline after an I/O error (%s: %s); its partitions answer "
+                  "KAFKA_STORAGE_ERROR until a restart on a healthy disk", log_dir, message, exc)
+        return True
+
+    def error_for(self, log_dir: str, what: str) -> KafkaStorageError:
+        reason = self.offline_dirs.get(log_dir, "I/O error")
+        return KafkaStorageError(f"{what}: log dir {log_dir} is offline ({reason})")
