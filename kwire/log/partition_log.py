@@ -280,7 +280,7 @@ class PartitionLog:
         last_offset = next_offset - 1
         # flush policy
         if config.fsync_per_append:
-            os.fdatasync(seg.file.fileno())
+            seg.file.datasync()
         self.unflushed_messages += records
         if self.unflushed_messages >= config.flush_messages or now_ms - self.last_flush_ms >= config.flush_ms:
             self.flush(now_ms=now_ms)
