@@ -1,0 +1,140 @@
+"""The log at the broker's edge: a partition whose files cannot be made fails its CreateTopics /
+CreatePartitions (KAFKA_STORAGE_ERROR, as Kafka's LogManager) and leaves metadata and disk as
+they were; a slow disk (fsync, fdatasync, unlink of 0.5 s each) under a retention pass, a
+flush and a topic creation does not stall other clients' round trips."""
+from __future__ import annotations
+
+import errno
+import os
+import threading
+import time
+import uuid
+
+import pytest
+
+from kwire.codec.apis import api
+from kwire.errors import ErrorCode
+from kwire.testing import Broker
+from kwire.testing.client import KafkaWireError
+
+SLOW_S = 0.5
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with Broker(mode="thread") as b:
+        yield b
+
+
+def _fail_mkdir_of(monkeypatch, suffix: str) -> None:
+    real = os.mkdir
+
+    def mkdir(path, *a, **kw):
+        if str(path).endswith(suffix):
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real(path, *a, **kw)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+
+
+def _dirs(b: Broker, topic: str) -> list[str]:
+    return sorted(d for d in os.listdir(b.data_dir) if d.rsplit("-", 1)[0] == topic)
+
+
+def _create(c, name: str, partitions: int):
+    R = api("CreateTopics").request
+    t = R.struct("CreatableTopic")(name=name, num_partitions=partitions, replication_factor=1, configs=[])
+    return c.request("CreateTopics", 5, topics=[t], timeout_ms=30000, validate_only=False).topics[0]
+
+
+def test_create_topics_fails_whole_when_a_partition_cannot_be_made(broker, monkeypatch):
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    _fail_mkdir_of(monkeypatch, f"/{name}-37")
+    with broker.client() as c:
+        r = _create(c, name, 100)
+        assert r.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+        assert f"Error while creating log for {name}-37" in r.error_message
+        assert "Too many open files" in r.error_message
+        with pytest.raises(KafkaWireError) as exc:
+            c.partitions(name)
+        assert exc.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert _dirs(broker, name) == []           # nothing made is left behind
+        monkeypatch.undo()
+        assert _create(c, name, 100).error_code == 0  # the same request works once it can
+        assert c.partitions(name) == list(range(100))
+        assert c.produce(name, [b"x"], partition=99) == [0]
+        assert len(_dirs(broker, name)) == 100
+
+
+def test_create_partitions_fails_and_keeps_the_topic_as_it_was(broker, monkeypatch):
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(name, 2)
+    _fail_mkdir_of(monkeypatch, f"/{name}-5")
+    R = api("CreatePartitions").request
+    with broker.client() as c:
+        t = R.struct("CreatePartitionsTopic")(name=name, count=10, assignments=None)
+        r = c.request("CreatePartitions", 1, topics=[t], timeout_ms=30000, validate_only=False).results[0]
+        assert r.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+        assert c.partitions(name) == [0, 1]
+        assert _dirs(broker, name) == [f"{name}-0", f"{name}-1"]
+        monkeypatch.undo()
+        r = c.request("CreatePartitions", 1, topics=[t], timeout_ms=30000, validate_only=False).results[0]
+        assert r.error_code == 0
+        assert c.partitions(name) == list(range(10))
+
+
+def test_slow_disk_does_not_stall_other_clients(monkeypatch):
+    """Retention deletes segments and flushes rolled ones, and a CreateTopics commits through
+    Raft, while every fsync/fdatasync/unlink takes 0.5 s; another client's Metadata and
+    Produce round trips stay well under that."""
+    with Broker(mode="thread", overrides={"log.retention.check.interval.ms": 200}) as b:
+        b.create_topic("fast", 1)
+        b.create_topic("slow", 1, {"segment.bytes": 1000, "retention.ms": 1000})
+        with b.client() as c:
+            for i in range(4):
+                c.produce("slow", [b"v" * 900])          # one segment per batch (rolls)
+        time.sleep(0.6)   # the passes meanwhile flush the rolled segments (at full speed)
+        calls = {"fsync": 0, "fdatasync": 0, "unlink": 0}
+        for fn in calls:
+            real = getattr(os, fn)
+
+            def slow(*a, _real=real, _fn=fn, **kw):
+                if _fn != "unlink" or str(a[0]).endswith(".log"):
+                    calls[_fn] += 1
+                    time.sleep(SLOW_S)
+                return _real(*a, **kw)
+
+            monkeypatch.setattr(os, fn, slow)
+        created = {}
+
+        def create_topic():   # a Raft commit (quorum-state/log fsyncs) in the background
+            t0 = time.monotonic()
+            with b.client(60) as c2:
+                created["error"] = _create(c2, "made-while-slow", 3).error_code
+            created["s"] = time.monotonic() - t0
+
+        creator = threading.Thread(target=create_topic)
+        worst = 0.0
+        rounds = 0
+        with b.client() as c:
+            start = time.monotonic()
+            creator.start()
+            while time.monotonic() - start < 5.0:
+                t0 = time.monotonic()
+                c.partitions("fast")
+                c.produce("fast", [b"ping"])
+                if rounds % 20 == 0:
+                    c.produce("slow", [b"v" * 900])      # rolls: flushes for the next pass
+                worst = max(worst, time.monotonic() - t0)
+                rounds += 1
+        creator.join(60)
+        monkeypatch.undo()
+        assert calls["unlink"] >= 1 and calls["fdatasync"] + calls["fsync"] >= 2, calls  # the slow work ran
+        assert created.get("error") == 0 and created["s"] >= SLOW_S   # it waited for its fsyncs
+        with b.client() as c:
+            lso = c.request("ListOffsets", 1, replica_id=-1, topics=[api("ListOffsets").request.struct(
+                "ListOffsetsTopic")(name="slow", partitions=[api("ListOffsets").request.struct(
+                    "ListOffsetsPartition")(partition_index=0, timestamp=-2)])]).topics[0].partitions[0].offset
+        assert lso > 0                                   # retention deleted segments meanwhile
+        assert rounds > 20
+        assert worst < SLOW_S / 2, f"a round trip took {worst:.3f} s while the disk was slow"
