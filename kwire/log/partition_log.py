@@ -139,7 +139,9 @@ class PartitionLog:
         lso = log_start_offset if log_start_offset is not None else 0
         if not segments:
             start = max(lso, recovery_point or 0)
-            segments.append(LogSegment.create(dir, start, config, now_ms, lazy=True))  # file on first write
+            # an empty log at 0 needs no file until its first write (a start elsewhere is
+            # kept in the name of the segment file)
+            segments.append(LogSegment.create(dir, start, config, now_ms, lazy=start == 0))
             recovery_point = start
             clean = True
         if clean and recovery_point is not None:
