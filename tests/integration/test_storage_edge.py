@@ -147,3 +147,26 @@ def test_slow_disk_does_not_stall_other_clients(monkeypatch):
             ).topics[0].partitions[0].offset
         assert lso > 0                                   # retention deleted segments meanwhile
         assert rounds > 20
+
+
+def test_a_led_partition_that_cannot_be_opened_as_records_apply_is_offline(broker, monkeypatch):
+    """The path of a partition whose records another node committed (in a cluster, or a
+    replay): opening its log fails here, so this node answers KAFKA_STORAGE_ERROR for it,
+    applies the rest of the records (the other partitions, the topic's configs) and serves
+    them."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+
+    async def not_made_here(topic, partitions):   # as if the creating node were another one
+        return []
+
+    monkeypatch.setattr(broker.broker, "_make_logs", not_made_here)
+    _fail_mkdir_of(monkeypatch, f"/{name}-1")
+    broker.create_topic(name, 3, {"retention.ms": 12345})
+    with broker.client() as c:
+        assert c.partitions(name) == [0, 1, 2]
+        with pytest.raises(KafkaWireError) as exc:
+            c.produce(name, [b"x"], partition=1)
+        assert exc.value.code == ErrorCode.KAFKA_STORAGE_ERROR
+        assert c.produce(name, [b"x"], partition=2) == [0]
+    assert broker.broker.logs.get(name, 2).config.retention_ms == 12345   # the CONFIG record applied
+    assert _dirs(broker, name) == [f"{name}-0", f"{name}-2"]
