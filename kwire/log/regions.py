@@ -88,7 +88,11 @@ def _soft_nofile() -> int:
 
 class OpenFiles:
     """A bounded LRU of open segment files, keyed by their owner (a LogSegment). Thread-safe
-    (the log is driven by one thread, but several in-process brokers may share the cache)."""
+    (the log is driven by one thread, but several in-process brokers may share the cache).
+
+    The owner caches its file in its ``_file`` attribute, set here when the file is opened
+    and cleared when it is evicted or discarded, so a hit costs the owner an attribute read
+    and a ``touch`` (no lock): ``f = owner._file; if f is not None: touch(owner)``."""
 
     def __init__(self, capacity: int):
         self.capacity = max(1, capacity)
@@ -96,6 +100,21 @@ class OpenFiles:
         self._lock = threading.Lock()
         self.opens = 0       # files opened (a reopen after eviction counts again)
         self.evictions = 0
+        self._move_to_end = self._lru.move_to_end
+
+    def touch(self, owner) -> None:
+        """Mark ``owner``'s open file as just used (lock-free: one C call under the GIL)."""
+        try:
+            self._move_to_end(owner)
+        except KeyError:  # evicted meanwhile by another thread: the caller still holds it
+            pass
+
+    def _evict_one(self, evicted: list) -> None:
+        owner, f = self._lru.popitem(last=False)
+        if getattr(owner, "_file", None) is f:
+            owner._file = None
+        evicted.append(f)
+        self.evictions += 1
 
     def get(self, owner, path: str, flags: int = os.O_RDWR) -> SegmentFile:
         """``owner``'s open file, opening ``path`` if it is not open (may raise OSError)."""
@@ -104,6 +123,7 @@ class OpenFiles:
             f = lru.get(owner)
             if f is not None:
                 lru.move_to_end(owner)
+                owner._file = f
                 return f
         f = SegmentFile(path, flags)
         evicted = []
@@ -111,13 +131,14 @@ class OpenFiles:
             other = lru.get(owner)
             if other is not None:   # opened by another thread meanwhile: keep that one
                 lru.move_to_end(owner)
+                owner._file = other
                 evicted.append(f)
                 return other
             lru[owner] = f
+            owner._file = f
             self.opens += 1
             while len(lru) > self.capacity:
-                evicted.append(lru.popitem(last=False)[1])
-                self.evictions += 1
+                self._evict_one(evicted)
         del evicted  # outside the lock: closes each file nobody else holds
         return f
 
@@ -129,6 +150,8 @@ class OpenFiles:
         """Forget ``owner``'s file (closed once no region holds it)."""
         with self._lock:
             f = self._lru.pop(owner, None)
+            if f is not None and getattr(owner, "_file", None) is f:
+                owner._file = None
         del f
 
     def resize(self, capacity: int) -> None:
@@ -136,8 +159,7 @@ class OpenFiles:
         with self._lock:
             self.capacity = max(1, capacity)
             while len(self._lru) > self.capacity:
-                evicted.append(self._lru.popitem(last=False)[1])
-                self.evictions += 1
+                self._evict_one(evicted)
         del evicted
 
     def __len__(self) -> int:

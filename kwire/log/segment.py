@@ -32,6 +32,7 @@ _RECOVERY_CHUNK = 4 << 20
 _IOV_MAX = 1024
 _unpack_header = HEADER.unpack_from
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_touch = OPEN_FILES.touch
 
 
 _deferred = threading.local()
@@ -122,6 +123,7 @@ class LogSegment:
         "bytes_since_last_index_entry",
         "rolling_timestamp",
         "_indexes_missing",
+        "_file",
     )
 
     def __init__(self, dir: str, base_offset: int, config: LogConfig, *, size: int, created_ms: int):
@@ -140,6 +142,7 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         self.rolling_timestamp: int | None = None if size else -1
         self._indexes_missing = False
+        self._file: SegmentFile | None = None  # set and cleared by OPEN_FILES
 
     # --- life cycle -------------------------------------------------------------------
     @classmethod
@@ -167,6 +170,10 @@ class LogSegment:
     def file(self) -> SegmentFile:
         """The open .log file (opened on demand through the open-file LRU). Hold the object,
         not its fd number, while you use it: an eviction closes a file nobody holds."""
+        f = self._file
+        if f is not None:
+            _touch(self)
+            return f
         # an empty segment may have no file yet (LogSegment.create(lazy=True))
         return OPEN_FILES.get(self, self.log_path, os.O_RDWR if self.size else os.O_RDWR | os.O_CREAT)
 
@@ -200,7 +207,7 @@ class LogSegment:
         writes and fsyncs of the index files from a copy of their entries taken now) and
         touches no in-memory state, so it may run in a worker thread; the index bookkeeping
         is updated when it returns (call it once)."""
-        f = OPEN_FILES.peek(self)
+        f = self._file
         path = self.log_path
         need_log = f is not None or self.size > 0
         index_jobs = [ix.write_plan(sync=True) for ix in (self.index, self.time_index) if ix.loaded]
