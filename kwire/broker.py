@@ -71,6 +71,7 @@ class Broker:
         # partitions this node leads whose log could not be opened: (topic, p) -> why. They
         # answer KAFKA_STORAGE_ERROR (Kafka's offline replica) until a restart opens them.
         self.offline_partitions: dict[tuple[str, int], str] = {}
+        self._nursery = None
         self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
         self.groups = None  # the group coordinator (kwire.groups), attached by the server
         self.producers = None  # the producer-id manager, attached when idempotence lands
@@ -105,6 +106,7 @@ class Broker:
         logs, register this broker (with the active controller)."""
         from kwire.metadata.quorum import MetadataQuorum  # noqa: PLC0415
 
+        self._nursery = nursery   # for disk work that side effects leave to a worker thread
         self.quorum = MetadataQuorum(self, self.voters, controller_listeners=controller_listeners,
                                      raft_config=raft_config)
         await self.quorum.start(nursery)
@@ -188,11 +190,15 @@ class Broker:
                 self._open_led_partition(t.name, p.index)
         elif msg is R.REMOVE_TOPIC and removed:
             name, parts = removed
+            doomed = []
             for p in parts:
                 self.offline_partitions.pop((name, p), None)
-                if self.logs.get(name, p) is not None:
-                    self.logs.delete_partition(name, p)
+                aside = self.logs.delete_later(name, p)   # renamed aside here, removed off the loop
+                if aside is not None:
+                    doomed.append(aside)
                 self.notify_append(name, p)  # wake fetches so they see the topic is gone
+            if doomed:
+                self._nursery.start_soon(self._remove_deleted, doomed)
             if self.groups is not None:
                 self.groups.delete_topic_offsets([name])
         elif msg is R.CONFIG:
@@ -201,6 +207,12 @@ class Broker:
             else:
                 for t in list(self.image.topics):
                     self.logs.reconfigure(t)
+
+    async def _remove_deleted(self, dirs: list[str]) -> None:
+        try:
+            await trio.to_thread.run_sync(self.logs.remove_deleted, dirs)
+        except OSError as exc:   # left for the next start, which removes *-delete dirs
+            log.warning("removing deleted logs %s failed: %s", dirs, exc)
 
     def _install_snapshot(self, data: bytes) -> None:
         """A snapshot (the leader's, or our own at startup) replaces the image."""

@@ -287,17 +287,36 @@ class LogManager:
     def delete(self, topic: str, partition: int) -> bool:
         """Delete a partition's log: rename the directory aside (so a crash mid-delete never
         resurrects it), then remove it. Open FileRegions stay readable."""
-        log = self.logs.pop((topic, partition), None)
-        if log is None:
+        aside = self.delete_later(topic, partition)
+        if aside is None:
             return False
-        aside = f"{log.dir}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
-        os.rename(log.dir, aside)
-        fsync_dir(self.data_dir)
-        log.dir = aside
-        log.delete()
+        self.remove_deleted([aside])
         return True
 
     delete_partition = delete
+
+    def delete_later(self, topic: str, partition: int) -> str | None:
+        """The first half of ``delete``: the log leaves this manager and its directory is
+        renamed aside (``<dir>.<uuid>-delete``, removed at the next start if a crash comes
+        first). Returns that directory for ``remove_deleted`` (disk work, any thread), or
+        None when there is no such log."""
+        log = self.logs.pop((topic, partition), None)
+        if log is None:
+            return None
+        aside = f"{log.dir}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+        os.rename(log.dir, aside)
+        log.dir = aside
+        with deferred_deletes():   # forget the open files; the tree goes in remove_deleted
+            for seg in log.segments:
+                seg.delete()
+        log.closed = True
+        return aside
+
+    def remove_deleted(self, dirs) -> None:
+        """Make the renames of ``delete_later`` durable and remove the directories."""
+        if dirs:
+            fsync_dir(self.data_dir)
+        self.remove_dirs(dirs)
 
     def delete_topic(self, topic: str) -> int:
         parts = [p for (t, p) in self.logs if t == topic]

@@ -170,3 +170,40 @@ def test_a_led_partition_that_cannot_be_opened_as_records_apply_is_offline(broke
         assert c.produce(name, [b"x"], partition=2) == [0]
     assert broker.broker.logs.get(name, 2).config.retention_ms == 12345   # the CONFIG record applied
     assert _dirs(broker, name) == [f"{name}-0", f"{name}-2"]
+
+
+def test_deleted_topic_files_go_off_the_event_loop(broker, monkeypatch):
+    """DeleteTopics renames the partition directories aside at once (the topic is gone) and
+    removes them in a worker thread: a slow removal does not stall other clients."""
+    import shutil
+
+    from kwire.testing.wait import wait_until
+
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(name, 4)
+    broker.create_topic(f"{name}-other", 1)
+    with broker.client() as c:
+        for p in range(4):
+            c.produce(name, [b"x" * 100], partition=p)
+    real = shutil.rmtree
+    removing = []
+
+    def slow_rmtree(path, *a, **kw):
+        if name in str(path):
+            removing.append(path)
+            time.sleep(1.0)
+        return real(path, *a, **kw)
+
+    monkeypatch.setattr(shutil, "rmtree", slow_rmtree)
+    broker.delete_topic(name)
+    assert _dirs(broker, name) == []     # renamed aside as the record applied
+    worst = 0.0
+    with broker.client() as c:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.5:
+            t1 = time.monotonic()
+            c.produce(f"{name}-other", [b"ping"])
+            worst = max(worst, time.monotonic() - t1)
+    assert removing and worst < 0.25
+    wait_until(lambda: not [d for d in os.listdir(broker.data_dir) if d.startswith(f"{name}-") and
+                            d.endswith("-delete")], timeout=20, message="the -delete directories are removed")
