@@ -400,12 +400,7 @@ class Broker:
             return []
         made = await trio.to_thread.run_sync(self.logs.make_logs, topic, partitions,
                                              self.logs.config_for(topic))
-        staged = self.logs.stage(made)
-        if len(staged) < len(made):   # opened meanwhile by a concurrent create: not ours
-            extra = {id(x) for x in staged}
-            dup = [m.dir for m in made if id(m) not in extra]
-            log.warning("logs %s were created concurrently; keeping the open ones", dup)
-        return staged
+        return self.logs.stage(made)
 
     async def _drop_staged(self, staged: list) -> None:
         """Remove logs made for a create whose records did not apply (refused, or lost to

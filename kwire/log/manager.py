@@ -254,29 +254,32 @@ class LogManager:
 
     def stage(self, logs: list[PartitionLog]) -> list[PartitionLog]:
         """Keep logs made by ``make_logs`` until their partition records apply (``create``
-        adopts them). Returns the ones staged (a log already open for the same partition
-        wins; the duplicate's files are left to ``remove_dirs``)."""
-        staged = []
+        adopts them). ``make_logs`` made only directories that did not exist, so none of
+        them is open already."""
         for log in logs:
-            tp = (log.topic, log.partition)
-            if tp in self.logs or tp in self._staged:
-                continue
-            self._staged[tp] = log
-            staged.append(log)
-        return staged
+            self._staged[(log.topic, log.partition)] = log
+        return logs
 
     def unstage(self, logs: list[PartitionLog]) -> list[str]:
-        """Drop staged logs that were never adopted; returns their directories, for
+        """Drop staged logs that were never adopted: each directory is renamed aside at once
+        (so a record that applies later makes a fresh one, and a crash leaves only a
+        ``-delete`` directory that the next start removes); returns them for
         ``remove_dirs`` (disk work, any thread)."""
         out = []
         for log in logs:
             tp = (log.topic, log.partition)
             if self._staged.get(tp) is log:
                 del self._staged[tp]
-                for seg in log.segments:
-                    seg.delete()
+                with deferred_deletes():
+                    for seg in log.segments:
+                        seg.delete()
                 log.closed = True
-                out.append(log.dir)
+                aside = f"{log.dir}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+                try:
+                    os.rename(log.dir, aside)
+                except OSError:
+                    continue  # gone already, or not ours to move
+                out.append(aside)
         return out
 
     @staticmethod
