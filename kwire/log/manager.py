@@ -35,7 +35,8 @@ from kwire.log.checkpoint import read_checkpoint, write_checkpoint
 from kwire.log.config import LogConfig
 from kwire.log.errors import KafkaStorageError
 from kwire.log.partition_log import PartitionLog
-from kwire.log.segment import LogSegment, deferred_deletes, unlink_all
+from kwire.log.regions import deferred_deletes, unlink_all
+from kwire.log.segment import LogSegment
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"

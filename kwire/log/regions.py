@@ -13,14 +13,19 @@ answered, or a reader holding the object, keeps reading the same file even if th
 evicted it meanwhile (or retention unlinked it). Rule for callers: never keep a bare fd
 number across anything that may open files; keep the ``SegmentFile`` object (or call its
 methods) instead.
+
+Also here: ``write_all`` (a complete pwritev) and segment file deletion that a retention
+pass defers to a worker thread (``deferred_deletes``).
 """
 from __future__ import annotations
 
 import os
 import threading
 from collections import OrderedDict
+from contextlib import contextmanager
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_IOV_MAX = 1024
 
 
 class SegmentFile:
@@ -66,6 +71,67 @@ class SegmentFile:
 
     def __repr__(self) -> str:
         return f"SegmentFile({self.path!r}, fd={self.fd})"
+
+
+def write_all(f: SegmentFile, pieces: list, position: int) -> int:
+    """pwritev ``pieces`` at ``position`` completely; returns bytes written."""
+    fd = f.fileno()
+    total = 0
+    i = 0
+    n = len(pieces)
+    while i < n:
+        chunk = pieces[i : i + _IOV_MAX]
+        want = sum(len(p) for p in chunk)
+        done = os.pwritev(fd, chunk, position)
+        if done < want:  # short write (rare for regular files): finish piece by piece
+            rest = b"".join(bytes(p) for p in chunk)
+            view = memoryview(rest)[done:]
+            pos = position + done
+            while view:
+                w = os.pwrite(fd, view, pos)
+                if w <= 0:
+                    raise OSError("pwrite wrote nothing")
+                view = view[w:]
+                pos += w
+        position += want
+        total += want
+        i += _IOV_MAX
+    return total
+
+
+_deferred = threading.local()
+
+
+@contextmanager
+def deferred_deletes():
+    """Within this block (on this thread), ``LogSegment.delete`` forgets the segment's open
+    file but leaves its files on disk and adds their paths to the list this yields, for a
+    worker thread to unlink (a retention pass off the event loop)."""
+    outer = getattr(_deferred, "paths", None)
+    paths: list[str] = []
+    _deferred.paths = paths
+    try:
+        yield paths
+    finally:
+        _deferred.paths = outer
+
+
+def delete_files(paths) -> None:
+    """Unlink ``paths`` now, or, inside ``deferred_deletes`` on this thread, leave that to
+    its caller."""
+    deferred = getattr(_deferred, "paths", None)
+    if deferred is not None:
+        deferred.extend(paths)
+    else:
+        unlink_all(paths)
+
+
+def unlink_all(paths) -> None:
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 def default_capacity(soft_limit: int) -> int:

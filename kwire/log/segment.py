@@ -9,8 +9,6 @@ entries (a missing index of a non-empty segment is rebuilt by scanning the .log)
 from __future__ import annotations
 
 import os
-import threading
-from contextlib import contextmanager
 
 from kwire.codec.records import (
     BATCH_HEADER_SIZE,
@@ -24,70 +22,18 @@ from kwire.errors import CorruptRecordBatch
 from kwire.log.config import LogConfig
 from kwire.log.errors import CorruptIndex, KafkaStorageError
 from kwire.log.index import OffsetIndex, TimeIndex
-from kwire.log.regions import OPEN_FILES, SegmentFile
+from kwire.log.regions import OPEN_FILES, SegmentFile, delete_files, write_all
 
 REL_OFFSET_MAX = (1 << 31) - 1
 _SCAN_CHUNK = 2048
 _RECOVERY_CHUNK = 4 << 20
-_IOV_MAX = 1024
 _unpack_header = HEADER.unpack_from
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _touch = OPEN_FILES.touch
 
 
-_deferred = threading.local()
-
-
-@contextmanager
-def deferred_deletes():
-    """Within this block (on this thread), ``LogSegment.delete`` forgets the segment's open
-    file but leaves its files on disk and adds their paths to the list this yields, for a
-    worker thread to unlink (a retention pass off the event loop)."""
-    outer = getattr(_deferred, "paths", None)
-    paths: list[str] = []
-    _deferred.paths = paths
-    try:
-        yield paths
-    finally:
-        _deferred.paths = outer
-
-
-def unlink_all(paths) -> None:
-    for path in paths:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-
-
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
-
-
-def write_all(f: SegmentFile, pieces: list, position: int) -> int:
-    """pwritev ``pieces`` at ``position`` completely; returns bytes written."""
-    fd = f.fileno()
-    total = 0
-    i = 0
-    n = len(pieces)
-    while i < n:
-        chunk = pieces[i : i + _IOV_MAX]
-        want = sum(len(p) for p in chunk)
-        done = os.pwritev(fd, chunk, position)
-        if done < want:  # short write (rare for regular files): finish piece by piece
-            rest = b"".join(bytes(p) for p in chunk)
-            view = memoryview(rest)[done:]
-            pos = position + done
-            while view:
-                w = os.pwrite(fd, view, pos)
-                if w <= 0:
-                    raise OSError("pwrite wrote nothing")
-                view = view[w:]
-                pos += w
-        position += want
-        total += want
-        i += _IOV_MAX
-    return total
 
 
 class BatchHeader:
@@ -189,11 +135,7 @@ class LogSegment:
         """Unlink all files (or leave that to the caller of ``deferred_deletes``). Open
         regions keep reading the unlinked inode."""
         OPEN_FILES.discard(self)
-        deferred = getattr(_deferred, "paths", None)
-        if deferred is not None:
-            deferred.extend(self.paths())
-        else:
-            unlink_all(self.paths())
+        delete_files(self.paths())
 
     def paths(self) -> tuple[str, str, str]:
         return self.log_path, self.index.path, self.time_index.path
