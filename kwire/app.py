@@ -39,6 +39,21 @@ def parse_voters(text: str) -> dict[int, tuple[str, int]]:
     return out
 
 
+_nofile_logged = False
+
+
+def _raise_open_file_limit() -> None:
+    """Soft RLIMIT_NOFILE up to the hard limit (once per process), said once in the log."""
+    global _nofile_logged
+    from kwire.log.regions import OPEN_FILES, raise_open_file_limit  # noqa: PLC0415
+
+    got = raise_open_file_limit()
+    if got is not None and not _nofile_logged:
+        _nofile_logged = True
+        log.info("open files: soft limit %d (was %d); up to %d segment files kept open",
+                 got[1], got[0], OPEN_FILES.capacity)
+
+
 async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: tuple[str, int] | None = None,
                      task_status=trio.TASK_STATUS_IGNORED, handle_signals: bool = False, on_ready=None,
                      controller_listen: tuple[str, int] | None = None,
@@ -49,6 +64,7 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
     controller listener on ``controller_listen`` (default: its own entry in ``voters``); the
     client listener opens once the node has caught up with the quorum and registered. Without
     it, the node is a quorum of one."""
+    _raise_open_file_limit()
     # Bind first so port 0 resolves before the broker registers its advertised address.
     controller_listeners = None
     if voters and len(voters) > 1:

@@ -77,6 +77,10 @@ class Broker:
         except BaseException:
             self._lock.release()
             raise
+        # partitions this node leads whose log could not be opened: (topic, p) -> why. They
+        # answer KAFKA_STORAGE_ERROR (Kafka's offline replica) until a restart opens them.
+        self.offline_partitions: dict[tuple[str, int], str] = {}
+        self._nursery = None
         self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
         self.groups = None  # the group coordinator (kwire.groups), attached by the server
         self.producers = None  # the producer-id manager, attached when idempotence lands
@@ -97,6 +101,7 @@ class Broker:
         logs, register this broker (with the active controller)."""
         from kwire.metadata.quorum import MetadataQuorum  # noqa: PLC0415
 
+        self._nursery = nursery   # for disk work that side effects leave to a worker thread
         self.quorum = MetadataQuorum(self, self.voters, controller_listeners=controller_listeners,
                                      raft_config=raft_config)
         await self.quorum.start(nursery)
@@ -122,13 +127,25 @@ class Broker:
         log.info("broker %d open: cluster %s, %d topics, data dir %s", self.node_id, self.cluster_id,
                  len(self.image.topics), self.data_dir)
 
+    def _open_led_partition(self, topic: str, partition: int) -> None:
+        """Open (or create) the log of a partition this node leads. A failure (EMFILE,
+        EACCES, ENOSPC ...) marks it offline instead of stopping the metadata replay."""
+        try:
+            self.logs.open_partition(topic, partition)
+        except (OSError, KafkaError) as exc:
+            why = f"Error while creating log for {topic}-{partition} in dir {self.data_dir}: {exc}"
+            self.offline_partitions[(topic, partition)] = why
+            log.error("partition %s-%d is offline: %s", topic, partition, why)
+            return
+        self.offline_partitions.pop((topic, partition), None)
+
     def _reconcile_logs(self) -> None:
         """After replay: open the logs of partitions this node leads, drop deleted ones."""
         for t in self.image.topics.values():
             self.logs.reconfigure(t.name)  # logs were opened before the image knew their configs
             for p in t.partitions.values():
                 if p.leader == self.node_id:
-                    self.logs.open_partition(t.name, p.index)
+                    self._open_led_partition(t.name, p.index)
         for (topic, p) in [tp for tp, _ in self.logs]:
             t = self.image.topics.get(topic)
             if t is None or p not in t.partitions:  # deleted while we were down
@@ -168,13 +185,18 @@ class Broker:
             t = self.image.topics_by_id.get(obj.topic_id)
             p = t.partitions.get(obj.partition_id) if t else None
             if p is not None and p.leader == self.node_id:
-                self.logs.open_partition(t.name, p.index)
+                self._open_led_partition(t.name, p.index)
         elif msg is R.REMOVE_TOPIC and removed:
             name, parts = removed
+            doomed = []
             for p in parts:
-                if self.logs.get(name, p) is not None:
-                    self.logs.delete_partition(name, p)
+                self.offline_partitions.pop((name, p), None)
+                aside = self.logs.delete_later(name, p)   # renamed aside here, removed off the loop
+                if aside is not None:
+                    doomed.append(aside)
                 self.notify_append(name, p)  # wake fetches so they see the topic is gone
+            if doomed:
+                self._nursery.start_soon(self._remove_deleted, doomed)
             if self.groups is not None:
                 self.groups.delete_topic_offsets([name])
         elif msg is R.CONFIG:
@@ -183,6 +205,12 @@ class Broker:
             elif obj.resource_type == R.RESOURCE_BROKER:
                 for t in list(self.image.topics):
                     self.logs.reconfigure(t)
+
+    async def _remove_deleted(self, dirs: list[str]) -> None:
+        try:
+            await trio.to_thread.run_sync(self.logs.remove_deleted, dirs)
+        except OSError as exc:   # left for the next start, which removes *-delete dirs
+            log.warning("removing deleted logs %s failed: %s", dirs, exc)
 
     def _install_snapshot(self, data: bytes) -> None:
         """A snapshot (the leader's, or our own at startup) replaces the image."""
@@ -204,6 +232,8 @@ class Broker:
         t = self.image.topics.get(topic)
         if t is not None and partition in t.partitions and t.partitions[partition].leader != self.node_id:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if (topic, partition) in self.offline_partitions:
+            return ErrorCode.KAFKA_STORAGE_ERROR
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def _place(self, count: int, rf: int, brokers: list[int]) -> list[list[int]]:
@@ -290,6 +320,12 @@ class Broker:
                 leader=replicas[0], leader_epoch=0, partition_epoch=0)))
         for k, v in clean.items():
             recs.append((R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_TOPIC, resource_name=name, name=k, value=v)))
+        mine = [p for p in range(num_partitions) if (assignments[p] if assignments else placed[p])[0] == self.node_id]
+        try:
+            staged = await self._make_logs(name, mine)
+        except KafkaError as exc:
+            log.error("create topic %s refused: %s", name, exc)
+            return TopicError(exc.code, str(exc))
         try:
             await self.submit_metadata(recs)
         except KafkaError as exc:
@@ -299,6 +335,8 @@ class Broker:
                     while name not in self.image.topics:
                         await trio.sleep(0.02)
             return TopicError(exc.code, str(exc))
+        finally:
+            await self._drop_staged(staged)
         log.info("created topic %s with %d partitions and configs %s", name, num_partitions, clean)
         return TopicError(ErrorCode.NONE)
 
@@ -333,15 +371,45 @@ class Broker:
             return TopicError(ErrorCode.NONE)
         recs = []
         placed = None if assignments else self._place(count - cur, rf, brokers)
+        mine = []
         for i, p in enumerate(range(cur, count)):
             replicas = assignments[i] if assignments else placed[i]
             recs.append((R.PARTITION, R.PARTITION.cls(partition_id=p, topic_id=t.topic_id, replicas=replicas,
                                                       isr=list(replicas), leader=replicas[0])))
+            if replicas[0] == self.node_id:
+                mine.append(p)
+        try:
+            staged = await self._make_logs(name, mine)
+        except KafkaError as exc:
+            log.error("create partitions of %s refused: %s", name, exc)
+            return TopicError(exc.code, str(exc))
         try:
             await self.submit_metadata(recs)
         except KafkaError as exc:
             return TopicError(exc.code, str(exc))
+        finally:
+            await self._drop_staged(staged)
         return TopicError(ErrorCode.NONE)
+
+    async def _make_logs(self, topic: str, partitions: list[int]) -> list:
+        """Create the logs of new partitions this node will lead before their records are
+        committed (disk work in a worker thread), so a failure to create them (EMFILE,
+        EACCES, ENOSPC ...) refuses the request with KAFKA_STORAGE_ERROR, as Kafka's
+        LogManager does, and nothing is committed. Partitions other nodes will lead are
+        opened by those nodes as the records apply (``_open_led_partition``): a failure
+        there marks the partition offline on that node (KAFKA_STORAGE_ERROR to clients)."""
+        if not partitions:
+            return []
+        made = await trio.to_thread.run_sync(self.logs.make_logs, topic, partitions,
+                                             self.logs.config_for(topic))
+        return self.logs.stage(made)
+
+    async def _drop_staged(self, staged: list) -> None:
+        """Remove logs made for a create whose records did not apply (refused, or lost to
+        another leader): no directory is left behind for a partition that does not exist."""
+        dirs = self.logs.unstage(staged)
+        if dirs:
+            await trio.to_thread.run_sync(self.logs.remove_dirs, dirs)
 
     async def set_configs(self, resource_type: int, resource_name: str, changes: dict[str, str | None]) -> None:
         """Commit config changes (logs pick them up as they apply). Raises KafkaError."""

@@ -107,11 +107,16 @@ class KafkaServer:
         await start_groups(self.broker, nursery)  # replay before serving
 
     async def _retention_loop(self) -> None:
+        """Retention, flush of rolled segments and checkpoints: decided here on the loop,
+        the unlinks, fsyncs and file writes in a worker thread (a slow disk must not stall
+        the connections), their effect (recovery points) applied back here."""
         interval = int(self.broker.config.get("log.retention.check.interval.ms")) / 1000
         while True:
             await trio.sleep(interval)
             try:
-                self.broker.logs.run_retention(self.broker.clock.now_ms())
+                work = self.broker.logs.plan_retention(self.broker.clock.now_ms())
+                await trio.to_thread.run_sync(work.run)
+                self.broker.logs.finish(work)
             except Exception:  # noqa: BLE001 - a failed pass must not stop the broker
                 log.exception("retention pass failed")
 

@@ -75,7 +75,7 @@ async def produce(ctx: RequestContext, req):
             pr.log_append_time_ms = res.log_append_time_ms
             pr.log_start_offset = res.log_start_offset
             if plog.config.fsync_per_append and acks != 0:
-                to_sync.append((pr, plog, plog.active_segment_file()))
+                to_sync.append((pr, plog, plog.dup_active_segment_fd()))
         out.append(T(name=td.name, partition_responses=parts))
     if acks == 0:
         return None
@@ -102,21 +102,17 @@ def _refuse(ctx: RequestContext, pr, exc: KafkaError) -> None:
 async def _datasync(ctx: RequestContext, to_sync) -> None:
     """fdatasync every segment file this request appended to, in one worker thread; a
     failure takes the log dir offline and the partitions it held are not acknowledged."""
-    files = {}
-    for _, plog, f in to_sync:
-        files.setdefault(id(f), (plog, f))
-
     def sync_all():
         failed = {}
-        for key, (plog, f) in files.items():
+        for _, plog, fd in to_sync:
             try:
-                plog.datasync(f)
+                plog.datasync(fd)
             except OSError as exc:
-                failed[key] = exc
+                failed[fd] = exc
         return failed
 
     failed = await trio.to_thread.run_sync(sync_all)
-    for pr, plog, f in to_sync:
-        exc = failed.get(id(f))
+    for pr, plog, fd in to_sync:
+        exc = failed.get(fd)
         if exc is not None:
             _refuse(ctx, pr, plog.storage_failure("fsync", exc))

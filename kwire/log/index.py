@@ -6,8 +6,16 @@
   timestamp seen up to that point in the segment, and the (last) offset of the batch holding it.
 
 Indexes are held in memory as arrays, loaded lazily, and written to their files in bulk
-(on roll, flush and close): they can always be rebuilt from the .log, and recovery truncates
-them to the recovery point, so entries still in memory at a crash are never needed.
+(on flush and close): they can always be rebuilt from the .log, and recovery truncates
+them to the recovery point, so entries still in memory at a crash are never needed. No
+index file is held open (lookups are a bisect of the in-memory arrays); a file is opened
+only to be written, and an index without entries needs no file at all (a new segment
+creates none).
+
+``write_plan`` splits a write into the disk part (a function over a copy of the new
+entries, safe in a worker thread) and the bookkeeping, which happens when it runs; it
+notices a truncation that happened meanwhile (``_generation``) and then leaves the file to
+be rewritten by the next write.
 """
 from __future__ import annotations
 
@@ -35,6 +43,19 @@ def _non_decreasing(seq) -> bool:
 
 
 def _write_tail(path: str, data: bytes, keep_bytes: int, on_disk_bytes: int, sync: bool) -> None:
+    if not data and keep_bytes == 0:
+        # nothing to keep: an empty index needs no file; empty an existing one
+        try:
+            os.truncate(path, 0)
+        except FileNotFoundError:
+            return
+        if sync:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        return
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     try:
         if on_disk_bytes != keep_bytes:
@@ -51,10 +72,26 @@ def _write_tail(path: str, data: bytes, keep_bytes: int, on_disk_bytes: int, syn
         os.close(fd)
 
 
+def _job(ix, data: bytes, keep_bytes: int, on_disk_bytes: int, sync: bool, n: int):
+    """The disk part of an index write, then its bookkeeping (unless entries were removed
+    meanwhile: then the next write rewrites the file)."""
+    generation = ix._generation
+
+    def run() -> None:
+        _write_tail(ix.path, data, keep_bytes, on_disk_bytes, sync)
+        if ix._generation == generation:
+            ix._on_disk = n
+            ix._synced = sync
+        else:
+            ix._on_disk = -2
+
+    return run
+
+
 class OffsetIndex:
     ENTRY_SIZE = 8
 
-    __slots__ = ("path", "base_offset", "max_entries", "_rel", "_pos", "_on_disk", "_synced")
+    __slots__ = ("path", "base_offset", "max_entries", "_rel", "_pos", "_on_disk", "_synced", "_generation")
 
     def __init__(self, path: str, base_offset: int, max_index_bytes: int):
         self.path = path
@@ -62,8 +99,9 @@ class OffsetIndex:
         self.max_entries = max(1, max_index_bytes // self.ENTRY_SIZE)
         self._rel: array.array | None = None  # relative offsets, when loaded
         self._pos: array.array | None = None
-        self._on_disk = -1  # entries in the file (-1: unknown, not loaded)
+        self._on_disk = -1  # entries in the file (-1: unknown, not loaded; -2: rewrite it)
         self._synced = False
+        self._generation = 0  # bumped when entries are removed
 
     # --- state ------------------------------------------------------------------------
     @property
@@ -77,12 +115,14 @@ class OffsetIndex:
     def is_full(self) -> bool:
         return len(self._rel) >= self.max_entries
 
-    def reset(self) -> None:
-        """Empty index (new segment or rebuild); the file is rewritten on the next write."""
+    def reset(self, fresh: bool = False) -> None:
+        """Empty index (new segment: ``fresh``, no file yet; or a rebuild: the file is
+        rewritten on the next write)."""
         self._rel = array.array("i")
         self._pos = array.array("i")
-        self._on_disk = -2  # rewrite the file from scratch on the next write
-        self._synced = False
+        self._on_disk = 0 if fresh else -2
+        self._synced = fresh
+        self._generation += 1
 
     def load(self, segment_size: int) -> None:
         """Read and sanity-check the file. Raises CorruptIndex or FileNotFoundError."""
@@ -121,6 +161,7 @@ class OffsetIndex:
         if n < len(self._rel):
             del self._rel[n:]
             del self._pos[n:]
+            self._generation += 1
             if self._on_disk > n:
                 self._on_disk = -2
 
@@ -130,11 +171,17 @@ class OffsetIndex:
 
     def write(self, sync: bool = False) -> None:
         """Bring the file up to date with memory (and fsync it if asked)."""
+        job = self.write_plan(sync)
+        if job is not None:
+            job()
+
+    def write_plan(self, sync: bool = False):
+        """None when the file is up to date; else a function that writes it (see module doc)."""
         if self._rel is None:
-            return
+            return None
         n = len(self._rel)
         if self._on_disk == n and (self._synced or not sync):
-            return
+            return None
         keep = self._on_disk if 0 <= self._on_disk <= n else 0
         on_disk_bytes = self._on_disk * self.ENTRY_SIZE if self._on_disk >= 0 else -1
         both = array.array("i", bytes(8 * (n - keep)))
@@ -142,9 +189,7 @@ class OffsetIndex:
         both[1::2] = self._pos[keep:n]
         if not _BIG:
             both.byteswap()
-        _write_tail(self.path, both.tobytes(), keep * self.ENTRY_SIZE, on_disk_bytes, sync)
-        self._on_disk = n
-        self._synced = sync
+        return _job(self, both.tobytes(), keep * self.ENTRY_SIZE, on_disk_bytes, sync, n)
 
     # --- lookups ----------------------------------------------------------------------
     def lookup(self, offset: int) -> tuple[int, int]:
@@ -168,7 +213,7 @@ class OffsetIndex:
 class TimeIndex:
     ENTRY_SIZE = 12
 
-    __slots__ = ("path", "base_offset", "max_entries", "_ts", "_rel", "_on_disk", "_synced")
+    __slots__ = ("path", "base_offset", "max_entries", "_ts", "_rel", "_on_disk", "_synced", "_generation")
 
     def __init__(self, path: str, base_offset: int, max_index_bytes: int):
         self.path = path
@@ -178,6 +223,7 @@ class TimeIndex:
         self._rel: array.array | None = None
         self._on_disk = -1
         self._synced = False
+        self._generation = 0
 
     @property
     def loaded(self) -> bool:
@@ -190,11 +236,12 @@ class TimeIndex:
     def is_full(self) -> bool:
         return len(self._ts) >= self.max_entries
 
-    def reset(self) -> None:
+    def reset(self, fresh: bool = False) -> None:
         self._ts = array.array("q")
         self._rel = array.array("i")
-        self._on_disk = -2
-        self._synced = False
+        self._on_disk = 0 if fresh else -2
+        self._synced = fresh
+        self._generation += 1
 
     def load(self, next_rel_offset_bound: int | None = None) -> None:
         with open(self.path, "rb") as f:
@@ -232,22 +279,26 @@ class TimeIndex:
         if n < len(self._ts):
             del self._ts[n:]
             del self._rel[n:]
+            self._generation += 1
             if self._on_disk > n:
                 self._on_disk = -2
 
     def write(self, sync: bool = False) -> None:
+        job = self.write_plan(sync)
+        if job is not None:
+            job()
+
+    def write_plan(self, sync: bool = False):
         if self._ts is None:
-            return
+            return None
         n = len(self._ts)
         if self._on_disk == n and (self._synced or not sync):
-            return
+            return None
         keep = self._on_disk if 0 <= self._on_disk <= n else 0
         on_disk_bytes = self._on_disk * self.ENTRY_SIZE if self._on_disk >= 0 else -1
         pack = _TIME_ENTRY.pack
         data = b"".join(map(pack, self._ts[keep:n], self._rel[keep:n]))
-        _write_tail(self.path, data, keep * self.ENTRY_SIZE, on_disk_bytes, sync)
-        self._on_disk = n
-        self._synced = sync
+        return _job(self, data, keep * self.ENTRY_SIZE, on_disk_bytes, sync, n)
 
     def lookup(self, timestamp: int) -> tuple[int, int]:
         """(timestamp, offset) of the last entry with timestamp <= ``timestamp``, else

@@ -11,9 +11,18 @@ Layout (as Kafka's log.dirs)::
 A clean shutdown flushes every log, writes both checkpoints, then the marker; an open that
 finds the marker trusts the checkpoints and scans nothing (indexes load lazily). Without the
 marker each log is CRC-checked from its recovery point.
+
+Blocking disk work of the periodic duties comes in two halves (``plan_retention``,
+``plan_flush``, ``plan_checkpoint`` return a :class:`DiskWork`): the decisions and every
+in-memory change happen on the caller's thread (the event loop), ``DiskWork.run`` does the
+unlinks, fsyncs and file writes and touches no log state (a worker thread may run it), and
+``DiskWork.commit`` applies what the disk work made true (recovery points) back on the
+owner's thread. New partitions can be made the same way: ``make_logs`` (disk only, any
+thread) then ``stage``; ``create``/``open_partition`` adopt a staged log.
 """
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import shutil
@@ -21,11 +30,14 @@ import time
 import uuid
 
 from kwire.atomic import fsync_dir, write_atomic
+from kwire.log import producer_state
 from kwire.log.checkpoint import read_checkpoint, write_checkpoint
 from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
 from kwire.log.errors import KafkaStorageError
 from kwire.log.partition_log import PartitionLog
+from kwire.log.regions import deferred_deletes, unlink_all
+from kwire.log.segment import LogSegment
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
@@ -38,6 +50,52 @@ RESERVED_TOPICS = frozenset({"__cluster_metadata"})
 
 def partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
+
+
+class DiskWork:
+    """Disk work planned on the owner's thread: ``run()`` (any thread) runs each job, then
+    ``commit()`` (the owner's thread) applies the in-memory effect of each job that
+    succeeded and raises the first failure, if any."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple] = []   # (disk function, commit function or None)
+        self.deleted = 0              # segments a retention pass removed from the logs
+        self._done: list[bool] = []
+        self._error: BaseException | None = None
+
+    def add(self, job, commit=None) -> None:
+        self.jobs.append((job, commit))
+
+    def extend(self, other: "DiskWork") -> None:
+        self.jobs += other.jobs
+        self.deleted += other.deleted
+
+    def __bool__(self) -> bool:
+        return bool(self.jobs)
+
+    def run(self) -> None:
+        done = []
+        for job, _ in self.jobs:
+            try:
+                job()
+                done.append(True)
+            except OSError as exc:   # one failed file must not stop the others
+                done.append(False)
+                if self._error is None:
+                    self._error = exc
+        self._done = done
+
+    def commit(self) -> None:
+        for (_, commit), ok in zip(self.jobs, self._done):
+            if ok and commit is not None:
+                commit()
+        if self._error is not None:
+            raise KafkaStorageError(f"disk work failed: {self._error}") from self._error
+
+    def run_here(self) -> "DiskWork":
+        self.run()
+        self.commit()
+        return self
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -67,6 +125,7 @@ class LogManager:
             self._config_source = config
         self.topic_configs: dict[str, LogConfig] = dict(topic_configs or {})
         self.logs: dict[tuple[str, int], PartitionLog] = {}
+        self._staged: dict[tuple[str, int], PartitionLog] = {}  # made for a pending create
         self.closed = False
         self.was_clean_shutdown = False
         self.failure_channel = LogDirFailureChannel()  # an I/O error takes the data dir offline
@@ -140,6 +199,11 @@ class LogManager:
         if config is not None:
             self.topic_configs.setdefault(topic, config)
         log = self.logs.get((topic, partition))
+        if log is None:
+            log = self._staged.pop((topic, partition), None)
+            if log is not None:  # made for this create with the topic's config of then
+                self.logs[(topic, partition)] = log
+                return log
         if log is not None:
             cfg = config or self.config_for(topic)
             if cfg != log.config:
@@ -150,27 +214,116 @@ class LogManager:
         path = os.path.join(self.data_dir, partition_dir_name(topic, partition))
         log = PartitionLog.open(path, config or self.config_for(topic), now_ms=self._now(now_ms),
                                 topic=topic, partition=partition, failure_channel=self.failure_channel)
-        fsync_dir(self.data_dir)
-        self.logs[(topic, partition)] = log
+        self.logs[(topic, partition)] = log   # no directory fsync: see make_logs
         return log
 
     get_or_create = create
     open_partition = create
 
+    # --- creating partitions off the event loop -------------------------------------------
+    def make_logs(self, topic: str, partitions, config: LogConfig | None = None,
+                  now_ms: int | None = None) -> list[PartitionLog]:
+        """Create the directories and first segments of new partitions (disk work only: no
+        state of this manager changes, so any thread may call it). All or nothing: on a
+        failure (EMFILE, EACCES, ENOSPC ...) what was made is removed and
+        KafkaStorageError says why, in Kafka's words."""
+        now_ms = self._now(now_ms)
+        config = config or self.config_for(topic)  # pass it from the owner's thread
+        made: list[PartitionLog] = []
+        p = None
+        try:
+            for p in partitions:
+                path = os.path.join(self.data_dir, partition_dir_name(topic, p))
+                try:
+                    os.mkdir(path)
+                except FileExistsError:
+                    continue  # not ours to take or remove: opened as the records apply
+                try:  # a new, empty log: one empty segment at 0, its file made on first write
+                    seg = LogSegment.create(path, 0, config, now_ms, lazy=True)
+                    made.append(PartitionLog(path, config, [seg], log_start_offset=0, recovery_point=0,
+                                             now_ms=now_ms, topic=topic, partition=p,
+                                             failure_channel=self.failure_channel))
+                except BaseException:
+                    shutil.rmtree(path, ignore_errors=True)
+                    raise
+            # No fsync of the data dir: a new log is empty, so a crash that loses its directory
+            # loses no record, and the next start makes it again from the metadata (which is
+            # durable: committed through the Raft log).
+        except OSError as exc:
+            for log in made:
+                shutil.rmtree(log.dir, ignore_errors=True)
+            raise KafkaStorageError(f"Error while creating log for {topic}-{p} in dir {self.data_dir}: "
+                                    f"{exc.strerror or exc}") from exc
+        return made
+
+    def stage(self, logs: list[PartitionLog]) -> list[PartitionLog]:
+        """Keep logs made by ``make_logs`` until their partition records apply (``create``
+        adopts them). ``make_logs`` made only directories that did not exist, so none of
+        them is open already."""
+        for log in logs:
+            self._staged[(log.topic, log.partition)] = log
+        return logs
+
+    def unstage(self, logs: list[PartitionLog]) -> list[str]:
+        """Drop staged logs that were never adopted: each directory is renamed aside at once
+        (so a record that applies later makes a fresh one, and a crash leaves only a
+        ``-delete`` directory that the next start removes); returns them for
+        ``remove_dirs`` (disk work, any thread)."""
+        out = []
+        for log in logs:
+            tp = (log.topic, log.partition)
+            if self._staged.get(tp) is log:
+                del self._staged[tp]
+                with deferred_deletes():
+                    for seg in log.segments:
+                        seg.delete()
+                log.closed = True
+                aside = f"{log.dir}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+                try:
+                    os.rename(log.dir, aside)
+                except OSError:
+                    continue  # gone already, or not ours to move
+                out.append(aside)
+        return out
+
+    @staticmethod
+    def remove_dirs(dirs) -> None:
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+
     def delete(self, topic: str, partition: int) -> bool:
         """Delete a partition's log: rename the directory aside (so a crash mid-delete never
         resurrects it), then remove it. Open FileRegions stay readable."""
-        log = self.logs.pop((topic, partition), None)
-        if log is None:
+        aside = self.delete_later(topic, partition)
+        if aside is None:
             return False
-        aside = f"{log.dir}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
-        os.rename(log.dir, aside)
-        fsync_dir(self.data_dir)
-        log.dir = aside
-        log.delete()
+        self.remove_deleted([aside])
         return True
 
     delete_partition = delete
+
+    def delete_later(self, topic: str, partition: int) -> str | None:
+        """The first half of ``delete``: the log leaves this manager and its directory is
+        renamed aside (``<dir>.<uuid>-delete``, removed at the next start if a crash comes
+        first). Returns that directory for ``remove_deleted`` (disk work, any thread), or
+        None when there is no such log."""
+        log = self.logs.pop((topic, partition), None)
+        if log is None:
+            return None
+        aside = f"{log.dir}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+        os.rename(log.dir, aside)
+        log.dir = aside
+        with deferred_deletes():   # forget the open files; the tree goes in remove_deleted
+            for seg in log.segments:
+                seg.delete()
+        log.closed = True
+        return aside
+
+    def remove_deleted(self, dirs) -> None:
+        """Make the renames of ``delete_later`` durable and remove the directories."""
+        if dirs:
+            fsync_dir(self.data_dir)
+        self.remove_dirs(dirs)
 
     def delete_topic(self, topic: str) -> int:
         parts = [p for (t, p) in self.logs if t == topic]
@@ -192,35 +345,121 @@ class LogManager:
     # --- periodic work --------------------------------------------------------------------
     def delete_old_segments(self, now_ms: int) -> int:
         """Retention pass over every log (log.retention.check.interval.ms)."""
-        deleted = sum(log.delete_old_segments(now_ms) for log in self.logs.values())
-        if deleted:
-            self.checkpoint_log_start_offsets()
-        return deleted
+        work = self.plan_retention(now_ms, checkpoint=False)
+        if work.deleted:
+            work.extend(self.plan_checkpoint(recovery_points=False))
+        work.run()
+        self.finish(work)
+        return work.deleted
 
     def flush_due(self, now_ms: int) -> int:
-        """Flush logs that rolled or whose flush.ms elapsed (log.flush.scheduler.interval.ms).
-        fsyncs: a caller on an event loop may run this in a worker thread."""
-        return sum(1 for log in list(self.logs.values()) if log.flush_if_due(now_ms))
+        """Flush logs that rolled or whose flush.ms elapsed (log.flush.scheduler.interval.ms)."""
+        work = self.plan_flush(now_ms)
+        work.run_here()
+        return len(work.jobs)
 
     def run_retention(self, now_ms: int) -> int:
         """The periodic duty: retention pass, flush of rolled segments (and flush.ms), and
-        both checkpoints. fsyncs; returns the number of segments deleted. Retention follows
-        each topic's cleanup.policy (PartitionLog.delete_old_segments). Nothing runs in an
-        offline log dir; an I/O error here takes the dir offline (logged once)."""
-        if self.offline:
-            return 0
+        both checkpoints, here and now; returns the number of segments deleted. On an event
+        loop use ``plan_retention``, run its DiskWork in a worker thread, then ``finish`` it.
+        Retention follows each topic's cleanup.policy (PartitionLog.delete_old_segments).
+        Nothing runs in an offline log dir; an I/O error takes the dir offline (logged once)."""
+        work = self.plan_retention(now_ms)
+        work.run()
+        self.finish(work)
+        return work.deleted
+
+    def finish(self, work: DiskWork, what: str = "retention") -> None:
+        """Apply the effect of disk work that ran (any thread); a failure takes the data dir
+        offline (KAFKA_STORAGE_ERROR to clients) instead of escaping."""
         try:
-            deleted = sum(log.delete_old_segments(now_ms) for log in list(self.logs.values()))
-            self.flush_due(now_ms)
-            self.checkpoint()
+            work.commit()
+        except KafkaStorageError as exc:
+            self.failure_channel.maybe_add_offline_log_dir(os.path.abspath(self.data_dir), what,
+                                                           exc.__cause__ or exc)
+
+    def plan_retention(self, now_ms: int, *, checkpoint: bool = True) -> DiskWork:
+        """Retention decisions now (segments leave their logs, log start offsets move), the
+        unlinks in the DiskWork; then the flushes that are due and both checkpoints."""
+        work = DiskWork()
+        if self.offline:
+            return work
+        try:
+            with deferred_deletes() as doomed:
+                deleted = sum(log.delete_old_segments(now_ms) for log in list(self.logs.values()))
         except KafkaStorageError:
-            if self.offline:
-                return 0
+            if self.offline:      # the log took its dir offline and said so
+                return DiskWork()
             raise
         except OSError as exc:
-            self.failure_channel.maybe_add_offline_log_dir(os.path.abspath(self.data_dir), "checkpoint", exc)
-            return 0
-        return deleted
+            self.failure_channel.maybe_add_offline_log_dir(os.path.abspath(self.data_dir), "retention", exc)
+            return DiskWork()
+        work.deleted = deleted
+        if doomed:
+            work.add(lambda: unlink_all(doomed))
+        if checkpoint:
+            work.extend(self.plan_flush(now_ms))
+            work.extend(self.plan_checkpoint())
+        return work
+
+    def plan_flush(self, now_ms: int) -> DiskWork:
+        """Flushes of logs that rolled since their last flush (Kafka flushes a rolled
+        segment in the background) or whose flush.ms elapsed."""
+        work = DiskWork()
+        for log in self.logs.values():
+            if log.closed:
+                continue
+            rolled = log.recovery_point < log.segments[-1].base_offset
+            due = (now_ms - log.last_flush_ms >= log.config.flush_ms
+                   and log.recovery_point < log.log_end_offset)
+            if rolled or due:
+                self._plan_log_flush(work, log, log.segments[-1].base_offset if rolled else None, now_ms)
+        return work
+
+    @staticmethod
+    def _plan_log_flush(work: DiskWork, log: PartitionLog, up_to: int | None, now_ms: int) -> None:
+        """PartitionLog.flush split in two: fsync the segments holding offsets from the
+        recovery point to ``up_to`` (default: the log end) and unsynced producer-state
+        snapshots; then advance the recovery point unless the log was truncated meanwhile."""
+        leo = log.log_end_offset
+        target = leo if up_to is None else min(up_to, leo)
+        rp = log.recovery_point
+        generation = log._truncations
+        jobs = []
+        if target > rp:
+            segs = list(log.segments)
+            first = max(0, bisect.bisect_right([s.base_offset for s in segs], rp) - 1)
+            for seg in segs[first:]:
+                if seg.base_offset >= target:
+                    break
+                jobs.append(seg.sync_plan())
+        snapshots = producer_state.unsynced_snapshots(log)
+
+        def run() -> None:
+            for job in jobs:
+                job()
+            producer_state.sync_files(snapshots, log.dir)
+
+        def commit() -> None:
+            if target > rp and log._truncations == generation and log.recovery_point == rp:
+                log.recovery_point = target
+            log.unflushed_messages = 0
+            log.last_flush_ms = now_ms
+
+        work.add(run, commit)
+
+    def plan_checkpoint(self, *, recovery_points: bool = True, log_start_offsets: bool = True) -> DiskWork:
+        """Both checkpoint files (log.flush.offset.checkpoint.interval.ms), as of now."""
+        work = DiskWork()
+        if recovery_points:
+            rps = {tp: log.recovery_point for tp, log in self.logs.items()}
+            path = os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT)
+            work.add(lambda: write_checkpoint(path, rps))
+        if log_start_offsets:
+            lsos = {tp: log.log_start_offset for tp, log in self.logs.items()}
+            path2 = os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT)
+            work.add(lambda: write_checkpoint(path2, lsos))
+        return work
 
     @property
     def offline(self) -> bool:
@@ -229,21 +468,19 @@ class LogManager:
 
     def checkpoint(self) -> None:
         """Write both checkpoint files (log.flush.offset.checkpoint.interval.ms)."""
-        self.checkpoint_recovery_points()
-        self.checkpoint_log_start_offsets()
+        self.plan_checkpoint().run_here()
 
     def checkpoint_recovery_points(self) -> None:
-        write_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT),
-                         {tp: log.recovery_point for tp, log in self.logs.items()})
+        self.plan_checkpoint(log_start_offsets=False).run_here()
 
     def checkpoint_log_start_offsets(self) -> None:
-        write_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT),
-                         {tp: log.log_start_offset for tp, log in self.logs.items()})
+        self.plan_checkpoint(recovery_points=False).run_here()
 
     def close(self) -> None:
         """Clean shutdown: flush and close every log, write the checkpoints, then the marker."""
         if self.closed:
             return
+        self.remove_dirs(self.unstage(list(self._staged.values())))
         for log in self.logs.values():
             log.close()
         if self.offline:  # nothing more is written to a failed disk; the next open recovers

@@ -168,7 +168,9 @@ class PartitionLog:
         lso = log_start_offset if log_start_offset is not None else 0
         if not segments:
             start = max(lso, recovery_point or 0)
-            segments.append(LogSegment.create(dir, start, config, now_ms))
+            # an empty log at 0 needs no file until its first write (a start elsewhere is
+            # kept in the name of the segment file)
+            segments.append(LogSegment.create(dir, start, config, now_ms, lazy=start == 0))
             recovery_point = start
             clean = True
         if clean and recovery_point is not None:
@@ -324,15 +326,21 @@ class PartitionLog:
         return AppendResult(base_offset, next_offset - 1, now_ms if config.log_append_time else -1,
                             self.log_start_offset)
 
-    def active_segment_file(self):
-        """The file the last append wrote to (for log.flush.per.append's fdatasync)."""
-        return self.segments[-1].file
+    def dup_active_segment_fd(self) -> int:
+        """A duplicate descriptor of the segment file the last append wrote to, for
+        log.flush.per.append's fdatasync in a worker thread: it stays valid even if the
+        open-file cache closes the segment's own descriptor meanwhile. ``datasync`` closes it."""
+        return os.dup(self.segments[-1].file.fileno())
 
     @staticmethod
-    def datasync(file) -> None:
-        """fdatasync one segment file; blocking: the Trio edge runs it in a worker thread.
-        An OSError is the caller's to report with ``storage_failure``."""
-        os.fdatasync(file.fileno())
+    def datasync(fd: int) -> None:
+        """fdatasync and close a descriptor from ``dup_active_segment_fd``; blocking: the Trio
+        edge runs it in a worker thread. An OSError is the caller's to report with
+        ``storage_failure``."""
+        try:
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
 
     def _maybe_roll(self, nbytes: int, max_ts_in_messages: int, records: int, now_ms: int) -> LogSegment:
         seg = self.segments[-1]

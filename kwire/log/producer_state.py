@@ -21,12 +21,17 @@ sequence, offset delta) starting at the latest ``<20-digit offset>.snapshot`` fi
 partition directory; snapshots are written when a segment rolls and at a clean close, so a
 restart scans at most the active segment. The snapshot layout is kwire's own (Kafka's v1
 file keeps only the last batch per producer; ours keeps all 5, so retries in flight across a
-broker restart are still recognised):
+broker restart are still recognised), declared with ``construct`` (SNAPSHOT_FILE below):
 
     version int16 (=100) | crc32c uint32 (of everything after it) | count int32 |
     count x { producer_id int64 | epoch int16 | last_timestamp int64 | n int8 |
               n x { first_seq int32 | last_seq int32 | first_offset int64 | last_offset int64 |
                     timestamp int64 } }
+
+A snapshot written on a roll is renamed into place without an fsync (as Kafka's
+takeSnapshot(asyncFlush)); the next flush of the log fsyncs it off the event loop
+(``unsynced_snapshots`` / ``sync_files``). A lost or torn snapshot only costs a longer
+rebuild from the log (the CRC rejects a torn one). A clean close writes it durably.
 
 Pure apart from the snapshot files and reading batch headers of the log when rebuilding.
 """
@@ -37,9 +42,10 @@ import re
 import struct
 from collections import deque
 
+import construct as C
 from crc32c import crc32c
 
-from kwire.atomic import write_atomic
+from kwire.atomic import fsync_dir, write_atomic
 from kwire.codec.records import BATCH_HEADER_SIZE, HEADER, LOG_OVERHEAD, MIN_BATCH_LENGTH, RecordBatch
 from kwire.errors import ErrorCode, KafkaError
 
@@ -53,10 +59,29 @@ DEFAULT_EXPIRATION_CHECK_MS = 600_000  # producer.id.expiration.check.interval.m
 DEFAULT_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 
 _SNAPSHOT_FILE = re.compile(r"^(\d{20})\.snapshot$")
-_HEAD = struct.Struct(">hI")
-_COUNT = struct.Struct(">i")
-_ENTRY = struct.Struct(">qhqb")
-_BATCH = struct.Struct(">iiqqq")
+
+# --- the snapshot file (cold path: written on roll and close, read once at open) ----------
+SNAPSHOT_BATCH = C.Struct(
+    "first_seq" / C.Int32sb,
+    "last_seq" / C.Int32sb,
+    "first_offset" / C.Int64sb,
+    "last_offset" / C.Int64sb,
+    "timestamp" / C.Int64sb,
+)
+SNAPSHOT_ENTRY = C.Struct(
+    "producer_id" / C.Int64sb,
+    "epoch" / C.Int16sb,
+    "last_timestamp" / C.Int64sb,
+    "batches" / C.PrefixedArray(C.Int8sb, SNAPSHOT_BATCH),
+)
+SNAPSHOT_BODY = C.Struct("producers" / C.PrefixedArray(C.Int32sb, SNAPSHOT_ENTRY), C.Terminated)
+SNAPSHOT_FILE = C.Struct(
+    "version" / C.Int16sb,
+    "crc" / C.Int32ub,       # CRC-32C of body
+    "body" / C.GreedyBytes,
+)
+_BODY = SNAPSHOT_BODY.compile()
+_FILE = SNAPSHOT_FILE.compile()
 _SCAN_CHUNK = 64 * 1024
 _unpack_header = HEADER.unpack_from
 
@@ -156,6 +181,7 @@ class ProducerStateManager:
         self.map_end_offset = 0
         self.last_expiry_check_ms: int | None = None
         self.last_snapshot_offset = -1
+        self.unsynced: list[str] = []   # snapshot files renamed into place, not fsynced yet
 
     # --- validation (client appends) ----------------------------------------------------
     def check(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
@@ -235,40 +261,35 @@ class ProducerStateManager:
 
     # --- snapshots ----------------------------------------------------------------------
     def encode_snapshot(self) -> bytes:
-        body = bytearray(_COUNT.pack(len(self.producers)))
-        for e in self.producers.values():
-            body += _ENTRY.pack(e.producer_id, e.epoch, e.last_timestamp, len(e.batches))
-            for b in e.batches:
-                body += _BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp)
-        return _HEAD.pack(SNAPSHOT_VERSION, crc32c(body)) + bytes(body)
+        body = _BODY.build({"producers": [
+            {"producer_id": e.producer_id, "epoch": e.epoch, "last_timestamp": e.last_timestamp,
+             "batches": [{"first_seq": b.first_seq, "last_seq": b.last_seq, "first_offset": b.first_offset,
+                          "last_offset": b.last_offset, "timestamp": b.timestamp} for b in e.batches]}
+            for e in self.producers.values()]})
+        return _FILE.build({"version": SNAPSHOT_VERSION, "crc": crc32c(body), "body": body})
 
     @staticmethod
     def decode_snapshot(data: bytes) -> dict[int, ProducerStateEntry]:
         """Raises ValueError when the snapshot is not one of ours or is corrupt."""
-        if len(data) < _HEAD.size + _COUNT.size:
-            raise ValueError("snapshot too short")
-        version, crc = _HEAD.unpack_from(data, 0)
-        if version != SNAPSHOT_VERSION:
-            raise ValueError(f"unknown snapshot version {version}")
-        body = memoryview(data)[_HEAD.size:]
-        if crc32c(body) != crc:
-            raise ValueError("snapshot CRC mismatch")
-        (count,) = _COUNT.unpack_from(body, 0)
-        pos = _COUNT.size
-        out: dict[int, ProducerStateEntry] = {}
         try:
-            for _ in range(count):
-                pid, epoch, last_ts, n = _ENTRY.unpack_from(body, pos)
-                pos += _ENTRY.size
-                batches = []
-                for _ in range(n):
-                    batches.append(BatchMetadata(*_BATCH.unpack_from(body, pos)))
-                    pos += _BATCH.size
-                out[pid] = ProducerStateEntry(pid, epoch, batches, last_ts)
-        except struct.error as exc:
+            f = _FILE.parse(data)
+        except (C.ConstructError, struct.error):  # compiled parsers raise struct.error
+            raise ValueError("snapshot too short") from None
+        if f.version != SNAPSHOT_VERSION:
+            raise ValueError(f"unknown snapshot version {f.version}")
+        if crc32c(f.body) != f.crc:
+            raise ValueError("snapshot CRC mismatch")
+        try:
+            body = _BODY.parse(f.body)
+        except C.TerminatedError:
+            raise ValueError("trailing bytes in snapshot") from None
+        except (C.ConstructError, struct.error) as exc:
             raise ValueError(f"truncated snapshot: {exc}") from None
-        if pos != len(body):
-            raise ValueError("trailing bytes in snapshot")
+        out: dict[int, ProducerStateEntry] = {}
+        for e in body.producers:
+            batches = [BatchMetadata(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp)
+                       for b in e.batches]
+            out[e.producer_id] = ProducerStateEntry(e.producer_id, e.epoch, batches, e.last_timestamp)
         return out
 
     def snapshot_offsets(self) -> list[int]:
@@ -281,17 +302,26 @@ class ProducerStateManager:
                 out.append(int(m.group(1)))
         return sorted(out)
 
-    def take_snapshot(self, offset: int | None = None) -> str | None:
+    def take_snapshot(self, offset: int | None = None, *, sync: bool = False) -> str | None:
         """Write ``<offset>.snapshot`` (default: ``map_end_offset``) atomically and keep the
-        newest SNAPSHOTS_TO_KEEP. Returns the path (None without a directory)."""
+        newest SNAPSHOTS_TO_KEEP. Without ``sync`` the file and directory fsync is left to
+        the log's next flush (``unsynced``). Returns the path (None without a directory)."""
         if self.dir is None:
             return None
         offset = self.map_end_offset if offset is None else offset
         if offset == self.last_snapshot_offset:
+            if sync and self.unsynced:
+                sync_files(self.unsynced, self.dir)
+                self.unsynced = []
             return None
         path = os.path.join(self.dir, snapshot_name(offset))
-        write_atomic(path, self.encode_snapshot())
+        write_atomic(path, self.encode_snapshot(), sync=sync)
         self.last_snapshot_offset = offset
+        if sync:
+            sync_files(self.unsynced, self.dir)
+            self.unsynced = []
+        else:
+            self.unsynced.append(path)
         for old in self.snapshot_offsets()[:-SNAPSHOTS_TO_KEEP]:
             _unlink(os.path.join(self.dir, snapshot_name(old)))
         return path
@@ -328,6 +358,32 @@ def _unlink(path: str) -> None:
         pass
 
 
+def unsynced_snapshots(plog) -> list[str]:
+    """Take the log's snapshot files that still need an fsync (for its next flush)."""
+    ps = getattr(plog, "producer_state", None)
+    if ps is None or not ps.unsynced:
+        return []
+    out, ps.unsynced = ps.unsynced, []
+    return out
+
+
+def sync_files(paths, directory: str) -> None:
+    """fsync ``paths`` (those still there: an older snapshot may be gone) and ``directory``:
+    disk work only, any thread."""
+    if not paths:
+        return
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            continue
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    fsync_dir(directory)
+
+
 # --- the log side: rebuild from batch headers, and the produce path -----------------------
 def iter_log_headers(plog, from_offset: int):
     """Yield the 61-byte header tuple of every batch of ``plog`` whose last offset is at or
@@ -341,7 +397,8 @@ def iter_log_headers(plog, from_offset: int):
             continue
         pos = h.position
         end = seg.size
-        fd = seg.file.fileno()
+        f = seg.file  # held while its fd is used (kwire/log/regions.py)
+        fd = f.fileno()
         buf = b""
         buf_pos = pos
         while pos + BATCH_HEADER_SIZE <= end:
@@ -452,4 +509,4 @@ def on_close(plog) -> None:
     """A clean close: snapshot the state at the log end offset, so the next open reads no log."""
     ps = getattr(plog, "producer_state", None)
     if ps is not None and os.path.isdir(plog.dir):
-        ps.take_snapshot(plog.log_end_offset)
+        ps.take_snapshot(plog.log_end_offset, sync=True)

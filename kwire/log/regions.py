@@ -1,20 +1,44 @@
-"""Byte ranges of segment files that the server sends without copying (sendfile)."""
+"""Open segment files, and byte ranges of them that the server sends without copying.
+
+File descriptors are a bounded resource (RLIMIT_NOFILE, shared with client connections), so
+a broker with thousands of partitions cannot keep every segment open as Kafka does with its
+mmaps. ``OPEN_FILES`` is one process-wide LRU of open segment files: a segment asks it for
+its file on each use (opened on demand), and the least recently used file is dropped when
+the cache is full. Index files are never held open (kwire/log/index.py keeps indexes in
+memory and opens the files only to write them).
+
+Eviction only drops the cache's reference. A ``SegmentFile`` closes its descriptor when the
+last reference goes (CPython reference counting), so a ``FileRegion`` of a Fetch being
+answered, or a reader holding the object, keeps reading the same file even if the cache
+evicted it meanwhile (or retention unlinked it). Rule for callers: never keep a bare fd
+number across anything that may open files; keep the ``SegmentFile`` object (or call its
+methods) instead.
+
+Also here: ``write_all`` (a complete pwritev) and segment file deletion that a retention
+pass defers to a worker thread (``deferred_deletes``).
+"""
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
+from contextlib import contextmanager
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_IOV_MAX = 1024
 
 
 class SegmentFile:
-    """An open segment file descriptor. Closed explicitly (log close) or when the last
-    reference goes away, so a segment deleted by retention while a fetch still holds a
-    region of it stays readable: the unlinked inode lives until its fd is closed."""
+    """An open segment file descriptor. Closed explicitly or when the last reference goes
+    away, so a segment deleted by retention while a fetch still holds a region of it stays
+    readable: the unlinked inode lives until its fd is closed."""
 
     __slots__ = ("fd", "path", "__weakref__")
 
     def __init__(self, path: str, flags: int = os.O_RDONLY, mode: int = 0o644):
         self.path = path
         self.fd = -1
-        self.fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), mode)
+        self.fd = os.open(path, flags | _O_CLOEXEC, mode)
 
     def fileno(self) -> int:
         if self.fd < 0:
@@ -27,6 +51,12 @@ class SegmentFile:
 
     def pread(self, length: int, position: int) -> bytes:
         return os.pread(self.fileno(), length, position)
+
+    def truncate(self, size: int) -> None:
+        os.ftruncate(self.fileno(), size)
+
+    def datasync(self) -> None:
+        os.fdatasync(self.fileno())
 
     def close(self) -> None:
         fd, self.fd = self.fd, -1
@@ -43,9 +73,176 @@ class SegmentFile:
         return f"SegmentFile({self.path!r}, fd={self.fd})"
 
 
+def write_all(f: SegmentFile, pieces: list, position: int) -> int:
+    """pwritev ``pieces`` at ``position`` completely; returns bytes written."""
+    fd = f.fileno()
+    total = 0
+    i = 0
+    n = len(pieces)
+    while i < n:
+        chunk = pieces[i : i + _IOV_MAX]
+        want = sum(len(p) for p in chunk)
+        done = os.pwritev(fd, chunk, position)
+        if done < want:  # short write (rare for regular files): finish piece by piece
+            rest = b"".join(bytes(p) for p in chunk)
+            view = memoryview(rest)[done:]
+            pos = position + done
+            while view:
+                w = os.pwrite(fd, view, pos)
+                if w <= 0:
+                    raise OSError("pwrite wrote nothing")
+                view = view[w:]
+                pos += w
+        position += want
+        total += want
+        i += _IOV_MAX
+    return total
+
+
+_deferred = threading.local()
+
+
+@contextmanager
+def deferred_deletes():
+    """Within this block (on this thread), ``LogSegment.delete`` forgets the segment's open
+    file but leaves its files on disk and adds their paths to the list this yields, for a
+    worker thread to unlink (a retention pass off the event loop)."""
+    outer = getattr(_deferred, "paths", None)
+    paths: list[str] = []
+    _deferred.paths = paths
+    try:
+        yield paths
+    finally:
+        _deferred.paths = outer
+
+
+def delete_files(paths) -> None:
+    """Unlink ``paths`` now, or, inside ``deferred_deletes`` on this thread, leave that to
+    its caller."""
+    deferred = getattr(_deferred, "paths", None)
+    if deferred is not None:
+        deferred.extend(paths)
+    else:
+        unlink_all(paths)
+
+
+def unlink_all(paths) -> None:
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+def default_capacity(soft_limit: int) -> int:
+    """How many segment files to keep open under a soft RLIMIT_NOFILE: a quarter of it (the
+    rest is for connections, the Raft log, index and checkpoint writes, sockets of
+    replication), at least 32 and at most 4,096."""
+    if soft_limit <= 0:
+        return 4096
+    return max(32, min(soft_limit // 4, 4096))
+
+
+def _soft_nofile() -> int:
+    try:
+        import resource  # noqa: PLC0415 - not on every platform
+    except ImportError:
+        return -1
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return -1 if soft == resource.RLIM_INFINITY else soft
+
+
+class OpenFiles:
+    """A bounded LRU of open segment files, keyed by their owner (a LogSegment). Thread-safe
+    (the log is driven by one thread, but several in-process brokers may share the cache).
+
+    The owner caches its file in its ``_file`` attribute, set here when the file is opened
+    and cleared when it is evicted or discarded, so a hit costs the owner an attribute read
+    and a ``touch`` (no lock): ``f = owner._file; if f is not None: touch(owner)``."""
+
+    def __init__(self, capacity: int):
+        self.capacity = max(1, capacity)
+        self._lru: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self.opens = 0       # files opened (a reopen after eviction counts again)
+        self.evictions = 0
+        self._move_to_end = self._lru.move_to_end
+
+    def touch(self, owner) -> None:
+        """Mark ``owner``'s open file as just used (lock-free: one C call under the GIL)."""
+        try:
+            self._move_to_end(owner)
+        except KeyError:  # evicted meanwhile by another thread: the caller still holds it
+            pass
+
+    def _evict_one(self, evicted: list) -> None:
+        owner, f = self._lru.popitem(last=False)
+        if getattr(owner, "_file", None) is f:
+            owner._file = None
+        evicted.append(f)
+        self.evictions += 1
+
+    def get(self, owner, path: str, flags: int = os.O_RDWR) -> SegmentFile:
+        """``owner``'s open file, opening ``path`` if it is not open (may raise OSError)."""
+        lru = self._lru
+        with self._lock:
+            f = lru.get(owner)
+            if f is not None:
+                lru.move_to_end(owner)
+                owner._file = f
+                return f
+        f = SegmentFile(path, flags)
+        evicted = []
+        with self._lock:
+            other = lru.get(owner)
+            if other is not None:   # opened by another thread meanwhile: keep that one
+                lru.move_to_end(owner)
+                owner._file = other
+                evicted.append(f)
+                return other
+            lru[owner] = f
+            owner._file = f
+            self.opens += 1
+            while len(lru) > self.capacity:
+                self._evict_one(evicted)
+        del evicted  # outside the lock: closes each file nobody else holds
+        return f
+
+    def peek(self, owner) -> SegmentFile | None:
+        """``owner``'s file if it is open now (no LRU update, never opens)."""
+        return self._lru.get(owner)
+
+    def discard(self, owner) -> None:
+        """Forget ``owner``'s file (closed once no region holds it)."""
+        with self._lock:
+            f = self._lru.pop(owner, None)
+            if f is not None and getattr(owner, "_file", None) is f:
+                owner._file = None
+        del f
+
+    def resize(self, capacity: int) -> None:
+        evicted = []
+        with self._lock:
+            self.capacity = max(1, capacity)
+            while len(self._lru) > self.capacity:
+                self._evict_one(evicted)
+        del evicted
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+    def __repr__(self) -> str:
+        return f"OpenFiles({len(self._lru)}/{self.capacity} open, {self.opens} opens, {self.evictions} evictions)"
+
+
+OPEN_FILES = OpenFiles(default_capacity(_soft_nofile()))
+
+
 class FileRegion:
     """``length`` bytes of ``file`` from ``position``: send with os.sendfile(sock, file.fileno(),
-    position, length), or take ``bytes(region)`` (one os.pread)."""
+    position, length), or take ``bytes(region)`` (one os.pread). Holds ``file`` (a
+    SegmentFile), so the descriptor stays open until the region is sent and dropped, even if
+    the open-file cache evicted it meanwhile."""
 
     __slots__ = ("file", "position", "length")
 
@@ -81,3 +278,30 @@ class FileRegion:
 
     def __repr__(self) -> str:
         return f"FileRegion({self.file!r}, position={self.position}, length={self.length})"
+
+
+def raise_open_file_limit() -> tuple[int, int] | None:
+    """Raise the soft RLIMIT_NOFILE to the hard limit (as the JVM does for Kafka) and size
+    ``OPEN_FILES`` from it. Returns (old soft, new soft), or None where there are no
+    rlimits. A hard limit of 'unlimited' is capped where the OS caps it (Linux: nr_open)."""
+    try:
+        import resource  # noqa: PLC0415
+    except ImportError:
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    new = hard
+    if hard == resource.RLIM_INFINITY:
+        try:
+            with open("/proc/sys/fs/nr_open") as f:
+                new = int(f.read())
+        except (OSError, ValueError):
+            new = 1 << 20
+    if soft != resource.RLIM_INFINITY and new > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+        except (ValueError, OSError):
+            new = soft
+    else:
+        new = soft
+    OPEN_FILES.resize(default_capacity(_soft_nofile()))
+    return soft, new

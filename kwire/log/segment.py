@@ -2,6 +2,9 @@
 wire, offsets assigned) plus its sparse ``.index`` and ``.timeindex`` (see index.py).
 
 Synchronous file I/O with explicit positions (pread/pwritev), no Python object per record.
+The .log file is opened on demand through the process-wide open-file LRU (regions.OPEN_FILES)
+and may be closed between uses; index files are written lazily and only once they have
+entries (a missing index of a non-empty segment is rebuilt by scanning the .log).
 """
 from __future__ import annotations
 
@@ -19,42 +22,18 @@ from kwire.errors import CorruptRecordBatch
 from kwire.log.config import LogConfig
 from kwire.log.errors import CorruptIndex, KafkaStorageError
 from kwire.log.index import OffsetIndex, TimeIndex
-from kwire.log.regions import SegmentFile
+from kwire.log.regions import OPEN_FILES, SegmentFile, delete_files, write_all
 
 REL_OFFSET_MAX = (1 << 31) - 1
 _SCAN_CHUNK = 2048
 _RECOVERY_CHUNK = 4 << 20
-_IOV_MAX = 1024
 _unpack_header = HEADER.unpack_from
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_touch = OPEN_FILES.touch
 
 
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
-
-
-def write_all(fd: int, pieces: list, position: int) -> int:
-    """pwritev ``pieces`` at ``position`` completely; returns bytes written."""
-    total = 0
-    i = 0
-    n = len(pieces)
-    while i < n:
-        chunk = pieces[i : i + _IOV_MAX]
-        want = sum(len(p) for p in chunk)
-        done = os.pwritev(fd, chunk, position)
-        if done < want:  # short write (rare for regular files): finish piece by piece
-            rest = b"".join(bytes(p) for p in chunk)
-            view = memoryview(rest)[done:]
-            pos = position + done
-            while view:
-                w = os.pwrite(fd, view, pos)
-                if w <= 0:
-                    raise OSError("pwrite wrote nothing")
-                view = view[w:]
-                pos += w
-        position += want
-        total += want
-        i += _IOV_MAX
-    return total
 
 
 class BatchHeader:
@@ -89,8 +68,8 @@ class LogSegment:
         "offset_of_max_timestamp",
         "bytes_since_last_index_entry",
         "rolling_timestamp",
-        "_file",
         "_indexes_missing",
+        "_file",
     )
 
     def __init__(self, dir: str, base_offset: int, config: LogConfig, *, size: int, created_ms: int):
@@ -108,18 +87,22 @@ class LogSegment:
         self.offset_of_max_timestamp = -1
         self.bytes_since_last_index_entry = 0
         self.rolling_timestamp: int | None = None if size else -1
-        self._file: SegmentFile | None = None
         self._indexes_missing = False
+        self._file: SegmentFile | None = None  # set and cleared by OPEN_FILES
 
     # --- life cycle -------------------------------------------------------------------
     @classmethod
-    def create(cls, dir: str, base_offset: int, config: LogConfig, now_ms: int) -> "LogSegment":
+    def create(cls, dir: str, base_offset: int, config: LogConfig, now_ms: int, *,
+               lazy: bool = False) -> "LogSegment":
+        """A new, empty segment: creates the .log file (opened again on first use; with
+        ``lazy``, created then: an empty segment needs no file, and a partition directory
+        without one opens as an empty log); the index files are created when they get
+        entries. Touches no shared state, so it may run in a worker thread."""
         seg = cls(dir, base_offset, config, size=0, created_ms=now_ms)
-        seg._file = SegmentFile(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC)
-        seg.index.reset()
-        seg.time_index.reset()
-        seg.index.write()
-        seg.time_index.write()
+        if not lazy:
+            os.close(os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | _O_CLOEXEC, 0o644))
+        seg.index.reset(fresh=True)
+        seg.time_index.reset(fresh=True)
         return seg
 
     @classmethod
@@ -131,10 +114,14 @@ class LogSegment:
 
     @property
     def file(self) -> SegmentFile:
+        """The open .log file (opened on demand through the open-file LRU). Hold the object,
+        not its fd number, while you use it: an eviction closes a file nobody holds."""
         f = self._file
-        if f is None:
-            f = self._file = SegmentFile(self.log_path, os.O_RDWR)
-        return f
+        if f is not None:
+            _touch(self)
+            return f
+        # an empty segment may have no file yet (LogSegment.create(lazy=True))
+        return OPEN_FILES.get(self, self.log_path, os.O_RDWR if self.size else os.O_RDWR | os.O_CREAT)
 
     def close(self) -> None:
         """Write the indexes and close this log's reference to the file (readers that hold
@@ -142,24 +129,46 @@ class LogSegment:
         if self.index.loaded:
             self.index.write()
             self.time_index.write()
-        self._file = None
+        OPEN_FILES.discard(self)
 
     def delete(self) -> None:
-        """Unlink all files. Open regions keep reading the unlinked inode."""
-        for path in (self.log_path, self.index.path, self.time_index.path):
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-        self._file = None
+        """Unlink all files (or leave that to the caller of ``deferred_deletes``). Open
+        regions keep reading the unlinked inode."""
+        OPEN_FILES.discard(self)
+        delete_files(self.paths())
+
+    def paths(self) -> tuple[str, str, str]:
+        return self.log_path, self.index.path, self.time_index.path
 
     def flush(self) -> None:
         """fsync the log and its indexes."""
-        if self._file is not None or self.size:
-            os.fdatasync(self.file.fileno())
-        if self.index.loaded:
-            self.index.write(sync=True)
-            self.time_index.write(sync=True)
+        self.sync_plan()()
+
+    def sync_plan(self):
+        """Split flush: returns a function that does the disk work (fdatasync of the .log,
+        writes and fsyncs of the index files from a copy of their entries taken now) and
+        touches no in-memory state, so it may run in a worker thread; the index bookkeeping
+        is updated when it returns (call it once)."""
+        f = self._file
+        path = self.log_path
+        need_log = f is not None or self.size > 0
+        index_jobs = [ix.write_plan(sync=True) for ix in (self.index, self.time_index) if ix.loaded]
+        index_jobs = [j for j in index_jobs if j is not None]
+
+        def run() -> None:
+            if need_log:
+                if f is not None:
+                    os.fdatasync(f.fileno())
+                else:  # not open now: a private descriptor, so the LRU is not touched
+                    fd = os.open(path, os.O_RDONLY | _O_CLOEXEC)
+                    try:
+                        os.fdatasync(fd)
+                    finally:
+                        os.close(fd)
+            for job in index_jobs:
+                job()
+
+        return run
 
     # --- indexes ------------------------------------------------------------------------
     def ensure_loaded(self) -> None:
@@ -271,7 +280,7 @@ class LogSegment:
             return self.rebuild_indexes(validate=True, min_base_offset=min_base_offset)
         truncated = valid_end < self.size
         if truncated:
-            os.ftruncate(self.file.fileno(), valid_end)
+            self.file.truncate(valid_end)
             self.size = valid_end
             index.truncate_to_position(valid_end)
             time_index.truncate_to_offset(next_offset)
@@ -294,7 +303,8 @@ class LogSegment:
     def scan_headers(self, position: int, end: int):
         """Yield BatchHeader for each batch in [position, end); stops at a batch that is
         structurally impossible or runs past ``end`` (no CRC check)."""
-        fd = self.file.fileno()
+        f = self.file  # held for the whole scan (see regions.py)
+        fd = f.fileno()
         buf = b""
         buf_pos = position
         while position < end:
@@ -316,7 +326,8 @@ class LogSegment:
     def _iter_file_batches(self, position: int, end: int):
         """Yield BatchHeader for each batch in [position, end) that is whole, structurally
         valid and passes its CRC check; yields None (then stops) at the first that is not."""
-        fd = self.file.fileno()
+        f = self.file  # held for the whole scan (see regions.py)
+        fd = f.fileno()
         while position < end:
             want = min(_RECOVERY_CHUNK, end - position)
             buf = os.pread(fd, want, position)
@@ -386,13 +397,13 @@ class LogSegment:
     def append(self, pieces: list, nbytes: int, metas: list) -> None:
         """Write ``pieces`` (the batches, offsets assigned) at the end of the file in one
         pwritev and update the indexes. ``metas``: (size, last_offset, max_timestamp) per batch."""
-        fd = self.file.fileno()
+        f = self.file
         start = self.size
         try:
-            write_all(fd, pieces, start)
+            write_all(f, pieces, start)
         except OSError as e:
             try:
-                os.ftruncate(fd, start)
+                f.truncate(start)
             except OSError:
                 pass
             raise KafkaStorageError(f"append to {self.log_path} failed: {e}") from e
@@ -428,12 +439,12 @@ class LogSegment:
         return self.rolling_timestamp
 
     def on_become_inactive(self) -> None:
-        """On roll: record the final max timestamp and write the index files."""
+        """On roll: record the final max timestamp. The index files are written by the flush
+        of the rolled segment (off the event loop, LogManager.plan_flush); a crash before
+        that rebuilds them from the recovery point."""
         self.ensure_loaded()
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, True)
-        self.index.write()
-        self.time_index.write()
 
     def largest_timestamp(self) -> int:
         """Largest record timestamp, or the file's mtime when no batch carries one (Kafka)."""
@@ -452,7 +463,7 @@ class LogSegment:
         if h is None:
             return 0
         removed = self.size - h.position
-        os.ftruncate(self.file.fileno(), h.position)
+        self.file.truncate(h.position)
         self.size = h.position
         self.index.truncate_to_offset(h.base_offset)
         self.index.truncate_to_position(h.position)

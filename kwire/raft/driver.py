@@ -5,9 +5,12 @@ One task (:meth:`RaftDriver.run`) owns the loop::
     tick(now); while has_ready: rd = ready(); persist rd (fsync); send rd.messages;
     apply rd.committed; advance(rd); then sleep until next_deadline() or a wake-up
 
-The ready cycle never awaits, so the core is never seen half-way by another task. Messages
-from peers arrive through :meth:`deliver` (the transport calls it), proposals through
-:meth:`propose` (the leader only); both just step the core and wake the loop.
+Persisting (quorum-state and snapshot files, log appends, truncations and rewrites, the
+fsync) runs in a worker thread, so a slow disk does not stall the event loop; Raft's rule
+holds: the messages of a Ready go out only after its writes are durable. Between ready()
+and advance() the core must not change, so while a Ready is being persisted, messages from
+peers (:meth:`deliver`) and a resign are queued and stepped after advance(), and proposals
+(:meth:`propose_and_wait`) wait for it. Only the driver task touches the storage object.
 """
 from __future__ import annotations
 
@@ -65,6 +68,9 @@ class RaftDriver:
         self._changed = trio.Event()               # set at every state change, then replaced
         self.reply_router: Callable[[int, Any], bool] | None = None   # server-side response slots
         self.closed = False
+        self._persisting = False                   # a Ready is being written (worker thread)
+        self._deferred: list[Callable[[], None]] = []   # core steps that arrived meanwhile
+        self._persisted = trio.Event()
 
     # ------------------------------------------------------------------ state
     @property
@@ -112,21 +118,32 @@ class RaftDriver:
     def deliver(self, src: int, msg: Any) -> None:
         if self.closed:
             return
+        if self._persisting:
+            self._deferred.append(lambda: self._step(src, msg))
+        else:
+            self._step(src, msg)
+        self._wake.set()
+
+    def _step(self, src: int, msg: Any) -> None:
         try:
             self.core.tick(_monotonic_ms())
             self.core.step(src, msg)
         except Exception:  # noqa: BLE001 - one bad message must not stop the quorum
             log.exception("raft: message %r from %d failed", msg, src)
-        self._wake.set()
 
     def propose(self, records: Any) -> tuple[int, int]:
-        """Append on the leader; (offset, epoch). Raises NotLeader elsewhere."""
+        """Append on the leader; (offset, epoch). Raises NotLeader elsewhere. Not while a
+        Ready is being persisted (``propose_and_wait`` waits for that)."""
+        if self._persisting:
+            raise RuntimeError("propose while a Ready is being persisted")
         offset = self.core.propose(records)
         self._wake.set()
         return offset, self.core.epoch
 
     async def propose_and_wait(self, records: Any, timeout: float = 10.0) -> int:
         """Propose and wait until committed and applied here; the entry's offset."""
+        while self._persisting:
+            await self._persisted.wait()
         try:
             offset, epoch = self.propose(records)
         except NotLeader as exc:
@@ -157,7 +174,10 @@ class RaftDriver:
         await self._changed.wait()
 
     def resign(self) -> None:
-        self.core.resign()
+        if self._persisting:
+            self._deferred.append(self.core.resign)
+        else:
+            self.core.resign()
         self._wake.set()
 
     # ------------------------------------------------------------------ the loop
@@ -165,10 +185,10 @@ class RaftDriver:
         task_status.started()
         try:
             while True:
-                self._cycle()
+                await self._cycle()
                 deadline = self.core.next_deadline()
                 self._wake = trio.Event()
-                if self.core.has_ready():
+                if self.core.has_ready() or self._deferred:
                     continue
                 delay = None if deadline is None else max(0, deadline - _monotonic_ms()) / 1000
                 if delay is None:
@@ -182,14 +202,26 @@ class RaftDriver:
             self.closed = True
             self.storage.close()
 
-    def _cycle(self) -> None:
-        core = self.core
-        core.tick(_monotonic_ms())
-        changed = False
-        while core.has_ready():
-            rd = core.ready()
-            st = self.storage
-            # 1. persist, in order, then flush
+    def _run_deferred(self) -> None:
+        while self._deferred:
+            todo, self._deferred = self._deferred, []
+            for fn in todo:
+                try:
+                    fn()
+                except Exception:  # noqa: BLE001 - as in deliver()
+                    log.exception("raft: deferred step failed")
+
+    def _persist_plan(self, rd):
+        """The writes of ``rd``, in order, then the flush, as one function for a worker thread
+        (None when there is nothing to write). It reads only what is captured here."""
+        if not (rd.quorum_state is not None or rd.snapshot is not None or rd.truncate_to is not None
+                or rd.entries or rd.log_start_offset is not None):
+            return None
+        st = self.storage
+        kept = self.core.log.entries(self.core.log.start_offset) if rd.log_start_offset is not None else None
+        now = int(time.time() * 1000)
+
+        def persist() -> None:
             if rd.quorum_state is not None:
                 st.save_quorum_state(rd.quorum_state)
             if rd.snapshot is not None:
@@ -199,11 +231,31 @@ class RaftDriver:
             if rd.truncate_to is not None:
                 st.truncate_to(rd.truncate_to)
             if rd.entries:
-                st.append(rd.entries, int(time.time() * 1000))
-            if rd.log_start_offset is not None:
-                st.trim_to(core.log)
+                st.append(rd.entries, now)
+            if kept is not None:
+                st.rewrite(kept)
             if rd.entries or rd.truncate_to is not None:
                 st.flush()
+
+        return persist
+
+    async def _cycle(self) -> None:
+        core = self.core
+        self._run_deferred()
+        core.tick(_monotonic_ms())
+        changed = False
+        while core.has_ready():
+            rd = core.ready()
+            # 1. persist, in order, then flush (in a worker thread; the core waits)
+            persist = self._persist_plan(rd)
+            if persist is not None:
+                self._persisting = True
+                try:
+                    await trio.to_thread.run_sync(persist)
+                finally:
+                    self._persisting = False
+                    self._persisted.set()
+                    self._persisted = trio.Event()
             # 2. send
             for dest, msg in rd.messages:
                 if isinstance(msg, _RESPONSES) and self.reply_router is not None and self.reply_router(dest, msg):
@@ -235,6 +287,7 @@ class RaftDriver:
                 changed = True
                 log.info("raft node %d: epoch %d, role %s, leader %s", self.node_id, core.epoch,
                          core.role.value, self.leader_id)
+            self._run_deferred()   # what peers sent while rd was being persisted
         if self._waiters and not self.is_leader:
             # proposals of an epoch we no longer lead may still commit; those whose offset is
             # now taken by another epoch's entry fail when that entry commits (above)
@@ -252,7 +305,7 @@ class RaftDriver:
                 and self.applied_offset <= core.high_watermark):
             sid = core.create_snapshot(self.applied_offset, self._snapshot_source())
             log.info("raft node %d: snapshot at %d (epoch %d); log trimmed", self.node_id, sid.offset, sid.epoch)
-            self._cycle()          # persist the snapshot and the trim now (not due again)
+            await self._cycle()    # persist the snapshot and the trim now (not due again)
         if changed:
             self._changed.set()
             self._changed = trio.Event()

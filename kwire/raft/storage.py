@@ -1,5 +1,8 @@
 """Durable storage of one Raft replica: the log, the quorum-state file and snapshots.
 
+Blocking file I/O, driven by one task at a time (kwire/raft/driver.py runs each Ready's
+writes in a worker thread while the core waits); nothing here reads the core's state.
+
 Layout, in the ``__cluster_metadata-0`` directory (as Kafka's KRaft metadata log):
 
 - ``00000000000000000000.log``: one record batch v2 per Raft entry; ``baseOffset`` is the
@@ -197,6 +200,10 @@ class RaftStorage:
     def trim_to(self, log: RaftLog) -> None:
         """Drop entries below the log's start (they are in the snapshot now)."""
         self._rewrite(log.entries(log.start_offset))
+
+    def rewrite(self, entries: list[Entry]) -> None:
+        """Replace the log file by ``entries`` (e.g. the log's entries after a trim)."""
+        self._rewrite(entries)
 
     def reset(self) -> None:
         self._rewrite([])
