@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 
 .PHONY: serve test bench compat clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py kwire/log/_walk.c
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY)"; exit 1; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
