@@ -5,9 +5,22 @@ file goes through here, so a crash leaves either the old file or the new one, ne
 from __future__ import annotations
 
 import os
+import threading
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _lock_for(path: str) -> threading.Lock:
+    """Writers of one file (e.g. a retention pass and a DeleteRecords, each in a worker
+    thread) take turns: they share the temporary file's name."""
+    with _locks_guard:
+        lock = _locks.get(path)
+        if lock is None:
+            lock = _locks[path] = threading.Lock()
+        return lock
 
 
 def fsync_dir(path: str) -> None:
@@ -30,6 +43,11 @@ def write_atomic(path: str, data: bytes | str, *, sync: bool = True) -> None:
     (without it, the rename is still atomic but not durable across a power loss)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
+    with _lock_for(os.path.abspath(path)):
+        _write(path, data, sync)
+
+
+def _write(path: str, data: bytes, sync: bool) -> None:
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_CLOEXEC, 0o644)
     try:

@@ -6,6 +6,8 @@ the offset is past the high watermark.
 """
 from __future__ import annotations
 
+import trio
+
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
 
@@ -29,8 +31,10 @@ async def delete_records(ctx: RequestContext, req):
             if offset < 0 or offset > plog.high_watermark:
                 r.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
                 continue
-            try:
-                b.logs.delete_records(t.name, p.partition_index, offset)
+            try:   # the segment unlinks and the checkpoint write run in a worker thread
+                _, work = b.logs.plan_delete_records(t.name, p.partition_index, offset)
+                await trio.to_thread.run_sync(work.run)
+                b.logs.finish(work, "DeleteRecords", raise_error=True)
             except KafkaError as exc:
                 r.error_code = exc.code
                 continue

@@ -333,14 +333,24 @@ class LogManager:
         return len(parts)
 
     def delete_records(self, topic: str, partition: int, offset: int) -> int:
-        """DeleteRecords on one partition; the new log start offset is checkpointed at once."""
-        log = self.logs[(topic, partition)]
-        lso = log.delete_records(offset)
-        try:
-            self.checkpoint_log_start_offsets()
-        except OSError as exc:
-            raise log.storage_failure("checkpoint", exc) from exc
+        """DeleteRecords on one partition, here and now; the new log start offset is
+        checkpointed at once. On an event loop use ``plan_delete_records``."""
+        lso, work = self.plan_delete_records(topic, partition, offset)
+        work.run()
+        self.finish(work, "DeleteRecords", raise_error=True)
         return lso
+
+    def plan_delete_records(self, topic: str, partition: int, offset: int) -> tuple[int, DiskWork]:
+        """Move the log start offset now; the unlinks of whole segments below it and the
+        log-start-offset checkpoint are the DiskWork (any thread), then ``finish`` it."""
+        log = self.logs[(topic, partition)]
+        with deferred_deletes() as doomed:
+            lso = log.delete_records(offset)
+        work = DiskWork()
+        if doomed:
+            work.add(lambda: unlink_all(doomed))
+        work.extend(self.plan_checkpoint(recovery_points=False))
+        return lso, work
 
     # --- periodic work --------------------------------------------------------------------
     def delete_old_segments(self, now_ms: int) -> int:
@@ -369,14 +379,17 @@ class LogManager:
         self.finish(work)
         return work.deleted
 
-    def finish(self, work: DiskWork, what: str = "retention") -> None:
+    def finish(self, work: DiskWork, what: str = "retention", *, raise_error: bool = False) -> None:
         """Apply the effect of disk work that ran (any thread); a failure takes the data dir
-        offline (KAFKA_STORAGE_ERROR to clients) instead of escaping."""
+        offline (KAFKA_STORAGE_ERROR to clients) and, with ``raise_error``, is raised as
+        KafkaStorageError for the request that caused the work."""
         try:
             work.commit()
         except KafkaStorageError as exc:
-            self.failure_channel.maybe_add_offline_log_dir(os.path.abspath(self.data_dir), what,
-                                                           exc.__cause__ or exc)
+            log_dir = os.path.abspath(self.data_dir)
+            self.failure_channel.maybe_add_offline_log_dir(log_dir, what, exc.__cause__ or exc)
+            if raise_error:
+                raise self.failure_channel.error_for(log_dir, what) from exc
 
     def plan_retention(self, now_ms: int, *, checkpoint: bool = True) -> DiskWork:
         """Retention decisions now (segments leave their logs, log start offsets move), the

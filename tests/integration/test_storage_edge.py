@@ -207,3 +207,56 @@ def test_deleted_topic_files_go_off_the_event_loop(broker, monkeypatch):
     assert removing and worst < 0.25
     wait_until(lambda: not [d for d in os.listdir(broker.data_dir) if d.startswith(f"{name}-") and
                             d.endswith("-delete")], timeout=20, message="the -delete directories are removed")
+
+
+def test_delete_records_on_a_slow_disk_does_not_stall_other_clients(monkeypatch):
+    """DeleteRecords unlinks whole segments and rewrites the log-start-offset checkpoint in a
+    worker thread: with every fsync and segment unlink taking 0.5 s, another client's round
+    trips stay fast, and the DeleteRecords answer comes once its disk work is done."""
+    with Broker(mode="thread") as b:
+        b.create_topic("fast", 1)
+        b.create_topic("trim", 1, {"internal.segment.bytes": 1000})
+        with b.client() as c:
+            for _ in range(5):
+                c.produce("trim", [b"v" * 900])           # one segment per batch
+        calls = {"fsync": 0, "unlink": 0}
+        for fn in calls:
+            real = getattr(os, fn)
+
+            def slow(*a, _real=real, _fn=fn, **kw):
+                if _fn != "unlink" or str(a[0]).endswith(".log"):
+                    calls[_fn] += 1
+                    time.sleep(SLOW_S)
+                return _real(*a, **kw)
+
+            monkeypatch.setattr(os, fn, slow)
+        done = {}
+
+        def trim():
+            t0 = time.monotonic()
+            R = api("DeleteRecords").request
+            with b.client(60) as c2:
+                r = c2.request("DeleteRecords", 2, timeout_ms=30000, topics=[R.struct("DeleteRecordsTopic")(
+                    name="trim", partitions=[R.struct("DeleteRecordsPartition")(partition_index=0, offset=4)])])
+            done["result"] = r.topics[0].partitions[0]
+            done["s"] = time.monotonic() - t0
+
+        other = threading.Thread(target=trim)
+        worst, rounds = 0.0, 0
+        with b.client() as c:
+            start = time.monotonic()
+            other.start()
+            while time.monotonic() - start < 8.0 and "s" not in done:
+                t0 = time.monotonic()
+                c.partitions("fast")
+                c.produce("fast", [b"ping"])
+                worst = max(worst, time.monotonic() - t0)
+                rounds += 1
+        other.join(60)
+        monkeypatch.undo()
+        assert done["result"].error_code == 0 and done["result"].low_watermark == 4
+        assert calls["unlink"] >= 1 and calls["fsync"] >= 1, calls
+        assert done["s"] >= SLOW_S                       # the answer waited for the disk work
+        assert worst < SLOW_S / 2, f"a round trip took {worst:.3f} s while DeleteRecords ran"
+        assert rounds > 5
+        assert [r.value for r in b.consume("trim", 1, offset=4)] == [b"v" * 900]
