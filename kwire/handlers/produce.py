@@ -49,7 +49,8 @@ async def produce(ctx: RequestContext, req):
     elif req.transactional_id is not None:
         global_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     out = []
-    to_sync = []  # (partition response, log, segment file) for log.flush.per.append
+    to_sync = []  # (partition response, log, duplicated segment fd) for log.flush.per.append
+    to_flush = []  # (partition response, log) whose flush.messages / flush.ms was reached
     for td in req.topic_data:
         parts = []
         for pd in td.partition_data:
@@ -76,12 +77,38 @@ async def produce(ctx: RequestContext, req):
             pr.log_start_offset = res.log_start_offset
             if plog.config.fsync_per_append and acks != 0:
                 to_sync.append((pr, plog, plog.dup_active_segment_fd()))
+            elif plog.flush_wanted:
+                to_flush.append((pr, plog))
         out.append(T(name=td.name, partition_responses=parts))
+    if to_flush:
+        await _flush(ctx, to_flush)
     if acks == 0:
         return None
     if to_sync:
         await _datasync(ctx, to_sync)
     return ctx.response(responses=out, throttle_time_ms=0)
+
+
+async def _flush(ctx: RequestContext, to_flush) -> None:
+    """flush.messages / flush.ms reached: flush those logs in one worker thread before the
+    answer (PartitionLog.flush may run beside the loop's appends); a failure takes the log
+    dir offline and the partition is not acknowledged."""
+    now = ctx.broker.clock.now_ms()
+
+    def flush_all():
+        failed = {}
+        for pr, plog in to_flush:
+            try:
+                plog.flush(now_ms=now)
+            except OSError as exc:
+                failed[id(pr)] = exc
+        return failed
+
+    failed = await trio.to_thread.run_sync(flush_all)
+    for pr, plog in to_flush:
+        exc = failed.get(id(pr))
+        if exc is not None:
+            _refuse(ctx, pr, plog.storage_failure("flush", exc))
 
 
 def _refuse(ctx: RequestContext, pr, exc: KafkaError) -> None:

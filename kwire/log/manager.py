@@ -425,7 +425,7 @@ class LogManager:
             rolled = log.recovery_point < log.segments[-1].base_offset
             due = (now_ms - log.last_flush_ms >= log.config.flush_ms
                    and log.recovery_point < log.log_end_offset)
-            if rolled or due:
+            if rolled or due or log.flush_wanted:
                 self._plan_log_flush(work, log, log.segments[-1].base_offset if rolled else None, now_ms)
         return work
 
@@ -457,6 +457,7 @@ class LogManager:
             if target > rp and log._truncations == generation and log.recovery_point == rp:
                 log.recovery_point = target
             log.unflushed_messages = 0
+            log.flush_wanted = False
             log.last_flush_ms = now_ms
 
         work.add(run, commit)

@@ -116,6 +116,7 @@ class PartitionLog:
         self.high_watermark = self.log_end_offset
         self.unflushed_messages = 0
         self.last_flush_ms = now_ms
+        self.flush_wanted = False  # flush.messages / flush.ms reached: a flush is due now
         self.closed = False
         self._flush_lock = threading.Lock()
         self._truncations = 0
@@ -319,10 +320,12 @@ class PartitionLog:
             next_offset += lod + 1
             metas.append((size, next_offset - 1, max_ts))
         seg.append(pieces, n, metas)
-        # flush policy (log.flush.per.append is the caller's: it fsyncs off the event loop)
+        # flush policy: the fsync is the caller's, off the event loop (log.flush.per.append:
+        # the produce handler's fdatasync; flush.messages / flush.ms: ``flush_wanted``, which
+        # the produce handler or the periodic flush pass runs in a worker thread)
         self.unflushed_messages += records
         if self.unflushed_messages >= config.flush_messages or now_ms - self.last_flush_ms >= config.flush_ms:
-            self.flush(now_ms=now_ms)
+            self.flush_wanted = True
         return AppendResult(base_offset, next_offset - 1, now_ms if config.log_append_time else -1,
                             self.log_start_offset)
 
@@ -607,6 +610,7 @@ class PartitionLog:
                 if generation == self._truncations and self.recovery_point == rp:
                     self.recovery_point = target
             self.unflushed_messages = 0
+            self.flush_wanted = False
             self.last_flush_ms = _now_ms() if now_ms is None else now_ms
 
     def flush_if_due(self, now_ms: int) -> bool:

@@ -267,15 +267,20 @@ def test_region_survives_segment_deletion(tmp_path):
 
 
 def test_flush_policy(tmp_path):
+    # the append says a flush is due; the caller runs it (off the event loop)
     log = open_log(tmp_path, flush_messages=3)
     log.append(make_batch(2), now_ms=NOW)
-    assert log.recovery_point == 0
+    assert log.recovery_point == 0 and not log.flush_wanted
     log.append(make_batch(2), now_ms=NOW)
-    assert log.recovery_point == 4
+    assert log.flush_wanted and log.recovery_point == 0
+    log.flush(now_ms=NOW)
+    assert log.recovery_point == 4 and not log.flush_wanted
     log = open_log(tmp_path / "ms", flush_ms=100)
     log.append(make_batch(1), now_ms=NOW + 50)
-    assert log.recovery_point == 0
+    assert not log.flush_wanted
     log.append(make_batch(1), now_ms=NOW + 100)
+    assert log.flush_wanted
+    log.flush(now_ms=NOW + 100)
     assert log.recovery_point == 2
     log = open_log(tmp_path / "f", fsync_per_append=True, segment_bytes=200)
     for i in range(3):
