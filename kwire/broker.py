@@ -11,7 +11,6 @@ import base64
 import hashlib
 import logging
 import os
-import re
 import uuid
 from dataclasses import dataclass
 
@@ -23,30 +22,18 @@ from kwire.errors import ErrorCode, KafkaError
 from kwire.log.data_dir import DataDirLock, check_meta_properties
 from kwire.log.validator import COORDINATOR
 from kwire.metadata import records as R
+from kwire.metadata import topic_changes as TC
 from kwire.metadata.image import MetadataImage, TopicImage
+from kwire.metadata.topic_changes import validate_topic_name  # noqa: F401 - handlers import it from here
 
 log = logging.getLogger("kwire.broker")
-
-LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_TOPIC_LENGTH = 249
-
 
 @dataclass
 class TopicError:
     code: ErrorCode
     message: str | None = None
-
-
-def validate_topic_name(name: str) -> str | None:
-    if not name:
-        return "Topic name is illegal, it can't be empty"
-    if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
-    if len(name) > MAX_TOPIC_LENGTH:
-        return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_LENGTH} characters"
-    if not LEGAL_TOPIC.match(name):
-        return f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
-    return None
+    num_partitions: int = -1       # as the controller decided (CreateTopics v5+ reports them)
+    replication_factor: int = -1
 
 
 class Broker:
@@ -236,25 +223,6 @@ class Broker:
             return ErrorCode.KAFKA_STORAGE_ERROR
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
-    def _place(self, count: int, rf: int, brokers: list[int]) -> list[list[int]]:
-        """Replica lists for ``count`` new partitions: each leader on the live broker that leads
-        the fewest partitions of this topic, then of the cluster (ties to the lowest id);
-        followers after it in id order."""
-        load = {b: 0 for b in brokers}
-        for t in self.image.topics.values():
-            for p in t.partitions.values():
-                if p.leader in load:
-                    load[p.leader] += 1
-        out = []
-        mine = {b: 0 for b in brokers}   # spread each topic first, then the cluster's load
-        for _ in range(count):
-            leader = min(brokers, key=lambda b: (mine[b], load[b], b))
-            mine[leader] += 1
-            load[leader] += 1
-            i = brokers.index(leader)
-            out.append([brokers[(i + k) % len(brokers)] for k in range(rf)])
-        return out
-
     def topic_config(self, topic: TopicImage | None, name: str):
         """One topic config's effective typed value: the topic's override, else the broker's
         default (dynamic, static, Kafka's)."""
@@ -275,70 +243,23 @@ class Broker:
 
     # ------------------------------------------------------------------ topics
     async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     configs: dict[str, str | None], *, validate_only: bool = False,
-                     assignments: dict[int, list[int]] | None = None) -> TopicError:
-        err = validate_topic_name(name)
-        if err:
-            return TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
-        if name in self.image.topics:
-            return TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        if num_partitions == -1:
-            num_partitions = int(self.config.get("num.partitions"))
-        if replication_factor == -1:
-            replication_factor = int(self.config.get("default.replication.factor"))
-        if assignments:
-            num_partitions = len(assignments)
-        if num_partitions <= 0:
-            return TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
-        brokers = [b.node_id for b in self.image.live_brokers()]
-        if replication_factor <= 0:
-            return TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
-        if replication_factor > len(brokers):
-            return TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                              f"Unable to replicate the partition {replication_factor} time(s): "
-                              f"The target replication factor of {replication_factor} cannot be reached "
-                              f"because only {len(brokers)} broker(s) are registered.")
-        clean: dict[str, str] = {}
-        for k, v in (configs or {}).items():
-            try:
-                validate_topic_config(k, v)
-            except KeyError:
-                return TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {k}")
-            except ValueError as exc:
-                return TopicError(ErrorCode.INVALID_CONFIG, str(exc))
-            if v is not None:
-                clean[k] = v
-        if validate_only:
-            return TopicError(ErrorCode.NONE)
-        topic_id = uuid.uuid4()
-        recs: list = [(R.TOPIC, R.TOPIC.cls(name=name, topic_id=topic_id))]
-        placed = None if assignments else self._place(num_partitions, replication_factor, brokers)
-        for p in range(num_partitions):
-            replicas = assignments[p] if assignments else placed[p]
-            recs.append((R.PARTITION, R.PARTITION.cls(
-                partition_id=p, topic_id=topic_id, replicas=replicas, isr=list(replicas),
-                leader=replicas[0], leader_epoch=0, partition_epoch=0)))
-        for k, v in clean.items():
-            recs.append((R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_TOPIC, resource_name=name, name=k, value=v)))
-        mine = [p for p in range(num_partitions) if (assignments[p] if assignments else placed[p])[0] == self.node_id]
-        try:
-            staged = await self._make_logs(name, mine)
-        except KafkaError as exc:
-            log.error("create topic %s refused: %s", name, exc)
-            return TopicError(exc.code, str(exc))
-        try:
-            await self.submit_metadata(recs)
-        except KafkaError as exc:
-            if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
-                # created by someone else just now: let this node's image catch up with it
-                with trio.move_on_after(5):
-                    while name not in self.image.topics:
-                        await trio.sleep(0.02)
-            return TopicError(exc.code, str(exc))
-        finally:
-            await self._drop_staged(staged)
-        log.info("created topic %s with %d partitions and configs %s", name, num_partitions, clean)
-        return TopicError(ErrorCode.NONE)
+                           configs: dict[str, str | None], *, validate_only: bool = False,
+                           assignments: dict[int, list[int]] | None = None) -> TopicError:
+        """Create a topic: the active controller checks the request against its image,
+        places the replicas (kwire.metadata.placement) and commits; answered once applied
+        here. The controller makes the logs of the partitions it will lead before the commit
+        (``_make_logs``); every other leader opens its own as the records apply."""
+        out = await self.quorum.create_topic(TC.CreateTopic(
+            name, num_partitions, replication_factor, assignments or None, dict(configs or {}), validate_only))
+        if out.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+            # created by someone else just now: let this node's image catch up with it
+            with trio.move_on_after(5):
+                while name not in self.image.topics:
+                    await trio.sleep(0.02)
+        if out.code == ErrorCode.NONE and not validate_only:
+            log.info("created topic %s with %d partitions, replication factor %d", name, out.num_partitions,
+                     out.replication_factor)
+        return TopicError(out.code, out.message, out.num_partitions, out.replication_factor)
 
     async def delete_topic(self, name: str) -> TopicError:
         t = self.image.topics.get(name)
@@ -355,45 +276,14 @@ class Broker:
         return TopicError(ErrorCode.NONE)
 
     async def create_partitions(self, name: str, count: int, *, validate_only: bool = False,
-                          assignments: list[list[int]] | None = None) -> TopicError:
-        t = self.image.topics.get(name)
-        if t is None:
-            return TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-        cur = len(t.partitions)
-        if count < cur:
-            return TopicError(ErrorCode.INVALID_PARTITIONS,
-                              f"The topic {name} currently has {cur} partition(s); {count} would not be an increase.")
-        if count == cur:
-            return TopicError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {cur} partitions.")
-        brokers = [b.node_id for b in self.image.live_brokers()]
-        rf = len(t.partitions[0].replicas) if t.partitions else 1
-        if validate_only:
-            return TopicError(ErrorCode.NONE)
-        recs = []
-        placed = None if assignments else self._place(count - cur, rf, brokers)
-        mine = []
-        for i, p in enumerate(range(cur, count)):
-            replicas = assignments[i] if assignments else placed[i]
-            recs.append((R.PARTITION, R.PARTITION.cls(partition_id=p, topic_id=t.topic_id, replicas=replicas,
-                                                      isr=list(replicas), leader=replicas[0])))
-            if replicas[0] == self.node_id:
-                mine.append(p)
-        try:
-            staged = await self._make_logs(name, mine)
-        except KafkaError as exc:
-            log.error("create partitions of %s refused: %s", name, exc)
-            return TopicError(exc.code, str(exc))
-        try:
-            await self.submit_metadata(recs)
-        except KafkaError as exc:
-            return TopicError(exc.code, str(exc))
-        finally:
-            await self._drop_staged(staged)
-        return TopicError(ErrorCode.NONE)
+                                assignments: list[list[int]] | None = None) -> TopicError:
+        """Add partitions to a topic, placed by the active controller (see create_topic)."""
+        out = await self.quorum.create_partitions(TC.CreatePartitions(name, count, assignments, validate_only))
+        return TopicError(out.code, out.message)
 
     async def _make_logs(self, topic: str, partitions: list[int]) -> list:
-        """Create the logs of new partitions this node will lead before their records are
-        committed (disk work in a worker thread), so a failure to create them (EMFILE,
+        """On the active controller: create the logs of new partitions this node will lead
+        before their records are committed (disk work in a worker thread), so a failure to create them (EMFILE,
         EACCES, ENOSPC ...) refuses the request with KAFKA_STORAGE_ERROR, as Kafka's
         LogManager does, and nothing is committed. Partitions other nodes will lead are
         opened by those nodes as the records apply (``_open_led_partition``): a failure

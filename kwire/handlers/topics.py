@@ -5,6 +5,19 @@ RemoveTopicRecord) committed to the metadata log, then applied. CreateTopics hon
 validate_only, configs (validated with Kafka's names; INVALID_CONFIG otherwise), manual
 assignments, -1 for the broker defaults (v4+), and reports the effective configs (v5+).
 DeleteTopics by name and, from v6, by topic id. Left out: ACL checks (no authorizer).
+
+Placement: any node takes the request and hands the intent to the active controller, which
+checks it against its own image, places the replicas (kwire.metadata.placement: leaders
+spread evenly over the unfenced brokers, rack-aware when brokers have racks) and commits;
+INVALID_REPLICATION_FACTOR with Kafka's message when the factor exceeds the usable brokers.
+Replication factor: kwire does not replicate partition data yet, so metadata must not list
+replicas and an ISR no broker keeps. A factor above 1 (asked, or the default, or a manual
+assignment with more than one broker per partition) is refused with
+INVALID_REPLICATION_FACTOR "... kwire does not replicate partitions yet ...", after every
+other check (so RF 4 on three brokers still gets Kafka's own message). Refusing, not
+silently recording one replica, keeps a client that asked for durability from believing it
+has it; every existing caller asks for 1 or -1 (default.replication.factor = 1, and
+__consumer_offsets is created with -1).
 """
 from __future__ import annotations
 
@@ -30,26 +43,29 @@ async def create_topics(ctx: RequestContext, req):
             r.error_code, r.error_message = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
             continue
         assignments = None
-        if t.assignments:
-            if t.num_partitions != -1 or t.replication_factor != -1:
-                r.error_code = ErrorCode.INVALID_REQUEST
-                r.error_message = "Both numPartitions or replicationFactor and replicasAssignments were set."
+        if t.assignments:   # checked by the controller, with Kafka's messages
+            assignments = {}
+            for a in t.assignments:
+                if a.partition_index in assignments:
+                    r.error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+                    r.error_message = f"Found multiple manual partition assignments for partition {a.partition_index}"
+                    break
+                assignments[a.partition_index] = list(a.broker_ids)
+            if r.error_code:
                 continue
-            assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
         configs = {c.name: c.value for c in t.configs}
         res = await b.create_topic(t.name, t.num_partitions, t.replication_factor, configs,
                              validate_only=req.validate_only, assignments=assignments)
         r.error_code, r.error_message = res.code, res.message
         if res.code == ErrorCode.NONE:
             topic = b.image.topics.get(t.name)
-            if topic is not None:
+            if topic is not None and not req.validate_only:
                 r.topic_id = topic.topic_id
                 r.num_partitions = len(topic.partitions)
-                r.replication_factor = len(topic.partitions[0].replicas)
-            else:  # validate_only
-                r.num_partitions = t.num_partitions if t.num_partitions != -1 else int(b.config.get("num.partitions"))
-                r.replication_factor = t.replication_factor if t.replication_factor != -1 else \
-                    int(b.config.get("default.replication.factor"))
+                r.replication_factor = len(topic.partitions[min(topic.partitions)].replicas)
+            else:  # validate_only: what the controller would have made
+                r.num_partitions, r.replication_factor = res.num_partitions, res.replication_factor
+                topic = None
             r.configs = [C(name=e.name, value=e.value, read_only=False, config_source=e.source, is_sensitive=False)
                          for e in describe_topic_entries(b, topic, overrides=configs if topic is None else None)]
     return ctx.response(throttle_time_ms=0, topics=out)

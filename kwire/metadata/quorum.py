@@ -8,6 +8,15 @@ changes still in flight), proposed, and answered once committed and applied; els
 are forwarded to the leader's controller listener, and answered once this node has applied
 them too. A plain ``kwire serve`` is a quorum of one voter that elects itself at once.
 
+Topic changes (CreateTopics, CreatePartitions) travel as intents, not records: a node sends
+what the client asked to the active controller (a CreateTopics / CreatePartitions request on
+the controller listener, as a KRaft broker's forwarding reaches ControllerApis), and the
+controller checks it against ITS image, places the replicas (kwire.metadata.placement),
+makes the logs of the partitions it will lead itself, and commits the records, one topic
+change at a time (Kafka's controller is single-threaded too). The asking node answers once it
+has applied them. Partitions another node leads are opened by that node as the records apply;
+a failure there marks the partition offline on that node (KAFKA_STORAGE_ERROR).
+
 Broker liveness: in combined mode every node fetches the metadata log from the leader all
 the time, so the leader's fetch bookkeeping is the heartbeat; the active controller fences
 (FenceBrokerRecord) a registered broker it has not heard from for
@@ -17,11 +26,14 @@ from __future__ import annotations
 
 import logging
 import os
+import uuid
+from dataclasses import dataclass
 
 import trio
 
 from kwire.errors import ErrorCode, KafkaError
 from kwire.metadata import records as R
+from kwire.metadata import topic_changes as TC
 from kwire.raft.core import RaftConfig
 from kwire.raft.driver import CommitFailed, RaftDriver
 from kwire.raft.storage import RaftStorage
@@ -34,6 +46,16 @@ DEFAULT_SNAPSHOT_INTERVAL = 10000   # committed entries between metadata snapsho
 
 class MetadataError(KafkaError):
     pass
+
+
+@dataclass
+class TopicOutcome:
+    """The controller's answer to a topic change (CreateTopics / CreatePartitions)."""
+    code: ErrorCode
+    message: str | None = None
+    topic_id: uuid.UUID | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
 
 
 class MetadataQuorum:
@@ -53,8 +75,10 @@ class MetadataQuorum:
         if len(self.voters) > 1:
             from kwire.raft.transport import RaftTransport  # noqa: PLC0415
             self.transport = RaftTransport(self.driver, {n: a for n, a in self.voters.items() if a},
-                                           cluster_id=broker.cluster_id, forward_handler=self._on_forward)
+                                           cluster_id=broker.cluster_id, forward_handler=self._on_forward,
+                                           controller_handler=self._on_controller_request)
         self._pending_topics: set[str] = set()
+        self._topic_lock = trio.Lock()   # the controller changes topics one at a time
         try:
             self.session_timeout_ms = int(broker.config.get("broker.session.timeout.ms"))
         except (KeyError, TypeError, ValueError):
@@ -144,6 +168,97 @@ class MetadataQuorum:
             return ErrorCode.NOT_CONTROLLER, -1
         code, offset, _ = await self._controller_commit(values, 10.0)
         return code, offset
+
+    # ------------------------------------------------------------------ topic changes
+    async def create_topic(self, req: TC.CreateTopic, timeout: float = 15.0) -> TopicOutcome:
+        """CreateTopics for one topic, decided by the active controller (this node or the one
+        it forwards to); answered once applied here."""
+        return await self._topic_change(req, timeout)
+
+    async def create_partitions(self, req: TC.CreatePartitions, timeout: float = 15.0) -> TopicOutcome:
+        return await self._topic_change(req, timeout)
+
+    async def _topic_change(self, req, timeout: float) -> TopicOutcome:
+        from kwire.raft.transport import forward_topic_change  # noqa: PLC0415
+
+        d = self.driver
+        deadline = trio.current_time() + timeout
+        while True:
+            remaining = deadline - trio.current_time()
+            if remaining <= 0:
+                return TopicOutcome(ErrorCode.REQUEST_TIMED_OUT, "no active controller answered in time")
+            leader = d.leader_id
+            if d.is_leader:
+                out = await self._controller_topic_change(req, remaining)
+            elif leader >= 0 and self.transport is not None:
+                try:
+                    out = await forward_topic_change(self.transport, leader, req, min(remaining, 10.0))
+                except (ConnectionError, OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
+                    log.debug("forwarding to controller %d failed: %s", leader, exc)
+                    out = TopicOutcome(ErrorCode.NOT_CONTROLLER)
+                if out.code == ErrorCode.NONE and not req.validate_only:
+                    await self._wait_applied_here(req, out, deadline)
+            else:
+                out = TopicOutcome(ErrorCode.NOT_CONTROLLER)
+            if out.code != ErrorCode.NOT_CONTROLLER:
+                return out
+            with trio.move_on_after(min(0.05, max(0.0, deadline - trio.current_time()))):
+                await d.wait_changed()
+
+    async def _wait_applied_here(self, req, out: TopicOutcome, deadline: float) -> None:
+        """Until this node's image shows what the controller committed."""
+        def done() -> bool:
+            t = self.broker.image.topics.get(req.name)
+            if isinstance(req, TC.CreateTopic):
+                return t is not None and (out.topic_id is None or t.topic_id == out.topic_id)
+            return t is not None and len(t.partitions) >= req.count
+        while not done() and trio.current_time() < deadline:
+            with trio.move_on_after(min(0.05, max(0.0, deadline - trio.current_time()))):
+                await self.driver.wait_changed()
+
+    async def _controller_topic_change(self, req, timeout: float) -> TopicOutcome:
+        """On the active controller: check, place, make own logs, commit."""
+        b = self.broker
+        async with self._topic_lock:
+            if not self.driver.is_leader:
+                return TopicOutcome(ErrorCode.NOT_CONTROLLER)
+            try:
+                if isinstance(req, TC.CreateTopic):
+                    plan = TC.plan_create_topic(
+                        b.image, req, default_partitions=int(b.config.get("num.partitions")),
+                        default_replication_factor=int(b.config.get("default.replication.factor")),
+                        in_flight=self._pending_topics)
+                else:
+                    plan = TC.plan_create_partitions(b.image, req)
+            except TC.TopicRefused as exc:
+                return TopicOutcome(exc.code, exc.message)
+            out = TopicOutcome(ErrorCode.NONE, None, None if req.validate_only else plan.topic_id,
+                               len(plan.replicas), plan.replication_factor)
+            if req.validate_only:
+                return out
+            mine = sorted(p for p, r in plan.replicas.items() if r[0] == self.node_id)
+            try:
+                staged = await b._make_logs(req.name, mine)
+            except KafkaError as exc:
+                log.error("controller %d: %s of %s refused: %s", self.node_id, type(req).__name__, req.name, exc)
+                return TopicOutcome(exc.code, str(exc))
+            try:
+                code, _, msg = await self._controller_commit([R.encode_record(m, o) for m, o in plan.records],
+                                                             timeout)
+            finally:
+                await b._drop_staged(staged)
+            if code != ErrorCode.NONE:
+                return TopicOutcome(ErrorCode(code), msg)
+        log.info("controller %d placed %s %s: %s", self.node_id,
+                 "topic" if isinstance(req, TC.CreateTopic) else "new partitions of", req.name,
+                 " ".join(f"{p}:{','.join(map(str, r))}" for p, r in sorted(plan.replicas.items())))
+        return out
+
+    async def _on_controller_request(self, req) -> TopicOutcome:
+        """A topic change forwarded to this node's controller listener."""
+        if not self.driver.is_leader:
+            return TopicOutcome(ErrorCode.NOT_CONTROLLER)
+        return await self._controller_topic_change(req, 10.0)
 
     # ------------------------------------------------------------------ controller duties
     async def _controller_loop(self) -> None:

@@ -8,6 +8,13 @@ on the controller listener forwards metadata records to the active controller, w
 answers once they are committed (``base_offset`` = the entry's offset) or with an error
 (NOT_CONTROLLER, TOPIC_ALREADY_EXISTS, ...).
 
+Topic changes travel as intents: CreateTopics (v7, one topic) and CreatePartitions (v3, one
+topic) on the controller listener reach the active controller, which checks, places and
+commits them (kwire.metadata.quorum) and answers in the request's own response (error code
+and message, topic id, partitions, replication factor). Kafka's brokers wrap the client's
+request in an Envelope (with the principal, for the controller's authorizer); kwire has no
+authorizer yet, so the node sends the topic's request itself.
+
 One outgoing connection per peer; requests are pipelined on it and answered in any order
 (matched by correlation id). The server side handles each request in its own task, so a
 parked Fetch never holds up a Vote. Requests that cannot be sent (peer down, queue full) are
@@ -35,6 +42,8 @@ TOPIC = "__cluster_metadata"
 VOTE, BQE, EQE, FETCH, FETCH_SNAPSHOT, DESCRIBE_QUORUM, PRODUCE = (
     api("Vote"), api("BeginQuorumEpoch"), api("EndQuorumEpoch"), api("Fetch"), api("FetchSnapshot"),
     api("DescribeQuorum"), api("Produce"))
+CREATE_TOPICS, CREATE_PARTITIONS = api("CreateTopics"), api("CreatePartitions")
+V_CREATE_TOPICS, V_CREATE_PARTITIONS = 7, 3
 V_VOTE, V_BQE, V_EQE, V_FETCH, V_FETCH_SNAPSHOT, V_DESCRIBE_QUORUM, V_PRODUCE = 2, 1, 0, 12, 0, 1, 9
 VERSIONS = {VOTE.key: V_VOTE, BQE.key: V_BQE, EQE.key: V_EQE, FETCH.key: V_FETCH,
             FETCH_SNAPSHOT.key: V_FETCH_SNAPSHOT, DESCRIBE_QUORUM.key: V_DESCRIBE_QUORUM, PRODUCE.key: V_PRODUCE}
@@ -242,8 +251,10 @@ class RaftTransport:
     """Connections to the peers and the controller listener of one node."""
 
     def __init__(self, driver, voters: dict[int, tuple[str, int]], cluster_id: str | None = None,
-                 forward_handler: Callable[[list[bytes]], Awaitable[tuple[int, int]]] | None = None):
+                 forward_handler: Callable[[list[bytes]], Awaitable[tuple[int, int]]] | None = None,
+                 controller_handler: Callable[[Any], Awaitable[Any]] | None = None):
         self.driver = driver
+        self.controller_handler = controller_handler   # topic-change intent -> TopicOutcome
         self.node_id = driver.node_id
         self.cluster_id = cluster_id
         self.forward_handler = forward_handler
@@ -418,6 +429,8 @@ class RaftTransport:
             body = describe_quorum_response(d, 0 if self.driver.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER)
         elif key == PRODUCE.key:
             body = await self._answer_forward(req.body)
+        elif key in (CREATE_TOPICS.key, CREATE_PARTITIONS.key):
+            body = await self._answer_topic_change(key, req.body)
         else:
             self._fetch_seq += 1
             got = request_from_wire(key, req.body, self._fetch_seq)
@@ -469,6 +482,39 @@ class RaftTransport:
                                                 log_append_time_ms=-1, log_start_offset=-1)])],
             throttle_time_ms=0)
 
+    async def _answer_topic_change(self, key: int, body):
+        """A topic change forwarded to this node's controller: one topic per request."""
+        from kwire.metadata.quorum import TopicOutcome  # noqa: PLC0415
+
+        if key == CREATE_TOPICS.key:
+            t = body.topics[0] if body.topics else None
+            req = None if t is None else topic_intent(t, bool(body.validate_only))
+        else:
+            t = body.topics[0] if body.topics else None
+            req = None if t is None else partitions_intent(t, bool(body.validate_only))
+        if req is None:
+            out = TopicOutcome(ErrorCode.INVALID_REQUEST, "no topic")
+        elif self.controller_handler is None:
+            out = TopicOutcome(ErrorCode.NOT_CONTROLLER)
+        else:
+            try:
+                out = await self.controller_handler(req)
+            except Exception:  # noqa: BLE001 - answer, log once, keep the listener
+                log.exception("raft: forwarded %s of %s failed", type(req).__name__, req.name)
+                out = TopicOutcome(ErrorCode.UNKNOWN_SERVER_ERROR)
+        name = t.name if t is not None else ""
+        if key == CREATE_TOPICS.key:
+            Resp = CREATE_TOPICS.response
+            r = Resp.struct("CreatableTopicResult")(name=name, error_code=int(out.code), error_message=out.message,
+                                                    num_partitions=out.num_partitions,
+                                                    replication_factor=out.replication_factor)
+            if out.topic_id is not None:
+                r.topic_id = out.topic_id
+            return Resp.cls(throttle_time_ms=0, topics=[r])
+        Resp = CREATE_PARTITIONS.response
+        return Resp.cls(throttle_time_ms=0, results=[Resp.struct("CreatePartitionsTopicResult")(
+            name=name, error_code=int(out.code), error_message=out.message)])
+
     async def forward(self, dest: int, values: list[bytes], timeout: float) -> tuple[int, int]:
         """Send metadata records to the controller ``dest``; (error code, committed offset)."""
         Req = PRODUCE.request
@@ -479,6 +525,52 @@ class RaftTransport:
         resp = await self.call(dest, PRODUCE, V_PRODUCE, body, timeout=timeout + 1)
         pr = resp.responses[0].partition_responses[0]
         return pr.error_code, pr.base_offset
+
+
+def topic_intent(t, validate_only: bool):
+    """CreateTopics' CreatableTopic as the controller's intent."""
+    from kwire.metadata.topic_changes import CreateTopic  # noqa: PLC0415
+
+    return CreateTopic(t.name, t.num_partitions, t.replication_factor,
+                       {a.partition_index: list(a.broker_ids) for a in t.assignments} if t.assignments else None,
+                       {c.name: c.value for c in t.configs}, validate_only)
+
+
+def partitions_intent(t, validate_only: bool):
+    from kwire.metadata.topic_changes import CreatePartitions  # noqa: PLC0415
+
+    return CreatePartitions(t.name, t.count, [list(a.broker_ids) for a in t.assignments]
+                            if t.assignments is not None else None, validate_only)
+
+
+async def forward_topic_change(transport: RaftTransport, dest: int, req, timeout: float):
+    """Send a topic-change intent to the controller ``dest``; its TopicOutcome."""
+    from kwire.metadata.quorum import TopicOutcome  # noqa: PLC0415
+    from kwire.metadata.topic_changes import CreateTopic  # noqa: PLC0415
+
+    if isinstance(req, CreateTopic):
+        Req = CREATE_TOPICS.request
+        assignments = [Req.struct("CreatableReplicaAssignment")(partition_index=p, broker_ids=list(b))
+                       for p, b in sorted((req.assignments or {}).items())]
+        configs = [Req.struct("CreatableTopicConfig")(name=k, value=v) for k, v in (req.configs or {}).items()]
+        body = Req.cls(topics=[Req.struct("CreatableTopic")(
+            name=req.name, num_partitions=req.num_partitions, replication_factor=req.replication_factor,
+            assignments=assignments, configs=configs)], timeout_ms=int(timeout * 1000),
+            validate_only=req.validate_only)
+        resp = await transport.call(dest, CREATE_TOPICS, V_CREATE_TOPICS, body, timeout=timeout + 1)
+        r = resp.topics[0]
+        ok = r.error_code == ErrorCode.NONE and not req.validate_only
+        return TopicOutcome(ErrorCode(r.error_code), r.error_message, r.topic_id if ok else None,
+                            r.num_partitions, r.replication_factor)
+    Req = CREATE_PARTITIONS.request
+    assignments = None if req.assignments is None else [
+        Req.struct("CreatePartitionsAssignment")(broker_ids=list(a)) for a in req.assignments]
+    body = Req.cls(topics=[Req.struct("CreatePartitionsTopic")(name=req.name, count=req.count,
+                                                               assignments=assignments)],
+                   timeout_ms=int(timeout * 1000), validate_only=req.validate_only)
+    resp = await transport.call(dest, CREATE_PARTITIONS, V_CREATE_PARTITIONS, body, timeout=timeout + 1)
+    r = resp.results[0]
+    return TopicOutcome(ErrorCode(r.error_code), r.error_message)
 
 
 __all__ = ["RaftTransport", "describe_quorum_response", "request_to_wire", "response_from_wire",
