@@ -220,7 +220,11 @@ class MetadataQuorum:
         """On the active controller: check, place, make own logs, commit."""
         b = self.broker
         async with self._topic_lock:
-            if not self.driver.is_leader:
+            d = self.driver
+            if not d.is_leader:
+                return TopicOutcome(ErrorCode.NOT_CONTROLLER)
+            if d.high_watermark <= d.core._epoch_start_offset or d.applied_offset < d.high_watermark:
+                # a new controller decides only once its image holds everything committed
                 return TopicOutcome(ErrorCode.NOT_CONTROLLER)
             try:
                 if isinstance(req, TC.CreateTopic):
