@@ -6,6 +6,7 @@ confluent-kafka's AdminClient."""
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -79,6 +80,19 @@ def test_topics_are_placed_by_the_active_controller(tmp_path):
         r = create(ports[others[1]], "manual", -1, -1, {0: [others[0]], 1: [controller]})
         assert r.error_code == 0
         assert wait_for(lambda: leaders_of(ports[others[1]], "manual") == {0: others[0], 1: controller}, 10)
+
+        # the same topic asked of all three nodes at once: the controller creates it once
+        with ThreadPoolExecutor(3) as pool:
+            codes = sorted(f.result().error_code for f in [pool.submit(create, p, "race", 3) for p in ports.values()])
+        assert codes == [0, ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.TOPIC_ALREADY_EXISTS]
+        # different topics at once: placed one after another, so the cluster's leaders stay even
+        with ThreadPoolExecutor(3) as pool:
+            assert [f.result().error_code for f in [pool.submit(create, p, f"burst-{i}", 2)
+                                                    for i, p in enumerate(ports.values())]] == [0, 0, 0]
+        everything = wait_for(lambda: (lambda m: m if sum(n.startswith("burst-") for n in m) == 3 else None)(
+            metadata(ports[1])[2]), 10)
+        totals = Counter(leader for t in everything.values() for leader in t.values())
+        assert max(totals.values()) - min(totals.values()) <= 1, totals   # every topic started where load said
 
         # the stock admin client: RF beyond the live brokers, and RF > 1 (not kept yet)
         confluent_kafka = pytest.importorskip("confluent_kafka")
