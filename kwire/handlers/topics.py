@@ -4,7 +4,9 @@ Topic changes are metadata records (TopicRecord, PartitionRecord, ConfigRecord,
 RemoveTopicRecord) committed to the metadata log, then applied. CreateTopics honours
 validate_only, configs (validated with Kafka's names; INVALID_CONFIG otherwise), manual
 assignments, -1 for the broker defaults (v4+), and reports the effective configs (v5+).
-DeleteTopics by name and, from v6, by topic id. Left out: ACL checks (no authorizer).
+DeleteTopics by name and, from v6, by topic id. CreatePartitions with or without
+assignments (null: placed; a list: one per new partition). Left out: ACL checks (no
+authorizer).
 
 Placement: any node takes the request and hands the intent to the active controller, which
 checks it against its own image, places the replicas (kwire.metadata.placement: leaders
@@ -104,7 +106,8 @@ async def create_partitions(ctx: RequestContext, req):
     R = ctx.struct("CreatePartitionsTopicResult")
     out = []
     for t in req.topics:
-        assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
+        # null: the controller places them; an empty list is a (too short) manual assignment
+        assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
         res = await b.create_partitions(t.name, t.count, validate_only=req.validate_only, assignments=assignments)
         out.append(R(name=t.name, error_code=res.code, error_message=res.message if res.code else None))
     return ctx.response(throttle_time_ms=0, results=out)
