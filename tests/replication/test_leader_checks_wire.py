@@ -1,0 +1,71 @@
+"""The replica manager's leader checks as clients see them: Fetch (v9+) and ListOffsets (v4+)
+carry current_leader_epoch; -1 and the partition's epoch are served, an older one is
+FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (Kafka's Partition.checkCurrentLeaderEpoch).
+A Fetch long poll is answered as soon as a produce moves the high watermark."""
+from __future__ import annotations
+
+import threading
+import time
+
+from kwire.codec.apis import api
+from kwire.errors import ErrorCode
+from kwire.testing import Broker
+from kwire.testing.client import WireClient
+
+
+def _fetch(c: WireClient, topic: str, epoch: int, *, offset: int = 0, max_wait_ms: int = 0):
+    R = api("Fetch").request
+    FT, FP = R.struct("FetchTopic"), R.struct("FetchPartition")
+    ft = FT(topic=topic, partitions=[FP(partition=0, current_leader_epoch=epoch, fetch_offset=offset,
+                                        partition_max_bytes=1 << 20)])
+    resp = c.request("Fetch", 12, replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20,
+                     isolation_level=0, session_id=0, session_epoch=-1, topics=[ft], forgotten_topics_data=[],
+                     rack_id="")
+    return resp.responses[0].partitions[0]
+
+
+def _list_offsets(c: WireClient, topic: str, epoch: int, timestamp: int = -1):
+    R = api("ListOffsets").request
+    LT, LP = R.struct("ListOffsetsTopic"), R.struct("ListOffsetsPartition")
+    resp = c.request("ListOffsets", 7, replica_id=-1, isolation_level=0, topics=[
+        LT(name=topic, partitions=[LP(partition_index=0, current_leader_epoch=epoch, timestamp=timestamp)])])
+    return resp.topics[0].partitions[0]
+
+
+def test_current_leader_epoch_in_fetch_and_list_offsets():
+    with Broker() as b, WireClient(b.bootstrap_servers) as c:
+        c.create_topic("epochs")
+        c.produce("epochs", [b"a", b"b"])
+        meta = c.request("Metadata", 9, topics=[api("Metadata").request.struct("MetadataRequestTopic")(name="epochs")],
+                         allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        epoch = meta.topics[0].partitions[0].leader_epoch
+        assert epoch >= 0
+
+        for e in (-1, epoch):
+            p = _fetch(c, "epochs", e)
+            assert (p.error_code, p.high_watermark) == (0, 2)
+            assert p.current_leader.leader_epoch == epoch
+            r = _list_offsets(c, "epochs", e)
+            assert (r.error_code, r.offset, r.leader_epoch) == (0, 2, epoch)
+        p = _fetch(c, "epochs", epoch + 1)
+        assert (p.error_code, p.high_watermark) == (ErrorCode.UNKNOWN_LEADER_EPOCH, -1)
+        assert _list_offsets(c, "epochs", epoch + 1).error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+        if epoch > 0:
+            assert _fetch(c, "epochs", epoch - 1).error_code == ErrorCode.FENCED_LEADER_EPOCH
+        assert _list_offsets(c, "epochs", -1, timestamp=-2).offset == 0
+        assert _fetch(c, "nope", -1).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_a_long_poll_is_answered_when_a_produce_moves_the_high_watermark():
+    with Broker() as b, WireClient(b.bootstrap_servers) as c, WireClient(b.bootstrap_servers) as producer:
+        c.create_topic("poll")
+        timer = threading.Timer(0.5, lambda: producer.produce("poll", [b"x"]))
+        start = time.monotonic()
+        timer.start()
+        try:
+            p = _fetch(c, "poll", -1, max_wait_ms=20_000)
+        finally:
+            timer.join()
+        took = time.monotonic() - start
+        assert (p.error_code, p.high_watermark) == (0, 1) and len(p.records) > 0
+        assert took < 10     # woken by the append, long before max_wait_ms
