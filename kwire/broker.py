@@ -2,10 +2,10 @@
 composition root, ``_build_components``: replica manager, group coordinator's edge,
 producer-id manager, fetch sessions).
 
-Handlers call into this through kwire.handlers.BrokerServices; it never touches sockets. Metadata changes go through
-``submit_metadata`` (async: the Raft quorum of kwire.metadata.quorum, forwarded to the
-active controller when this node is not it) and are applied to the image, on every node,
-only from committed entries (``_apply_entry``).
+Handlers call into this through kwire.handlers.BrokerServices; it never touches sockets.
+Metadata changes go through ``submit_metadata`` (async: the Raft quorum of
+kwire.metadata.quorum, forwarded to the active controller when this node is not it) and are
+applied to the image, on every node, only from committed entries (``_apply_entry``).
 """
 from __future__ import annotations
 

@@ -70,8 +70,8 @@ async def fetch(ctx: RequestContext, req):
             if sid:
                 cache.sessions.pop(sid, None)
             session = cache.new(now)
-            for key, (off, maxb, tid, epoch) in wanted.items():
-                session.partitions[key] = [off, maxb, -1, -1, -1, tid, epoch]
+            for key, (off, maxb, tid, leader_epoch) in wanted.items():
+                session.partitions[key] = [off, maxb, -1, -1, -1, tid, leader_epoch]
         else:
             session = cache.sessions.get(sid)
             if session is None:
@@ -79,12 +79,12 @@ async def fetch(ctx: RequestContext, req):
             if session.epoch != epoch:
                 return ctx.response(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0, responses=[])
             incremental = True
-            for key, (off, maxb, tid, epoch) in wanted.items():
+            for key, (off, maxb, tid, leader_epoch) in wanted.items():
                 st = session.partitions.get(key)
                 if st is None:
-                    session.partitions[key] = [off, maxb, -1, -1, -1, tid, epoch]
+                    session.partitions[key] = [off, maxb, -1, -1, -1, tid, leader_epoch]
                 else:
-                    st[0], st[1], st[6] = off, maxb, epoch
+                    st[0], st[1], st[6] = off, maxb, leader_epoch
             for ft in req.forgotten_topics_data:
                 name = ft.topic if v < 13 else (b.image.topics_by_id[ft.topic_id].name
                                                 if ft.topic_id in b.image.topics_by_id else None)

@@ -9,7 +9,7 @@ be opened are offline here (KAFKA_STORAGE_ERROR) until a restart opens them.
 
 Handlers ask it (``append_records``, ``read``, ``fetch_offset_for_timestamp``,
 ``plan_delete_records``, ``high_watermark``, ``watch``/``wait_for_high_watermark``) and never
-reach into the log; every leader check lives in ``_leader_log``, in Kafka's order
+reach into the log; every leader check lives in ``leader_log``, in Kafka's order
 (ReplicaManager.getPartitionOrException, then Partition.localLogWithEpochOrThrow):
 
 - not in the image, or the topic is gone: UNKNOWN_TOPIC_OR_PARTITION;
@@ -142,9 +142,14 @@ class ReplicaManager:
         self.high_watermark_waiters.complete_all(tp)
 
     # ------------------------------------------------------------------ leader checks
-    def _leader_log(self, topic: str, partition: int, current_leader_epoch: int = -1, *,
-                    check_online: bool = True):
-        """This node's log of a partition it leads, or KafkaError with Kafka's code."""
+    def leader_log(self, topic: str, partition: int, current_leader_epoch: int = -1, *,
+                   check_online: bool = True):
+        """This node's log of a partition it leads, or KafkaError with Kafka's code: the one
+        leader check (also for OffsetForLeaderEpoch's current_leader_epoch)."""
+        return self._leader(topic, partition, current_leader_epoch, check_online)[0]
+
+    def _leader(self, topic: str, partition: int, current_leader_epoch: int, check_online: bool):
+        """(log, leader epoch) of a partition this node leads, else KafkaError."""
         p = self._partition_image(topic, partition)
         if p is None:
             raise KafkaError(f"This server does not host this topic-partition {topic}-{partition}.",
@@ -165,12 +170,12 @@ class ReplicaManager:
                                  f"this broker's {p.leader_epoch}", ErrorCode.UNKNOWN_LEADER_EPOCH)
             raise KafkaError(f"{topic}-{partition}: leader epoch {current_leader_epoch} is older than "
                              f"the current {p.leader_epoch}", ErrorCode.FENCED_LEADER_EPOCH)
-        return plog
+        return plog, p.leader_epoch
 
     def leader_error(self, topic: str, partition: int, current_leader_epoch: int = -1) -> ErrorCode:
         """NONE when this node leads the partition and can serve it, else why not."""
         try:
-            self._leader_log(topic, partition, current_leader_epoch)
+            self.leader_log(topic, partition, current_leader_epoch)
         except KafkaError as exc:
             return ErrorCode(exc.code)
         return ErrorCode.NONE
@@ -186,8 +191,8 @@ class ReplicaManager:
         (validation, producer-state checks, offsets; ``origin`` CLIENT for Produce, as
         Kafka's AppendOrigin), stamped with the leader epoch; then the high watermark. Raises
         KafkaError (a KafkaStorageError once the log dir is offline)."""
-        plog = self._leader_log(topic, partition, check_online=False)   # append raises it itself
-        res = plog.append(records, now_ms=now_ms, leader_epoch=self.leader_epoch(topic, partition), origin=origin,
+        plog, epoch = self._leader(topic, partition, -1, False)   # offline: the append raises it
+        res = plog.append(records, now_ms=now_ms, leader_epoch=epoch, origin=origin,
                           producer_id_expiration_ms=self._producer_id_expiration_ms())
         self._maybe_increment_high_watermark((topic, partition), plog)
         return res
@@ -235,11 +240,11 @@ class ReplicaManager:
         """A consumer's read: records from ``fetch_offset`` below the high watermark, at most
         ``max_bytes`` (the first batch whole when ``min_one``, KIP-74). Errors in the result."""
         try:
-            plog = self._leader_log(topic, partition, current_leader_epoch)
+            plog, epoch = self._leader(topic, partition, current_leader_epoch, True)
         except KafkaError as exc:
             return LogReadResult(exc.code)
         hw = plog.high_watermark
-        res = LogReadResult(0, hw, hw, plog.log_start_offset, self.leader_epoch(topic, partition))
+        res = LogReadResult(0, hw, hw, plog.log_start_offset, epoch)
         try:
             if fetch_offset < plog.log_start_offset or fetch_offset > plog.log_end_offset:
                 raise KafkaError(f"offset {fetch_offset} out of range", ErrorCode.OFFSET_OUT_OF_RANGE)
@@ -277,10 +282,9 @@ class ReplicaManager:
         tiered: -1 (no tiered storage); >= 0 the first offset below the high watermark whose
         timestamp is >= it (-1/-1 when none)."""
         try:
-            plog = self._leader_log(topic, partition, current_leader_epoch)
+            plog, epoch = self._leader(topic, partition, current_leader_epoch, True)
         except KafkaError as exc:
             return exc.code, -1, -1, -1
-        epoch = self.leader_epoch(topic, partition)
         try:
             if timestamp == LATEST_TIMESTAMP:
                 return 0, plog.high_watermark, -1, epoch
@@ -308,7 +312,7 @@ class ReplicaManager:
         now; returns the disk work (segment unlinks, checkpoint) to run in a worker thread,
         then ``finish_delete_records``. Raises KafkaError (OFFSET_OUT_OF_RANGE past the high
         watermark)."""
-        plog = self._leader_log(topic, partition, check_online=False)
+        plog = self.leader_log(topic, partition, check_online=False)
         hw = plog.high_watermark
         if offset == -1:
             offset = hw

@@ -69,3 +69,37 @@ def test_a_long_poll_is_answered_when_a_produce_moves_the_high_watermark():
         took = time.monotonic() - start
         assert (p.error_code, p.high_watermark) == (0, 1) and len(p.records) > 0
         assert took < 10     # woken by the append, long before max_wait_ms
+
+
+def test_an_incremental_fetch_session_keeps_its_epochs_when_partitions_are_resent():
+    """The session's epoch advances by one per request, whatever leader epochs the partitions
+    carry (the session keeps each partition's current_leader_epoch for the requests that
+    leave it out)."""
+    R = api("Fetch").request
+    FT, FP = R.struct("FetchTopic"), R.struct("FetchPartition")
+
+    def fetch(c, session_id, epoch, parts):
+        topics = [FT(topic="sess", partitions=[FP(partition=0, current_leader_epoch=e, fetch_offset=o,
+                                                  partition_max_bytes=1 << 20) for o, e in parts])] if parts else []
+        return c.request("Fetch", 12, replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                         isolation_level=0, session_id=session_id, session_epoch=epoch, topics=topics,
+                         forgotten_topics_data=[], rack_id="")
+
+    with Broker() as b, WireClient(b.bootstrap_servers) as c:
+        c.create_topic("sess")
+        c.produce("sess", [b"a", b"b"])
+        first = fetch(c, 0, 0, [(0, -1)])
+        assert first.error_code == 0 and first.session_id
+        sid = first.session_id
+        r = fetch(c, sid, 1, [(2, 0)])       # re-sent with a new position and leader epoch 0
+        assert r.error_code == 0
+        r = fetch(c, sid, 2, [])             # nothing changed: an empty incremental answer
+        assert (r.error_code, r.responses) == (0, [])
+        c.produce("sess", [b"c"])
+        r = fetch(c, sid, 3, [])
+        assert r.error_code == 0
+        p = r.responses[0].partitions[0]
+        assert (p.error_code, p.high_watermark) == (0, 3)
+        r = fetch(c, sid, 4, [(3, 7)])       # a leader epoch newer than the partition's
+        assert r.responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+        assert fetch(c, sid, 4, []).error_code == ErrorCode.INVALID_FETCH_SESSION_EPOCH
