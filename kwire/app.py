@@ -1,5 +1,8 @@
-"""Run a broker: build it from a config, open its storage, serve until cancelled or
-signalled (SIGINT/SIGTERM: stop accepting, finish, write log checkpoints)."""
+"""Run a broker: build it from a config (Broker() is the composition root: storage, replica
+manager, group coordinator edge, producer-id manager, fetch sessions), open it (metadata
+replay, partition logs), start its background duties (group coordinator replay and timers,
+retention), serve until cancelled or signalled (SIGINT/SIGTERM: stop accepting, finish,
+write log checkpoints)."""
 from __future__ import annotations
 
 import logging

@@ -1,9 +1,11 @@
-"""The broker's state: config, metadata image, partition logs, waiters for new data.
+"""The broker's state: config, metadata image, and the components handlers use (the
+composition root, ``_build_components``: replica manager, group coordinator's edge,
+producer-id manager, fetch sessions).
 
-Handlers call into this; it never touches sockets. Metadata changes go through
-``submit_metadata`` (async: the Raft quorum of kwire.metadata.quorum, forwarded to the
-active controller when this node is not it) and are applied to the image, on every node,
-only from committed entries (``_apply_entry``).
+Handlers call into this through kwire.handlers.BrokerServices; it never touches sockets.
+Metadata changes go through ``submit_metadata`` (async: the Raft quorum of
+kwire.metadata.quorum, forwarded to the active controller when this node is not it) and are
+applied to the image, on every node, only from committed entries (``_apply_entry``).
 """
 from __future__ import annotations
 
@@ -20,7 +22,6 @@ from kwire.clock import REAL_CLOCK, Clock
 from kwire.config import BrokerConfig, topic_configs_for_log, validate_topic_config
 from kwire.errors import ErrorCode, KafkaError
 from kwire.log.data_dir import DataDirLock, check_meta_properties
-from kwire.log.validator import COORDINATOR
 from kwire.metadata import records as R
 from kwire.metadata import topic_changes as TC
 from kwire.metadata.image import MetadataImage, TopicImage
@@ -64,14 +65,34 @@ class Broker:
         except BaseException:
             self._lock.release()
             raise
-        # partitions this node leads whose log could not be opened: (topic, p) -> why. They
-        # answer KAFKA_STORAGE_ERROR (Kafka's offline replica) until a restart opens them.
-        self.offline_partitions: dict[tuple[str, int], str] = {}
         self._nursery = None
-        self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
-        self.groups = None  # the group coordinator (kwire.groups), attached by the server
-        self.producers = None  # the producer-id manager, attached when idempotence lands
-        self.fetch_sessions = None
+        self._build_components()
+
+    def _build_components(self) -> None:
+        """The composition root: every component a handler reaches through
+        ``RequestContext.broker`` (kwire.handlers.BrokerServices) is built here, once, before
+        the metadata replays and anything is served; nothing attaches itself later."""
+        from kwire.fetch_session import FetchSessionCache  # noqa: PLC0415 - keep import kwire light
+        from kwire.groups.edge import GroupEdge  # noqa: PLC0415
+        from kwire.producers.ids import ProducerIdManager  # noqa: PLC0415
+        from kwire.replication import ReplicaManager  # noqa: PLC0415
+
+        # the partitions this node hosts: logs, leader epochs, high watermarks, ISR, waiters
+        self.replica_manager = ReplicaManager(
+            self.node_id, self.logs, lambda: self.image,
+            producer_id_expiration_ms=lambda: int(self.config.get("producer.id.expiration.ms")))
+        # the group coordinator's Trio edge: it replays __consumer_offsets in start_groups
+        # (kwire.groups.edge, before the listeners serve); ``groups`` is None until then
+        self.group_edge = GroupEdge(self)
+        self.producer_ids = ProducerIdManager(expiration_ms=int(self.config.get("producer.id.expiration.ms")))
+        self.producer_ids_lock = trio.Lock()   # one block allocation (a metadata commit) at a time
+        self.fetch_sessions = FetchSessionCache()
+
+    @property
+    def groups(self):
+        """The group coordinator (kwire.groups.GroupCoordinator); None until it has replayed
+        __consumer_offsets at start-up."""
+        return self.group_edge.coordinator
 
     # ------------------------------------------------------------------ startup
     def _default_cluster_id(self) -> str:
@@ -95,6 +116,8 @@ class Broker:
         await self.quorum.wait_caught_up()
         self._reconcile_logs()
         self._live = True
+        # dynamic broker configs are known now that the metadata has replayed
+        self.producer_ids.expiration_ms = int(self.config.get("producer.id.expiration.ms"))
         b = self.image.brokers.get(self.node_id)
         if b is None or (b.host, b.port) != (self.advertised_host, self.advertised_port) or b.fenced:
             rec = (R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
@@ -115,16 +138,8 @@ class Broker:
                  len(self.image.topics), self.data_dir)
 
     def _open_led_partition(self, topic: str, partition: int) -> None:
-        """Open (or create) the log of a partition this node leads. A failure (EMFILE,
-        EACCES, ENOSPC ...) marks it offline instead of stopping the metadata replay."""
-        try:
-            self.logs.open_partition(topic, partition)
-        except (OSError, KafkaError) as exc:
-            why = f"Error while creating log for {topic}-{partition} in dir {self.data_dir}: {exc}"
-            self.offline_partitions[(topic, partition)] = why
-            log.error("partition %s-%d is offline: %s", topic, partition, why)
-            return
-        self.offline_partitions.pop((topic, partition), None)
+        """Open (or create) the log of a partition this node leads (offline on failure)."""
+        self.replica_manager.make_leader(topic, partition)
 
     def _reconcile_logs(self) -> None:
         """After replay: open the logs of partitions this node leads, drop deleted ones."""
@@ -177,11 +192,10 @@ class Broker:
             name, parts = removed
             doomed = []
             for p in parts:
-                self.offline_partitions.pop((name, p), None)
                 aside = self.logs.delete_later(name, p)   # renamed aside here, removed off the loop
                 if aside is not None:
                     doomed.append(aside)
-                self.notify_append(name, p)  # wake fetches so they see the topic is gone
+                self.replica_manager.partition_deleted(name, p)  # waiters see the topic gone
             if doomed:
                 self._nursery.start_soon(self._remove_deleted, doomed)
             if self.groups is not None:
@@ -214,14 +228,6 @@ class Broker:
 
         return encode_snapshot(self.image)
 
-    def partition_error(self, topic: str, partition: int) -> ErrorCode:
-        """Why this node has no log for a partition: led elsewhere, or unknown."""
-        t = self.image.topics.get(topic)
-        if t is not None and partition in t.partitions and t.partitions[partition].leader != self.node_id:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if (topic, partition) in self.offline_partitions:
-            return ErrorCode.KAFKA_STORAGE_ERROR
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def topic_config(self, topic: TopicImage | None, name: str):
         """One topic config's effective typed value: the topic's override, else the broker's
@@ -307,46 +313,3 @@ class Broker:
                 for k, v in changes.items()]
         if recs:
             await self.submit_metadata(recs)
-
-    # ------------------------------------------------------------------ data
-    def partition_log(self, topic: str, partition: int):
-        return self.logs.get(topic, partition)
-
-    def append_records(self, topic: str, partition: int, plog, records, now_ms: int, *,
-                       origin: str = COORDINATOR):
-        """Append records through the partition's one append path (PartitionLog.append:
-        validation, producer-state checks, offsets; ``origin`` CLIENT for Produce, as
-        Kafka's AppendOrigin); on one broker the leader is the whole ISR, so the high
-        watermark follows the log end offset at once. Raises KafkaError (a
-        KafkaStorageError once the log dir is offline)."""
-        res = plog.append(records, now_ms=now_ms, leader_epoch=self.leader_epoch(topic, partition), origin=origin,
-                          producer_id_expiration_ms=int(self.config.get("producer.id.expiration.ms")))
-        plog.high_watermark = plog.log_end_offset
-        self.notify_append(topic, partition)
-        return res
-
-    def leader_epoch(self, topic: str, partition: int) -> int:
-        t = self.image.topics.get(topic)
-        p = t.partitions.get(partition) if t else None
-        return p.leader_epoch if p else -1
-
-    def notify_append(self, topic: str, partition: int) -> None:
-        waiters = self._waiters.pop((topic, partition), None)
-        if waiters:
-            for ev in waiters:
-                ev.set()
-
-    def data_event(self, tps) -> trio.Event:
-        """An event set at the next append to any of the given partitions."""
-        ev = trio.Event()
-        for tp in tps:
-            self._waiters.setdefault(tp, set()).add(ev)
-        return ev
-
-    def forget_event(self, ev: trio.Event, tps) -> None:
-        for tp in tps:
-            s = self._waiters.get(tp)
-            if s is not None:
-                s.discard(ev)
-                if not s:
-                    del self._waiters[tp]

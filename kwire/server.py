@@ -102,7 +102,8 @@ class KafkaServer:
 
     # ---------------------------------------------------------------- lifecycle
     async def start_background(self, nursery) -> None:
-        """Background duties: retention checks, group timeouts (as they land)."""
+        """Background duties: retention checks; the group coordinator (the broker's
+        ``group_edge``) replays __consumer_offsets before serving, then runs its timers."""
         nursery.start_soon(self._retention_loop)
         await start_groups(self.broker, nursery)  # replay before serving
 

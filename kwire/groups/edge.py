@@ -1,13 +1,16 @@
 """The Trio glue of the group coordinator: builds it from the broker's config, keeps its
 durable state in ``__consumer_offsets``, replays that topic at startup, and drives its timers.
 
+The broker's composition root builds one ``GroupEdge`` (``broker.group_edge``);
 ``await start_groups(broker, nursery)`` (from ``KafkaServer.start_background``) does the
 synchronous part at once, before the listeners serve: create ``__consumer_offsets`` if it is
 missing (compacted, ``offsets.topic.num.partitions`` partitions), replay every record of every
-partition into a fresh ``GroupCoordinator``, set ``broker.groups``; then starts the timer task.
+partition into a fresh ``GroupCoordinator`` (``broker.groups`` from then on); then starts the
+timer task.
 
-The writer appends synchronously through ``broker.append_records`` (one batch per call) and
-reports ``done(ErrorCode.NONE)`` at once: on one broker the leader's append is the whole ISR.
+The writer appends synchronously through the replica manager (``append_records``, one batch
+per call) and reports ``done(ErrorCode.NONE)`` at once: on one broker the leader's append is
+the whole ISR.
 """
 from __future__ import annotations
 
@@ -44,13 +47,14 @@ class GroupEdge:
 
     def __init__(self, broker):
         self.broker = broker
-        self.config = group_config(broker)
+        self.config: GroupConfig | None = None   # from the broker's config at open()
         self._wake = trio.Event()
         self.coordinator: GroupCoordinator | None = None
 
     # ------------------------------------------------------------------ startup
     async def open(self) -> GroupCoordinator:
         b = self.broker
+        self.config = group_config(b)   # after the metadata replay: dynamic configs apply
         t = b.image.topics.get(OFFSETS_TOPIC)
         if t is None and len(getattr(b, "voters", None) or ()) > 1:
             # First start of a cluster: give the other voters a moment to register, so the
@@ -78,13 +82,12 @@ class GroupEdge:
             n += self._replay_partition(coord, p)
         coord.wakeup = self._wake.set
         self.coordinator = coord
-        b.groups = coord
         log.info("group coordinator open: %d records replayed from %s (%d partitions), %d groups",
                  n, OFFSETS_TOPIC, len(t.partitions), len(coord.groups))
         return coord
 
     def _replay_partition(self, coord: GroupCoordinator, partition: int) -> int:
-        plog = self.broker.partition_log(OFFSETS_TOPIC, partition)
+        plog = self.broker.replica_manager.local_log(OFFSETS_TOPIC, partition)
         if plog is None:
             return 0
         n = 0
@@ -113,14 +116,10 @@ class GroupEdge:
     # ------------------------------------------------------------------ writer
     def _write(self, partition: int, records: list[Record], done) -> None:
         b = self.broker
-        plog = b.partition_log(OFFSETS_TOPIC, partition)
-        if plog is None:
-            done(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            return
         now = b.clock.now_ms()
         try:
             batch = build_batch([(k, v, None, now) for k, v in records])
-            b.append_records(OFFSETS_TOPIC, partition, plog, bytearray(batch), now)
+            b.replica_manager.append_records(OFFSETS_TOPIC, partition, bytearray(batch), now)
         except KafkaError as exc:
             log.warning("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
             done(getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR))
@@ -152,8 +151,8 @@ class GroupEdge:
 
 
 async def start_groups(broker, nursery) -> GroupEdge:
-    """Open the coordinator (replay before serving) and start its timer task."""
-    edge = GroupEdge(broker)
+    """Open the broker's coordinator (replay before serving) and start its timer task."""
+    edge = broker.group_edge
     await edge.open()
     nursery.start_soon(edge.run_timers)
     return edge

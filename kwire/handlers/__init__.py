@@ -12,10 +12,59 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, runtime_checkable
 
 from kwire.codec.apis import Api, api as api_by
 from kwire.codec.frame import RequestHeader
+
+if TYPE_CHECKING:
+    from kwire.broker import TopicError
+    from kwire.clock import Clock
+    from kwire.config import BrokerConfig
+    from kwire.fetch_session import FetchSessionCache
+    from kwire.groups.coordinator import GroupCoordinator
+    from kwire.metadata.image import MetadataImage
+    from kwire.metadata.quorum import MetadataQuorum
+    from kwire.producers.ids import ProducerIdManager
+    from kwire.replication import ReplicaManager
+    import trio
+
+
+@runtime_checkable
+class BrokerServices(Protocol):
+    """What a handler may use of the broker (``RequestContext.broker``; kwire.broker.Broker
+    provides it, its composition root builds the components). Data goes through the replica
+    manager, groups through the group coordinator; nothing else of the broker is for handlers."""
+
+    node_id: int
+    cluster_id: str
+    config: BrokerConfig
+    clock: Clock
+    image: MetadataImage           # the metadata image, as committed records left it
+    quorum: MetadataQuorum | None  # DescribeQuorum's view of the metadata quorum
+    replica_manager: ReplicaManager
+    producer_ids: ProducerIdManager
+    producer_ids_lock: trio.Lock
+    fetch_sessions: FetchSessionCache
+
+    @property
+    def groups(self) -> GroupCoordinator | None: ...   # None until __consumer_offsets replayed
+
+    def controller_id(self) -> int: ...
+
+    async def submit_metadata(self, recs: list) -> int: ...
+
+    async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                           configs: dict[str, str | None], *, validate_only: bool = False,
+                           assignments: dict[int, list[int]] | None = None) -> TopicError: ...
+
+    async def delete_topic(self, name: str) -> TopicError: ...
+
+    async def create_partitions(self, name: str, count: int, *, validate_only: bool = False,
+                                assignments: list[list[int]] | None = None) -> TopicError: ...
+
+    async def set_configs(self, resource_type: int, resource_name: str,
+                          changes: dict[str, str | None]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -46,7 +95,7 @@ def handles(api_name: str, versions: str | None = None):
 
 @dataclass
 class RequestContext:
-    broker: Any  # kwire.broker.Broker
+    broker: BrokerServices
     header: RequestHeader
     api: Api
     peer: str

@@ -7,54 +7,24 @@ event). max_bytes and partition_max_bytes, with the first batch returned even wh
 watermark while there are no transactions). Fetch sessions (KIP-227): full and incremental
 fetches, forgotten topics, FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH.
 Topic ids from v13 (UNKNOWN_TOPIC_ID). Records are sent as file regions (sendfile).
-KAFKA_STORAGE_ERROR for partitions whose log dir went offline after an I/O error.
+Reads, waits and leader checks are the replica manager's (kwire.replication): records up to
+the high watermark; UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR
+(the log dir is offline); current_leader_epoch (v9+) older than the partition's:
+FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH (kept per partition in a fetch session).
 Left out: v0-3 (message formats v0/v1), follower fetches (replication issue), rack-aware
 preferred read replicas (-1).
 """
 from __future__ import annotations
 
-import itertools
-import random
-
 import trio
 
-from kwire.errors import ErrorCode, KafkaError
+from kwire.errors import ErrorCode
+from kwire.fetch_session import FetchSessionCache
 from kwire.handlers import RequestContext, handles
 from kwire.codec.primitives import ZERO_UUID
 
 FINAL_EPOCH = -1
 INITIAL_EPOCH = 0
-MAX_SESSIONS = 1000
-
-
-class FetchSession:
-    __slots__ = ("id", "epoch", "partitions", "last_used")
-
-    def __init__(self, sid: int):
-        self.id = sid
-        self.epoch = 1  # the epoch the next request must carry
-        # (topic, partition) -> [fetch_offset, partition_max_bytes, last_hw, last_lso, last_log_start]
-        self.partitions: dict[tuple[str, int], list] = {}
-        self.last_used = 0
-
-
-class FetchSessionCache:
-    def __init__(self):
-        self.sessions: dict[int, FetchSession] = {}
-        self._rand = random.Random()
-
-    def new(self, now_ms: int) -> FetchSession:
-        if len(self.sessions) >= MAX_SESSIONS:  # evict the least recently used
-            oldest = min(self.sessions.values(), key=lambda s: s.last_used)
-            del self.sessions[oldest.id]
-        while True:
-            sid = self._rand.randint(1, 2**31 - 1)
-            if sid not in self.sessions:
-                break
-        s = FetchSession(sid)
-        s.last_used = now_ms
-        self.sessions[sid] = s
-        return s
 
 
 def _resolve_topics(ctx: RequestContext, req):
@@ -76,11 +46,10 @@ async def fetch(ctx: RequestContext, req):
     b = ctx.broker
     v = ctx.version
     now = b.clock.monotonic_ms()
-    if b.fetch_sessions is None:
-        b.fetch_sessions = FetchSessionCache()
+    rm = b.replica_manager
     cache: FetchSessionCache = b.fetch_sessions
     topics = _resolve_topics(ctx, req)
-    # wanted: ordered (name, topic_id, partition) -> [fetch_offset, partition_max_bytes]
+    # wanted: ordered (name, partition) -> [fetch_offset, partition_max_bytes, topic_id, current_leader_epoch]
     wanted: dict[tuple, list] = {}
     unknown_ids: list = []
     for name, tid, parts in topics:
@@ -88,7 +57,7 @@ async def fetch(ctx: RequestContext, req):
             if name is None:
                 unknown_ids.append((tid, p.partition))
                 continue
-            wanted[(name, p.partition)] = [p.fetch_offset, p.partition_max_bytes, tid]
+            wanted[(name, p.partition)] = [p.fetch_offset, p.partition_max_bytes, tid, p.current_leader_epoch]
     session = None
     session_id = 0
     incremental = False
@@ -101,8 +70,8 @@ async def fetch(ctx: RequestContext, req):
             if sid:
                 cache.sessions.pop(sid, None)
             session = cache.new(now)
-            for key, (off, maxb, tid) in wanted.items():
-                session.partitions[key] = [off, maxb, -1, -1, -1, tid]
+            for key, (off, maxb, tid, leader_epoch) in wanted.items():
+                session.partitions[key] = [off, maxb, -1, -1, -1, tid, leader_epoch]
         else:
             session = cache.sessions.get(sid)
             if session is None:
@@ -110,12 +79,12 @@ async def fetch(ctx: RequestContext, req):
             if session.epoch != epoch:
                 return ctx.response(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0, responses=[])
             incremental = True
-            for key, (off, maxb, tid) in wanted.items():
+            for key, (off, maxb, tid, leader_epoch) in wanted.items():
                 st = session.partitions.get(key)
                 if st is None:
-                    session.partitions[key] = [off, maxb, -1, -1, -1, tid]
+                    session.partitions[key] = [off, maxb, -1, -1, -1, tid, leader_epoch]
                 else:
-                    st[0], st[1] = off, maxb
+                    st[0], st[1], st[6] = off, maxb, leader_epoch
             for ft in req.forgotten_topics_data:
                 name = ft.topic if v < 13 else (b.image.topics_by_id[ft.topic_id].name
                                                 if ft.topic_id in b.image.topics_by_id else None)
@@ -126,7 +95,7 @@ async def fetch(ctx: RequestContext, req):
             session.last_used = now
             session_id = session.id
     if incremental:
-        fetch_set = {k: (st[0], st[1], st[5]) for k, st in session.partitions.items()}
+        fetch_set = {k: (st[0], st[1], st[5], st[6]) for k, st in session.partitions.items()}
         explicit = set(wanted)
     else:
         fetch_set = {k: tuple(x) for k, x in wanted.items()}
@@ -140,13 +109,7 @@ async def fetch(ctx: RequestContext, req):
         if total >= req.min_bytes or has_error or req.max_wait_ms <= 0 or trio.current_time() >= deadline \
                 or not fetch_set:
             break
-        tps = list(fetch_set)
-        ev = b.data_event(tps)
-        try:
-            with trio.move_on_at(deadline):
-                await ev.wait()
-        finally:
-            b.forget_event(ev, tps)
+        await rm.wait_for_data(list(fetch_set), deadline)
         explicit = set()  # after waiting, report what changed
     if session is not None:  # remember what this answer told the client
         for key, _, pd in responses:
@@ -172,46 +135,33 @@ async def fetch(ctx: RequestContext, req):
 
 def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committed: bool, session,
               incremental: bool, explicit: set):
-    b = ctx.broker
+    rm = ctx.broker.replica_manager
+    node_id = ctx.broker.node_id
     PD = ctx.struct("PartitionData")
     remaining = max_bytes if max_bytes > 0 else 0
     total = 0
     has_error = False
     out = []
-    for key, (offset, pmax, tid) in fetch_set.items():
+    for key, (offset, pmax, tid, leader_epoch) in fetch_set.items():
         name, p = key
-        plog = b.partition_log(name, p)
-        pd = PD(partition_index=p, error_code=0, high_watermark=-1, last_stable_offset=-1,
-                log_start_offset=-1, records=b"",
-                aborted_transactions=[] if read_committed else None)
+        res = rm.read(name, p, offset, min(pmax, remaining) if remaining > 0 else 0,
+                      current_leader_epoch=leader_epoch, min_one=(total == 0))
+        pd = PD(partition_index=p, error_code=res.error, high_watermark=res.high_watermark,
+                last_stable_offset=res.last_stable_offset, log_start_offset=res.log_start_offset,
+                records=res.records, aborted_transactions=[] if read_committed else None)
         changed = key in explicit
-        if plog is None or plog.offline:  # offline: its log dir failed (KAFKA_STORAGE_ERROR)
-            pd.error_code = b.partition_error(name, p) if plog is None else ErrorCode.KAFKA_STORAGE_ERROR
+        if res.high_watermark < 0:   # refused before reading (leader checks): no offsets to tell
             has_error = True
             out.append((key, (name, tid), pd))
             continue
-        hw = plog.high_watermark
-        pd.high_watermark = hw
-        pd.last_stable_offset = hw
-        pd.log_start_offset = plog.log_start_offset
-        pd.current_leader.leader_id = b.node_id
-        pd.current_leader.leader_epoch = b.leader_epoch(name, p)
-        try:
-            if offset < plog.log_start_offset or offset > plog.log_end_offset:
-                raise KafkaError(f"offset {offset} out of range", ErrorCode.OFFSET_OUT_OF_RANGE)
-            if offset < hw:
-                limit = min(pmax, remaining) if remaining > 0 else 0
-                data = plog.read(offset, limit, max_offset=hw, min_one=(total == 0))
-                size = data.size if data is not None else 0
-                if size:
-                    pd.records = data  # kwire.log FetchData: file regions, sent with sendfile
-                    total += size
-                    remaining -= size
-                    changed = True
-        except KafkaError as exc:
-            pd.error_code = exc.code
-            pd.records = b""  # Kafka sends empty records with an error, never null
+        pd.current_leader.leader_id = node_id
+        pd.current_leader.leader_epoch = res.leader_epoch
+        if res.error:
             has_error = True
+            changed = True
+        elif res.size:
+            total += res.size
+            remaining -= res.size
             changed = True
         if session is not None:
             st = session.partitions.get(key)

@@ -38,7 +38,7 @@ async def _wait(p: Pending):
 
 
 def _coordinator(ctx: RequestContext):
-    return getattr(ctx.broker, "groups", None)
+    return ctx.broker.groups   # None until it has replayed __consumer_offsets
 
 
 def _coordinator_node(ctx: RequestContext, group_id: str):

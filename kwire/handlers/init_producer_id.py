@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import logging
 
-import trio
-
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.metadata import records as R
@@ -30,18 +28,9 @@ from kwire.producers.ids import ProducerIdManager
 log = logging.getLogger("kwire.init_producer_id")
 
 
-def producer_id_manager(broker) -> ProducerIdManager:
-    """The broker's ProducerIdManager (created on first use)."""
-    m = broker.producers
-    if m is None:
-        m = broker.producers = ProducerIdManager(expiration_ms=int(broker.config.get("producer.id.expiration.ms")))
-        m.lock = trio.Lock()  # type: ignore[attr-defined] - one block allocation at a time
-    return m
-
-
 async def ensure_producer_ids(broker, m: ProducerIdManager) -> None:
     """Commit a new block of producer ids to the metadata log when the current one is used up."""
-    async with m.lock:  # type: ignore[attr-defined]
+    async with broker.producer_ids_lock:   # one block allocation at a time
         if m.available > 0:
             return
         start = broker.image.next_producer_id
@@ -65,7 +54,7 @@ async def init_producer_id(ctx: RequestContext, req):
     pid = req.producer_id if v >= 3 else -1
     epoch = req.producer_epoch if v >= 3 else -1
     b = ctx.broker
-    m = producer_id_manager(b)
+    m = b.producer_ids
     try:
         await ensure_producer_ids(b, m)
     except Exception as exc:  # noqa: BLE001 - no controller, a failed commit: the client retries

@@ -2,14 +2,16 @@
 enable compression) but answered with UNSUPPORTED_VERSION for every partition, since record
 batch v2 needs v3+.
 
-acks 0 (no response at all), 1 and -1 (all: on one broker the leader's write is the whole ISR).
-Each partition's records go through the log's one append path (PartitionLog.append via
-Broker.append_records, origin CLIENT): kwire.log.validator checks and normalises the batch as
+acks 0 (no response at all), 1 and -1 (all: answered once the partition's high watermark has
+passed the appended records, which the replica manager decides; with one copy of each
+partition that is at once). Each partition's records go through the replica manager
+(ReplicaManager.append_records: the leader checks, then the log's one append path,
+PartitionLog.append, origin CLIENT): kwire.log.validator checks and normalises the batch as
 Kafka's LogValidator does (records walked, max timestamp recomputed or set to the append
 time, timestamp bounds, keys on compacted topics, offsets and counts), then idempotent
 producers' epochs and sequences (kwire.log.producer_state: a retry of one of the producer's
 last 5 batches is answered with its original offsets and not written again), then offsets
-are assigned. Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE (CRC,
+are assigned. Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, CORRUPT_MESSAGE (CRC,
 layout), MESSAGE_TOO_LARGE, INVALID_RECORD and INVALID_TIMESTAMP (with record_errors and
 Kafka's error_message from v8), OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
 INVALID_REQUIRED_ACKS, KAFKA_STORAGE_ERROR (the log dir is offline after an I/O error; the
@@ -48,9 +50,11 @@ async def produce(ctx: RequestContext, req):
         global_error = ErrorCode.INVALID_REQUIRED_ACKS
     elif req.transactional_id is not None:
         global_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    rm = b.replica_manager
     out = []
-    to_sync = []  # (partition response, log, duplicated segment fd) for log.flush.per.append
-    to_flush = []  # (partition response, log) whose flush.messages / flush.ms was reached
+    to_sync = []   # (partition response, LogSync): log.flush.per.append's fdatasync
+    to_flush = []  # (partition response, LogSync): flush.messages / flush.ms reached
+    to_replicate = []  # acks=all: events set once the high watermark passes the appended records
     for td in req.topic_data:
         parts = []
         for pd in td.partition_data:
@@ -59,15 +63,12 @@ async def produce(ctx: RequestContext, req):
             if global_error:
                 pr.error_code = global_error
                 continue
-            plog = b.partition_log(td.name, pd.index)
-            if plog is None:
-                pr.error_code = b.partition_error(td.name, pd.index)
-                continue
             if pd.records is None or len(pd.records) == 0:
-                pr.error_code = ErrorCode.INVALID_RECORD if v >= 8 else ErrorCode.CORRUPT_MESSAGE
+                err = rm.leader_error(td.name, pd.index)
+                pr.error_code = err or (ErrorCode.INVALID_RECORD if v >= 8 else ErrorCode.CORRUPT_MESSAGE)
                 continue
             try:
-                res = b.append_records(td.name, pd.index, plog, pd.records, now, origin=CLIENT)
+                res = rm.append_records(td.name, pd.index, pd.records, now, origin=CLIENT)
             except KafkaError as exc:
                 _refuse(ctx, pr, exc)
                 log.info("produce to %s-%d from %s refused: %s", td.name, pd.index, ctx.peer, exc)
@@ -75,40 +76,38 @@ async def produce(ctx: RequestContext, req):
             pr.base_offset = res.base_offset
             pr.log_append_time_ms = res.log_append_time_ms
             pr.log_start_offset = res.log_start_offset
-            if plog.config.fsync_per_append and acks != 0:
-                to_sync.append((pr, plog, plog.dup_active_segment_fd()))
-            elif plog.flush_wanted:
-                to_flush.append((pr, plog))
+            sync = rm.log_sync_after_append(td.name, pd.index, acks, now)
+            if sync is not None:
+                (to_sync if sync.is_datasync else to_flush).append((pr, sync))
+            if acks == -1:
+                ev = rm.wait_for_high_watermark(td.name, pd.index, res.last_offset + 1)
+                if ev is not None:
+                    to_replicate.append(ev)
         out.append(T(name=td.name, partition_responses=parts))
     if to_flush:
-        await _flush(ctx, to_flush)
+        await _sync(ctx, to_flush)
     if acks == 0:
         return None
     if to_sync:
-        await _datasync(ctx, to_sync)
+        await _sync(ctx, to_sync)
+    for ev in to_replicate:
+        await ev.wait()
     return ctx.response(responses=out, throttle_time_ms=0)
 
 
-async def _flush(ctx: RequestContext, to_flush) -> None:
-    """flush.messages / flush.ms reached: flush those logs in one worker thread before the
-    answer (PartitionLog.flush may run beside the loop's appends); a failure takes the log
-    dir offline and the partition is not acknowledged."""
-    now = ctx.broker.clock.now_ms()
+async def _sync(ctx: RequestContext, syncs) -> None:
+    """Run the disk work of this request's appends (fdatasync or flush, PartitionLog.flush
+    may run beside the loop's appends) in one worker thread before the answer; a failure
+    takes the log dir offline and its partition is not acknowledged."""
+    def run_all():
+        for _, sync in syncs:
+            sync.run()
 
-    def flush_all():
-        failed = {}
-        for pr, plog in to_flush:
-            try:
-                plog.flush(now_ms=now)
-            except OSError as exc:
-                failed[id(pr)] = exc
-        return failed
-
-    failed = await trio.to_thread.run_sync(flush_all)
-    for pr, plog in to_flush:
-        exc = failed.get(id(pr))
+    await trio.to_thread.run_sync(run_all)
+    for pr, sync in syncs:
+        exc = sync.error()
         if exc is not None:
-            _refuse(ctx, pr, plog.storage_failure("flush", exc))
+            _refuse(ctx, pr, exc)
 
 
 def _refuse(ctx: RequestContext, pr, exc: KafkaError) -> None:
@@ -124,22 +123,3 @@ def _refuse(ctx: RequestContext, pr, exc: KafkaError) -> None:
         if record_errors:
             RE = ctx.struct("BatchIndexAndErrorMessage")
             pr.record_errors = [RE(batch_index=i, batch_index_error_message=m) for i, m in record_errors]
-
-
-async def _datasync(ctx: RequestContext, to_sync) -> None:
-    """fdatasync every segment file this request appended to, in one worker thread; a
-    failure takes the log dir offline and the partitions it held are not acknowledged."""
-    def sync_all():
-        failed = {}
-        for _, plog, fd in to_sync:
-            try:
-                plog.datasync(fd)
-            except OSError as exc:
-                failed[fd] = exc
-        return failed
-
-    failed = await trio.to_thread.run_sync(sync_all)
-    for pr, plog, fd in to_sync:
-        exc = failed.get(fd)
-        if exc is not None:
-            _refuse(ctx, pr, plog.storage_failure("fsync", exc))

@@ -1,20 +1,22 @@
 """DeleteRecords (key 21): versions 0-2.
 
 Raises a partition's log start offset (the low watermark) to the requested offset; -1 means
-the high watermark. Whole segments below it are deleted by the log. OFFSET_OUT_OF_RANGE when
-the offset is past the high watermark.
+the high watermark. Whole segments below it are deleted by the log (the unlinks and the
+checkpoint write in a worker thread). Through the replica manager, with its leader checks
+(UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER); OFFSET_OUT_OF_RANGE when the offset is
+past the high watermark; KAFKA_STORAGE_ERROR when the disk work fails.
 """
 from __future__ import annotations
 
 import trio
 
-from kwire.errors import ErrorCode, KafkaError
+from kwire.errors import KafkaError
 from kwire.handlers import RequestContext, handles
 
 
 @handles("DeleteRecords")
 async def delete_records(ctx: RequestContext, req):
-    b = ctx.broker
+    rm = ctx.broker.replica_manager
     T = ctx.struct("DeleteRecordsTopicResult")
     P = ctx.struct("DeleteRecordsPartitionResult")
     out = []
@@ -23,21 +25,11 @@ async def delete_records(ctx: RequestContext, req):
         for p in t.partitions:
             r = P(partition_index=p.partition_index, low_watermark=-1, error_code=0)
             parts.append(r)
-            plog = b.partition_log(t.name, p.partition_index)
-            if plog is None:
-                r.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            offset = plog.high_watermark if p.offset == -1 else p.offset
-            if offset < 0 or offset > plog.high_watermark:
-                r.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-                continue
-            try:   # the segment unlinks and the checkpoint write run in a worker thread
-                _, work = b.logs.plan_delete_records(t.name, p.partition_index, offset)
+            try:
+                work = rm.plan_delete_records(t.name, p.partition_index, p.offset)
                 await trio.to_thread.run_sync(work.run)
-                b.logs.finish(work, "DeleteRecords", raise_error=True)
+                r.low_watermark = rm.finish_delete_records(t.name, p.partition_index, work)
             except KafkaError as exc:
                 r.error_code = exc.code
-                continue
-            r.low_watermark = plog.log_start_offset
         out.append(T(name=t.name, partitions=parts))
     return ctx.response(throttle_time_ms=0, topics=out)
