@@ -33,6 +33,7 @@ from kwire.log import producer_state
 from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
 from kwire.log.errors import KafkaStorageError, OffsetOutOfRange
+from kwire.log.leader_epoch import CHECKPOINT_FILE as LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from kwire.log.validator import COORDINATOR, REPLICATION, validate_records
 from kwire.log.regions import FileRegion
 from kwire.log.segment import REL_OFFSET_MAX, LogSegment, segment_name
@@ -42,6 +43,7 @@ _STRAY_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
+_BATCH_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 
 
 def _storage_op(what: str):
@@ -99,7 +101,8 @@ class PartitionLog:
     def __init__(self, dir: str, config: LogConfig, segments: list[LogSegment], *,
                  log_start_offset: int, recovery_point: int, now_ms: int,
                  topic: str | None = None, partition: int | None = None,
-                 failure_channel: LogDirFailureChannel | None = None):
+                 failure_channel: LogDirFailureChannel | None = None,
+                 leader_epoch_cache: LeaderEpochCache | None = None):
         self.dir = dir
         self.log_dir = os.path.dirname(os.path.abspath(dir))  # Kafka's log dir (the data dir)
         self.failure_channel = failure_channel or LogDirFailureChannel()
@@ -121,6 +124,9 @@ class PartitionLog:
         self._flush_lock = threading.Lock()
         self._truncations = 0
         self.producer_state = None  # kwire.log.producer_state, built on first idempotent append
+        # epoch -> start offset (OffsetForLeaderEpoch); a new log's starts empty
+        self.leader_epoch_cache = leader_epoch_cache if leader_epoch_cache is not None else \
+            LeaderEpochCache(os.path.join(dir, LEADER_EPOCH_CHECKPOINT), topic_partition=self.topic_partition)
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
@@ -188,7 +194,42 @@ class PartitionLog:
                       now_ms=now_ms, topic=topic, partition=partition, failure_channel=failure_channel)
             log.flush()  # the recovered tail is now durable: a second crash rescans nothing
         log.log_start_offset = min(max(lso, segments[0].base_offset), log.log_end_offset)
+        log._load_leader_epoch_cache()
         return log
+
+    def _load_leader_epoch_cache(self) -> None:
+        """The leader epoch cache from its checkpoint file, cut to the log (a file written
+        before a truncation or a log-start move that a crash left stale holds extra
+        entries); rebuilt from the batches' partition leader epochs when the file is
+        missing or unreadable."""
+        cache, ok = LeaderEpochCache.load(self.dir, self.topic_partition)
+        self.leader_epoch_cache = cache
+        if ok:
+            cache.truncate_from_end(self.log_end_offset)
+            cache.truncate_from_start(self.log_start_offset)
+            cache.dirty = False  # stale entries are cut again at every open
+        else:
+            for seg in self.segments:
+                for base_offset, epoch in _batch_epochs(seg):
+                    if epoch >= 0 and epoch != cache.latest_epoch:
+                        cache._assign(epoch, base_offset)
+            cache.truncate_from_start(self.log_start_offset)
+            if self.log_end_offset > self.log_start_offset:
+                cache.write()  # an empty log needs no file (missing = empty)
+            else:
+                cache.dirty = False
+
+    @property
+    def latest_epoch(self) -> int:
+        """The latest leader epoch in the log (-1 when no batch carries one)."""
+        return self.leader_epoch_cache.latest_epoch
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
+        """(epoch, end offset) of ``leader_epoch`` (Kafka's UnifiedLog.endOffsetForEpoch):
+        the largest epoch <= it this log knows and where that epoch ends; None when
+        undefined (no such epoch)."""
+        epoch, offset = self.leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
+        return None if offset < 0 else (epoch, offset)
 
     @staticmethod
     def _recover(segments: list[LogSegment], recovery_point: int) -> None:
@@ -300,8 +341,21 @@ class PartitionLog:
         metas = []
         pieces = []
         pack64 = _INT64.pack
+        cache = self.leader_epoch_cache
+        if leader_epoch is not None:
+            # every batch is stamped with the leader's epoch: one compare, a new entry only
+            # when the epoch changes (written to the checkpoint before the records)
+            if leader_epoch != cache.latest_epoch and leader_epoch >= 0:
+                cache.assign(leader_epoch, base_offset)
+            new_epochs = None
+        else:
+            new_epochs = []  # batches keep their own epochs (a follower's append)
         for vb in checked.batches:
             p, size, lod, max_ts = vb.pos, vb.size, vb.last_offset_delta, vb.max_timestamp
+            if new_epochs is not None:
+                e = vb.header[2]
+                if e >= 0 and e != (new_epochs[-1][0] if new_epochs else cache.latest_epoch):
+                    new_epochs.append((e, next_offset))
             if vb.rewrite:
                 h = vb.header
                 hdr = bytearray(HEADER.pack(
@@ -319,6 +373,12 @@ class PartitionLog:
                 pieces.append(mv[p + 16 : p + size])
             next_offset += lod + 1
             metas.append((size, next_offset - 1, max_ts))
+        if new_epochs:
+            changed = False
+            for e, start in new_epochs:
+                changed = cache._assign(e, start) or changed
+            if changed:
+                cache.write()
         seg.append(pieces, n, metas)
         # flush policy: the fsync is the caller's, off the event loop (log.flush.per.append:
         # the produce handler's fdatasync; flush.messages / flush.ms: ``flush_wanted``, which
@@ -524,6 +584,9 @@ class PartitionLog:
         for seg in doomed:
             seg.delete()
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        # the file is rewritten later (next new epoch, truncation or close): entries below
+        # the log start offset that a crash leaves in it are cut again at the next open
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         return deletable
 
     @_storage_op("delete records")
@@ -542,6 +605,7 @@ class PartitionLog:
                 f"cannot delete records up to {offset}: high watermark is {self.high_watermark}")
         if offset > self.log_start_offset:
             self.log_start_offset = offset
+            self.leader_epoch_cache.truncate_from_start(offset)
             self._delete_segments(
                 lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
                 _now_ms() if now_ms is None else now_ms)
@@ -573,6 +637,10 @@ class PartitionLog:
         self.log_start_offset = min(self.log_start_offset, leo)
         self.recovery_point = min(self.recovery_point, leo)
         self.high_watermark = min(self.high_watermark, leo)
+        # written now, like the truncation itself: appends in an older epoch that follow
+        # would otherwise leave a stale later entry in the file
+        self.leader_epoch_cache.truncate_from_end(leo)
+        self.leader_epoch_cache.write_if_dirty()
         return leo
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
@@ -588,6 +656,8 @@ class PartitionLog:
         self.recovery_point = offset
         self.high_watermark = offset
         producer_state.on_truncate(self, full=True)
+        self.leader_epoch_cache.clear()
+        self.leader_epoch_cache.write_if_dirty()
 
     # --- durability ---------------------------------------------------------------------
     @_storage_op("flush")
@@ -631,6 +701,7 @@ class PartitionLog:
             return
         self.flush()
         producer_state.on_close(self)
+        self.leader_epoch_cache.write_if_dirty()
         for seg in self.segments:
             seg.close()
         self.closed = True
@@ -654,3 +725,32 @@ class PartitionLog:
     def __repr__(self) -> str:
         return (f"PartitionLog({self.dir!r}, start={self.log_start_offset}, end={self.log_end_offset}, "
                 f"hw={self.high_watermark}, segments={len(self.segments)})")
+
+
+_EPOCH_SCAN_CHUNK = 1 << 20
+
+
+def _batch_epochs(seg: LogSegment):
+    """(base offset, partition leader epoch) of each batch of a segment, from the headers
+    alone (rebuilding a missing leader epoch checkpoint); stops at a torn tail."""
+    if seg.size == 0:
+        return
+    seg.ensure_loaded()
+    end = seg.size
+    f = seg.file  # held for the whole scan (see regions.py)
+    fd = f.fileno()
+    pos = 0
+    buf = b""
+    buf_pos = 0
+    while pos + 16 <= end:
+        off = pos - buf_pos
+        if off + 16 > len(buf):
+            buf = os.pread(fd, min(_EPOCH_SCAN_CHUNK, end - pos), pos)
+            buf_pos, off = pos, 0
+            if len(buf) < 16:
+                return
+        base, length, epoch = _BATCH_PREFIX.unpack_from(buf, off)
+        if length <= 0:
+            return
+        yield base, epoch
+        pos += 12 + length

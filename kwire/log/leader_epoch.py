@@ -1,0 +1,249 @@
+"""The leader epoch cache of one partition (Kafka's LeaderEpochFileCache) and its
+``leader-epoch-checkpoint`` file (Kafka's LeaderEpochCheckpointFile)::
+
+    0                      <- version
+    2                      <- number of entries
+    0 0                    <- epoch start offset (ascending in both)
+    3 1500
+
+Each entry says: the first record written in ``epoch`` has offset ``start offset``. A leader
+answers OffsetForLeaderEpoch from it (``end_offset_for``) and a follower uses the answer to
+find where its log diverged from the leader's.
+
+No I/O but ``write`` and ``read_checkpoint`` (the log decides on which thread they run):
+``assign`` writes the file at once (rare: only when the epoch changes), so the file never
+lacks an entry for a record on disk; truncations only mark the cache ``dirty`` (the owner
+writes it later), since a stale file holds extra entries that loading cuts again
+(``truncate_from_end(log end offset)`` and ``truncate_from_start(log start offset)``).
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import threading
+
+from kwire.atomic import write_atomic
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_FILE = "leader-epoch-checkpoint"
+VERSION = 0
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+
+class LeaderEpochCheckpointError(ValueError):
+    """The checkpoint file is malformed."""
+
+
+def read_checkpoint(path: str) -> list[tuple[int, int]] | None:
+    """Entries in the file at ``path``; None when missing. Raises LeaderEpochCheckpointError
+    when the file is malformed (a torn or foreign file: the caller rebuilds)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    try:
+        lines = raw.decode("utf-8").split("\n")
+    except UnicodeDecodeError as exc:
+        raise LeaderEpochCheckpointError(f"{path}: not text") from exc
+    if lines and lines[-1] == "":
+        lines.pop()
+    try:
+        if len(lines) < 2 or int(lines[0]) != VERSION:
+            raise LeaderEpochCheckpointError(f"{path}: unknown version or missing count")
+        count = int(lines[1])
+        if count != len(lines) - 2:
+            raise LeaderEpochCheckpointError(f"{path}: expected {count} entries, found {len(lines) - 2}")
+        entries = []
+        for line in lines[2:]:
+            parts = line.split()
+            if len(parts) != 2:
+                raise LeaderEpochCheckpointError(f"{path}: bad entry {line!r}")
+            epoch, offset = int(parts[0]), int(parts[1])
+            if epoch < 0 or offset < 0:
+                raise LeaderEpochCheckpointError(f"{path}: negative entry {line!r}")
+            if entries and (epoch <= entries[-1][0] or offset < entries[-1][1]):
+                raise LeaderEpochCheckpointError(f"{path}: entries out of order at {line!r}")
+            entries.append((epoch, offset))
+        return entries
+    except ValueError as exc:
+        if isinstance(exc, LeaderEpochCheckpointError):
+            raise
+        raise LeaderEpochCheckpointError(f"{path}: {exc}") from exc
+
+
+def format_checkpoint(entries) -> bytes:
+    lines = [str(VERSION), str(len(entries))]
+    lines += [f"{e} {o}" for e, o in entries]
+    return ("\n".join(lines) + "\n").encode()
+
+
+class LeaderEpochCache:
+    """Ascending (epoch, start offset) entries of one partition; ``path`` is its checkpoint
+    file (None: memory only). ``latest_epoch`` is a plain attribute (-1 when empty) so the
+    append path compares one int."""
+
+    __slots__ = ("path", "_epochs", "_offsets", "latest_epoch", "dirty", "_write_lock", "topic_partition")
+
+    def __init__(self, path: str | None, entries=(), topic_partition: str = ""):
+        self.path = path
+        self.topic_partition = topic_partition
+        self._epochs: list[int] = []
+        self._offsets: list[int] = []
+        self.latest_epoch = UNDEFINED_EPOCH
+        self.dirty = False
+        self._write_lock = threading.Lock()
+        for epoch, offset in entries:
+            self._assign(epoch, offset)
+
+    # --- loading ---------------------------------------------------------------------------
+    @classmethod
+    def load(cls, dir: str, topic_partition: str = "") -> tuple["LeaderEpochCache", bool]:
+        """The cache from ``dir``'s checkpoint file; the flag is False when the file was
+        missing or unreadable (then the cache is empty and the log must rebuild it)."""
+        path = os.path.join(dir, CHECKPOINT_FILE)
+        try:
+            entries = read_checkpoint(path)
+        except (LeaderEpochCheckpointError, OSError) as exc:
+            log.warning("leader epoch checkpoint of %s unreadable, rebuilding it from the log: %s",
+                        topic_partition or dir, exc)
+            return cls(path, topic_partition=topic_partition), False
+        if entries is None:
+            return cls(path, topic_partition=topic_partition), False
+        return cls(path, entries, topic_partition=topic_partition), True
+
+    # --- reading ---------------------------------------------------------------------------
+    def entries(self) -> list[tuple[int, int]]:
+        return list(zip(self._epochs, self._offsets))
+
+    def __len__(self) -> int:
+        return len(self._epochs)
+
+    def __bool__(self) -> bool:
+        return True
+
+    def latest_entry(self) -> tuple[int, int] | None:
+        return (self._epochs[-1], self._offsets[-1]) if self._epochs else None
+
+    def earliest_entry(self) -> tuple[int, int] | None:
+        return (self._epochs[0], self._offsets[0]) if self._epochs else None
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        """The epoch the record at ``offset`` was written in (None below the first entry)."""
+        i = bisect.bisect_right(self._offsets, offset) - 1
+        return self._epochs[i] if i >= 0 else None
+
+    def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch, as Kafka's endOffsetFor: the largest
+        epoch <= the requested one, and the start offset of the first epoch above it (the
+        log end offset when the latest epoch is asked for). UNDEFINED (-1, -1) for epoch -1
+        or an epoch above every known one; an epoch below the first: (requested, start of
+        the first), since the records before it are gone."""
+        epochs = self._epochs
+        if requested_epoch == UNDEFINED_EPOCH:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if epochs and epochs[-1] == requested_epoch:
+            return requested_epoch, log_end_offset
+        hi = bisect.bisect_right(epochs, requested_epoch)  # first epoch > requested
+        if hi == len(epochs):
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if hi == 0:
+            return requested_epoch, self._offsets[0]
+        return epochs[hi - 1], self._offsets[hi]
+
+    # --- changing ----------------------------------------------------------------------------
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """Record that ``epoch`` starts at ``start_offset``; the file is written at once when
+        the cache changed. Only a new epoch (or the latest one starting earlier) changes it;
+        entries it contradicts (an epoch >= it, or a start offset >= its) are removed, as
+        Kafka's assign does. Returns True when the cache changed."""
+        if not self._assign(epoch, start_offset):
+            return False
+        self.write()
+        return True
+
+    def _assign(self, epoch: int, start_offset: int) -> bool:
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset}) for {self.topic_partition}")
+        epochs, offsets = self._epochs, self._offsets
+        if epochs and epochs[-1] == epoch and offsets[-1] <= start_offset:
+            return False
+        removed = []
+        while epochs and (epochs[-1] >= epoch or offsets[-1] >= start_offset):
+            removed.append((epochs.pop(), offsets.pop()))
+        if len(removed) > 1 or (removed and removed[0][1] != start_offset):
+            log.warning("new leader epoch entry (%d, %d) of %s removed conflicting entries %s",
+                        epoch, start_offset, self.topic_partition, removed)
+        epochs.append(epoch)
+        offsets.append(start_offset)
+        self.latest_epoch = epoch
+        self.dirty = True
+        return True
+
+    def truncate_from_end(self, end_offset: int) -> bool:
+        """Remove every entry whose start offset is >= ``end_offset`` (after the log was
+        truncated to it). Marks the cache dirty; returns True when it changed."""
+        epochs, offsets = self._epochs, self._offsets
+        if end_offset < 0 or not offsets or offsets[-1] < end_offset:
+            return False
+        i = bisect.bisect_left(offsets, end_offset)
+        del epochs[i:]
+        del offsets[i:]
+        self.latest_epoch = epochs[-1] if epochs else UNDEFINED_EPOCH
+        self.dirty = True
+        return True
+
+    def truncate_from_start(self, start_offset: int) -> bool:
+        """Drop the entries wholly below ``start_offset`` (the new log start offset), keeping
+        the one that covers it, moved to start there. Marks the cache dirty; returns True
+        when it changed."""
+        epochs, offsets = self._epochs, self._offsets
+        if not offsets or offsets[0] > start_offset:
+            return False
+        i = bisect.bisect_right(offsets, start_offset) - 1  # the entry covering start_offset
+        if i == 0 and offsets[0] == start_offset:
+            return False
+        del epochs[:i]
+        del offsets[:i]
+        offsets[0] = start_offset
+        self.dirty = True
+        return True
+
+    def clear(self) -> None:
+        if self._epochs:
+            self._epochs.clear()
+            self._offsets.clear()
+            self.latest_epoch = UNDEFINED_EPOCH
+        self.dirty = True
+
+    # --- the file ----------------------------------------------------------------------------
+    def write(self, sync: bool = True) -> None:
+        """Write the checkpoint file (blocking). Any thread: the entries are read under the
+        same lock as the write, so the last write holds the newest entries."""
+        if self.path is None:
+            self.dirty = False
+            return
+        with self._write_lock:
+            self.dirty = False
+            data = format_checkpoint(list(zip(self._epochs, self._offsets)))
+            try:
+                write_atomic(self.path, data, sync=sync)
+            except BaseException:
+                self.dirty = True
+                raise
+
+    def write_if_dirty(self) -> bool:
+        """Write the file when a truncation changed the cache since the last write, unless
+        the partition directory is gone (a deleted log). Returns True if it wrote."""
+        if not self.dirty:
+            return False
+        if self.path is not None and not os.path.isdir(os.path.dirname(self.path)):
+            return False
+        self.write()
+        return True
+
+    def __repr__(self) -> str:
+        return f"LeaderEpochCache({self.entries()!r})"
