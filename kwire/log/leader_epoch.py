@@ -10,7 +10,8 @@ Each entry says: the first record written in ``epoch`` has offset ``start offset
 answers OffsetForLeaderEpoch from it (``end_offset_for``) and a follower uses the answer to
 find where its log diverged from the leader's.
 
-No I/O but ``write`` and ``read_checkpoint`` (the log decides on which thread they run):
+No I/O but ``write``, ``read_checkpoint`` and ``batch_epochs`` (the rebuild's header scan;
+the log decides on which thread they run):
 ``assign`` writes the file at once (rare: only when the epoch changes), so the file never
 lacks an entry for a record on disk; truncations only mark the cache ``dirty`` (the owner
 writes it later), since a stale file holds extra entries that loading cuts again
@@ -21,6 +22,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import struct
 import threading
 
 from kwire.atomic import write_atomic
@@ -31,6 +33,7 @@ CHECKPOINT_FILE = "leader-epoch-checkpoint"
 VERSION = 0
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
+_BATCH_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 
 
 class LeaderEpochCheckpointError(ValueError):
@@ -247,3 +250,32 @@ class LeaderEpochCache:
 
     def __repr__(self) -> str:
         return f"LeaderEpochCache({self.entries()!r})"
+
+
+_EPOCH_SCAN_CHUNK = 1 << 20
+
+
+def batch_epochs(seg):
+    """(base offset, partition leader epoch) of each batch of a LogSegment, from the
+    headers alone (rebuilding a missing leader epoch checkpoint); stops at a torn tail."""
+    if seg.size == 0:
+        return
+    seg.ensure_loaded()
+    end = seg.size
+    f = seg.file  # held for the whole scan (see regions.py)
+    fd = f.fileno()
+    pos = 0
+    buf = b""
+    buf_pos = 0
+    while pos + 16 <= end:
+        off = pos - buf_pos
+        if off + 16 > len(buf):
+            buf = os.pread(fd, min(_EPOCH_SCAN_CHUNK, end - pos), pos)
+            buf_pos, off = pos, 0
+            if len(buf) < 16:
+                return
+        base, length, epoch = _BATCH_PREFIX.unpack_from(buf, off)
+        if length <= 0:
+            return
+        yield base, epoch
+        pos += 12 + length

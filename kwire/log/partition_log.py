@@ -33,7 +33,7 @@ from kwire.log import producer_state
 from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
 from kwire.log.errors import KafkaStorageError, OffsetOutOfRange
-from kwire.log.leader_epoch import CHECKPOINT_FILE as LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
+from kwire.log.leader_epoch import CHECKPOINT_FILE as LEADER_EPOCH_CHECKPOINT, LeaderEpochCache, batch_epochs
 from kwire.log.validator import COORDINATOR, REPLICATION, validate_records
 from kwire.log.regions import FileRegion
 from kwire.log.segment import REL_OFFSET_MAX, LogSegment, segment_name
@@ -43,7 +43,6 @@ _STRAY_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
-_BATCH_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 
 
 def _storage_op(what: str):
@@ -210,7 +209,7 @@ class PartitionLog:
             cache.dirty = False  # stale entries are cut again at every open
         else:
             for seg in self.segments:
-                for base_offset, epoch in _batch_epochs(seg):
+                for base_offset, epoch in batch_epochs(seg):
                     if epoch >= 0 and epoch != cache.latest_epoch:
                         cache._assign(epoch, base_offset)
             cache.truncate_from_start(self.log_start_offset)
@@ -223,6 +222,22 @@ class PartitionLog:
     def latest_epoch(self) -> int:
         """The latest leader epoch in the log (-1 when no batch carries one)."""
         return self.leader_epoch_cache.latest_epoch
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int | None = None) -> bool:
+        """Record that ``leader_epoch`` starts at ``start_offset`` (default: the log end
+        offset), as Kafka's Partition.makeLeader does when this replica becomes leader, so
+        the new epoch has its entry before its first write (and the checkpoint write, with
+        its fsync, happens at the leader change rather than on a Produce). Blocking (the
+        file): a caller on the event loop runs it in a worker thread while no append runs.
+        Returns True when the cache changed."""
+        self._check_open()
+        if leader_epoch < 0:
+            return False
+        offset = self.log_end_offset if start_offset is None else start_offset
+        try:
+            return self.leader_epoch_cache.assign(leader_epoch, offset)
+        except OSError as exc:
+            raise self.storage_failure("leader epoch checkpoint", exc) from exc
 
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
         """(epoch, end offset) of ``leader_epoch`` (Kafka's UnifiedLog.endOffsetForEpoch):
@@ -726,31 +741,3 @@ class PartitionLog:
         return (f"PartitionLog({self.dir!r}, start={self.log_start_offset}, end={self.log_end_offset}, "
                 f"hw={self.high_watermark}, segments={len(self.segments)})")
 
-
-_EPOCH_SCAN_CHUNK = 1 << 20
-
-
-def _batch_epochs(seg: LogSegment):
-    """(base offset, partition leader epoch) of each batch of a segment, from the headers
-    alone (rebuilding a missing leader epoch checkpoint); stops at a torn tail."""
-    if seg.size == 0:
-        return
-    seg.ensure_loaded()
-    end = seg.size
-    f = seg.file  # held for the whole scan (see regions.py)
-    fd = f.fileno()
-    pos = 0
-    buf = b""
-    buf_pos = 0
-    while pos + 16 <= end:
-        off = pos - buf_pos
-        if off + 16 > len(buf):
-            buf = os.pread(fd, min(_EPOCH_SCAN_CHUNK, end - pos), pos)
-            buf_pos, off = pos, 0
-            if len(buf) < 16:
-                return
-        base, length, epoch = _BATCH_PREFIX.unpack_from(buf, off)
-        if length <= 0:
-            return
-        yield base, epoch
-        pos += 12 + length

@@ -452,3 +452,18 @@ def test_a_torn_log_tail_leaves_a_consistent_cache(tmp_path):
     assert again.leader_epoch_cache.entries() == [(0, 0), (2, 3)]
     assert again.end_offset_for_epoch(2) == (2, 7)
     again.close()
+
+
+def test_becoming_leader_assigns_the_new_epoch_at_the_log_end(tmp_path):
+    log = open_log(tmp_path / "t-0")
+    fill(log)
+    assert log.maybe_assign_epoch_start_offset(7)
+    assert not log.maybe_assign_epoch_start_offset(7)
+    assert log.leader_epoch_cache.entries() == [(0, 0), (2, 3), (5, 7), (7, 9)]
+    assert read_checkpoint(os.path.join(log.dir, CHECKPOINT_FILE))[-1] == (7, 9)
+    # epoch 5 now ends where 7 begins; the first append in epoch 7 adds nothing
+    assert log.end_offset_for_epoch(5) == (5, 9)
+    log.append(batch(2), now_ms=NOW, leader_epoch=7)
+    assert log.leader_epoch_cache.entries()[-1] == (7, 9)
+    assert log.end_offset_for_epoch(7) == (7, 11)
+    log.close()
