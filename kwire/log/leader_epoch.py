@@ -10,12 +10,17 @@ Each entry says: the first record written in ``epoch`` has offset ``start offset
 answers OffsetForLeaderEpoch from it (``end_offset_for``) and a follower uses the answer to
 find where its log diverged from the leader's.
 
-No I/O but ``write``, ``read_checkpoint`` and ``batch_epochs`` (the rebuild's header scan;
-the log decides on which thread they run):
-``assign`` writes the file at once (rare: only when the epoch changes), so the file never
-lacks an entry for a record on disk; truncations only mark the cache ``dirty`` (the owner
-writes it later), since a stale file holds extra entries that loading cuts again
-(``truncate_from_end(log end offset)`` and ``truncate_from_start(log start offset)``).
+No I/O but ``write``, ``read_checkpoint`` and ``batch_epochs`` (the rebuild's header scan);
+the log decides on which thread they run. Changes mark the cache ``dirty``; the partition
+log writes the file (fsynced) before it advances its recovery point (a flush, in a worker
+thread), at a truncation and at close, so the file always covers the records below the
+recovery point; the records above it are scanned again by recovery after a crash, which
+re-assigns their epochs (as Kafka's LogSegment.recover does). A stale file holds extra
+entries only, which loading cuts (``truncate_from_end(log end offset)``,
+``truncate_from_start(log start offset)``).
+
+Thread safety: the owner thread changes the entries; ``write`` may run in a worker thread.
+Every change installs new lists as one ``_state`` pair, so a writer's snapshot is consistent.
 """
 from __future__ import annotations
 
@@ -89,18 +94,21 @@ class LeaderEpochCache:
     file (None: memory only). ``latest_epoch`` is a plain attribute (-1 when empty) so the
     append path compares one int."""
 
-    __slots__ = ("path", "_epochs", "_offsets", "latest_epoch", "dirty", "_write_lock", "topic_partition")
+    __slots__ = ("path", "_epochs", "_offsets", "_state", "latest_epoch", "dirty", "_write_lock",
+                 "topic_partition")
 
     def __init__(self, path: str | None, entries=(), topic_partition: str = ""):
         self.path = path
         self.topic_partition = topic_partition
         self._epochs: list[int] = []
         self._offsets: list[int] = []
+        self._state = (self._epochs, self._offsets)
         self.latest_epoch = UNDEFINED_EPOCH
         self.dirty = False
         self._write_lock = threading.Lock()
         for epoch, offset in entries:
-            self._assign(epoch, offset)
+            self.assign(epoch, offset, write=False)
+        self.dirty = False
 
     # --- loading ---------------------------------------------------------------------------
     @classmethod
@@ -158,22 +166,24 @@ class LeaderEpochCache:
         return epochs[hi - 1], self._offsets[hi]
 
     # --- changing ----------------------------------------------------------------------------
-    def assign(self, epoch: int, start_offset: int) -> bool:
-        """Record that ``epoch`` starts at ``start_offset``; the file is written at once when
-        the cache changed. Only a new epoch (or the latest one starting earlier) changes it;
-        entries it contradicts (an epoch >= it, or a start offset >= its) are removed, as
-        Kafka's assign does. Returns True when the cache changed."""
-        if not self._assign(epoch, start_offset):
-            return False
-        self.write()
-        return True
+    def _install(self, epochs: list[int], offsets: list[int]) -> None:
+        self._epochs, self._offsets = epochs, offsets
+        self._state = (epochs, offsets)
+        self.latest_epoch = epochs[-1] if epochs else UNDEFINED_EPOCH
+        self.dirty = True
 
-    def _assign(self, epoch: int, start_offset: int) -> bool:
+    def assign(self, epoch: int, start_offset: int, *, write: bool = True) -> bool:
+        """Record that ``epoch`` starts at ``start_offset``. Only a new epoch (or the latest
+        one starting earlier) changes the cache; entries it contradicts (an epoch >= it, or
+        a start offset >= its) are removed, as Kafka's assign does. With ``write`` the file
+        is written (fsynced) at once when the cache changed; the append path passes False
+        (the log writes it before its recovery point passes the entry). Returns True when
+        the cache changed."""
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset}) for {self.topic_partition}")
-        epochs, offsets = self._epochs, self._offsets
-        if epochs and epochs[-1] == epoch and offsets[-1] <= start_offset:
+        if self._epochs and self._epochs[-1] == epoch and self._offsets[-1] <= start_offset:
             return False
+        epochs, offsets = self._epochs[:], self._offsets[:]
         removed = []
         while epochs and (epochs[-1] >= epoch or offsets[-1] >= start_offset):
             removed.append((epochs.pop(), offsets.pop()))
@@ -182,8 +192,9 @@ class LeaderEpochCache:
                         epoch, start_offset, self.topic_partition, removed)
         epochs.append(epoch)
         offsets.append(start_offset)
-        self.latest_epoch = epoch
-        self.dirty = True
+        self._install(epochs, offsets)
+        if write:
+            self.write()
         return True
 
     def truncate_from_end(self, end_offset: int) -> bool:
@@ -193,10 +204,7 @@ class LeaderEpochCache:
         if end_offset < 0 or not offsets or offsets[-1] < end_offset:
             return False
         i = bisect.bisect_left(offsets, end_offset)
-        del epochs[i:]
-        del offsets[i:]
-        self.latest_epoch = epochs[-1] if epochs else UNDEFINED_EPOCH
-        self.dirty = True
+        self._install(epochs[:i], offsets[:i])
         return True
 
     def truncate_from_start(self, start_offset: int) -> bool:
@@ -209,18 +217,11 @@ class LeaderEpochCache:
         i = bisect.bisect_right(offsets, start_offset) - 1  # the entry covering start_offset
         if i == 0 and offsets[0] == start_offset:
             return False
-        del epochs[:i]
-        del offsets[:i]
-        offsets[0] = start_offset
-        self.dirty = True
+        self._install(epochs[i:], [start_offset] + offsets[i + 1:])
         return True
 
     def clear(self) -> None:
-        if self._epochs:
-            self._epochs.clear()
-            self._offsets.clear()
-            self.latest_epoch = UNDEFINED_EPOCH
-        self.dirty = True
+        self._install([], [])
 
     # --- the file ----------------------------------------------------------------------------
     def write(self, sync: bool = True) -> None:
@@ -231,7 +232,8 @@ class LeaderEpochCache:
             return
         with self._write_lock:
             self.dirty = False
-            data = format_checkpoint(list(zip(self._epochs, self._offsets)))
+            epochs, offsets = self._state
+            data = format_checkpoint(list(zip(epochs, offsets)))
             try:
                 write_atomic(self.path, data, sync=sync)
             except BaseException:

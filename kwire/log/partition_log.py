@@ -193,30 +193,33 @@ class PartitionLog:
                       now_ms=now_ms, topic=topic, partition=partition, failure_channel=failure_channel)
             log.flush()  # the recovered tail is now durable: a second crash rescans nothing
         log.log_start_offset = min(max(lso, segments[0].base_offset), log.log_end_offset)
-        log._load_leader_epoch_cache()
+        log._load_leader_epoch_cache(None if clean and recovery_point is not None else (recovery_point or 0))
         return log
 
-    def _load_leader_epoch_cache(self) -> None:
+    def _load_leader_epoch_cache(self, recovered_from: int | None = None) -> None:
         """The leader epoch cache from its checkpoint file, cut to the log (a file written
         before a truncation or a log-start move that a crash left stale holds extra
-        entries); rebuilt from the batches' partition leader epochs when the file is
-        missing or unreadable."""
+        entries). After a recovery from ``recovered_from`` (an unclean shutdown) the epochs
+        of the batches from there on are assigned again from their headers, as Kafka's
+        LogSegment.recover does (the file covers only the records below the recovery
+        point); when the file is missing or unreadable, from every batch."""
         cache, ok = LeaderEpochCache.load(self.dir, self.topic_partition)
         self.leader_epoch_cache = cache
-        if ok:
-            cache.truncate_from_end(self.log_end_offset)
-            cache.truncate_from_start(self.log_start_offset)
-            cache.dirty = False  # stale entries are cut again at every open
-        else:
-            for seg in self.segments:
+        rescan_from = None if ok and recovered_from is None else (recovered_from or 0) if ok else 0
+        if rescan_from is not None:
+            cache.truncate_from_end(rescan_from)
+            bases = self._bases
+            first = max(0, bisect.bisect_right(bases, rescan_from) - 1)
+            for seg in self.segments[first:]:
                 for base_offset, epoch in batch_epochs(seg):
-                    if epoch >= 0 and epoch != cache.latest_epoch:
-                        cache._assign(epoch, base_offset)
-            cache.truncate_from_start(self.log_start_offset)
-            if self.log_end_offset > self.log_start_offset:
-                cache.write()  # an empty log needs no file (missing = empty)
-            else:
-                cache.dirty = False
+                    if base_offset >= rescan_from and epoch >= 0 and epoch != cache.latest_epoch:
+                        cache.assign(epoch, base_offset, write=False)
+        cache.truncate_from_end(self.log_end_offset)
+        cache.truncate_from_start(self.log_start_offset)
+        if cache.dirty and (not ok or rescan_from is not None):
+            if self.log_end_offset > self.log_start_offset or ok:
+                cache.write()  # an empty new log needs no file (missing = empty)
+        cache.dirty = False  # stale entries of a readable file are cut again at every open
 
     @property
     def latest_epoch(self) -> int:
@@ -357,20 +360,14 @@ class PartitionLog:
         pieces = []
         pack64 = _INT64.pack
         cache = self.leader_epoch_cache
-        if leader_epoch is not None:
-            # every batch is stamped with the leader's epoch: one compare, a new entry only
-            # when the epoch changes (written to the checkpoint before the records)
-            if leader_epoch != cache.latest_epoch and leader_epoch >= 0:
-                cache.assign(leader_epoch, base_offset)
-            new_epochs = None
-        else:
-            new_epochs = []  # batches keep their own epochs (a follower's append)
+        if leader_epoch is None:
+            _assign_batch_epochs(cache, checked.batches, next_offset)  # a follower's: batches keep theirs
+        elif leader_epoch != cache.latest_epoch and leader_epoch >= 0:
+            # every batch is stamped with the leader's epoch: a new entry only when the epoch
+            # changes (in memory: the file follows at the next flush, off the event loop)
+            cache.assign(leader_epoch, base_offset, write=False)
         for vb in checked.batches:
             p, size, lod, max_ts = vb.pos, vb.size, vb.last_offset_delta, vb.max_timestamp
-            if new_epochs is not None:
-                e = vb.header[2]
-                if e >= 0 and e != (new_epochs[-1][0] if new_epochs else cache.latest_epoch):
-                    new_epochs.append((e, next_offset))
             if vb.rewrite:
                 h = vb.header
                 hdr = bytearray(HEADER.pack(
@@ -388,12 +385,6 @@ class PartitionLog:
                 pieces.append(mv[p + 16 : p + size])
             next_offset += lod + 1
             metas.append((size, next_offset - 1, max_ts))
-        if new_epochs:
-            changed = False
-            for e, start in new_epochs:
-                changed = cache._assign(e, start) or changed
-            if changed:
-                cache.write()
         seg.append(pieces, n, metas)
         # flush policy: the fsync is the caller's, off the event loop (log.flush.per.append:
         # the produce handler's fdatasync; flush.messages / flush.ms: ``flush_wanted``, which
@@ -692,6 +683,9 @@ class PartitionLog:
                     if seg.base_offset >= target:
                         break
                     seg.flush()
+            # the epochs of every record below the new recovery point are in the file
+            self.leader_epoch_cache.write_if_dirty()
+            if target > rp:
                 if generation == self._truncations and self.recovery_point == rp:
                     self.recovery_point = target
             self.unflushed_messages = 0
@@ -741,3 +735,12 @@ class PartitionLog:
         return (f"PartitionLog({self.dir!r}, start={self.log_start_offset}, end={self.log_end_offset}, "
                 f"hw={self.high_watermark}, segments={len(self.segments)})")
 
+
+def _assign_batch_epochs(cache: LeaderEpochCache, batches, next_offset: int) -> None:
+    """Entries for the epochs that batches appended from ``next_offset`` carry (Kafka's
+    UnifiedLog.append: maybeAssignEpochStartOffset per batch)."""
+    for vb in batches:
+        e = vb.header[2]
+        if e != cache.latest_epoch and e >= 0:
+            cache.assign(e, next_offset, write=False)
+        next_offset += vb.last_offset_delta + 1

@@ -313,6 +313,10 @@ def test_appends_record_each_new_epoch(tmp_path):
     assert log.end_offset_for_epoch(2) == (2, 7)
     assert log.end_offset_for_epoch(5) == (5, 9)
     assert log.end_offset_for_epoch(6) is None
+    # the file follows at the next flush (off the event loop), before the recovery point moves
+    assert not os.path.exists(os.path.join(log.dir, CHECKPOINT_FILE))
+    log.flush()
+    assert log.recovery_point == 9
     assert read_checkpoint(os.path.join(log.dir, CHECKPOINT_FILE)) == [(0, 0), (2, 3), (5, 7)]
     log.close()
 
@@ -427,6 +431,7 @@ def test_a_stale_checkpoint_is_cut_to_the_log(tmp_path):
     are cut at open."""
     log = open_log(tmp_path / "t-0")
     fill(log)
+    log.flush()
     path = os.path.join(log.dir, CHECKPOINT_FILE)
     with open(path, "rb") as f:
         stale = f.read()
@@ -467,3 +472,20 @@ def test_becoming_leader_assigns_the_new_epoch_at_the_log_end(tmp_path):
     assert log.leader_epoch_cache.entries()[-1] == (7, 9)
     assert log.end_offset_for_epoch(7) == (7, 11)
     log.close()
+
+
+def test_a_crash_before_the_file_is_written_recovers_the_epochs_from_the_batches(tmp_path):
+    """Appends in new epochs after the last flush: the file does not have them yet, the
+    recovery from the recovery point assigns them again from the batch headers."""
+    log = open_log(tmp_path / "t-0")
+    log.append(batch(3), now_ms=NOW, leader_epoch=0)
+    log.flush()
+    rp = log.recovery_point
+    log.append(batch(2), now_ms=NOW, leader_epoch=2)
+    log.append(batch(2), now_ms=NOW, leader_epoch=5)
+    assert read_checkpoint(os.path.join(log.dir, CHECKPOINT_FILE)) == [(0, 0)]
+    # no close: a crash
+    again = open_log(tmp_path / "t-0", recovery_point=rp)
+    assert again.leader_epoch_cache.entries() == [(0, 0), (2, 3), (5, 5)]
+    assert read_checkpoint(os.path.join(again.dir, CHECKPOINT_FILE)) == [(0, 0), (2, 3), (5, 5)]
+    again.close()
