@@ -153,7 +153,7 @@ class LeaderEpochCache:
         log end offset when the latest epoch is asked for). UNDEFINED (-1, -1) for epoch -1
         or an epoch above every known one; an epoch below the first: (requested, start of
         the first), since the records before it are gone."""
-        epochs = self._epochs
+        epochs, offsets = self._state
         if requested_epoch == UNDEFINED_EPOCH:
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
         if epochs and epochs[-1] == requested_epoch:
@@ -162,8 +162,8 @@ class LeaderEpochCache:
         if hi == len(epochs):
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
         if hi == 0:
-            return requested_epoch, self._offsets[0]
-        return epochs[hi - 1], self._offsets[hi]
+            return requested_epoch, offsets[0]
+        return epochs[hi - 1], offsets[hi]
 
     # --- changing ----------------------------------------------------------------------------
     def _install(self, epochs: list[int], offsets: list[int]) -> None:

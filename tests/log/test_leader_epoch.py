@@ -489,3 +489,30 @@ def test_a_crash_before_the_file_is_written_recovers_the_epochs_from_the_batches
     assert again.leader_epoch_cache.entries() == [(0, 0), (2, 3), (5, 5)]
     assert read_checkpoint(os.path.join(again.dir, CHECKPOINT_FILE)) == [(0, 0), (2, 3), (5, 5)]
     again.close()
+
+
+def test_the_log_managers_flush_writes_the_file_off_the_owner_thread(tmp_path):
+    """LogManager's planned flush (its DiskWork runs in a worker thread on the broker) writes
+    the epochs of the records below the recovery point it commits."""
+    import threading
+
+    from kwire.log.manager import LogManager
+
+    m = LogManager(str(tmp_path), LogConfig(segment_bytes=200), now_ms=NOW)
+    log = m.create("t", 0)
+    for i in range(4):
+        log.append(batch(1, seed=i), now_ms=NOW, leader_epoch=i)
+    assert len(log.segments) > 1
+    path = os.path.join(log.dir, CHECKPOINT_FILE)
+    assert not os.path.exists(path)
+    work = m.plan_flush(NOW)
+    worker = threading.Thread(target=work.run)
+    worker.start()
+    worker.join()
+    m.finish(work)
+    rp = log.recovery_point
+    assert rp > 0
+    assert [e for e in read_checkpoint(path) if e[1] < rp] == [e for e in log.leader_epoch_cache.entries()
+                                                               if e[1] < rp]
+    m.close()
+    assert read_checkpoint(path) == [(0, 0), (1, 1), (2, 2), (3, 3)]
