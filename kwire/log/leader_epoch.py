@@ -254,6 +254,50 @@ class LeaderEpochCache:
         return f"LeaderEpochCache({self.entries()!r})"
 
 
+
+class TruncationState:
+    """Where a follower truncates after asking the leader OffsetForLeaderEpoch (Kafka's
+    OffsetTruncationState): ``offset``; ``completed`` False when it must ask again (with
+    its new latest epoch) before fetching."""
+
+    __slots__ = ("offset", "completed")
+
+    def __init__(self, offset: int, completed: bool):
+        self.offset = offset
+        self.completed = completed
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TruncationState) and (self.offset, self.completed) == (other.offset, other.completed)
+
+    def __repr__(self) -> str:
+        return f"TruncationState(offset={self.offset}, completed={self.completed})"
+
+
+def follower_truncation(cache: "LeaderEpochCache", log_end_offset: int, high_watermark: int,
+                        leader_epoch: int, leader_end_offset: int) -> TruncationState:
+    """The follower's side of divergence repair (Kafka's AbstractFetcherThread
+    getOffsetTruncationState). The follower asked for its latest epoch; the leader answered
+    (``leader_epoch``, ``leader_end_offset``):
+
+    - no answer (end offset -1): the leader knows no such epoch; truncate to the high
+      watermark, which every replica agrees on;
+    - the follower knows the leader's epoch: the logs agree up to the smaller of the two end
+      offsets of that epoch;
+    - it does not: cut to the end of the follower's largest epoch below the leader's and ask
+      again (not completed);
+    - the follower has no epoch at or below it: the leader's end offset.
+    Never above the follower's log end offset."""
+    if leader_end_offset == UNDEFINED_EPOCH_OFFSET:
+        return TruncationState(min(high_watermark, log_end_offset), True)
+    if leader_epoch == UNDEFINED_EPOCH:
+        return TruncationState(min(leader_end_offset, log_end_offset), True)
+    epoch, end = cache.end_offset_for(leader_epoch, log_end_offset)
+    if end == UNDEFINED_EPOCH_OFFSET:
+        return TruncationState(min(leader_end_offset, log_end_offset), True)
+    if epoch != leader_epoch:
+        return TruncationState(min(end, log_end_offset), False)
+    return TruncationState(min(end, leader_end_offset, log_end_offset), True)
+
 _EPOCH_SCAN_CHUNK = 1 << 20
 
 
