@@ -447,11 +447,13 @@ class LogManager:
                     break
                 jobs.append(seg.sync_plan())
         snapshots = producer_state.unsynced_snapshots(log)
+        epochs = log.leader_epoch_cache
 
         def run() -> None:
             for job in jobs:
                 job()
             producer_state.sync_files(snapshots, log.dir)
+            epochs.write_if_dirty()   # the epochs of the records below the new recovery point
 
         def commit() -> None:
             if target > rp and log._truncations == generation and log.recovery_point == rp:

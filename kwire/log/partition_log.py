@@ -33,6 +33,7 @@ from kwire.log import producer_state
 from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
 from kwire.log.errors import KafkaStorageError, OffsetOutOfRange
+from kwire.log.leader_epoch import CHECKPOINT_FILE as LEADER_EPOCH_CHECKPOINT, LeaderEpochCache, batch_epochs
 from kwire.log.validator import COORDINATOR, REPLICATION, validate_records
 from kwire.log.regions import FileRegion
 from kwire.log.segment import REL_OFFSET_MAX, LogSegment, segment_name
@@ -99,7 +100,8 @@ class PartitionLog:
     def __init__(self, dir: str, config: LogConfig, segments: list[LogSegment], *,
                  log_start_offset: int, recovery_point: int, now_ms: int,
                  topic: str | None = None, partition: int | None = None,
-                 failure_channel: LogDirFailureChannel | None = None):
+                 failure_channel: LogDirFailureChannel | None = None,
+                 leader_epoch_cache: LeaderEpochCache | None = None):
         self.dir = dir
         self.log_dir = os.path.dirname(os.path.abspath(dir))  # Kafka's log dir (the data dir)
         self.failure_channel = failure_channel or LogDirFailureChannel()
@@ -121,6 +123,9 @@ class PartitionLog:
         self._flush_lock = threading.Lock()
         self._truncations = 0
         self.producer_state = None  # kwire.log.producer_state, built on first idempotent append
+        # epoch -> start offset (OffsetForLeaderEpoch); a new log's starts empty
+        self.leader_epoch_cache = leader_epoch_cache if leader_epoch_cache is not None else \
+            LeaderEpochCache(os.path.join(dir, LEADER_EPOCH_CHECKPOINT), topic_partition=self.topic_partition)
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
@@ -188,7 +193,61 @@ class PartitionLog:
                       now_ms=now_ms, topic=topic, partition=partition, failure_channel=failure_channel)
             log.flush()  # the recovered tail is now durable: a second crash rescans nothing
         log.log_start_offset = min(max(lso, segments[0].base_offset), log.log_end_offset)
+        log._load_leader_epoch_cache(None if clean and recovery_point is not None else (recovery_point or 0))
         return log
+
+    def _load_leader_epoch_cache(self, recovered_from: int | None = None) -> None:
+        """The leader epoch cache from its checkpoint file, cut to the log (a file written
+        before a truncation or a log-start move that a crash left stale holds extra
+        entries). After a recovery from ``recovered_from`` (an unclean shutdown) the epochs
+        of the batches from there on are assigned again from their headers, as Kafka's
+        LogSegment.recover does (the file covers only the records below the recovery
+        point); when the file is missing or unreadable, from every batch."""
+        cache, ok = LeaderEpochCache.load(self.dir, self.topic_partition)
+        self.leader_epoch_cache = cache
+        rescan_from = None if ok and recovered_from is None else (recovered_from or 0) if ok else 0
+        if rescan_from is not None:
+            cache.truncate_from_end(rescan_from)
+            bases = self._bases
+            first = max(0, bisect.bisect_right(bases, rescan_from) - 1)
+            for seg in self.segments[first:]:
+                for base_offset, epoch in batch_epochs(seg):
+                    if base_offset >= rescan_from and epoch >= 0 and epoch != cache.latest_epoch:
+                        cache.assign(epoch, base_offset, write=False)
+        cache.truncate_from_end(self.log_end_offset)
+        cache.truncate_from_start(self.log_start_offset)
+        if cache.dirty and (not ok or rescan_from is not None):
+            if self.log_end_offset > self.log_start_offset or ok:
+                cache.write()  # an empty new log needs no file (missing = empty)
+        cache.dirty = False  # stale entries of a readable file are cut again at every open
+
+    @property
+    def latest_epoch(self) -> int:
+        """The latest leader epoch in the log (-1 when no batch carries one)."""
+        return self.leader_epoch_cache.latest_epoch
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int | None = None) -> bool:
+        """Record that ``leader_epoch`` starts at ``start_offset`` (default: the log end
+        offset), as Kafka's Partition.makeLeader does when this replica becomes leader, so
+        the new epoch has its entry before its first write (and the checkpoint write, with
+        its fsync, happens at the leader change rather than on a Produce). Blocking (the
+        file): a caller on the event loop runs it in a worker thread while no append runs.
+        Returns True when the cache changed."""
+        self._check_open()
+        if leader_epoch < 0:
+            return False
+        offset = self.log_end_offset if start_offset is None else start_offset
+        try:
+            return self.leader_epoch_cache.assign(leader_epoch, offset)
+        except OSError as exc:
+            raise self.storage_failure("leader epoch checkpoint", exc) from exc
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
+        """(epoch, end offset) of ``leader_epoch`` (Kafka's UnifiedLog.endOffsetForEpoch):
+        the largest epoch <= it this log knows and where that epoch ends; None when
+        undefined (no such epoch)."""
+        epoch, offset = self.leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
+        return None if offset < 0 else (epoch, offset)
 
     @staticmethod
     def _recover(segments: list[LogSegment], recovery_point: int) -> None:
@@ -300,6 +359,13 @@ class PartitionLog:
         metas = []
         pieces = []
         pack64 = _INT64.pack
+        cache = self.leader_epoch_cache
+        if leader_epoch is None:
+            _assign_batch_epochs(cache, checked.batches, next_offset)  # a follower's: batches keep theirs
+        elif leader_epoch != cache.latest_epoch and leader_epoch >= 0:
+            # every batch is stamped with the leader's epoch: a new entry only when the epoch
+            # changes (in memory: the file follows at the next flush, off the event loop)
+            cache.assign(leader_epoch, base_offset, write=False)
         for vb in checked.batches:
             p, size, lod, max_ts = vb.pos, vb.size, vb.last_offset_delta, vb.max_timestamp
             if vb.rewrite:
@@ -524,6 +590,9 @@ class PartitionLog:
         for seg in doomed:
             seg.delete()
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        # the file is rewritten later (next new epoch, truncation or close): entries below
+        # the log start offset that a crash leaves in it are cut again at the next open
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         return deletable
 
     @_storage_op("delete records")
@@ -542,6 +611,7 @@ class PartitionLog:
                 f"cannot delete records up to {offset}: high watermark is {self.high_watermark}")
         if offset > self.log_start_offset:
             self.log_start_offset = offset
+            self.leader_epoch_cache.truncate_from_start(offset)
             self._delete_segments(
                 lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
                 _now_ms() if now_ms is None else now_ms)
@@ -573,6 +643,10 @@ class PartitionLog:
         self.log_start_offset = min(self.log_start_offset, leo)
         self.recovery_point = min(self.recovery_point, leo)
         self.high_watermark = min(self.high_watermark, leo)
+        # written now, like the truncation itself: appends in an older epoch that follow
+        # would otherwise leave a stale later entry in the file
+        self.leader_epoch_cache.truncate_from_end(leo)
+        self.leader_epoch_cache.write_if_dirty()
         return leo
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
@@ -588,6 +662,8 @@ class PartitionLog:
         self.recovery_point = offset
         self.high_watermark = offset
         producer_state.on_truncate(self, full=True)
+        self.leader_epoch_cache.clear()
+        self.leader_epoch_cache.write_if_dirty()
 
     # --- durability ---------------------------------------------------------------------
     @_storage_op("flush")
@@ -607,6 +683,9 @@ class PartitionLog:
                     if seg.base_offset >= target:
                         break
                     seg.flush()
+            # the epochs of every record below the new recovery point are in the file
+            self.leader_epoch_cache.write_if_dirty()
+            if target > rp:
                 if generation == self._truncations and self.recovery_point == rp:
                     self.recovery_point = target
             self.unflushed_messages = 0
@@ -631,6 +710,7 @@ class PartitionLog:
             return
         self.flush()
         producer_state.on_close(self)
+        self.leader_epoch_cache.write_if_dirty()
         for seg in self.segments:
             seg.close()
         self.closed = True
@@ -654,3 +734,13 @@ class PartitionLog:
     def __repr__(self) -> str:
         return (f"PartitionLog({self.dir!r}, start={self.log_start_offset}, end={self.log_end_offset}, "
                 f"hw={self.high_watermark}, segments={len(self.segments)})")
+
+
+def _assign_batch_epochs(cache: LeaderEpochCache, batches, next_offset: int) -> None:
+    """Entries for the epochs that batches appended from ``next_offset`` carry (Kafka's
+    UnifiedLog.append: maybeAssignEpochStartOffset per batch)."""
+    for vb in batches:
+        e = vb.header[2]
+        if e != cache.latest_epoch and e >= 0:
+            cache.assign(e, next_offset, write=False)
+        next_offset += vb.last_offset_delta + 1
