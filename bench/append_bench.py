@@ -29,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.baseline import baseline_tree
+
 ROOT = Path(__file__).resolve().parent.parent
 
 SHAPES = {  # name: (records per batch, value bytes, codec, sarama-shaped header)
@@ -65,22 +67,6 @@ with tempfile.TemporaryDirectory(dir=sys.argv[6]) as d:
     log.close()
 print(json.dumps({"records_per_s": calls * n / dt, "bytes_per_s": calls * len(batch) / dt}))
 """
-
-
-def _baseline_tree(tmp: str) -> tuple[str | None, str]:
-    rev = os.environ.get("KWIRE_BASELINE")
-    try:
-        if not rev:
-            rev = subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True,
-                                 text=True, check=True).stdout.strip()
-        out = os.path.join(tmp, "baseline")
-        os.makedirs(out)
-        archive = subprocess.run(["git", "archive", rev, "kwire"], cwd=ROOT, capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", out], input=archive.stdout, check=True)
-        return out, rev[:10]
-    except (subprocess.CalledProcessError, FileNotFoundError) as exc:
-        print(f"no baseline tree ({exc}); measuring this tree only", flush=True)
-        return None, ""
 
 
 def _measure(tree: str, shape, total: int, scratch: str) -> dict:
@@ -145,7 +131,7 @@ def run(quick: bool = False) -> list[tuple]:
     tmp = tempfile.mkdtemp(prefix="kwire-append-bench-")
     scratch = "/dev/shm" if os.path.isdir("/dev/shm") else tmp
     try:
-        baseline, rev = _baseline_tree(tmp)
+        baseline, rev = baseline_tree(tmp)
         for name, shape in SHAPES.items():
             best = {"after": 0.0, "before": 0.0}
             for _ in range(rounds):

@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.baseline import baseline_tree
+
 ROOT = Path(__file__).resolve().parent.parent
 
 _WORKER = r"""
@@ -125,30 +127,14 @@ def _rebuild_s(dir: str, batches: int) -> float:
     return dt
 
 
-def _with_extensions(baseline: str) -> None:
-    """Give the baseline tree this tree's compiled extensions (the C record walk) where
-    their C source is the same, so both trees validate records alike (``git archive``
-    carries sources only)."""
-    for so in (ROOT / "kwire").rglob("*.so"):
-        rel = so.relative_to(ROOT)
-        src = ROOT / rel.parent / (so.name.split(".")[0] + ".c")
-        other = Path(baseline) / rel.parent / src.name
-        if src.is_file() and other.is_file() and src.read_bytes() == other.read_bytes():
-            shutil.copy2(so, Path(baseline) / rel)
-
-
 def run(quick: bool = False) -> list[tuple]:
-    from bench.append_bench import _baseline_tree
-
     rows: list[tuple] = []
     rounds = 4 if quick else 8
     total = 200_000 if quick else 300_000
     tmp = tempfile.mkdtemp(prefix="kwire-epoch-bench-")
     scratch = "/dev/shm" if os.path.isdir("/dev/shm") else tmp
     try:
-        baseline, rev = _baseline_tree(tmp)
-        if baseline:
-            _with_extensions(baseline)
+        baseline, rev = baseline_tree(tmp)
         for mode, what in (("steady", "leader_epoch given (Produce)"), ("none", "batch epochs kept")):
             best = {"after": float("inf"), "before": float("inf")}
             for _ in range(rounds):

@@ -23,19 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.baseline import baseline_tree
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _copy_extensions(baseline: str) -> None:
-    """The baseline is a ``git archive``: give it this tree's built C extensions (the record
-    walk, kwire/log/_walk.c) where its source is the same, or it would measure the pure-Python
-    fallback instead of the code it shipped."""
-    for so in (ROOT / "kwire").rglob("*.so"):
-        src = so.parent / (so.name.split(".", 1)[0] + ".c")
-        other = Path(baseline) / so.relative_to(ROOT)
-        other_src = other.parent / src.name
-        if src.is_file() and other_src.is_file() and src.read_bytes() == other_src.read_bytes():
-            shutil.copy2(so, other)
 
 
 def run(quick: bool = False) -> list[tuple]:
@@ -46,10 +36,9 @@ def run(quick: bool = False) -> list[tuple]:
     servers = {}
     rows: list[tuple] = []
     try:
-        baseline, rev = ab._baseline_tree(tmp)
+        baseline, rev = baseline_tree(tmp)
         if baseline is None:
             return [("replica manager before/after", 0, "-", "a baseline tree", "MISS")]
-        _copy_extensions(baseline)
         servers["after"] = ab._server(str(ROOT), scratch)
         servers["before"] = ab._server(baseline, scratch)
         res: dict[str, dict[str, float]] = {"after": {}, "before": {}}

@@ -1,6 +1,6 @@
 """CreateTopics of 100 partitions on one node, this tree side by side with a baseline tree.
 
-The baseline is the kwire tree at ``KWIRE_BENCH_BASELINE`` (default: the commit before the
+The baseline is the kwire tree at ``KWIRE_BASELINE`` (default: the commit before the
 open-file / off-the-event-loop work of issue 12), exported with ``git archive`` into a temp
 dir. Both brokers run as subprocesses (``python -m kwire serve``, one node, data dir in the
 temp dir, i.e. on the same file system), and their requests are interleaved (baseline, this
@@ -20,34 +20,17 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
+from bench.baseline import baseline_tree
 from bench.startup_bench import bench_env
 
 ROOT = Path(__file__).resolve().parent.parent
-BASELINE = os.environ.get("KWIRE_BENCH_BASELINE", "19046fa")
+BASELINE = "19046fa"  # the tree before issue 12; KWIRE_BASELINE picks another
 PARTITIONS = 100
 BUDGET_MS = 50.0
-
-
-def _export(ref: str, into: str) -> str | None:
-    """The tree at ``ref`` under ``into`` (None when there is no git history here)."""
-    try:
-        data = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "kwire"], check=True,
-                              capture_output=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    path = os.path.join(into, "baseline")
-    os.makedirs(path)
-    tar = os.path.join(into, "baseline.tar")
-    with open(tar, "wb") as f:
-        f.write(data)
-    with tarfile.open(tar) as t:
-        t.extractall(path)
-    return path
 
 
 def _free_port() -> int:
@@ -113,14 +96,14 @@ def run(quick: bool = False) -> list[tuple]:
     rows: list[tuple] = []
     tmp = tempfile.mkdtemp(prefix="kwire-bench-topics-")
     try:
-        baseline = _export(BASELINE, tmp)
+        baseline, baseline_rev = baseline_tree(tmp, BASELINE)
         places = [("disk", tmp)]
         if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
             places.append(("tmpfs", tempfile.mkdtemp(prefix="kwire-bench-topics-", dir="/dev/shm")))
         for where, base in places:
             trees = [("this tree", str(ROOT))]
             if baseline is not None:
-                trees.insert(0, (f"baseline {BASELINE}", baseline))
+                trees.insert(0, (f"baseline {baseline_rev}", baseline))
             nodes = [(name, _Node(tree, os.path.join(base, f"data-{i}"))) for i, (name, tree) in enumerate(trees)]
             times: dict[str, list[float]] = {name: [] for name, _ in nodes}
             try:

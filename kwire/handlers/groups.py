@@ -80,7 +80,6 @@ def _client_id(ctx: RequestContext) -> str:
 # ============================================================================ FindCoordinator
 @handles("FindCoordinator", "0-5")
 async def find_coordinator(ctx: RequestContext, req):
-    b = ctx.broker
     v = ctx.version
 
     def answer(key_type: int, key: str):

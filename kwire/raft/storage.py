@@ -25,7 +25,7 @@ import json
 import logging
 import os
 
-from kwire.atomic import fsync_dir, write_atomic
+from kwire.atomic import write_atomic
 from kwire.codec import records as RB
 from kwire.errors import CorruptRecordBatch
 from kwire.raft.log import Entry, OffsetAndEpoch, RaftLog
