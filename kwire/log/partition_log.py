@@ -12,7 +12,6 @@ from __future__ import annotations
 import bisect
 import functools
 import os
-import re
 import shutil
 import struct
 import threading
@@ -33,13 +32,11 @@ from kwire.log import producer_state
 from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
 from kwire.log.errors import KafkaStorageError, OffsetOutOfRange
-from kwire.log.leader_epoch import CHECKPOINT_FILE as LEADER_EPOCH_CHECKPOINT, LeaderEpochCache, batch_epochs
+from kwire.log.leader_epoch import CHECKPOINT_FILE as LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from kwire.log.validator import COORDINATOR, REPLICATION, validate_records
 from kwire.log.regions import FileRegion
-from kwire.log.segment import REL_OFFSET_MAX, LogSegment, segment_name
+from kwire.log.segment import REL_OFFSET_MAX, LogSegment
 
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
-_STRAY_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
@@ -133,93 +130,17 @@ class PartitionLog:
              log_start_offset: int | None = None, clean: bool = False, now_ms: int | None = None,
              topic: str | None = None, partition: int | None = None,
              failure_channel: LogDirFailureChannel | None = None) -> "PartitionLog":
-        """Open (or create) the log in ``dir``. ``clean=True`` with a ``recovery_point``
-        (from the checkpoint written at a clean shutdown) trusts the files and scans nothing
-        but the active segment's last index interval. Otherwise batches from the recovery
-        point (0 if unknown) on are CRC-checked, a torn tail is truncated and indexes are
-        rebuilt."""
-        config = config or LogConfig()
-        now_ms = _now_ms() if now_ms is None else now_ms
-        os.makedirs(dir, exist_ok=True)
-        logs: dict[int, int] = {}
-        index_files: set[str] = set()
-        for entry in os.scandir(dir):
-            name = entry.name
-            if name.endswith(_STRAY_SUFFIXES):
-                try:
-                    os.unlink(entry.path)
-                except OSError:
-                    pass
-                continue
-            m = _SEGMENT_FILE.match(name)
-            if not m:
-                continue
-            if m.group(2) == "log":
-                logs[int(m.group(1))] = entry.stat().st_size
-            else:
-                index_files.add(name)
-        # indexes without a log are leftovers
-        for name in index_files:
-            if int(name[:20]) not in logs:
-                try:
-                    os.unlink(os.path.join(dir, name))
-                except OSError:
-                    pass
-        segments = []
-        for base in sorted(logs):
-            stem = segment_name(base)
-            present = f"{stem}.index" in index_files and f"{stem}.timeindex" in index_files
-            segments.append(LogSegment.existing(dir, base, config, size=logs[base], now_ms=now_ms,
-                                                indexes_present=present))
-        lso = log_start_offset if log_start_offset is not None else 0
-        if not segments:
-            start = max(lso, recovery_point or 0)
-            # an empty log at 0 needs no file until its first write (a start elsewhere is
-            # kept in the name of the segment file)
-            segments.append(LogSegment.create(dir, start, config, now_ms, lazy=start == 0))
-            recovery_point = start
-            clean = True
-        if clean and recovery_point is not None:
-            # trust the files; only the active segment's tail is looked at
-            segments[-1].ensure_loaded()
-            rp = min(recovery_point, segments[-1].next_offset)
-            log = cls(dir, config, segments, log_start_offset=0, recovery_point=rp,
-                      now_ms=now_ms, topic=topic, partition=partition, failure_channel=failure_channel)
-        else:
-            rp = recovery_point or 0
-            cls._recover(segments, rp)
-            log = cls(dir, config, segments, log_start_offset=0,
-                      recovery_point=min(rp, segments[-1].next_offset),
-                      now_ms=now_ms, topic=topic, partition=partition, failure_channel=failure_channel)
-            log.flush()  # the recovered tail is now durable: a second crash rescans nothing
-        log.log_start_offset = min(max(lso, segments[0].base_offset), log.log_end_offset)
-        log._load_leader_epoch_cache(None if clean and recovery_point is not None else (recovery_point or 0))
-        return log
+        """Open (or create) the log in ``dir`` (kwire.log.log_loader: Kafka's LogLoader).
+        ``clean=True`` with a ``recovery_point`` (from the checkpoint written at a clean
+        shutdown) trusts the files and scans nothing but the active segment's last index
+        interval. Otherwise batches from the recovery point (0 if unknown) on are
+        CRC-checked, a torn tail is truncated and indexes are rebuilt."""
+        from kwire.log.log_loader import load_log  # noqa: PLC0415 - the loader builds this class
 
-    def _load_leader_epoch_cache(self, recovered_from: int | None = None) -> None:
-        """The leader epoch cache from its checkpoint file, cut to the log (a file written
-        before a truncation or a log-start move that a crash left stale holds extra
-        entries). After a recovery from ``recovered_from`` (an unclean shutdown) the epochs
-        of the batches from there on are assigned again from their headers, as Kafka's
-        LogSegment.recover does (the file covers only the records below the recovery
-        point); when the file is missing or unreadable, from every batch."""
-        cache, ok = LeaderEpochCache.load(self.dir, self.topic_partition)
-        self.leader_epoch_cache = cache
-        rescan_from = None if ok and recovered_from is None else (recovered_from or 0) if ok else 0
-        if rescan_from is not None:
-            cache.truncate_from_end(rescan_from)
-            bases = self._bases
-            first = max(0, bisect.bisect_right(bases, rescan_from) - 1)
-            for seg in self.segments[first:]:
-                for base_offset, epoch in batch_epochs(seg):
-                    if base_offset >= rescan_from and epoch >= 0 and epoch != cache.latest_epoch:
-                        cache.assign(epoch, base_offset, write=False)
-        cache.truncate_from_end(self.log_end_offset)
-        cache.truncate_from_start(self.log_start_offset)
-        if cache.dirty and (not ok or rescan_from is not None):
-            if self.log_end_offset > self.log_start_offset or ok:
-                cache.write()  # an empty new log needs no file (missing = empty)
-        cache.dirty = False  # stale entries of a readable file are cut again at every open
+        return load_log(cls, dir, config or LogConfig(), recovery_point=recovery_point,
+                        log_start_offset=log_start_offset, clean=clean,
+                        now_ms=_now_ms() if now_ms is None else now_ms, topic=topic, partition=partition,
+                        failure_channel=failure_channel)
 
     @property
     def latest_epoch(self) -> int:
@@ -248,39 +169,6 @@ class PartitionLog:
         undefined (no such epoch)."""
         epoch, offset = self.leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
         return None if offset < 0 else (epoch, offset)
-
-    @staticmethod
-    def _recover(segments: list[LogSegment], recovery_point: int) -> None:
-        """Check every batch at or after ``recovery_point``; truncate at the first bad one and
-        drop every later segment."""
-        i = max(0, bisect.bisect_right([s.base_offset for s in segments], recovery_point) - 1)
-        prev_next = None
-        if i > 0:
-            segments[i - 1].ensure_loaded()
-            prev_next = segments[i - 1].next_offset
-        first = True
-        while i < len(segments):
-            seg = segments[i]
-            if prev_next is not None and seg.base_offset < prev_next:
-                truncated = True  # overlapping segment: cannot be trusted
-                cut = i
-            else:
-                truncated = seg.rebuild_indexes(
-                    validate=True,
-                    from_offset=recovery_point if first else None,
-                    min_base_offset=prev_next,
-                )
-                cut = i + 1
-            first = False
-            if truncated:
-                for later in segments[cut:]:
-                    later.delete()
-                del segments[cut:]
-                break
-            prev_next = seg.next_offset
-            i += 1
-        if not segments:
-            raise KafkaStorageError("recovery removed every segment")  # cannot happen: cut >= 1
 
     # --- storage failures ---------------------------------------------------------------
     @property
