@@ -478,6 +478,11 @@ class LogManager:
         return work
 
     @property
+    def log_dir(self) -> str:
+        """The data dir's absolute path (Kafka names log dirs by it, e.g. in DescribeLogDirs)."""
+        return os.path.abspath(self.data_dir)
+
+    @property
     def offline(self) -> bool:
         """True once an I/O error took the data dir offline (kwire.log.dir_failure)."""
         return self.failure_channel.is_offline(os.path.abspath(self.data_dir))

@@ -185,6 +185,22 @@ class ReplicaManager:
         e.g. the group coordinator's replay of __consumer_offsets)."""
         return self.logs.get(topic, partition)
 
+    def describe_log_dir(self, partitions: set[TopicPartition] | None = None):
+        """DescribeLogDirs' view of this broker's one log dir (Kafka's
+        ReplicaManager.describeLogDirs): (absolute path, offline?, rows), a row per local log
+        in ``partitions`` (None: every one) as (topic, partition, size in bytes, offset lag,
+        is future), sorted. The offset lag is the log end offset's lag behind the high
+        watermark (0 on a leader); kwire has no future logs (AlterReplicaLogDirs). Reads
+        memory only: segment sizes are kept as they are written."""
+        rows = []
+        for (topic, partition), plog in self.logs:
+            if partitions is not None and (topic, partition) not in partitions:
+                continue
+            lag = max(plog.high_watermark - plog.log_end_offset, 0)
+            rows.append((topic, partition, plog.size_in_bytes, lag, False))
+        rows.sort()
+        return self.logs.log_dir, self.logs.offline, rows
+
     # ------------------------------------------------------------------ produce
     def append_records(self, topic: str, partition: int, records, now_ms: int, *, origin: str = COORDINATOR):
         """Append to a partition this node leads, through its log's one append path
