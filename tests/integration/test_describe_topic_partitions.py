@@ -212,3 +212,19 @@ def test_kafka_python_admin_describe_topic_partitions(broker, three):
         assert rest["next_cursor"] is None
     finally:
         admin.close()
+
+
+def test_failed_log_dir_makes_replicas_offline():
+    """Once the data dir fails (the LogDirFailureChannel an I/O error reports to), every
+    replica this node holds there is offline, in DescribeTopicPartitions and Metadata."""
+    with Broker(mode="thread") as b:
+        b.create_topic("dtp-dir", 2)
+        node = b.broker.node_id
+        assert [list(p.offline_replicas) for p in describe(b, ["dtp-dir"]).topics[0].partitions] == [[], []]
+        plog = b.broker.replica_manager.logs.get("dtp-dir", 0)
+        plog.failure_channel.maybe_add_offline_log_dir(plog.log_dir, "test: disk gone")
+        resp = describe(b, ["dtp-dir"])
+        assert [list(p.offline_replicas) for p in resp.topics[0].partitions] == [[node], [node]]
+        with WireClient(b.bootstrap_servers) as c:
+            md = c.request("Metadata", 12, topics=[MetadataTopic(name="dtp-dir")])
+        assert [list(p.offline_replicas) for p in md.topics[0].partitions] == [[node], [node]]
