@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
+from kwire.handlers.partition_state import partition_states
 from kwire.codec.primitives import ZERO_UUID
 from kwire.security.operations import authorized_operations
 
@@ -22,15 +23,10 @@ def topic_metadata(ctx: RequestContext, topic, name: str | None = None, error: i
     Pn = ctx.struct("MetadataResponsePartition")
     if topic is None:
         return T(error_code=error, name=name, topic_id=ZERO_UUID, partitions=[])
-    parts = []
-    live = {b.node_id for b in ctx.broker.image.live_brokers()}
-    for idx in sorted(topic.partitions):
-        p = topic.partitions[idx]
-        leader = p.leader if p.leader in live else -1
-        parts.append(Pn(error_code=0 if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
-                        partition_index=idx, leader_id=leader, leader_epoch=p.leader_epoch,
-                        replica_nodes=list(p.replicas), isr_nodes=[r for r in p.isr if r in live],
-                        offline_replicas=[r for r in p.replicas if r not in live]))
+    parts = [Pn(error_code=0 if s.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+                partition_index=s.index, leader_id=s.leader, leader_epoch=s.leader_epoch,
+                replica_nodes=s.replicas, isr_nodes=s.isr, offline_replicas=s.offline_replicas)
+             for s in partition_states(ctx.broker, topic)]
     return T(error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.is_internal,
              partitions=parts)
 

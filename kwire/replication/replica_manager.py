@@ -120,6 +120,14 @@ class ReplicaManager:
         p = self._partition_image(topic, partition)
         return list(p.isr) if p is not None else []
 
+    def log_offline(self, topic: str, partition: int) -> bool:
+        """True if this node's replica of the partition is offline (its log could not be
+        opened, or its log dir failed since): Metadata's offline replicas count it."""
+        if (topic, partition) in self.offline_partitions:
+            return True
+        plog = self.logs.get(topic, partition)
+        return plog is not None and plog.offline
+
     def make_leader(self, topic: str, partition: int) -> None:
         """This node leads the partition (a PARTITION record, or replay at start): open or
         create its log. A failure (EMFILE, EACCES, ENOSPC ...) marks it offline instead of
