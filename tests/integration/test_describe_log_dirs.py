@@ -7,8 +7,6 @@ from __future__ import annotations
 import errno
 import glob
 import os
-import socket
-import struct
 import uuid
 
 import pytest
@@ -18,7 +16,7 @@ from kafka.protocol.admin.cluster import DescribeLogDirsResponse as KpResponse
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode
 from kwire.testing import Broker
-from kwire.testing.client import KafkaWireError
+from kwire.testing.client import KafkaWireError, WireClient
 
 from .test_storage_errors import FailingDisk
 
@@ -141,16 +139,6 @@ def test_offline_log_dir_answers_kafka_storage_error(broker, monkeypatch):
         disk.heal()
 
 
-def _recv_exact(s, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed")
-        buf += chunk
-    return buf
-
-
 @pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
 def test_kafka_python_protocol_classes_decode_our_bytes(broker, version):
     """kafka-python encodes the request and decodes our response with its own classes."""
@@ -161,11 +149,9 @@ def test_kafka_python_protocol_classes_decode_our_bytes(broker, version):
     Topic = KpRequest[version].DescribableLogDirTopic
     req = KpRequest[version](topics=[Topic(topic=t, partitions=[0, 1])])
     req.with_header(correlation_id=77, client_id="logdirs-test")
-    host, port = broker.bootstrap_servers.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(req.encode(header=True, framed=True))
-        size = struct.unpack(">i", _recv_exact(s, 4))[0]
-        got = KpResponse[version].decode(_recv_exact(s, size), header=True)
+    with WireClient(broker.bootstrap_servers) as c:
+        c.send_raw(req.encode(header=True, framed=True))
+        got = KpResponse[version].decode(c.recv_frame(), header=True)
     assert got.header.correlation_id == 77
     [res] = got.results
     assert res.error_code == 0 and res.log_dir == os.path.abspath(broker.data_dir)

@@ -4,8 +4,6 @@ name and all topics in name order, pagination across topics and partitions with 
 Kafka forms, unknown and illegal names, a cursor outside the topic list, the broker's cap on
 the limit, offline replicas from the replica manager (shared with Metadata), ApiVersions
 advertising key 75, and kafka-python's KafkaAdminClient.describe_topic_partitions."""
-import socket
-import struct
 import uuid
 
 import pytest
@@ -37,16 +35,6 @@ def three(broker):
     return sorted(names)
 
 
-def _recv_exact(s, n):
-    buf = b""
-    while len(buf) < n:
-        c = s.recv(n - len(buf))
-        if not c:
-            raise ConnectionError("closed")
-        buf += c
-    return buf
-
-
 _corr = iter(range(7000, 1 << 30))
 
 
@@ -59,10 +47,9 @@ def describe(broker, topics, limit=2000, cursor=None):
         response_partition_limit=limit, cursor=c)
     corr = next(_corr)
     req.with_header(correlation_id=corr, client_id="dtp-test")
-    host, port = broker.bootstrap_servers.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(req.encode(header=True, framed=True))
-        frame = _recv_exact(s, struct.unpack(">i", _recv_exact(s, 4))[0])
+    with WireClient(broker.bootstrap_servers) as c:
+        c.send_raw(req.encode(header=True, framed=True))
+        frame = c.recv_frame()
     resp = DescribeTopicPartitionsResponse[0].decode(frame, header=True)
     assert resp.header.correlation_id == corr
     return resp

@@ -2,8 +2,6 @@
 (an independent encoder) against a running broker; leader epochs bumped through the metadata
 quorum (a PartitionChangeRecord, as a leader election writes); stock consumers
 (confluent-kafka, kafka-python) validate their positions with it and keep consuming."""
-import socket
-import struct
 import time
 import uuid
 
@@ -11,6 +9,7 @@ import pytest
 import trio
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
+from kwire.testing.client import WireClient
 from kwire.errors import ErrorCode
 from kwire.metadata import records as R
 from kwire.testing import Broker
@@ -109,16 +108,6 @@ def test_epochs_after_leader_changes(broker, topic):
     assert [r.value for r in records] == [b"0a", b"0b", b"1a", b"1b", b"1c", b"3a"]
 
 
-def _recv_exact(s, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed")
-        buf += chunk
-    return buf
-
-
 @pytest.mark.parametrize("version", VERSIONS)
 def test_kafka_python_protocol_classes(broker, topic, version):
     """kafka-python's own encoder and decoder of OffsetForLeaderEpoch (v2-4) against kwire."""
@@ -134,11 +123,9 @@ def test_kafka_python_protocol_classes(broker, topic, version):
         Topic(topic="no-such-topic", partitions=[Part(partition=0, current_leader_epoch=-1, leader_epoch=0)]),
     ])
     req.with_header(correlation_id=77, client_id="kafka-python-probe")
-    host, port = broker.bootstrap_servers.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(req.encode(header=True, framed=True))
-        size = struct.unpack(">i", _recv_exact(s, 4))[0]
-        resp = OffsetForLeaderEpochResponse[version].decode(_recv_exact(s, size), header=True)
+    with WireClient(broker.bootstrap_servers) as c:
+        c.send_raw(req.encode(header=True, framed=True))
+        resp = OffsetForLeaderEpochResponse[version].decode(c.recv_frame(), header=True)
     assert resp.header.correlation_id == 77
     got = {(t.topic, p.partition): (p.error_code, p.leader_epoch, p.end_offset)
            for t in resp.topics for p in t.partitions}

@@ -3,13 +3,12 @@ version that both kafka-python and kwire serve gets a response that decodes and 
 correlation id."""
 import importlib
 import pkgutil
-import socket
-import struct
 
 import kafka.protocol as kp
 from kafka.protocol.api_message import ApiMessage
 
 from kwire.handlers import REGISTRY, load_all
+from kwire.testing.client import WireClient
 
 load_all()
 
@@ -47,20 +46,9 @@ def _cases():
     return out
 
 
-def _recv_exact(s, n):
-    buf = b""
-    while len(buf) < n:
-        c = s.recv(n - len(buf))
-        if not c:
-            raise ConnectionError("closed")
-        buf += c
-    return buf
-
-
 def test_probe_every_served_api_version(bootstrap):
     cases = _cases()
     assert len(cases) > 60, len(cases)
-    host, port = bootstrap.rsplit(":", 1)
     failures = []
     for i, (key, v, rq, rs) in enumerate(cases):
         corr = 5000 + i
@@ -72,14 +60,13 @@ def test_probe_every_served_api_version(bootstrap):
         req = rq[v](**kwargs)
         req.with_header(correlation_id=corr, client_id="probe")
         data = req.encode(header=True, framed=True)
-        with socket.create_connection((host, int(port)), timeout=10) as s:
-            s.sendall(data)
-            try:
-                size = struct.unpack(">i", _recv_exact(s, 4))[0]
-                frame = _recv_exact(s, size)
-            except (ConnectionError, OSError) as exc:
-                failures.append((rq.__name__, v, f"no response: {exc}"))
-                continue
+        try:
+            with WireClient(bootstrap) as c:
+                c.send_raw(data)
+                frame = c.recv_frame()
+        except (ConnectionError, OSError) as exc:
+            failures.append((rq.__name__, v, f"no response: {exc}"))
+            continue
         try:
             got = rs[v].decode(frame, header=True)
             if got.header.correlation_id != corr:
