@@ -83,6 +83,41 @@ def test_create_partitions_fails_and_keeps_the_topic_as_it_was(broker, monkeypat
         assert c.partitions(name) == list(range(10))
 
 
+def _slow_disk(monkeypatch, *names: str) -> dict[str, int]:
+    """Make the ``os`` functions ``names`` take SLOW_S each (unlink: of segment files only);
+    returns the count of slow calls per name."""
+    calls = {n: 0 for n in names}
+    for fn in names:
+        real = getattr(os, fn)
+
+        def slow(*a, _real=real, _fn=fn, **kw):
+            if _fn != "unlink" or str(a[0]).endswith(".log"):
+                calls[_fn] += 1
+                time.sleep(SLOW_S)
+            return _real(*a, **kw)
+
+        monkeypatch.setattr(os, fn, slow)
+    return calls
+
+
+def _round_trips_while(b, work, finished, limit_s: float = 8.0) -> tuple[float, int]:
+    """Run ``work`` in a thread and time Metadata + Produce round trips of another client
+    until ``finished()`` (at most ``limit_s``): (the worst round trip, how many)."""
+    other = threading.Thread(target=work)
+    worst, rounds = 0.0, 0
+    with b.client() as c:
+        start = time.monotonic()
+        other.start()
+        while time.monotonic() - start < limit_s and not finished():
+            t0 = time.monotonic()
+            c.partitions("fast")
+            c.produce("fast", [b"ping"])
+            worst = max(worst, time.monotonic() - t0)
+            rounds += 1
+    other.join(60)
+    return worst, rounds
+
+
 def _set_retention_ms(c, topic: str, ms: int) -> int:
     R = api("IncrementalAlterConfigs").request
     res = R.struct("AlterConfigsResource")(resource_type=2, resource_name=topic, configs=[
@@ -101,17 +136,7 @@ def test_slow_disk_does_not_stall_other_clients(monkeypatch):
             for i in range(4):
                 c.produce("slow", [b"v" * 900])          # one segment per batch (rolls)
         time.sleep(0.5)   # the passes meanwhile flush the rolled segments (at full speed)
-        calls = {"fsync": 0, "fdatasync": 0, "unlink": 0}
-        for fn in calls:
-            real = getattr(os, fn)
-
-            def slow(*a, _real=real, _fn=fn, **kw):
-                if _fn != "unlink" or str(a[0]).endswith(".log"):
-                    calls[_fn] += 1
-                    time.sleep(SLOW_S)
-                return _real(*a, **kw)
-
-            monkeypatch.setattr(os, fn, slow)
+        calls = _slow_disk(monkeypatch, "fsync", "fdatasync", "unlink")
         done = {}
 
         def admin():   # Raft commits (log fsyncs) in the background; then retention can delete
@@ -121,20 +146,9 @@ def test_slow_disk_does_not_stall_other_clients(monkeypatch):
                 done["create"] = _create(c2, "made-while-slow", 3).error_code
             done["s"] = time.monotonic() - t0
 
-        other = threading.Thread(target=admin)
-        worst = 0.0
-        rounds = 0
         with b.client() as c:
-            start = time.monotonic()
-            other.start()
             c.produce("slow", [b"v" * 900])              # a roll: a flush for the next pass
-            while time.monotonic() - start < 8.0 and not (calls["unlink"] and calls["fdatasync"] and "s" in done):
-                t0 = time.monotonic()
-                c.partitions("fast")
-                c.produce("fast", [b"ping"])
-                worst = max(worst, time.monotonic() - t0)
-                rounds += 1
-        other.join(60)
+        worst, rounds = _round_trips_while(b, admin, lambda: calls["unlink"] and calls["fdatasync"] and "s" in done)
         monkeypatch.undo()
         assert worst < SLOW_S / 2, f"a round trip took {worst:.3f} s while the disk was slow"
         assert calls["unlink"] >= 1 and calls["fdatasync"] >= 1, calls   # the slow work ran meanwhile
@@ -219,17 +233,7 @@ def test_delete_records_on_a_slow_disk_does_not_stall_other_clients(monkeypatch)
         with b.client() as c:
             for _ in range(5):
                 c.produce("trim", [b"v" * 900])           # one segment per batch
-        calls = {"fsync": 0, "unlink": 0}
-        for fn in calls:
-            real = getattr(os, fn)
-
-            def slow(*a, _real=real, _fn=fn, **kw):
-                if _fn != "unlink" or str(a[0]).endswith(".log"):
-                    calls[_fn] += 1
-                    time.sleep(SLOW_S)
-                return _real(*a, **kw)
-
-            monkeypatch.setattr(os, fn, slow)
+        calls = _slow_disk(monkeypatch, "fsync", "unlink")
         done = {}
 
         def trim():
@@ -241,18 +245,7 @@ def test_delete_records_on_a_slow_disk_does_not_stall_other_clients(monkeypatch)
             done["result"] = r.topics[0].partitions[0]
             done["s"] = time.monotonic() - t0
 
-        other = threading.Thread(target=trim)
-        worst, rounds = 0.0, 0
-        with b.client() as c:
-            start = time.monotonic()
-            other.start()
-            while time.monotonic() - start < 8.0 and "s" not in done:
-                t0 = time.monotonic()
-                c.partitions("fast")
-                c.produce("fast", [b"ping"])
-                worst = max(worst, time.monotonic() - t0)
-                rounds += 1
-        other.join(60)
+        worst, rounds = _round_trips_while(b, trim, lambda: "s" in done)
         monkeypatch.undo()
         assert done["result"].error_code == 0 and done["result"].low_watermark == 4
         assert calls["unlink"] >= 1 and calls["fsync"] >= 1, calls
