@@ -52,8 +52,7 @@ async def produce(ctx: RequestContext, req):
         global_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     rm = b.replica_manager
     out = []
-    to_sync = []   # (partition response, LogSync): log.flush.per.append's fdatasync
-    to_flush = []  # (partition response, LogSync): flush.messages / flush.ms reached
+    to_sync = []   # (partition response, LogSync): an fdatasync or flush due before answering
     to_replicate = []  # acks=all: events set once the high watermark passes the appended records
     for td in req.topic_data:
         parts = []
@@ -78,18 +77,16 @@ async def produce(ctx: RequestContext, req):
             pr.log_start_offset = res.log_start_offset
             sync = rm.log_sync_after_append(td.name, pd.index, acks, now)
             if sync is not None:
-                (to_sync if sync.is_datasync else to_flush).append((pr, sync))
+                to_sync.append((pr, sync))
             if acks == -1:
                 ev = rm.wait_for_high_watermark(td.name, pd.index, res.last_offset + 1)
                 if ev is not None:
                     to_replicate.append(ev)
         out.append(T(name=td.name, partition_responses=parts))
-    if to_flush:
-        await _sync(ctx, to_flush)
+    if to_sync:   # with acks=0 only flushes are due (log_sync_after_append), done all the same
+        await _sync(ctx, to_sync)
     if acks == 0:
         return None
-    if to_sync:
-        await _sync(ctx, to_sync)
     for ev in to_replicate:
         await ev.wait()
     return ctx.response(responses=out, throttle_time_ms=0)

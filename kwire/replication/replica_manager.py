@@ -73,10 +73,6 @@ class LogSync:
         self._now_ms = now_ms
         self._exc: OSError | None = None
 
-    @property
-    def is_datasync(self) -> bool:
-        return self._fd is not None
-
     def run(self) -> None:
         try:
             if self._fd is not None:
