@@ -159,21 +159,21 @@ def topic_configs_for_log(cfg: BrokerConfig, overrides: dict[str, str] | None) -
     return out
 
 
-def validate_topic_config(name: str, value: str | None) -> Any:
-    """Check one topic config; KeyError if unknown, ValueError (Kafka's wording) if bad."""
-    spec = TOPIC.get(name)
+def _validate(table: dict, name: str, value: str | None) -> Any:
+    spec = table.get(name)
     if spec is None:
         raise KeyError(name)
     if value is None:
         return None
     return spec.parse(value)
+
+
+def validate_topic_config(name: str, value: str | None) -> Any:
+    """Check one topic config; KeyError if unknown, ValueError (Kafka's wording) if bad."""
+    return _validate(TOPIC, name, value)
 
 
 def validate_group_config(name: str, value: str | None) -> Any:
-    spec = GROUP.get(name)
-    if spec is None:
-        raise KeyError(name)
-    if value is None:
-        return None
-    return spec.parse(value)
+    """Check one group config (resource type 32), as validate_topic_config."""
+    return _validate(GROUP, name, value)
 
