@@ -76,17 +76,30 @@ class Broker:
         from kwire.groups.edge import GroupEdge  # noqa: PLC0415
         from kwire.producers.ids import ProducerIdManager  # noqa: PLC0415
         from kwire.replication import ReplicaManager  # noqa: PLC0415
+        from kwire.replication.fetcher import ReplicaFetcherManager  # noqa: PLC0415
+        from kwire.replication.isr import IsrChanges  # noqa: PLC0415
 
         # the partitions this node hosts: logs, leader epochs, high watermarks, ISR, waiters
         self.replica_manager = ReplicaManager(
             self.node_id, self.logs, lambda: self.image,
-            producer_id_expiration_ms=lambda: int(self.config.get("producer.id.expiration.ms")))
+            producer_id_expiration_ms=lambda: int(self.config.get("producer.id.expiration.ms")),
+            now_ms=self.clock.now_ms)
+        # follower fetchers (one per leader broker) and the ISR changes sent to the controller
+        self.replica_fetchers = ReplicaFetcherManager(
+            self.node_id, self.replica_manager, lambda: self.image, self.config, self.clock.now_ms,
+            self._broker_epoch)
+        self.isr_changes = IsrChanges(self.node_id, self.replica_manager, lambda: self.image, lambda: self.quorum,
+                                      int(self.config.get("replica.lag.time.max.ms")))
         # the group coordinator's Trio edge: it replays __consumer_offsets in start_groups
         # (kwire.groups.edge, before the listeners serve); ``groups`` is None until then
         self.group_edge = GroupEdge(self)
         self.producer_ids = ProducerIdManager(expiration_ms=int(self.config.get("producer.id.expiration.ms")))
         self.producer_ids_lock = trio.Lock()   # one block allocation (a metadata commit) at a time
         self.fetch_sessions = FetchSessionCache()
+
+    def _broker_epoch(self) -> int:
+        b = self.image.brokers.get(self.node_id)
+        return b.epoch if b is not None else -1
 
     @property
     def groups(self):
@@ -116,6 +129,8 @@ class Broker:
         await self.quorum.wait_caught_up()
         self._reconcile_logs()
         self._live = True
+        self.replica_fetchers.start(nursery)
+        self.isr_changes.start(nursery)
         # dynamic broker configs are known now that the metadata has replayed
         self.producer_ids.expiration_ms = int(self.config.get("producer.id.expiration.ms"))
         b = self.image.brokers.get(self.node_id)
@@ -137,17 +152,36 @@ class Broker:
         log.info("broker %d open: cluster %s, %d topics, data dir %s", self.node_id, self.cluster_id,
                  len(self.image.topics), self.data_dir)
 
-    def _open_led_partition(self, topic: str, partition: int) -> None:
-        """Open (or create) the log of a partition this node leads (offline on failure)."""
-        self.replica_manager.make_leader(topic, partition)
+    def _apply_partition(self, topic: str, partition: int) -> None:
+        """Make this node leader or follower of a partition as the image says (opening its
+        log; offline on failure), and move what follows the role: the follower fetchers and
+        the group coordinator of a __consumer_offsets partition."""
+        from kwire.groups.records import OFFSETS_TOPIC  # noqa: PLC0415
+
+        tr = self.replica_manager.apply_partition(topic, partition)
+        tp = (topic, partition)
+        if tr is None:
+            self.replica_fetchers.remove(tp)
+            return
+        if tr.leader:
+            self.replica_fetchers.remove(tp)
+        else:
+            self.replica_fetchers.update(tr.partition)
+        if topic == OFFSETS_TOPIC and self.groups is not None and (tr.became or tr.new_epoch):
+            edge = self.group_edge
+            if tr.leader and hasattr(edge, "on_become_leader"):
+                edge.on_become_leader(partition)
+            elif not tr.leader and tr.became and hasattr(edge, "on_resign"):
+                edge.on_resign(partition)
 
     def _reconcile_logs(self) -> None:
-        """After replay: open the logs of partitions this node leads, drop deleted ones."""
+        """After replay: open the logs of partitions this node hosts, take up its roles in
+        them, drop deleted ones."""
         for t in self.image.topics.values():
             self.logs.reconfigure(t.name)  # logs were opened before the image knew their configs
             for p in t.partitions.values():
-                if p.leader == self.node_id:
-                    self._open_led_partition(t.name, p.index)
+                if p.leader == self.node_id or self.node_id in p.replicas:
+                    self._apply_partition(t.name, p.index)
         for (topic, p) in [tp for tp, _ in self.logs]:
             t = self.image.topics.get(topic)
             if t is None or p not in t.partitions:  # deleted while we were down
@@ -183,11 +217,11 @@ class Broker:
                 self._side_effects(msg, obj, removed)
 
     def _side_effects(self, msg, obj, removed) -> None:
-        if msg is R.PARTITION or (msg is R.PARTITION_CHANGE and obj.leader == self.node_id):
+        if msg is R.PARTITION or msg is R.PARTITION_CHANGE:
             t = self.image.topics_by_id.get(obj.topic_id)
             p = t.partitions.get(obj.partition_id) if t else None
-            if p is not None and p.leader == self.node_id:
-                self._open_led_partition(t.name, p.index)
+            if p is not None:
+                self._apply_partition(t.name, p.index)
         elif msg is R.REMOVE_TOPIC and removed:
             name, parts = removed
             doomed = []
@@ -196,6 +230,7 @@ class Broker:
                 if aside is not None:
                     doomed.append(aside)
                 self.replica_manager.partition_deleted(name, p)  # waiters see the topic gone
+                self.replica_fetchers.remove((name, p))
             if doomed:
                 self._nursery.start_soon(self._remove_deleted, doomed)
             if self.groups is not None:
@@ -292,7 +327,7 @@ class Broker:
         before their records are committed (disk work in a worker thread), so a failure to create them (EMFILE,
         EACCES, ENOSPC ...) refuses the request with KAFKA_STORAGE_ERROR, as Kafka's
         LogManager does, and nothing is committed. Partitions other nodes will lead are
-        opened by those nodes as the records apply (``_open_led_partition``): a failure
+        opened by those nodes as the records apply (``_apply_partition``): a failure
         there marks the partition offline on that node (KAFKA_STORAGE_ERROR to clients)."""
         if not partitions:
             return []

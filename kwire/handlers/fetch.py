@@ -11,8 +11,13 @@ Reads, waits and leader checks are the replica manager's (kwire.replication): re
 the high watermark; UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR
 (the log dir is offline); current_leader_epoch (v9+) older than the partition's:
 FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH (kept per partition in a fetch session).
-Left out: v0-3 (message formats v0/v1), follower fetches (replication issue), rack-aware
-preferred read replicas (-1).
+Replica fetches (a follower's: replica_id, or replica_state from v15): read up to the log end
+offset, not the high watermark; the fetch offset is the follower's log end offset, which the
+replica manager records (high watermark, ISR expansion); a follower whose last fetched epoch
+(v12+) ends earlier on the leader gets ``diverging_epoch`` and no records; sessionless, woken
+by every append (replica.fetch.wait.max.ms is the follower's max_wait_ms).
+Left out: v0-3 (message formats v0/v1), fetch sessions for followers (they fetch
+sessionless), rack-aware preferred read replicas (-1).
 """
 from __future__ import annotations
 
@@ -45,6 +50,9 @@ def _resolve_topics(ctx: RequestContext, req):
 async def fetch(ctx: RequestContext, req):
     b = ctx.broker
     v = ctx.version
+    replica_id = req.replica_state.replica_id if v >= 15 else req.replica_id
+    if replica_id >= 0:
+        return await _replica_fetch(ctx, req, replica_id)
     now = b.clock.monotonic_ms()
     rm = b.replica_manager
     cache: FetchSessionCache = b.fetch_sessions
@@ -173,3 +181,48 @@ def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committ
             continue
         out.append((key, (name, tid), pd))
     return out, total, has_error
+
+
+async def _replica_fetch(ctx: RequestContext, req, replica_id: int):
+    """A follower's fetch (kwire.replication: ReplicaManager.read_for_follower)."""
+    b = ctx.broker
+    rm = b.replica_manager
+    T = ctx.struct("FetchableTopicResponse")
+    PD = ctx.struct("PartitionData")
+    topics = _resolve_topics(ctx, req)
+    tps = [(name, p.partition) for name, _, parts in topics if name is not None for p in parts]
+    deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
+    while True:
+        out = []
+        total = 0
+        remaining = req.max_bytes if req.max_bytes > 0 else 0
+        stop = False
+        for name, tid, parts in topics:
+            rows = []
+            out.append(T(topic=name or "", topic_id=tid, partitions=rows))
+            for p in parts:
+                if name is None:
+                    rows.append(PD(partition_index=p.partition, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                                   high_watermark=-1, records=b""))
+                    stop = True
+                    continue
+                res = rm.read_for_follower(name, p.partition, replica_id, p.fetch_offset, p.last_fetched_epoch,
+                                           min(p.partition_max_bytes, remaining) if remaining > 0 else 0,
+                                           current_leader_epoch=p.current_leader_epoch, min_one=(total == 0))
+                pd = PD(partition_index=p.partition, error_code=res.error, high_watermark=res.high_watermark,
+                        last_stable_offset=res.last_stable_offset, log_start_offset=res.log_start_offset,
+                        records=res.records)
+                if res.error or res.diverging_epoch >= 0 or res.diverging_end_offset >= 0:
+                    stop = True
+                    pd.diverging_epoch.epoch = res.diverging_epoch
+                    pd.diverging_epoch.end_offset = res.diverging_end_offset
+                if res.leader_epoch >= 0:
+                    pd.current_leader.leader_id = b.node_id
+                    pd.current_leader.leader_epoch = res.leader_epoch
+                total += res.size
+                remaining -= res.size
+                rows.append(pd)
+        if stop or total >= req.min_bytes or req.max_wait_ms <= 0 or trio.current_time() >= deadline or not tps:
+            break
+        await rm.wait_for_replica_data(tps, deadline)
+    return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=out)

@@ -2,9 +2,12 @@
 enable compression) but answered with UNSUPPORTED_VERSION for every partition, since record
 batch v2 needs v3+.
 
-acks 0 (no response at all), 1 and -1 (all: answered once the partition's high watermark has
-passed the appended records, which the replica manager decides; with one copy of each
-partition that is at once). Each partition's records go through the replica manager
+acks 0 (no response at all), 1 (after the leader's write) and -1 (all: refused
+NOT_ENOUGH_REPLICAS before the write when the ISR is smaller than min.insync.replicas;
+answered once the partition's high watermark, which the replica manager decides from the
+followers' fetches, has passed the appended records; NOT_ENOUGH_REPLICAS_AFTER_APPEND when
+the ISR shrank below min.insync.replicas meanwhile, NOT_LEADER_OR_FOLLOWER when the
+leadership moved, REQUEST_TIMED_OUT after timeout_ms). Each partition's records go through the replica manager
 (ReplicaManager.append_records: the leader checks, then the log's one append path,
 PartitionLog.append, origin CLIENT): kwire.log.validator checks and normalises the batch as
 Kafka's LogValidator does (records walked, max timestamp recomputed or set to the append
@@ -67,7 +70,7 @@ async def produce(ctx: RequestContext, req):
                 pr.error_code = err or (ErrorCode.INVALID_RECORD if v >= 8 else ErrorCode.CORRUPT_MESSAGE)
                 continue
             try:
-                res = rm.append_records(td.name, pd.index, pd.records, now, origin=CLIENT)
+                res = rm.append_records(td.name, pd.index, pd.records, now, origin=CLIENT, required_acks=acks)
             except KafkaError as exc:
                 _refuse(ctx, pr, exc)
                 log.info("produce to %s-%d from %s refused: %s", td.name, pd.index, ctx.peer, exc)
@@ -79,17 +82,43 @@ async def produce(ctx: RequestContext, req):
             if sync is not None:
                 to_sync.append((pr, sync))
             if acks == -1:
-                ev = rm.wait_for_high_watermark(td.name, pd.index, res.last_offset + 1)
-                if ev is not None:
-                    to_replicate.append(ev)
+                offset = res.last_offset + 1
+                to_replicate.append((pr, td.name, pd.index, offset, rm.leader_epoch(td.name, pd.index),
+                                     rm.wait_for_high_watermark(td.name, pd.index, offset)))
         out.append(T(name=td.name, partition_responses=parts))
     if to_sync:   # with acks=0 only flushes are due (log_sync_after_append), done all the same
         await _sync(ctx, to_sync)
     if acks == 0:
         return None
-    for ev in to_replicate:
-        await ev.wait()
+    if to_replicate:
+        await _wait_for_replication(ctx, req, to_replicate)
     return ctx.response(responses=out, throttle_time_ms=0)
+
+
+async def _wait_for_replication(ctx: RequestContext, req, waiting) -> None:
+    """acks=all: each partition answers once its high watermark passed the appended records
+    (then NONE or NOT_ENOUGH_REPLICAS_AFTER_APPEND), when the leadership moved
+    (NOT_LEADER_OR_FOLLOWER), or REQUEST_TIMED_OUT after the request's timeout_ms."""
+    rm = ctx.broker.replica_manager
+    with trio.move_on_after(max(req.timeout_ms, 0) / 1000):
+        for _, _, _, _, _, ev in waiting:
+            if ev is not None:
+                await ev.wait()
+    for pr, topic, partition, offset, epoch, _ in waiting:
+        if pr.error_code:
+            continue
+        err = rm.acks_all_error(topic, partition, offset, epoch)
+        if err:
+            _refuse(ctx, pr, KafkaError(_ACKS_ALL_MESSAGES.get(err, err.name), err))
+
+
+_ACKS_ALL_MESSAGES = {
+    ErrorCode.REQUEST_TIMED_OUT: "Timed out waiting for the in-sync replicas to replicate the records.",
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: "The records were written, but fewer in-sync replicas than "
+                                                "min.insync.replicas have them.",
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: "This broker stopped leading the partition before the records were "
+                                      "replicated.",
+}
 
 
 async def _sync(ctx: RequestContext, syncs) -> None:

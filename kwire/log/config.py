@@ -46,6 +46,7 @@ class LogConfig:
     # file.delete.delay.ms: segments are unlinked at once; open file objects keep in-flight
     # reads valid, so no delay is needed
     file_delete_delay_ms: int = kafka("file.delete.delay.ms")
+    min_insync_replicas: int = kafka("min.insync.replicas")   # for acks=all (the replica manager)
 
     def __post_init__(self) -> None:
         if self.internal_segment_bytes is not None:   # Kafka's LogConfig.segmentSize()

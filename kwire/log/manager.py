@@ -6,9 +6,10 @@ Layout (as Kafka's log.dirs)::
       <topic>-<partition>/00000000000000000000.{log,index,timeindex} ...
       recovery-point-offset-checkpoint
       log-start-offset-checkpoint
+      replication-offset-checkpoint (the high watermarks)
       .kafka_cleanshutdown          (present only between a clean shutdown and the next open)
 
-A clean shutdown flushes every log, writes both checkpoints, then the marker; an open that
+A clean shutdown flushes every log, writes the checkpoints, then the marker; an open that
 finds the marker trusts the checkpoints and scans nothing (indexes load lazily). Without the
 marker each log is CRC-checked from its recovery point.
 
@@ -41,6 +42,7 @@ from kwire.log.segment import LogSegment
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"   # Kafka's name: the high watermarks
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _DELETE_SUFFIX = "-delete"
@@ -145,6 +147,7 @@ class LogManager:
         clean = os.path.exists(marker)
         recovery_points = read_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT)) or {}
         start_offsets = read_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT)) or {}
+        high_watermarks = read_checkpoint(os.path.join(self.data_dir, HIGH_WATERMARK_CHECKPOINT))
         for entry in os.scandir(self.data_dir):
             if not entry.is_dir():
                 continue
@@ -159,6 +162,11 @@ class LogManager:
                 entry.path, self.config_for(tp[0]), recovery_point=rp,
                 log_start_offset=start_offsets.get(tp), clean=clean and rp is not None,
                 now_ms=now_ms, topic=tp[0], partition=tp[1], failure_channel=self.failure_channel)
+            if high_watermarks is not None:
+                # a replica's high watermark as last checkpointed (0 when unknown, as Kafka);
+                # data dirs from before the checkpoint existed held one copy: all of it counted
+                log = self.logs[tp]
+                log.high_watermark = min(max(high_watermarks.get(tp, 0), log.log_start_offset), log.log_end_offset)
         self.was_clean_shutdown = clean
         if clean:
             # from now on a crash must be detected: the marker goes before anything is written
@@ -465,8 +473,13 @@ class LogManager:
         work.add(run, commit)
 
     def plan_checkpoint(self, *, recovery_points: bool = True, log_start_offsets: bool = True) -> DiskWork:
-        """Both checkpoint files (log.flush.offset.checkpoint.interval.ms), as of now."""
+        """The checkpoint files (log.flush.offset.checkpoint.interval.ms), as of now: recovery
+        points and high watermarks, and log start offsets."""
         work = DiskWork()
+        if recovery_points:
+            hws = {tp: log.high_watermark for tp, log in self.logs.items()}
+            path3 = os.path.join(self.data_dir, HIGH_WATERMARK_CHECKPOINT)
+            work.add(lambda: write_checkpoint(path3, hws))
         if recovery_points:
             rps = {tp: log.recovery_point for tp, log in self.logs.items()}
             path = os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT)

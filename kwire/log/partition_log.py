@@ -224,7 +224,7 @@ class PartitionLog:
                 if dup is not None:
                     return dup
             seg_before = self.segments[-1]
-            res = self._append_validated(mv, checked, now_ms, leader_epoch)
+            res = self._append_validated(mv, checked, now_ms, leader_epoch, origin == REPLICATION)
             if ps is not None:
                 producer_state.record_append(self, ps, checked.batches, res, rolled=self.segments[-1] is not seg_before)
             return res
@@ -235,12 +235,25 @@ class PartitionLog:
                 self.storage_failure("append", exc.__cause__)
             raise
 
-    def _append_validated(self, mv, checked, now_ms: int, leader_epoch: int | None) -> AppendResult:
+    def _append_validated(self, mv, checked, now_ms: int, leader_epoch: int | None,
+                          keep_offsets: bool = False) -> AppendResult:
         """Offsets from the log end offset; headers the validator changed are rebuilt (new
-        CRC), the others only get their baseOffset (and leader epoch: both outside the CRC)."""
+        CRC), the others only get their baseOffset (and leader epoch: both outside the CRC).
+        ``keep_offsets`` (a follower's append): the leader's offsets stay, each batch at or
+        past the log end offset (a compacted leader's log has gaps), in increasing order."""
         config = self.config
         n = checked.size
         records = checked.record_count
+        if keep_offsets:
+            expect = self.log_end_offset
+            for vb in checked.batches:
+                base = vb.header[0]
+                if base < expect:
+                    raise KafkaError(
+                        f"Unexpected offset in append to {self.topic_partition}. First offset {base} is less "
+                        f"than the next offset {expect}.", ErrorCode.UNKNOWN_SERVER_ERROR)
+                expect = base + vb.last_offset_delta + 1
+            records = expect - self.log_end_offset   # the offsets spanned, for the roll check
         seg = self._maybe_roll(n, checked.max_timestamp, records, now_ms)
         next_offset = seg.next_offset
         base_offset = next_offset
@@ -248,14 +261,18 @@ class PartitionLog:
         pieces = []
         pack64 = _INT64.pack
         cache = self.leader_epoch_cache
-        if leader_epoch is None:
-            _assign_batch_epochs(cache, checked.batches, next_offset)  # a follower's: batches keep theirs
+        if leader_epoch is None:   # a follower's (or kwire's own writer's): batches keep their epochs
+            _assign_batch_epochs(cache, checked.batches, None if keep_offsets else next_offset)
         elif leader_epoch != cache.latest_epoch and leader_epoch >= 0:
             # every batch is stamped with the leader's epoch: a new entry only when the epoch
             # changes (in memory: the file follows at the next flush, off the event loop)
             cache.assign(leader_epoch, base_offset, write=False)
+        if keep_offsets:
+            base_offset = checked.batches[0].header[0]
         for vb in checked.batches:
             p, size, lod, max_ts = vb.pos, vb.size, vb.last_offset_delta, vb.max_timestamp
+            if keep_offsets:
+                next_offset = vb.header[0]
             if vb.rewrite:
                 h = vb.header
                 hdr = bytearray(HEADER.pack(
@@ -624,11 +641,14 @@ class PartitionLog:
                 f"hw={self.high_watermark}, segments={len(self.segments)})")
 
 
-def _assign_batch_epochs(cache: LeaderEpochCache, batches, next_offset: int) -> None:
-    """Entries for the epochs that batches appended from ``next_offset`` carry (Kafka's
-    UnifiedLog.append: maybeAssignEpochStartOffset per batch)."""
+def _assign_batch_epochs(cache: LeaderEpochCache, batches, next_offset: int | None) -> None:
+    """Entries for the epochs that batches appended from ``next_offset`` (None: at their own
+    base offsets, a follower's append) carry (Kafka's UnifiedLog.append:
+    maybeAssignEpochStartOffset per batch)."""
     for vb in batches:
+        start = vb.header[0] if next_offset is None else next_offset
         e = vb.header[2]
         if e != cache.latest_epoch and e >= 0:
-            cache.assign(e, next_offset, write=False)
-        next_offset += vb.last_offset_delta + 1
+            cache.assign(e, start, write=False)
+        if next_offset is not None:
+            next_offset += vb.last_offset_delta + 1

@@ -163,7 +163,7 @@ def validate_records(buf, config, *, now_ms: int, origin: str = CLIENT,
             raise InvalidRecordError(
                 f"The baseOffset of the record batch in the append to {topic_partition} should be 0, "
                 f"but it is {h[0]}")
-        if size > max_size:
+        if size > max_size and validate_records_:   # a follower keeps what its leader accepted
             raise MessageTooLarge(
                 f"The record batch size in the append to {topic_partition} is {size} bytes which exceeds "
                 f"the maximum configured value of {max_size}.")

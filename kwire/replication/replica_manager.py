@@ -20,20 +20,30 @@ reach into the log; every leader check lives in ``leader_log``, in Kafka's order
   -1 = not checked) newer than ours: UNKNOWN_LEADER_EPOCH (our metadata is behind); older:
   FENCED_LEADER_EPOCH (the client's is).
 
-High watermark: the smallest log end offset in the ISR. This slice keeps one copy of each
-partition (followers do not fetch yet), so the leader's log end offset is the only one known
-and the high watermark follows it after every append; follower fetch positions will lower
-it here. Nothing in this module awaits: waiters are trio.Events a handler awaits at the edge.
+Roles: ``apply_partition`` makes this broker leader or follower of a partition as the
+metadata image says (after each applied PartitionRecord / PartitionChangeRecord): a leader
+keeps per-follower state (kwire.replication.partition) from their fetches
+(``read_for_follower``), a follower appends its leader's batches (``append_as_follower``,
+kwire.replication.follower drives it from the fetcher). High watermark: the smallest log end
+offset in the ISR, decided in ``_maybe_increment_high_watermark`` and nowhere else. acks=all:
+``append_records(required_acks=-1)`` refuses NOT_ENOUGH_REPLICAS when the ISR is smaller than
+min.insync.replicas; its waiter completes once the high watermark passes the records, then
+``acks_all_error`` says NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND or NOT_LEADER_OR_FOLLOWER
+(the leadership moved meanwhile). Nothing in this module awaits: waiters are trio.Events a
+handler awaits at the edge.
 """
 from __future__ import annotations
 
 import logging
+import time
+from dataclasses import dataclass
 from typing import Callable
 
 import trio
 
 from kwire.errors import ErrorCode, KafkaError
 from kwire.log.validator import COORDINATOR
+from kwire.replication.partition import Partition
 from kwire.replication.waiters import FetchWaiters, HighWatermarkWaiters, TopicPartition
 
 log = logging.getLogger("kwire.replication")
@@ -42,12 +52,23 @@ log = logging.getLogger("kwire.replication")
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP = -1, -2, -3, -4, -5
 
 
+@dataclass
+class Transition:
+    """What ``apply_partition`` changed: the partition, whether this broker leads it now,
+    whether it just became leader (or just stopped being one: ``became`` with leader False),
+    and whether the leader or its epoch changed."""
+    partition: Partition
+    leader: bool
+    became: bool
+    new_epoch: bool
+
+
 class LogReadResult:
     """One partition's answer to a Fetch read (Kafka's LogReadResult): an error code, or the
     offsets the response carries and the records read (file regions; b"" when none)."""
 
     __slots__ = ("error", "high_watermark", "last_stable_offset", "log_start_offset", "leader_epoch",
-                 "records", "size")
+                 "records", "size", "diverging_epoch", "diverging_end_offset")
 
     def __init__(self, error: int = 0, high_watermark: int = -1, last_stable_offset: int = -1,
                  log_start_offset: int = -1, leader_epoch: int = -1):
@@ -58,6 +79,8 @@ class LogReadResult:
         self.leader_epoch = leader_epoch
         self.records = b""
         self.size = 0
+        self.diverging_epoch = -1        # a follower's fetch: where its log left the leader's
+        self.diverging_end_offset = -1
 
 
 class LogSync:
@@ -89,17 +112,26 @@ class LogSync:
 
 
 class ReplicaManager:
-    def __init__(self, node_id: int, logs, image: Callable, *, producer_id_expiration_ms: Callable[[], int]):
+    def __init__(self, node_id: int, logs, image: Callable, *, producer_id_expiration_ms: Callable[[], int],
+                 now_ms: Callable[[], int] | None = None):
         """``logs``: the LogManager; ``image()``: the current metadata image (the broker
-        replaces it when a snapshot installs); ``producer_id_expiration_ms()``: the config."""
+        replaces it when a snapshot installs); ``producer_id_expiration_ms()``: the config;
+        ``now_ms()``: the clock (follower fetch times, ISR decisions)."""
         self.node_id = node_id
         self.logs = logs
         self._image = image
         self._producer_id_expiration_ms = producer_id_expiration_ms
-        # partitions led here whose log could not be opened: (topic, p) -> why
+        self._now_ms = now_ms or (lambda: int(time.time() * 1000))
+        # the partitions this broker hosts (leader or follower): (topic, p) -> Partition
+        self.partitions: dict[TopicPartition, Partition] = {}
+        # partitions hosted here whose log could not be opened: (topic, p) -> why
         self.offline_partitions: dict[TopicPartition, str] = {}
-        self.fetch_waiters = FetchWaiters()
+        self.fetch_waiters = FetchWaiters()           # consumers: woken when the high watermark moves
+        self.replica_fetch_waiters = FetchWaiters()   # followers: woken by every append
         self.high_watermark_waiters = HighWatermarkWaiters()
+        # called with (partition, new ISR) when the leader wants an ISR change (the edge sends
+        # an AlterPartition to the controller); None: nobody to ask (tests)
+        self.on_isr_change: Callable[[Partition, list[int]], None] | None = None
 
     # ------------------------------------------------------------------ metadata
     def _partition_image(self, topic: str, partition: int):
@@ -124,25 +156,55 @@ class ReplicaManager:
         plog = self.logs.get(topic, partition)
         return plog is not None and plog.offline
 
-    def make_leader(self, topic: str, partition: int) -> None:
-        """This node leads the partition (a PARTITION record, or replay at start): open or
-        create its log. A failure (EMFILE, EACCES, ENOSPC ...) marks it offline instead of
-        stopping the metadata replay."""
+    def apply_partition(self, topic: str, partition: int) -> Transition | None:
+        """Make this broker's role in a partition what the metadata image says (after each
+        applied PartitionRecord / PartitionChangeRecord, and at start-up): open or create its
+        log when it is a replica (a failure, EMFILE, EACCES, ENOSPC ..., marks it offline
+        instead of stopping the metadata replay), then become leader or follower (Kafka's
+        makeLeader / makeFollower). Returns what changed, for the edge (fetchers, group
+        coordinator), or None when this broker hosts no replica of it."""
+        p = self._partition_image(topic, partition)
+        tp = (topic, partition)
+        if p is None or (self.node_id not in p.replicas and p.leader != self.node_id):
+            return None
         try:
-            self.logs.open_partition(topic, partition)
+            plog = self.logs.open_partition(topic, partition)
         except (OSError, KafkaError) as exc:
             why = f"Error while creating log for {topic}-{partition} in dir {self.logs.data_dir}: {exc}"
-            self.offline_partitions[(topic, partition)] = why
+            self.offline_partitions[tp] = why
             log.error("partition %s-%d is offline: %s", topic, partition, why)
-            return
-        self.offline_partitions.pop((topic, partition), None)
+            return None
+        self.offline_partitions.pop(tp, None)
+        part = self.partitions.get(tp)
+        if part is None or part.log is not plog:
+            part = self.partitions[tp] = Partition(topic, partition, plog)
+        was_leader = part.is_leader
+        now = self._now_ms()
+        if p.leader == self.node_id:
+            new_epoch = part.make_leader(p.leader_epoch, p.partition_epoch, p.replicas, p.isr, self.node_id, now)
+            if new_epoch:
+                # the new epoch's entry before its first write (Kafka's makeLeader); the file
+                # follows at the next flush, off the event loop
+                if p.leader_epoch >= 0 and p.leader_epoch > plog.latest_epoch:
+                    plog.leader_epoch_cache.assign(p.leader_epoch, plog.log_end_offset, write=False)
+            self._maybe_increment_high_watermark(tp, plog)   # an ISR shrink may let it move
+            return Transition(part, leader=True, became=not was_leader, new_epoch=new_epoch)
+        changed = part.make_follower(p.leader, p.leader_epoch, p.partition_epoch, p.replicas, p.isr)
+        if was_leader or changed:
+            # acks=all produces waiting here answer NOT_LEADER_OR_FOLLOWER; fetches see it too
+            self.high_watermark_waiters.complete_all(tp)
+            self.fetch_waiters.wake(tp)
+            self.replica_fetch_waiters.wake(tp)
+        return Transition(part, leader=False, became=was_leader, new_epoch=changed)
 
     def partition_deleted(self, topic: str, partition: int) -> None:
         """The partition's topic was deleted (its log is the LogManager's to remove): wake
         every waiter, so fetches and acks=all produces see it gone."""
         tp = (topic, partition)
         self.offline_partitions.pop(tp, None)
+        self.partitions.pop(tp, None)
         self.fetch_waiters.wake(tp)
+        self.replica_fetch_waiters.wake(tp)
         self.high_watermark_waiters.complete_all(tp)
 
     # ------------------------------------------------------------------ leader checks
@@ -206,16 +268,34 @@ class ReplicaManager:
         return self.logs.log_dir, self.logs.offline, rows
 
     # ------------------------------------------------------------------ produce
-    def append_records(self, topic: str, partition: int, records, now_ms: int, *, origin: str = COORDINATOR):
+    def append_records(self, topic: str, partition: int, records, now_ms: int, *, origin: str = COORDINATOR,
+                       required_acks: int = 1):
         """Append to a partition this node leads, through its log's one append path
         (validation, producer-state checks, offsets; ``origin`` CLIENT for Produce, as
-        Kafka's AppendOrigin), stamped with the leader epoch; then the high watermark. Raises
-        KafkaError (a KafkaStorageError once the log dir is offline)."""
+        Kafka's AppendOrigin), stamped with the leader epoch; then the high watermark. With
+        ``required_acks`` -1 an ISR smaller than min.insync.replicas refuses the append
+        (NOT_ENOUGH_REPLICAS, nothing written). Raises KafkaError (a KafkaStorageError once
+        the log dir is offline)."""
         plog, epoch = self._leader(topic, partition, -1, False)   # offline: the append raises it
+        if required_acks == -1:
+            isr = self._isr_size(topic, partition)
+            min_isr = plog.config.min_insync_replicas
+            if isr < min_isr:
+                raise KafkaError(f"The size of the current ISR ({isr}) is insufficient to satisfy the min.isr "
+                                 f"requirement of {min_isr} for partition {topic}-{partition}",
+                                 ErrorCode.NOT_ENOUGH_REPLICAS)
         res = plog.append(records, now_ms=now_ms, leader_epoch=epoch, origin=origin,
                           producer_id_expiration_ms=self._producer_id_expiration_ms())
-        self._maybe_increment_high_watermark((topic, partition), plog)
+        tp = (topic, partition)
+        self.replica_fetch_waiters.wake(tp)
+        self._maybe_increment_high_watermark(tp, plog)
         return res
+
+    def _isr_size(self, topic: str, partition: int) -> int:
+        part = self.partitions.get((topic, partition))
+        if part is not None and part.is_leader:
+            return len(part.isr)
+        return len(self.isr(topic, partition))
 
     def log_sync_after_append(self, topic: str, partition: int, acks: int, now_ms: int) -> LogSync | None:
         """The disk work the append just made due before answering: an fdatasync of the
@@ -232,20 +312,43 @@ class ReplicaManager:
 
     def wait_for_high_watermark(self, topic: str, partition: int, offset: int) -> trio.Event | None:
         """For acks=all: None when the high watermark is at ``offset`` or past it already,
-        else an event set once it is (or once the partition is deleted)."""
+        else an event set once it is (or once the partition is deleted, or this broker
+        stops leading it: ``acks_all_error`` then says why)."""
         plog = self.logs.get(topic, partition)
         if plog is None or plog.high_watermark >= offset:
             return None
         return self.high_watermark_waiters.add((topic, partition), offset)
 
+    def acks_all_error(self, topic: str, partition: int, offset: int, leader_epoch: int = -1) -> ErrorCode:
+        """An acks=all append's answer once its waiter completed (Kafka's
+        Partition.checkEnoughReplicasReachOffset): NONE when the high watermark passed
+        ``offset`` with at least min.insync.replicas in the ISR;
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it; NOT_LEADER_OR_FOLLOWER
+        when this broker no longer leads the partition, or leads it in another epoch than
+        ``leader_epoch`` (the one of the append, -1: not checked) - the records may be gone;
+        UNKNOWN_TOPIC_OR_PARTITION when it was deleted."""
+        p = self._partition_image(topic, partition)
+        part = self.partitions.get((topic, partition))
+        if p is None or part is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if not part.is_leader or (leader_epoch != -1 and part.leader_epoch != leader_epoch):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if part.log.high_watermark < offset:
+            return ErrorCode.REQUEST_TIMED_OUT
+        if len(part.isr) < part.log.config.min_insync_replicas:
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return ErrorCode.NONE
+
     # ------------------------------------------------------------------ high watermark
     def _maybe_increment_high_watermark(self, tp: TopicPartition, plog) -> None:
-        """The one place that decides a partition's high watermark: the smallest log end
-        offset in the ISR. With one copy the leader's is the only one, so it is the leader's
-        log end offset. Wakes the fetches and acks=all produces waiting on the partition."""
-        hw = plog.log_end_offset
-        if hw != plog.high_watermark:
-            plog.high_watermark = hw
+        """The one place that decides a partition's high watermark on a leader: the smallest
+        log end offset in the (maximal) ISR, never backwards (kwire.replication.partition).
+        Wakes the fetches and acks=all produces waiting on the partition."""
+        part = self.partitions.get(tp)
+        if part is None or part.log is not plog or not part.is_leader:
+            return
+        if part.maybe_increment_high_watermark():
+            hw = plog.high_watermark
             self.high_watermark_waiters.high_watermark_moved(tp, hw)
             self.fetch_waiters.wake(tp)
 
@@ -253,6 +356,62 @@ class ReplicaManager:
         """The partition's high watermark on this broker (-1 when it has no log here)."""
         plog = self.logs.get(topic, partition)
         return plog.high_watermark if plog is not None else -1
+
+    # ------------------------------------------------------------------ replica fetches (leader)
+    def read_for_follower(self, topic: str, partition: int, replica_id: int, fetch_offset: int,
+                          last_fetched_epoch: int, max_bytes: int, *, current_leader_epoch: int = -1,
+                          min_one: bool = True, now_ms: int | None = None) -> LogReadResult:
+        """A follower's fetch on the leader (Kafka's replica Fetch): leader and epoch checks;
+        a divergence (the follower's last fetched epoch ends earlier here, or is unknown)
+        answered with ``diverging_epoch`` and no records; else records from ``fetch_offset``
+        up to the log end offset. The fetch offset is the follower's log end offset: it
+        updates the follower's state, then the high watermark and, when the follower has
+        caught up, an ISR expansion (``on_isr_change``)."""
+        try:
+            plog, epoch = self._leader(topic, partition, current_leader_epoch, True)
+        except KafkaError as exc:
+            return LogReadResult(exc.code)
+        tp = (topic, partition)
+        part = self.partitions.get(tp)
+        if part is None or not part.is_leader or replica_id not in part.replicas:
+            return LogReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        res = LogReadResult(0, plog.high_watermark, plog.high_watermark, plog.log_start_offset, epoch)
+        if last_fetched_epoch >= 0:
+            # None: this log knows no epoch up to it (an empty epoch cache): nothing to compare
+            found = plog.end_offset_for_epoch(last_fetched_epoch)
+            if found is not None and (found[0] < last_fetched_epoch or found[1] < fetch_offset):
+                res.diverging_epoch, res.diverging_end_offset = found
+                return res
+        if fetch_offset < plog.log_start_offset or fetch_offset > plog.log_end_offset:
+            res.error = ErrorCode.OFFSET_OUT_OF_RANGE
+            return res
+        try:
+            data = plog.read(fetch_offset, max_bytes, min_one=min_one)
+        except KafkaError as exc:
+            res.error = exc.code
+            return res
+        if data is not None and data.size:
+            res.records = data
+            res.size = data.size
+        now = self._now_ms() if now_ms is None else now_ms
+        part.update_follower_fetch_state(replica_id, fetch_offset, now)
+        self._maybe_increment_high_watermark(tp, plog)
+        res.high_watermark = res.last_stable_offset = plog.high_watermark
+        expand = part.isr_to_expand(replica_id)
+        if expand is not None and self.on_isr_change is not None:
+            self.on_isr_change(part, expand)
+        return res
+
+    def isr_shrinks(self, lag_ms: int, now_ms: int | None = None) -> list[tuple[Partition, list[int]]]:
+        """The ISR changes due on partitions led here: followers that have not caught up for
+        ``lag_ms`` (replica.lag.time.max.ms) leave (Kafka's maybeShrinkIsr)."""
+        now = self._now_ms() if now_ms is None else now_ms
+        out = []
+        for part in self.partitions.values():
+            new_isr = part.isr_to_shrink(now, lag_ms)
+            if new_isr is not None:
+                out.append((part, new_isr))
+        return out
 
     # ------------------------------------------------------------------ fetch
     def read(self, topic: str, partition: int, fetch_offset: int, max_bytes: int, *,
@@ -292,6 +451,16 @@ class ReplicaManager:
                 await ev.wait()
         finally:
             self.fetch_waiters.unwatch(ev, tps)
+
+    async def wait_for_replica_data(self, tps, deadline: float) -> None:
+        """For a follower's fetch long poll: until any of ``tps`` gets an append (or changes
+        role, or is deleted), or ``deadline`` passes."""
+        ev = self.replica_fetch_waiters.watch(tps)
+        try:
+            with trio.move_on_at(deadline):
+                await ev.wait()
+        finally:
+            self.replica_fetch_waiters.unwatch(ev, tps)
 
     # ------------------------------------------------------------------ list offsets
     def fetch_offset_for_timestamp(self, topic: str, partition: int, timestamp: int, *,

@@ -8,6 +8,7 @@ from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from kwire.codec.records import build_batch
+from kwire.errors import KafkaError
 from kwire.log.config import LogConfig
 from kwire.log.leader_epoch import (
     CHECKPOINT_FILE,
@@ -324,14 +325,22 @@ def test_appends_record_each_new_epoch(tmp_path):
 def test_follower_appends_keep_the_leaders_epochs(tmp_path):
     log = open_log(tmp_path / "t-0")
     data = bytearray()
+    offset = 0
     for n, e in ((2, 1), (1, 1), (3, 4)):
         b = bytearray(batch(n, epoch=e))
-        b[0:8] = len(data).to_bytes(8, "big")  # offsets as the leader assigned them
+        b[0:8] = offset.to_bytes(8, "big")  # offsets as the leader assigned them
+        offset += n
         data += b
     data2 = bytearray(batch(1, epoch=4))
+    data2[0:8] = (6).to_bytes(8, "big")
     log.append(bytes(data), now_ms=NOW, origin=REPLICATION)
     log.append(bytes(data2), now_ms=NOW, origin=REPLICATION)
     assert log.leader_epoch_cache.entries() == [(1, 0), (4, 3)]
+    assert log.log_end_offset == 7
+    # a batch below the log end offset is not the leader's next one: refused, nothing written
+    with pytest.raises(KafkaError, match="Unexpected offset"):
+        log.append(bytes(data2), now_ms=NOW, origin=REPLICATION)
+    assert log.log_end_offset == 7
     log.close()
 
 

@@ -41,7 +41,7 @@ class Cluster:
                 partition_id=p, topic_id=tid, replicas=replicas, isr=replicas, leader=leader,
                 leader_epoch=leader_epoch, partition_epoch=0))
             if leader == ME:
-                self.rm.make_leader(name, p)
+                self.rm.apply_partition(name, p)
 
     def delete(self, name: str) -> None:
         t = self.image.topics[name]
