@@ -59,7 +59,9 @@ def ask(broker, version, topic, partitions, replica_id=-1):
 def test_end_offsets_of_the_current_epoch(broker, topic, version):
     broker.produce(topic, [b"a", b"b", b"c"], partition=0)
     got = ask(broker, version, topic, [(0, -1, 0), (1, -1, 0)])
-    assert got == {0: (0, 0, 3), 1: (0, -1, -1)}   # partition 1: nothing written in any epoch
+    # partition 1: nothing written, but its leader recorded that epoch 0 starts at 0 when it
+    # became leader (Kafka's makeLeader), so epoch 0 ends at its log end offset, 0
+    assert got == {0: (0, 0, 3), 1: (0, 0, 0)}
     assert ask(broker, version, topic, [(0, 0, 0)]) == {0: (0, 0, 3)}
     assert ask(broker, version, topic, [(0, -1, 3)]) == {0: (0, -1, -1)}   # above every epoch
     assert ask(broker, version, topic, [(0, -1, -1)]) == {0: (0, -1, -1)}  # undefined epoch
@@ -131,7 +133,7 @@ def test_kafka_python_protocol_classes(broker, topic, version):
            for t in resp.topics for p in t.partitions}
     assert got == {
         (topic, 0): (0, 0, 2),
-        (topic, 1): (0, -1, -1),
+        (topic, 1): (0, 0, 0),       # epoch 0 began at 0 when the leader took over
         ("no-such-topic", 0): (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1),
     }
 
