@@ -469,11 +469,17 @@ class ReplicaManager:
         (also the last stable offset: no transactions); -2 earliest and -4 earliest local:
         the log start offset; -3 the record with the largest timestamp (KIP-734); -5 latest
         tiered: -1 (no tiered storage); >= 0 the first offset below the high watermark whose
-        timestamp is >= it (-1/-1 when none)."""
+        timestamp is >= it (-1/-1 when none). OFFSET_NOT_AVAILABLE while a new leader's high
+        watermark is below the start of its epoch (KIP-207)."""
         try:
             plog, epoch = self._leader(topic, partition, current_leader_epoch, True)
         except KafkaError as exc:
             return exc.code, -1, -1, -1
+        part = self.partitions.get((topic, partition))
+        if part is not None and part.leader_epoch_start_offset > plog.high_watermark:
+            # a new leader whose high watermark has not reached the start of its epoch yet
+            # does not know the committed end of the log (KIP-207): the client retries
+            return ErrorCode.OFFSET_NOT_AVAILABLE, -1, -1, epoch
         try:
             if timestamp == LATEST_TIMESTAMP:
                 return 0, plog.high_watermark, -1, epoch
