@@ -1,8 +1,9 @@
 """Run a broker: build it from a config (Broker() is the composition root: storage, replica
 manager, group coordinator edge, producer-id manager, fetch sessions), open it (metadata
 replay, partition logs), start its background duties (group coordinator replay and timers,
-retention), serve until cancelled or signalled (SIGINT/SIGTERM: stop accepting, finish,
-write log checkpoints)."""
+retention), serve until cancelled or signalled (SIGINT/SIGTERM: controlled shutdown - the
+controller moves this broker's leaderships away - then stop accepting, finish, write log
+checkpoints)."""
 from __future__ import annotations
 
 import logging
@@ -99,6 +100,9 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
                     async for sig in sigs:
                         log.info("received %s: shutting down", signal.Signals(sig).name)
                         break
+                if broker.quorum is not None and broker.config.get("controlled.shutdown.enable"):
+                    # hand leadership over first (bounded: the controller fences us after the session anyway)
+                    await broker.quorum.controlled_shutdown(broker.quorum.session_timeout_ms / 1000)
                 await server.drain()  # stop accepting; let in-flight requests finish
                 if broker.quorum is not None and broker.quorum.driver.is_leader and len(broker.voters) > 1:
                     broker.quorum.driver.resign()     # EndQuorumEpoch: a quick hand-over

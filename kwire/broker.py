@@ -134,7 +134,8 @@ class Broker:
         # dynamic broker configs are known now that the metadata has replayed
         self.producer_ids.expiration_ms = int(self.config.get("producer.id.expiration.ms"))
         b = self.image.brokers.get(self.node_id)
-        if b is None or (b.host, b.port) != (self.advertised_host, self.advertised_port) or b.fenced:
+        if b is None or (b.host, b.port) != (self.advertised_host, self.advertised_port) or b.fenced \
+                or b.in_controlled_shutdown:   # a new registration (epoch) ends a controlled shutdown
             rec = (R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
                 broker_id=self.node_id, incarnation_id=uuid.uuid4(),
                 broker_epoch=(b.epoch + 1) if b else 1,

@@ -12,14 +12,8 @@ Placement: any node takes the request and hands the intent to the active control
 checks it against its own image, places the replicas (kwire.metadata.placement: leaders
 spread evenly over the unfenced brokers, rack-aware when brokers have racks) and commits;
 INVALID_REPLICATION_FACTOR with Kafka's message when the factor exceeds the usable brokers.
-Replication factor: kwire does not replicate partition data yet, so metadata must not list
-replicas and an ISR no broker keeps. A factor above 1 (asked, or the default, or a manual
-assignment with more than one broker per partition) is refused with
-INVALID_REPLICATION_FACTOR "... kwire does not replicate partitions yet ...", after every
-other check (so RF 4 on three brokers still gets Kafka's own message). Refusing, not
-silently recording one replica, keeps a client that asked for durability from believing it
-has it; every existing caller asks for 1 or -1 (default.replication.factor = 1, and
-__consumer_offsets is created with -1).
+Replication factor: any factor up to the usable brokers (unfenced, not in controlled
+shutdown); a new partition's ISR is its replicas on usable brokers.
 """
 from __future__ import annotations
 

@@ -16,6 +16,12 @@ class BrokerImage:
     rack: str | None = None
     epoch: int = 0
     fenced: bool = False
+    in_controlled_shutdown: bool = False   # until it registers again (a new broker epoch)
+
+    @property
+    def active(self) -> bool:
+        """Kafka's ``isActive``: may lead partitions and join ISRs (unfenced, not shutting down)."""
+        return not self.fenced and not self.in_controlled_shutdown
 
 
 @dataclass
@@ -26,6 +32,21 @@ class PartitionImage:
     isr: list[int]
     leader_epoch: int = 0
     partition_epoch: int = 0
+    leader_recovery_state: int = 0   # 0 RECOVERED; 1 RECOVERING (elected uncleanly, not yet recovered)
+
+    def merge(self, change) -> None:
+        """Apply a PartitionChangeRecord, as Kafka's PartitionRegistration.merge: a new leader
+        (-2 means unchanged) bumps the leader epoch; every change bumps the partition epoch."""
+        if change.leader != -2:
+            self.leader = change.leader
+            self.leader_epoch += 1
+        if change.isr is not None:
+            self.isr = list(change.isr)
+        if change.replicas is not None:
+            self.replicas = list(change.replicas)
+        if change.leader_recovery_state != -1:
+            self.leader_recovery_state = change.leader_recovery_state
+        self.partition_epoch += 1
 
 
 @dataclass
@@ -59,12 +80,17 @@ class MetadataImage:
                                                       obj.rack, obj.broker_epoch, obj.fenced)
         elif msg is R.UNREGISTER_BROKER:
             self.brokers.pop(obj.broker_id, None)
-        elif msg is R.FENCE_BROKER:
-            if obj.id in self.brokers:
-                self.brokers[obj.id].fenced = True
-        elif msg is R.UNFENCE_BROKER:
-            if obj.id in self.brokers:
-                self.brokers[obj.id].fenced = False
+        elif msg is R.FENCE_BROKER or msg is R.UNFENCE_BROKER:
+            b = self.brokers.get(obj.id)
+            if b is not None and b.epoch == obj.epoch:   # a record of an older registration changes nothing
+                b.fenced = msg is R.FENCE_BROKER
+        elif msg is R.BROKER_REGISTRATION_CHANGE:
+            b = self.brokers.get(obj.broker_id)
+            if b is not None and b.epoch == obj.broker_epoch:
+                if obj.fenced:
+                    b.fenced = obj.fenced > 0
+                if obj.in_controlled_shutdown:
+                    b.in_controlled_shutdown = True
         elif msg is R.TOPIC:
             t = TopicImage(obj.name, obj.topic_id)
             self.topics[obj.name] = t
@@ -74,19 +100,12 @@ class MetadataImage:
             if t is not None:
                 t.partitions[obj.partition_id] = PartitionImage(
                     obj.partition_id, obj.leader, list(obj.replicas), list(obj.isr),
-                    obj.leader_epoch, obj.partition_epoch)
+                    obj.leader_epoch, obj.partition_epoch, obj.leader_recovery_state)
         elif msg is R.PARTITION_CHANGE:
             t = self.topics_by_id.get(obj.topic_id)
             p = t.partitions.get(obj.partition_id) if t else None
             if p is not None:
-                if obj.leader != -2:
-                    p.leader = obj.leader
-                    p.leader_epoch += 1
-                if obj.isr is not None:
-                    p.isr = list(obj.isr)
-                if obj.replicas is not None:
-                    p.replicas = list(obj.replicas)
-                p.partition_epoch += 1
+                p.merge(obj)
         elif msg is R.REMOVE_TOPIC:
             t = self.topics_by_id.pop(obj.topic_id, None)
             if t is not None:
@@ -136,13 +155,16 @@ def image_records(image: MetadataImage) -> list:
             end_points=[R.REGISTER_BROKER.struct("BrokerEndpoint")(name="PLAINTEXT", host=b.host, port=b.port,
                                                                   security_protocol=0)],
             rack=b.rack, fenced=b.fenced)))
+        if b.in_controlled_shutdown:
+            out.append((R.BROKER_REGISTRATION_CHANGE, R.BROKER_REGISTRATION_CHANGE.cls(
+                broker_id=b.node_id, broker_epoch=b.epoch, in_controlled_shutdown=1)))
     for t in sorted(image.topics.values(), key=lambda t: t.name):
         out.append((R.TOPIC, R.TOPIC.cls(name=t.name, topic_id=t.topic_id)))
         for p in sorted(t.partitions.values(), key=lambda p: p.index):
             out.append((R.PARTITION, R.PARTITION.cls(
                 partition_id=p.index, topic_id=t.topic_id, replicas=list(p.replicas), isr=list(p.isr),
                 removing_replicas=[], adding_replicas=[], leader=p.leader, leader_epoch=p.leader_epoch,
-                partition_epoch=p.partition_epoch)))
+                partition_epoch=p.partition_epoch, leader_recovery_state=p.leader_recovery_state)))
         for k, v in sorted(t.configs.items()):
             out.append((R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_TOPIC, resource_name=t.name, name=k, value=v)))
     for rtype, by_name in ((R.RESOURCE_BROKER, image.broker_configs), (R.RESOURCE_GROUP, image.group_configs)):

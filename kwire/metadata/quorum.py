@@ -17,10 +17,10 @@ change at a time (Kafka's controller is single-threaded too). The asking node an
 has applied them. Partitions another node leads are opened by that node as the records apply;
 a failure there marks the partition offline on that node (KAFKA_STORAGE_ERROR).
 
-Broker liveness: in combined mode every node fetches the metadata log from the leader all
-the time, so the leader's fetch bookkeeping is the heartbeat; the active controller fences
-(FenceBrokerRecord) a registered broker it has not heard from for
-``broker.session.timeout.ms`` and unfences it when it is back.
+Partitions and brokers (fencing, elections, AlterPartition, controlled shutdown,
+ElectLeaders, preferred leader rebalancing) are the active controller's duties in
+kwire.metadata.controller; ``alter_partition``, ``controlled_shutdown`` and ``elect_leaders``
+here reach them from any node (kwire.metadata.controller_apis on the controller listener).
 """
 from __future__ import annotations
 
@@ -32,8 +32,11 @@ from dataclasses import dataclass
 import trio
 
 from kwire.errors import ErrorCode, KafkaError
+from kwire.metadata import controller_apis as CA
 from kwire.metadata import records as R
 from kwire.metadata import topic_changes as TC
+from kwire.metadata.controller import Controller
+from kwire.metadata.partition_change import RECOVERED, AlterPartitionResult, Election
 from kwire.raft.core import RaftConfig
 from kwire.raft.driver import CommitFailed, RaftDriver
 from kwire.raft.storage import RaftStorage
@@ -71,19 +74,20 @@ class MetadataQuorum:
                                  snapshot_interval=int(broker.config.get("metadata.snapshot.interval.entries")
                                                        or DEFAULT_SNAPSHOT_INTERVAL))
         self.listeners = controller_listeners
+        self.controller = Controller(self)   # the active controller's partition and broker duties
         self.transport = None
         if len(self.voters) > 1:
             from kwire.raft.transport import RaftTransport  # noqa: PLC0415
             self.transport = RaftTransport(self.driver, {n: a for n, a in self.voters.items() if a},
                                            cluster_id=broker.cluster_id, forward_handler=self._on_forward,
-                                           controller_handler=self._on_controller_request)
+                                           controller_handler=self._on_controller_request,
+                                           controller_apis=CA.handlers(self.controller))
         self._pending_topics: set[str] = set()
         self._topic_lock = trio.Lock()   # the controller changes topics one at a time
         try:
             self.session_timeout_ms = int(broker.config.get("broker.session.timeout.ms"))
         except (KeyError, TypeError, ValueError):
             self.session_timeout_ms = DEFAULT_SESSION_TIMEOUT_MS
-        self._leader_since: float | None = None
 
     @property
     def single(self) -> bool:
@@ -93,7 +97,7 @@ class MetadataQuorum:
         await nursery.start(self.driver.run)
         if self.transport is not None:
             await nursery.start(self.transport.run, self.listeners)
-        nursery.start_soon(self._controller_loop)  # alone too: fences brokers registered before
+        nursery.start_soon(self.controller.run)  # alone too: fences brokers registered before
 
     async def wait_caught_up(self) -> None:
         """Until a leader is known and this node applied what the quorum committed."""
@@ -265,31 +269,113 @@ class MetadataQuorum:
         return await self._controller_topic_change(req, 10.0)
 
     # ------------------------------------------------------------------ controller duties
-    async def _controller_loop(self) -> None:
-        """On the active controller: fence brokers that stopped heartbeating, unfence returners."""
+    async def _to_controller(self, local, remote, timeout: float, code_of=lambda out: out.code):
+        """Ask the active controller: ``local()`` when this node is it, else
+        ``remote(controller id, timeout)`` (a request on its controller listener); again while
+        the answer is NOT_CONTROLLER or nobody answers. None when ``timeout`` runs out."""
+        d = self.driver
+        deadline = trio.current_time() + timeout
         while True:
-            await trio.sleep(0.5)
-            d = self.driver
-            if not d.is_leader:
-                self._leader_since = None
-                continue
-            now = trio.current_time()
-            if self._leader_since is None:
-                self._leader_since = now
-            recs = []
-            for b in list(self.broker.image.brokers.values()):
-                if b.node_id == self.node_id:
-                    continue
-                ago = d.last_fetch_ms(b.node_id)
-                alive = ago is not None and ago < self.session_timeout_ms
-                if not b.fenced and not alive and (now - self._leader_since) * 1000 > self.session_timeout_ms:
-                    recs.append((R.FENCE_BROKER, R.FENCE_BROKER.cls(id=b.node_id, epoch=b.epoch)))
-                elif b.fenced and alive:
-                    recs.append((R.UNFENCE_BROKER, R.UNFENCE_BROKER.cls(id=b.node_id, epoch=b.epoch)))
-            if recs:
-                log.info("controller %d: %s", self.node_id,
-                         ", ".join(f"{'fence' if m is R.FENCE_BROKER else 'unfence'} broker {o.id}" for m, o in recs))
+            remaining = deadline - trio.current_time()
+            if remaining <= 0:
+                return None
+            out = None
+            if d.is_leader:
+                out = await local()
+            elif d.leader_id >= 0 and self.transport is not None:
                 try:
-                    await d.propose_and_wait(tuple(R.encode_record(m, o) for m, o in recs), 5.0)
-                except CommitFailed as exc:
-                    log.info("fencing not committed: %s", exc)
+                    out = await remote(d.leader_id, min(remaining, 10.0))
+                except (ConnectionError, OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
+                    log.debug("controller %d did not answer: %s", d.leader_id, exc)
+            if out is not None and code_of(out) != ErrorCode.NOT_CONTROLLER:
+                return out
+            with trio.move_on_after(min(0.05, max(0.0, deadline - trio.current_time()))):
+                await d.wait_changed()
+
+    async def _wait_image(self, done, deadline: float) -> None:
+        while not done() and trio.current_time() < deadline:
+            with trio.move_on_after(min(0.05, max(0.0, deadline - trio.current_time()))):
+                await self.driver.wait_changed()
+
+    def _my_epoch(self) -> int:
+        b = self.broker.image.brokers.get(self.node_id)
+        return b.epoch if b is not None else -1
+
+    async def alter_partition(self, topic_id: uuid.UUID, partition: int, leader_epoch: int, partition_epoch: int,
+                              new_isr: list[int], timeout: float = 10.0, *,
+                              leader_recovery_state: int = RECOVERED) -> AlterPartitionResult:
+        """AlterPartition for one partition this node leads: the active controller checks it
+        (Kafka's codes: FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA,
+        INVALID_REQUEST, ...) and commits the new ISR. On success this node has applied the
+        change when this returns. REQUEST_TIMED_OUT when no controller answered in time."""
+        deadline = trio.current_time() + timeout
+        epoch = self._my_epoch()
+        out = await self._to_controller(
+            lambda: self.controller.alter_partition(self.node_id, epoch, topic_id, partition, leader_epoch,
+                                                    partition_epoch, list(new_isr),
+                                                    leader_recovery_state=leader_recovery_state),
+            lambda dest, t: CA.send_alter_partition(self.transport, dest, self.node_id, epoch, topic_id, partition,
+                                                    leader_epoch, partition_epoch, list(new_isr),
+                                                    leader_recovery_state, t),
+            timeout)
+        if out is None:
+            return AlterPartitionResult(ErrorCode.REQUEST_TIMED_OUT)
+        if out.code in (ErrorCode.NONE, ErrorCode.NEW_LEADER_ELECTED):
+            def applied() -> bool:
+                t = self.broker.image.topics_by_id.get(topic_id)
+                p = t.partitions.get(partition) if t else None
+                return p is None or p.partition_epoch >= out.partition_epoch
+            await self._wait_image(applied, deadline)
+        return out
+
+    async def controlled_shutdown(self, timeout: float = 30.0) -> bool:
+        """Ask the active controller to move every leadership off this broker and take it out
+        of every ISR (BrokerHeartbeat want_shut_down); it stays ineligible until it registers
+        again. True once the controller says done and this node has applied the change; False
+        on timeout or refusal. A broker with no other active broker to hand over to is done."""
+        image = self.broker.image
+        if self.node_id not in image.brokers or not any(
+                b.active for i, b in image.brokers.items() if i != self.node_id):
+            return True
+        deadline = trio.current_time() + timeout
+        while True:
+            epoch = self._my_epoch()
+            out = await self._to_controller(
+                lambda: self.controller.broker_heartbeat(self.node_id, epoch, self.broker.image.offset, True),
+                lambda dest, t: CA.send_broker_heartbeat(self.transport, dest, self.node_id, epoch,
+                                                         self.broker.image.offset, True, t),
+                deadline - trio.current_time())
+            if out is None or out.code != ErrorCode.NONE:
+                log.info("broker %d: controlled shutdown not done: %s", self.node_id,
+                         "no controller answered" if out is None else out.code.name)
+                return False
+            if out.should_shut_down:
+                log.info("broker %d: controlled shutdown done", self.node_id)
+                return True
+            if trio.current_time() >= deadline:
+                return False
+            await self._wait_image(lambda: False, min(deadline, trio.current_time() + 0.1))
+
+    async def elect_leaders(self, election: Election, topic_partitions: dict[str, list[int]] | None,
+                            timeout: float = 30.0) -> tuple[ErrorCode, dict[str, list[tuple[int, ErrorCode, str | None]]]]:
+        """ElectLeaders through the active controller: (top-level code, {topic: [(partition,
+        code, message)]}); the elected leaders are applied here on return."""
+        deadline = trio.current_time() + timeout
+        image = self.broker.image
+        before = {(t.name, p.index): p.leader_epoch for t in image.topics.values() for p in t.partitions.values()}
+        out = await self._to_controller(
+            lambda: self.controller.elect_leaders(election, topic_partitions),
+            lambda dest, t: CA.send_elect_leaders(self.transport, dest, election, topic_partitions, t),
+            timeout, code_of=lambda o: o[0])
+        if out is None:
+            return ErrorCode.REQUEST_TIMED_OUT, {}
+        code, results = out
+        elected = [(name, pid) for name, rows in results.items() for pid, c, _ in rows if c == ErrorCode.NONE]
+
+        def applied() -> bool:
+            topics = self.broker.image.topics
+            return all(name not in topics or pid not in topics[name].partitions
+                       or topics[name].partitions[pid].leader_epoch > before.get((name, pid), -1)
+                       for name, pid in elected)
+        await self._wait_image(applied, deadline)
+        return code, results

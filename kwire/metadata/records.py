@@ -11,8 +11,8 @@ from kwire.codec.schema import F, Message
 from kwire.errors import CodecError
 
 
-def _rec(name: str, type_id: int, fields: list[F]) -> Message:
-    m = Message(name, kind="metadata", valid="0", flexible="0+", fields=fields)
+def _rec(name: str, type_id: int, fields: list[F], valid: str = "0") -> Message:
+    m = Message(name, kind="metadata", valid=valid, flexible="0+", fields=fields)
     m.type_id = type_id  # type: ignore[attr-defined]
     return m
 
@@ -62,12 +62,23 @@ PARTITION_CHANGE = _rec("PartitionChangeRecord", 5, [
     F("isr", "[]int32", nullable="0+", tag=0, tagged="0+", default=None),
     F("leader", "int32", tag=1, tagged="0+", default=-2),
     F("replicas", "[]int32", nullable="0+", tag=2, tagged="0+", default=None),
+    F("removing_replicas", "[]int32", nullable="0+", tag=3, tagged="0+", default=None),
+    F("adding_replicas", "[]int32", nullable="0+", tag=4, tagged="0+", default=None),
+    # -1 no change; 0 RECOVERED (elected from the ISR); 1 RECOVERING (after an unclean election)
+    F("leader_recovery_state", "int8", tag=5, tagged="0+", default=-1),
 ])
 FENCE_BROKER = _rec("FenceBrokerRecord", 7, [F("id", "int32"), F("epoch", "int64")])
 UNFENCE_BROKER = _rec("UnfenceBrokerRecord", 8, [F("id", "int32"), F("epoch", "int64")])
 REMOVE_TOPIC = _rec("RemoveTopicRecord", 9, [F("topic_id", "uuid")])
 FEATURE_LEVEL = _rec("FeatureLevelRecord", 12, [F("name", "string"), F("feature_level", "int16")])
-NO_OP = _rec("NoOpRecord", 17, [])
+# fenced: -1 unfenced, 0 no change, 1 fenced; in_controlled_shutdown (v1+): 1 entered it
+BROKER_REGISTRATION_CHANGE = _rec("BrokerRegistrationChangeRecord", 17, [
+    F("broker_id", "int32"),
+    F("broker_epoch", "int64"),
+    F("fenced", "int8", tag=0, tagged="0+", default=0),
+    F("in_controlled_shutdown", "int8", "1+", tag=1, tagged="1+", default=0),
+], valid="0-1")
+NO_OP = _rec("NoOpRecord", 20, [])
 PRODUCER_IDS = _rec("ProducerIdsRecord", 15, [
     F("broker_id", "int32"),
     F("broker_epoch", "int64"),
@@ -76,7 +87,7 @@ PRODUCER_IDS = _rec("ProducerIdsRecord", 15, [
 
 BY_TYPE: dict[int, Message] = {m.type_id: m for m in (  # type: ignore[attr-defined]
     REGISTER_BROKER, UNREGISTER_BROKER, TOPIC, PARTITION, CONFIG, PARTITION_CHANGE, FENCE_BROKER,
-    UNFENCE_BROKER, REMOVE_TOPIC, FEATURE_LEVEL, NO_OP, PRODUCER_IDS)}
+    UNFENCE_BROKER, REMOVE_TOPIC, FEATURE_LEVEL, NO_OP, PRODUCER_IDS, BROKER_REGISTRATION_CHANGE)}
 
 # ConfigResource types, as in Kafka's ConfigResource.Type
 RESOURCE_TOPIC = 2
@@ -88,8 +99,9 @@ def encode_record(msg: Message, obj) -> bytes:
     out = bytearray()
     P.write_uvarint(out, 1)
     P.write_uvarint(out, msg.type_id)  # type: ignore[attr-defined]
-    P.write_uvarint(out, 0)
-    return bytes(out) + msg.encode(obj, 0)
+    version = msg.valid.hi   # the newest version we know (Kafka writes what its metadata.version allows)
+    P.write_uvarint(out, version)
+    return bytes(out) + msg.encode(obj, version)
 
 
 def decode_record(data) -> tuple[Message, object]:
@@ -97,8 +109,10 @@ def decode_record(data) -> tuple[Message, object]:
     if frame_version != 1:
         raise CodecError(f"unknown metadata record frame version {frame_version}")
     type_id, pos = P.read_uvarint(data, pos)
-    _version, pos = P.read_uvarint(data, pos)
+    version, pos = P.read_uvarint(data, pos)
     msg = BY_TYPE.get(type_id)
     if msg is None:
         raise CodecError(f"unknown metadata record type {type_id}")
-    return msg, msg.decode(memoryview(data)[pos:], 0)
+    if version not in msg.valid:
+        raise CodecError(f"unknown version {version} of metadata record {msg.name}")
+    return msg, msg.decode(memoryview(data)[pos:], version)

@@ -6,13 +6,9 @@ and commits the records.
 Checks and messages follow Kafka's ReplicationControlManager: topic names, TOPIC_ALREADY_EXISTS,
 non-positive partitions / replication factor, -1 for the controller's num.partitions /
 default.replication.factor, manual assignments (INVALID_REPLICA_ASSIGNMENT), configs
-(INVALID_CONFIG), INVALID_REPLICATION_FACTOR when the factor exceeds the usable (unfenced)
-brokers. Placement: kwire.metadata.placement.
-
-Replication: kwire keeps one copy of each partition until followers exist (issue 13's later
-slices), so a factor above ``MAX_KEPT_REPLICAS`` is refused with INVALID_REPLICATION_FACTOR
-("kwire does not replicate partitions yet") after every other check, rather than recorded
-as replicas and an ISR no broker keeps. Placement itself supports any factor.
+(INVALID_CONFIG), INVALID_REPLICATION_FACTOR when the factor exceeds the usable brokers
+(unfenced and not in controlled shutdown). Placement: kwire.metadata.placement. A new
+partition's ISR is its replicas on usable brokers, its leader the first of them.
 """
 from __future__ import annotations
 
@@ -28,7 +24,6 @@ from kwire.metadata.placement import PlacementError, UsableBroker, place, valida
 
 LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
-MAX_KEPT_REPLICAS = 1 << 16   # (temporary on branch core; the ctl branch removes the limit)
 
 
 def validate_topic_name(name: str) -> str | None:
@@ -83,18 +78,12 @@ class Plan:
 
 
 def usable_brokers(image: MetadataImage) -> list[UsableBroker]:
-    return [UsableBroker(b.node_id, b.rack, b.fenced) for b in image.brokers.values()]
+    # a broker in controlled shutdown takes no new replicas either (Kafka's usable brokers)
+    return [UsableBroker(b.node_id, b.rack, not b.active) for b in image.brokers.values()]
 
 
 def _all_replicas(image: MetadataImage):
     return [p.replicas for t in image.topics.values() for p in t.partitions.values()]
-
-
-def _refuse_unkept(rf: int) -> None:
-    if rf > MAX_KEPT_REPLICAS:
-        raise TopicRefused(ErrorCode.INVALID_REPLICATION_FACTOR,
-                           f"Unable to replicate the partition {rf} time(s): kwire does not replicate partitions "
-                           f"yet (at most {MAX_KEPT_REPLICAS} replica per partition).")
 
 
 def _manual(assignments, image: MetadataImage, rf: int | None = None) -> list[list[int]]:
@@ -106,7 +95,7 @@ def _manual(assignments, image: MetadataImage, rf: int | None = None) -> list[li
         except PlacementError as exc:
             raise TopicRefused(exc.code, exc.message) from None
         rf = len(replicas)
-        if all(image.brokers[b].fenced for b in replicas):
+        if not any(image.brokers[b].active for b in replicas):
             raise TopicRefused(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                f"All brokers specified in the manual partition assignment for partition {i} "
                                "are fenced or in controlled shutdown.")
@@ -115,8 +104,8 @@ def _manual(assignments, image: MetadataImage, rf: int | None = None) -> list[li
 
 
 def _partition_record(topic_id, index: int, replicas: list[int], image: MetadataImage):
-    # the ISR is the assigned replicas that are unfenced, in order; the first of them leads
-    isr = [b for b in replicas if b in image.brokers and not image.brokers[b].fenced] or list(replicas)
+    # the ISR is the assigned replicas that are active, in order; the first of them leads
+    isr = [b for b in replicas if b in image.brokers and image.brokers[b].active] or list(replicas)
     return (R.PARTITION, R.PARTITION.cls(partition_id=index, topic_id=topic_id, replicas=list(replicas), isr=isr,
                                          leader=isr[0], leader_epoch=0, partition_epoch=0))
 
@@ -165,7 +154,6 @@ def plan_create_topic(image: MetadataImage, req: CreateTopic, *, default_partiti
             placed = place(count, rf, usable_brokers(image), cluster=_all_replicas(image))
         except PlacementError as exc:
             raise TopicRefused(exc.code, f"Unable to replicate the partition {rf} time(s): {exc.message}") from None
-    _refuse_unkept(len(placed[0]))
     topic_id = uuid.uuid4()
     plan = Plan(topic_id, dict(enumerate(placed)), configs=clean)
     plan.records.append((R.TOPIC, R.TOPIC.cls(name=req.name, topic_id=topic_id)))
@@ -203,7 +191,6 @@ def plan_create_partitions(image: MetadataImage, req: CreatePartitions) -> Plan:
                            topic=[p.replicas for p in t.partitions.values()])
         except PlacementError as exc:
             raise TopicRefused(exc.code, f"Unable to replicate the partition {rf} time(s): {exc.message}") from None
-    _refuse_unkept(rf)
     plan = Plan(t.topic_id, {cur + i: r for i, r in enumerate(placed)})
     for index, replicas in plan.replicas.items():
         plan.records.append(_partition_record(t.topic_id, index, replicas, image))

@@ -2,11 +2,12 @@
 
 Vote (v2), BeginQuorumEpoch (v1), EndQuorumEpoch (v0), Fetch (v12, ``__cluster_metadata``
 partition 0, entries as record batches) and FetchSnapshot (v0) carry the core's messages
-(kwire.raft.messages); DescribeQuorum (v1) answers from the local replica. One more request
-is kwire's own use of a Kafka format: a Produce (v9) to ``__cluster_metadata`` partition 0
-on the controller listener forwards metadata records to the active controller, which
-answers once they are committed (``base_offset`` = the entry's offset) or with an error
-(NOT_CONTROLLER, TOPIC_ALREADY_EXISTS, ...).
+(kwire.raft.messages); DescribeQuorum (v1) answers from the local replica. AlterPartition,
+BrokerHeartbeat (controlled shutdown) and ElectLeaders reach the active controller's duties
+(kwire.metadata.controller_apis). One more request is kwire's own use of a Kafka format: a
+Produce (v9) to ``__cluster_metadata`` partition 0 on the controller listener forwards
+metadata records to the active controller, which answers once they are committed
+(``base_offset`` = the entry's offset) or with an error (NOT_CONTROLLER, TOPIC_ALREADY_EXISTS, ...).
 
 Topic changes travel as intents: CreateTopics (v7, one topic) and CreatePartitions (v3, one
 topic) on the controller listener reach the active controller, which checks, places and
@@ -252,8 +253,11 @@ class RaftTransport:
 
     def __init__(self, driver, voters: dict[int, tuple[str, int]], cluster_id: str | None = None,
                  forward_handler: Callable[[list[bytes]], Awaitable[tuple[int, int]]] | None = None,
-                 controller_handler: Callable[[Any], Awaitable[Any]] | None = None):
+                 controller_handler: Callable[[Any], Awaitable[Any]] | None = None,
+                 controller_apis: dict[int, Callable[[Any, int], Awaitable[Any]]] | None = None):
         self.driver = driver
+        # AlterPartition, BrokerHeartbeat, ElectLeaders (kwire.metadata.controller_apis): key -> fn(body, version)
+        self.controller_apis = controller_apis or {}
         self.controller_handler = controller_handler   # topic-change intent -> TopicOutcome
         self.node_id = driver.node_id
         self.cluster_id = cluster_id
@@ -431,6 +435,8 @@ class RaftTransport:
             body = await self._answer_forward(req.body)
         elif key in (CREATE_TOPICS.key, CREATE_PARTITIONS.key):
             body = await self._answer_topic_change(key, req.body)
+        elif key in self.controller_apis:
+            body = await self.controller_apis[key](req.body, req.header.api_version)
         else:
             self._fetch_seq += 1
             got = request_from_wire(key, req.body, self._fetch_seq)

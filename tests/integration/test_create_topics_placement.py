@@ -1,7 +1,6 @@
 """CreateTopics / CreatePartitions on one node through stock admin clients: the controller's
 checks and Kafka's messages (replication factor beyond the live brokers, manual assignments),
-validate_only answering what the controller would make, and RF > 1 refused while kwire keeps
-one copy of each partition."""
+validate_only answering what the controller would make."""
 from __future__ import annotations
 
 import uuid

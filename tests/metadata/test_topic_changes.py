@@ -1,5 +1,6 @@
 """The controller's checks for CreateTopics / CreatePartitions (kwire.metadata.topic_changes)
-against its image: Kafka's codes and messages, placement, and the one-replica rule."""
+against its image: Kafka's codes and messages, placement with any replication factor up to
+the usable brokers."""
 from __future__ import annotations
 
 import uuid
@@ -67,9 +68,6 @@ def test_defaults_and_configs():
     (TC.CreateTopic("t", 1, 4), ErrorCode.INVALID_REPLICATION_FACTOR,
      "Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached because "
      "only 3 broker(s) are registered."),
-    (TC.CreateTopic("t", 1, 3), ErrorCode.INVALID_REPLICATION_FACTOR,
-     "Unable to replicate the partition 3 time(s): kwire does not replicate partitions yet (at most 1 replica "
-     "per partition)."),
     (TC.CreateTopic("t", 2, -1, assignments={0: [1]}), ErrorCode.INVALID_REQUEST,
      "A manual partition assignment was specified, but numPartitions was not set to -1."),
     (TC.CreateTopic("t", -1, 1, assignments={0: [1]}), ErrorCode.INVALID_REQUEST,
@@ -83,9 +81,6 @@ def test_defaults_and_configs():
      "previous partitions, which have 1 replica(s)."),
     (TC.CreateTopic("t", assignments={0: [2, 2]}), ErrorCode.INVALID_REPLICA_ASSIGNMENT,
      "The manual partition assignment includes the broker 2 more than once."),
-    (TC.CreateTopic("t", assignments={0: [1, 2]}), ErrorCode.INVALID_REPLICATION_FACTOR,
-     "Unable to replicate the partition 2 time(s): kwire does not replicate partitions yet (at most 1 replica "
-     "per partition)."),
 ])
 def test_create_topic_refusals(req, code, message):
     im = image(3)
@@ -150,3 +145,35 @@ def test_create_partitions():
         assert (e.code, e.message) == (code, message)
     plan = TC.plan_create_partitions(im, TC.CreatePartitions("t", 7, [[3]]))
     assert plan.replicas == {6: [3]}
+
+
+def test_replicated_topics_spread_leaders_and_followers():
+    im = image(3)
+    plan = create(im, TC.CreateTopic("r3", 6, 3))
+    parts = im.topics["r3"].partitions
+    assert plan.replication_factor == 3
+    for p in parts.values():
+        assert sorted(p.replicas) == [1, 2, 3] and p.isr == p.replicas and p.leader == p.replicas[0]
+        assert (p.leader_epoch, p.partition_epoch) == (0, 0)
+    assert sorted(p.leader for p in parts.values()) == [1, 1, 2, 2, 3, 3]
+    plan = create(im, TC.CreateTopic("r2", 6, 2))
+    parts = im.topics["r2"].partitions
+    assert sorted(p.leader for p in parts.values()) == [1, 1, 2, 2, 3, 3]
+    followers = sorted(p.replicas[1] for p in parts.values())
+    assert followers == [1, 1, 2, 2, 3, 3] and all(p.replicas[0] != p.replicas[1] for p in parts.values())
+    # manual assignments of any factor; CreatePartitions keeps the topic's factor
+    create(im, TC.CreateTopic("m", assignments={0: [1, 2], 1: [3, 1]}))
+    assert [im.topics["m"].partitions[i].isr for i in (0, 1)] == [[1, 2], [3, 1]]
+    plan = TC.plan_create_partitions(im, TC.CreatePartitions("r3", 9))
+    assert all(sorted(r) == [1, 2, 3] for r in plan.replicas.values())
+
+
+def test_fenced_and_shutting_down_brokers_hold_no_new_isr_or_leadership():
+    im = image(3, fenced={3})
+    create(im, TC.CreateTopic("m", assignments={0: [3, 1, 2]}))
+    p = im.topics["m"].partitions[0]
+    assert (p.replicas, p.isr, p.leader) == ([3, 1, 2], [1, 2], 1)
+    im.brokers[1].in_controlled_shutdown = True
+    e = refused(TC.plan_create_topic, im, TC.CreateTopic("t", 1, 2), default_partitions=1,
+                default_replication_factor=1)
+    assert e.code == ErrorCode.INVALID_REPLICATION_FACTOR and "only 1 broker(s)" in e.message

@@ -1,8 +1,7 @@
 """Three kwire processes: CreateTopics / CreatePartitions sent to a node that is not the
 active controller are placed by the controller (its log line, leaders even over the three
 brokers whichever node got the request); INVALID_REPLICATION_FACTOR beyond the live brokers,
-and for any factor above one (kwire keeps one copy until followers exist), through
-confluent-kafka's AdminClient."""
+replication factor 3 accepted, through confluent-kafka's AdminClient."""
 from __future__ import annotations
 
 from collections import Counter
@@ -94,7 +93,7 @@ def test_topics_are_placed_by_the_active_controller(tmp_path):
         totals = Counter(leader for t in everything.values() for leader in t.values())
         assert max(totals.values()) - min(totals.values()) <= 1, totals   # every topic started where load said
 
-        # the stock admin client: RF beyond the live brokers, and RF > 1 (not kept yet)
+        # the stock admin client: RF beyond the live brokers refused, RF 3 placed on all three
         confluent_kafka = pytest.importorskip("confluent_kafka")
         from confluent_kafka.admin import AdminClient, NewTopic  # noqa: PLC0415
 
@@ -109,9 +108,12 @@ def test_topics_are_placed_by_the_active_controller(tmp_path):
         assert e.code() == confluent_kafka.KafkaError.INVALID_REPLICATION_FACTOR
         assert ("Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached "
                 "because only 3 broker(s) are registered.") in e.str()
-        e = refusal(NewTopic("rf3", 1, 3))
-        assert e.code() == confluent_kafka.KafkaError.INVALID_REPLICATION_FACTOR
-        assert "kwire does not replicate partitions yet" in e.str()
+        admin.create_topics([NewTopic("rf3", 3, 3)], operation_timeout=15)["rf3"].result(30)
+        md = wait_for(lambda: (lambda t: t if t is not None and len(t.partitions) == 3 else None)(
+            admin.list_topics("rf3", timeout=10).topics.get("rf3")), 10)
+        assert all(sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3] and p.leader == p.replicas[0]
+                   for p in md.partitions.values())
+        assert sorted(p.leader for p in md.partitions.values()) == [1, 2, 3]
 
         # a broker down: fenced after broker.session.timeout.ms, so only two are live
         gone = others[1]

@@ -1,0 +1,219 @@
+"""The active controller's partition decisions (Kafka's ReplicationControlManager): given the
+metadata image, the records that fence, unfence or shut down a broker, answer an
+AlterPartition, elect leaders on request (ElectLeaders) or to rebalance preferred leaders.
+Pure: every function reads the image and returns records (``(message, object)`` pairs) to
+commit; kwire.metadata.controller proposes them, one decision at a time, so each decision
+sees the previous one applied.
+
+``unclean`` is a callable ``TopicImage -> bool``: the topic's unclean.leader.election.enable
+(else the broker default, false).
+"""
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from typing import Callable, Iterable, Iterator
+
+from kwire.errors import ErrorCode
+from kwire.metadata import records as R
+from kwire.metadata.image import MetadataImage, PartitionImage, TopicImage
+from kwire.metadata.partition_change import (NO_LEADER, RECOVERED, RECOVERING, AlterPartitionResult, Election,
+                                             PartitionChangeBuilder, election_for, leader_acceptor, without)
+
+Unclean = Callable[[TopicImage], bool]
+NEVER: Unclean = lambda _t: False  # noqa: E731
+
+ELECTION_MESSAGES = {
+    ErrorCode.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition.",
+    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE: "The preferred leader was not available.",
+    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: "Eligible topic partition leaders are not available.",
+}
+
+
+def _partitions(image: MetadataImage) -> Iterator[tuple[TopicImage, PartitionImage]]:
+    for t in image.topics.values():
+        for p in t.partitions.values():
+            yield t, p
+
+
+def leader_and_isr_updates(image: MetadataImage, parts: Iterable[tuple[TopicImage, PartitionImage]], *,
+                           removing: int = NO_LEADER, adding: int = NO_LEADER, unclean: Unclean = NEVER) -> list:
+    """Kafka's generateLeaderAndIsrUpdates: ``removing`` leaves each ISR (not the last member)
+    and leadership; ``adding`` may lead although the image does not show it active yet."""
+    acceptable = leader_acceptor(image.brokers, removing=removing, adding=adding)
+    out = []
+    for t, p in parts:
+        b = PartitionChangeBuilder(p, t.topic_id, acceptable, election_for(unclean(t)))
+        if removing != NO_LEADER:
+            b.set_target_isr(without(p.isr, removing))
+        rec = b.build()
+        if rec is not None:
+            out.append((R.PARTITION_CHANGE, rec))
+    return out
+
+
+def fence_broker(image: MetadataImage, broker_id: int, unclean: Unclean = NEVER) -> list:
+    """A broker whose session timed out: it leaves every ISR and leadership; then fenced."""
+    b = image.brokers[broker_id]
+    recs = leader_and_isr_updates(image, ((t, p) for t, p in _partitions(image) if broker_id in p.isr),
+                                  removing=broker_id, unclean=unclean)
+    recs.append((R.BROKER_REGISTRATION_CHANGE, R.BROKER_REGISTRATION_CHANGE.cls(
+        broker_id=broker_id, broker_epoch=b.epoch, fenced=1)))
+    return recs
+
+
+def unfence_broker(image: MetadataImage, broker_id: int, unclean: Unclean = NEVER) -> list:
+    """A fenced broker heard from again: unfenced; leaderless partitions whose ISR holds it
+    (or, unclean, any of its replicas) get it as leader."""
+    b = image.brokers[broker_id]
+    recs = [(R.BROKER_REGISTRATION_CHANGE, R.BROKER_REGISTRATION_CHANGE.cls(
+        broker_id=broker_id, broker_epoch=b.epoch, fenced=-1))]
+    recs += leader_and_isr_updates(image, ((t, p) for t, p in _partitions(image) if p.leader == NO_LEADER),
+                                   adding=broker_id, unclean=unclean)
+    return recs
+
+
+def elect_leaderless(image: MetadataImage, unclean: Unclean = NEVER) -> list:
+    """Leaders for partitions without one, where an ISR member (or, unclean, any replica) is
+    active now: a broker that registered again, an unclean election enabled later."""
+    return leader_and_isr_updates(image, ((t, p) for t, p in _partitions(image) if p.leader == NO_LEADER),
+                                  unclean=unclean)
+
+
+def controlled_shutdown(image: MetadataImage, broker_id: int, unclean: Unclean = NEVER) -> list:
+    """A broker asked to shut down (BrokerHeartbeat want_shut_down): in controlled shutdown
+    from now until it registers again; it leaves every ISR (not the last member) and every
+    leadership moves to another ISR member (leader -1 where none is left)."""
+    b = image.brokers[broker_id]
+    recs = []
+    if not b.in_controlled_shutdown:
+        recs.append((R.BROKER_REGISTRATION_CHANGE, R.BROKER_REGISTRATION_CHANGE.cls(
+            broker_id=broker_id, broker_epoch=b.epoch, in_controlled_shutdown=1)))
+    recs += leader_and_isr_updates(image, ((t, p) for t, p in _partitions(image) if broker_id in p.isr),
+                                   removing=broker_id, unclean=unclean)
+    return recs
+
+
+def has_leaderships(image: MetadataImage, broker_id: int) -> bool:
+    return any(p.leader == broker_id for _, p in _partitions(image))
+
+
+# ---------------------------------------------------------------------- AlterPartition
+def alter_partition(image: MetadataImage, broker_id: int, topic_id: uuid.UUID, partition: int, leader_epoch: int,
+                    partition_epoch: int, new_isr: list[int], *, leader_recovery_state: int = RECOVERED,
+                    broker_epochs: list[int] | None = None,
+                    unclean: Unclean = NEVER) -> tuple[AlterPartitionResult, list]:
+    """One partition of an AlterPartition from ``broker_id``, checked as Kafka's controller
+    checks it (validateAlterPartitionData); the answer and the records to commit."""
+    t = image.topics_by_id.get(topic_id)
+    if t is None:
+        return AlterPartitionResult(ErrorCode.UNKNOWN_TOPIC_ID), []
+    p = t.partitions.get(partition)
+    if p is None:
+        return AlterPartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), []
+    if leader_epoch > p.leader_epoch or partition_epoch > p.partition_epoch:
+        return AlterPartitionResult(ErrorCode.NOT_CONTROLLER), []   # this controller is behind
+    if leader_epoch < p.leader_epoch:
+        return AlterPartitionResult(ErrorCode.FENCED_LEADER_EPOCH), []
+    if broker_id != p.leader:
+        return AlterPartitionResult(ErrorCode.INVALID_REQUEST), []
+    if partition_epoch < p.partition_epoch:
+        return AlterPartitionResult(ErrorCode.INVALID_UPDATE_VERSION), []
+    if len(set(new_isr)) != len(new_isr) or not new_isr or any(r not in p.replicas for r in new_isr):
+        return AlterPartitionResult(ErrorCode.INVALID_REQUEST), []
+    if p.leader not in new_isr:
+        return AlterPartitionResult(ErrorCode.INVALID_REQUEST), []   # the ISR always holds the leader
+    if leader_recovery_state == RECOVERING and len(new_isr) > 1:
+        return AlterPartitionResult(ErrorCode.INVALID_REQUEST), []
+    if p.leader_recovery_state == RECOVERED and leader_recovery_state == RECOVERING:
+        return AlterPartitionResult(ErrorCode.INVALID_REQUEST), []
+    for i, r in enumerate(new_isr):
+        b = image.brokers.get(r)
+        epoch = broker_epochs[i] if broker_epochs else -1
+        if b is None or not b.active or (epoch != -1 and epoch != b.epoch):
+            return AlterPartitionResult(ErrorCode.INELIGIBLE_REPLICA), []
+    rec = (PartitionChangeBuilder(p, t.topic_id, leader_acceptor(image.brokers), election_for(unclean(t)))
+           .set_target_isr(new_isr).set_target_leader_recovery_state(leader_recovery_state).build())
+    after = PartitionImage(p.index, p.leader, list(p.replicas), list(p.isr), p.leader_epoch, p.partition_epoch,
+                           p.leader_recovery_state)
+    recs = []
+    code = ErrorCode.NONE
+    if rec is not None:
+        after.merge(rec)
+        recs.append((R.PARTITION_CHANGE, rec))
+        if rec.leader not in (broker_id, -2):
+            code = ErrorCode.NEW_LEADER_ELECTED   # committed, but the requester leads no more
+    return AlterPartitionResult(code, after.leader, after.leader_epoch, list(after.isr), after.partition_epoch,
+                                after.leader_recovery_state), recs
+
+
+# ---------------------------------------------------------------------- elections
+def elect_leader(image: MetadataImage, topic: str, partition: int, election: Election,
+                 unclean: Unclean = NEVER) -> tuple[ErrorCode, str | None, list]:
+    """One partition of an ElectLeaders (PREFERRED or UNCLEAN): (code, message, records)."""
+    t = image.topics.get(topic)
+    if t is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}", []
+    p = t.partitions.get(partition)
+    if p is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{partition}", []
+    if (election is Election.PREFERRED and p.replicas and p.leader == p.replicas[0]) or \
+            (election is Election.UNCLEAN and p.leader != NO_LEADER):
+        code = ErrorCode.ELECTION_NOT_NEEDED
+        return code, ELECTION_MESSAGES[code], []
+    rec = PartitionChangeBuilder(p, t.topic_id, leader_acceptor(image.brokers), election).build()
+    if rec is None:
+        code = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if election is Election.PREFERRED
+                else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE)
+        return code, ELECTION_MESSAGES[code], []
+    return ErrorCode.NONE, None, [(R.PARTITION_CHANGE, rec)]
+
+
+def elect_leaders(image: MetadataImage, election: Election, topic_partitions: dict[str, list[int]] | None
+                  ) -> tuple[dict[str, list[tuple[int, ErrorCode, str | None]]], list]:
+    """ElectLeaders: per topic, (partition, code, message); and the records. ``None`` asks
+    for every partition, and then partitions that need no election are left out (Kafka)."""
+    results: dict[str, list] = {}
+    recs: list = []
+    if topic_partitions is None:
+        for name, t in sorted(image.topics.items()):
+            rows = results.setdefault(name, [])
+            for pid in sorted(t.partitions):
+                code, msg, r = elect_leader(image, name, pid, election)
+                if code != ErrorCode.ELECTION_NOT_NEEDED:
+                    rows.append((pid, code, msg))
+                recs += r
+        return results, recs
+    for name, pids in topic_partitions.items():
+        rows = results.setdefault(name, [])
+        for pid in pids:
+            code, msg, r = elect_leader(image, name, pid, election)
+            rows.append((pid, code, msg))
+            recs += r
+    return results, recs
+
+
+def rebalance_preferred_leaders(image: MetadataImage, imbalance_percentage: int) -> list:
+    """auto.leader.rebalance.enable: for each broker whose share of partitions it should lead
+    (it is their first replica) but does not exceeds leader.imbalance.per.broker.percentage,
+    preferred elections for those partitions (done where the preferred replica is an active
+    ISR member). Kafka's ZooKeeper controller weighed the percentage this way; its KRaft
+    controller elects every imbalanced partition (percentage 0 here does the same)."""
+    preferred_of: dict[int, list[tuple[TopicImage, PartitionImage]]] = defaultdict(list)
+    for t, p in _partitions(image):
+        if p.replicas:
+            preferred_of[p.replicas[0]].append((t, p))
+    recs = []
+    for broker, parts in sorted(preferred_of.items()):
+        off = [(t, p) for t, p in parts if p.leader != broker]
+        if not off or len(off) * 100 <= imbalance_percentage * len(parts):
+            continue
+        b = image.brokers.get(broker)
+        if b is None or not b.active:
+            continue
+        for t, p in off:
+            if broker in p.isr:
+                rec = PartitionChangeBuilder(p, t.topic_id, leader_acceptor(image.brokers), Election.PREFERRED).build()
+                if rec is not None:
+                    recs.append((R.PARTITION_CHANGE, rec))
+    return recs

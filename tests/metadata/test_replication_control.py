@@ -1,0 +1,140 @@
+"""The controller's partition decisions against an image (Kafka's ReplicationControlManager):
+fencing, unfencing, controlled shutdown, AlterPartition checks, ElectLeaders, preferred
+leader rebalancing."""
+from __future__ import annotations
+
+import uuid
+
+from kwire.errors import ErrorCode
+from kwire.metadata import records as R
+from kwire.metadata import replication_control as RC
+from kwire.metadata.image import MetadataImage
+from kwire.metadata.partition_change import Election
+
+TID = uuid.UUID(int=5)
+
+
+def cluster(parts: dict[int, tuple[int, list[int], list[int]]], unclean=False) -> MetadataImage:
+    """Brokers 1-3 (epoch 10+id), topic t with ``parts``: index -> (leader, replicas, isr)."""
+    img = MetadataImage()
+    for i in (1, 2, 3):
+        img.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=i, incarnation_id=uuid.UUID(int=0),
+                                                           broker_epoch=10 + i, end_points=[], fenced=False))
+    img.apply(R.TOPIC, R.TOPIC.cls(name="t", topic_id=TID))
+    for idx, (leader, replicas, isr) in parts.items():
+        img.apply(R.PARTITION, R.PARTITION.cls(partition_id=idx, topic_id=TID, replicas=replicas, isr=isr,
+                                               removing_replicas=[], adding_replicas=[], leader=leader,
+                                               leader_epoch=0, partition_epoch=0))
+    return img
+
+
+def commit(img: MetadataImage, recs) -> None:
+    for m, o in recs:
+        img.apply_bytes(R.encode_record(m, o))
+
+
+def state(img, idx=0):
+    p = img.topics["t"].partitions[idx]
+    return p.leader, p.isr, p.leader_epoch
+
+
+def test_fencing_moves_leaders_and_shrinks_isrs():
+    img = cluster({0: (1, [1, 2, 3], [1, 2, 3]), 1: (2, [2, 1, 3], [2, 1, 3]), 2: (1, [1, 2], [1]), 3: (2, [2, 3], [2, 3])})
+    commit(img, RC.fence_broker(img, 1))
+    assert img.brokers[1].fenced
+    assert state(img, 0) == (2, [2, 3], 1)
+    assert state(img, 1) == (2, [2, 3], 0)      # a follower left the ISR: same leader epoch
+    assert state(img, 2) == (-1, [1], 1)        # the last ISR member stays; offline
+    assert state(img, 3) == (2, [2, 3], 0)      # untouched
+    # back: unfenced, and the offline partition it is the ISR of gets it as leader
+    commit(img, RC.unfence_broker(img, 1))
+    assert not img.brokers[1].fenced
+    assert state(img, 2) == (1, [1], 2)
+    assert state(img, 0) == (2, [2, 3], 1)      # it rejoins ISRs only through AlterPartition
+
+
+def test_unclean_election_when_enabled():
+    img = cluster({0: (1, [1, 2], [1])})
+    commit(img, RC.fence_broker(img, 1, unclean=lambda t: True))
+    p = img.topics["t"].partitions[0]
+    assert (p.leader, p.isr, p.leader_recovery_state) == (2, [2], 1)
+
+
+def test_controlled_shutdown_until_registered_again():
+    img = cluster({0: (1, [1, 2, 3], [1, 2, 3]), 1: (1, [1], [1])})
+    assert RC.has_leaderships(img, 1)
+    commit(img, RC.controlled_shutdown(img, 1))
+    assert img.brokers[1].in_controlled_shutdown and not img.brokers[1].fenced
+    assert state(img, 0) == (2, [2, 3], 1) and state(img, 1) == (-1, [1], 1)
+    assert not RC.has_leaderships(img, 1)
+    assert RC.elect_leaderless(img) == []      # shutting down: not eligible
+    assert RC.controlled_shutdown(img, 1) == []   # asked again: nothing more to do
+    img.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=1, incarnation_id=uuid.UUID(int=1), broker_epoch=12,
+                                                       end_points=[], fenced=False))
+    commit(img, RC.elect_leaderless(img))
+    assert state(img, 1) == (1, [1], 2)
+
+
+def alter(img, broker=1, le=0, pe=0, isr=(1, 2), **kw):
+    return RC.alter_partition(img, broker, TID, 0, le, pe, list(isr), **kw)
+
+
+def test_alter_partition_checks():
+    img = cluster({0: (1, [1, 2, 3], [1, 2, 3])})
+    assert alter(img, le=1)[0].code == ErrorCode.NOT_CONTROLLER
+    assert alter(img, broker=2)[0].code == ErrorCode.INVALID_REQUEST
+    assert alter(img, pe=-1)[0].code == ErrorCode.INVALID_UPDATE_VERSION
+    assert alter(img, isr=(1, 4))[0].code == ErrorCode.INVALID_REQUEST      # not a replica
+    assert alter(img, isr=(1, 1))[0].code == ErrorCode.INVALID_REQUEST
+    assert alter(img, isr=(2, 3))[0].code == ErrorCode.INVALID_REQUEST      # without the leader
+    assert RC.alter_partition(img, 1, uuid.UUID(int=9), 0, 0, 0, [1])[0].code == ErrorCode.UNKNOWN_TOPIC_ID
+    assert RC.alter_partition(img, 1, TID, 7, 0, 0, [1])[0].code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    res, recs = alter(img, isr=(1, 3))
+    assert (res.code, res.leader, res.leader_epoch, res.isr, res.partition_epoch) == (ErrorCode.NONE, 1, 0, [1, 3], 1)
+    commit(img, recs)
+    assert state(img) == (1, [1, 3], 0) and img.topics["t"].partitions[0].partition_epoch == 1
+    assert alter(img, isr=(1, 2, 3))[0].code == ErrorCode.INVALID_UPDATE_VERSION   # stale partition epoch
+    commit(img, RC.fence_broker(img, 2))
+    assert alter(img, pe=1, isr=(1, 2, 3))[0].code == ErrorCode.INELIGIBLE_REPLICA
+    assert alter(img, pe=1, isr=(1, 3), broker_epochs=[11, 99])[0].code == ErrorCode.INELIGIBLE_REPLICA
+    res, recs = alter(img, pe=1, isr=(1, 3))
+    assert res.code == ErrorCode.NONE and recs == []          # no change: answered with the state as is
+    commit(img, RC.fence_broker(img, 1))                      # leader 1 fenced: epoch 1, leader 3
+    assert alter(img, pe=1, isr=(1, 3))[0].code == ErrorCode.FENCED_LEADER_EPOCH
+
+
+def test_elect_leaders():
+    img = cluster({0: (2, [1, 2, 3], [1, 2, 3]), 1: (1, [1, 2, 3], [1, 2, 3]), 2: (3, [2, 3], [3])})
+    results, recs = RC.elect_leaders(img, Election.PREFERRED, {"t": [0, 1, 2, 9], "nope": [0]})
+    assert results == {"t": [(0, ErrorCode.NONE, None),
+                             (1, ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."),
+                             (2, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, "The preferred leader was not available."),
+                             (9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "No such partition as t-9")],
+                       "nope": [(0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "No such topic as nope")]}
+    commit(img, recs)
+    assert state(img, 0) == (1, [1, 2, 3], 1)
+    results, recs = RC.elect_leaders(img, Election.PREFERRED, None)   # all: the not-needed ones left out
+    assert results == {"t": [(2, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, "The preferred leader was not available.")]}
+    commit(img, RC.fence_broker(img, 3))
+    assert state(img, 2) == (-1, [3], 1)
+    results, recs = RC.elect_leaders(img, Election.UNCLEAN, {"t": [0, 2]})
+    assert results["t"][0][1] == ErrorCode.ELECTION_NOT_NEEDED and results["t"][1][1] == ErrorCode.NONE
+    commit(img, recs)
+    assert state(img, 2) == (2, [2], 2)
+    commit(img, RC.fence_broker(img, 2))
+    results, recs = RC.elect_leaders(img, Election.UNCLEAN, {"t": [2]})
+    assert results["t"][0][1] == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+
+
+def test_rebalance_preferred_leaders():
+    img = cluster({i: (2, [1, 2, 3], [1, 2, 3]) for i in range(10)})
+    # broker 1 should lead all ten; leads one
+    commit(img, RC.elect_leaders(img, Election.PREFERRED, {"t": [0]})[1])
+    recs = RC.rebalance_preferred_leaders(img, 10)
+    assert len(recs) == 9
+    commit(img, recs)
+    assert all(p.leader == 1 for p in img.topics["t"].partitions.values())
+    # 1 of 10 off its preferred leader is 10%: not above the allowed 10
+    img2 = cluster({i: (1 if i else 2, [1, 2, 3], [1, 2, 3]) for i in range(10)})
+    assert RC.rebalance_preferred_leaders(img2, 10) == []
+    assert len(RC.rebalance_preferred_leaders(img2, 0)) == 1
