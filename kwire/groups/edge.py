@@ -49,6 +49,24 @@ def group_config(broker) -> GroupConfig:
     )
 
 
+def offsets_topic_replication_factor(broker) -> int:
+    """The replication factor ``__consumer_offsets`` is created with:
+    offsets.topic.replication.factor (Kafka's default 3), at most the live brokers."""
+    from kwire.metadata import topic_changes  # noqa: PLC0415 - only for the bridge below
+
+    rf = min(int(broker.config.get("offsets.topic.replication.factor")),
+             max(1, len(broker.image.live_brokers())))
+    # Bridge until the controller keeps more than one copy of a partition (it refuses a
+    # larger factor with INVALID_REPLICATION_FACTOR while MAX_KEPT_REPLICAS says so): ask for
+    # what it keeps rather than fail to start. Goes away with the constant.
+    kept = getattr(topic_changes, "MAX_KEPT_REPLICAS", None)
+    if kept is not None and rf > kept:
+        log.warning("%s: replication factor %d asked, the controller keeps %d copies: creating it "
+                    "with %d", OFFSETS_TOPIC, rf, kept, kept)
+        rf = kept
+    return rf
+
+
 class GroupEdge:
     """Owns the coordinator of one broker: its writer, its partition loads and its timer task."""
 
@@ -77,7 +95,8 @@ class GroupEdge:
             seg = int(b.config.get("offsets.topic.segment.bytes"))
             configs = {"cleanup.policy": "compact", "compression.type": "producer",
                        "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
-            res = await b.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, -1, configs)
+            res = await b.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
+                                       offsets_topic_replication_factor(b), configs)
             if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
                 raise RuntimeError(f"cannot create {OFFSETS_TOPIC}: {res.code!r} {res.message}")
             t = b.image.topics[OFFSETS_TOPIC]
