@@ -233,31 +233,35 @@ class GroupEdge:
             log.error("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
             done(ErrorCode.KAFKA_STORAGE_ERROR)
             return
-        ev = rm.wait_for_high_watermark(OFFSETS_TOPIC, partition, res.last_offset + 1)
+        offset = res.last_offset + 1   # the high watermark that covers the batch
+        epoch = rm.leader_epoch(OFFSETS_TOPIC, partition)
+        ev = rm.wait_for_high_watermark(OFFSETS_TOPIC, partition, offset)
         if ev is None:
-            done(self._acks_all_error(partition, res.last_offset))
+            done(self._acks_all_error(partition, offset, epoch))
         else:
-            b._nursery.start_soon(self._await_replication, ev, partition, res.last_offset, done)
+            b._nursery.start_soon(self._await_replication, ev, partition, offset, epoch, done)
 
-    async def _await_replication(self, ev: trio.Event, partition: int, last_offset: int, done) -> None:
+    async def _await_replication(self, ev: trio.Event, partition: int, offset: int, epoch: int,
+                                 done) -> None:
         timeout_ms = int(self.broker.config.get("offsets.commit.timeout.ms"))
         with trio.move_on_after(timeout_ms / 1000) as scope:
             await ev.wait()
         error = ErrorCode.REQUEST_TIMED_OUT if scope.cancelled_caught else \
-            self._acks_all_error(partition, last_offset)
+            self._acks_all_error(partition, offset, epoch)
         if error:
-            log.warning("write to %s-%d up to offset %d not replicated: %s", OFFSETS_TOPIC,
-                        partition, last_offset, ErrorCode(error).name)
+            log.warning("write to %s-%d below offset %d not replicated: %s", OFFSETS_TOPIC,
+                        partition, offset, ErrorCode(error).name)
         try:
             done(error)
         except Exception:  # noqa: BLE001 - a failed callback must not stop the broker
             log.exception("group coordinator write callback failed")
 
-    def _acks_all_error(self, partition: int, last_offset: int) -> ErrorCode:
-        """Once the high watermark passed the write: NONE, or why it does not count (the ISR
-        shrank below min.insync.replicas, leadership moved) where the replica manager says."""
+    def _acks_all_error(self, partition: int, offset: int, epoch: int) -> ErrorCode:
+        """Once the high watermark reached ``offset``: NONE, or why the write does not count
+        (the ISR shrank below min.insync.replicas, leadership moved since the append in
+        ``epoch``) where the replica manager says (``acks_all_error``, with replication)."""
         check = getattr(self.broker.replica_manager, "acks_all_error", None)
-        return ErrorCode.NONE if check is None else ErrorCode(check(OFFSETS_TOPIC, partition, last_offset))
+        return ErrorCode.NONE if check is None else ErrorCode(check(OFFSETS_TOPIC, partition, offset, epoch))
 
     # ------------------------------------------------------------------ timers
     async def run_timers(self) -> None:

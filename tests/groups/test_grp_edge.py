@@ -210,13 +210,18 @@ class HeldReplication:
         self.events: list[trio.Event] = []
         self.verdict = E.NONE
         self.rm.wait_for_high_watermark = self.wait
-        self.rm.acks_all_error = lambda topic, p, offset: self.verdict
+        self.rm.acks_all_error = self.acks_all_error
+        self.asked: list[tuple] = []
 
     def wait(self, topic, partition, offset):
         assert topic == OFFSETS_TOPIC
         ev = trio.Event()
         self.events.append(ev)
         return ev
+
+    def acks_all_error(self, topic, partition, offset, leader_epoch=-1):
+        self.asked.append((topic, partition, offset, leader_epoch))
+        return self.verdict
 
     def release(self):
         on_loop(self.b, lambda: [ev.set() for ev in self.events])
@@ -243,6 +248,11 @@ def test_commit_answers_once_the_high_watermark_passes_it(kw):
         held.release()
         t.join(10)
         assert out == [E.NONE] and fetch(kw, G) == (E.NONE, 11)
+        # asked about the whole batch (high watermark past its last offset), in the epoch it
+        # was appended in
+        plog = kw.broker.replica_manager.local_log(OFFSETS_TOPIC, 1)
+        epoch = kw.broker.image.topics[OFFSETS_TOPIC].partitions[1].leader_epoch
+        assert held.asked == [(OFFSETS_TOPIC, 1, plog.log_end_offset, epoch)]
     finally:
         held.close()
 
