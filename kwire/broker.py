@@ -187,6 +187,7 @@ class Broker:
             t = self.image.topics.get(topic)
             if t is None or p not in t.partitions:  # deleted while we were down
                 self.logs.delete_partition(topic, p)
+        self.group_edge.follow_image()   # a snapshot may have moved leaders
 
     def close(self) -> None:
         try:
@@ -242,6 +243,10 @@ class Broker:
             elif obj.resource_type == R.RESOURCE_BROKER:
                 for t in list(self.image.topics):
                     self.logs.reconfigure(t)
+        if msg is R.PARTITION or msg is R.PARTITION_CHANGE:   # groups follow leadership
+            t = self.image.topics_by_id.get(obj.topic_id)
+            if t is not None and t.name == "__consumer_offsets":
+                self.group_edge.follow_image()
 
     async def _remove_deleted(self, dirs: list[str]) -> None:
         try:

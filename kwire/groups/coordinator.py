@@ -1,11 +1,15 @@
 """The group coordinator: membership (see membership.py) plus committed offsets, admin APIs,
-durability in ``__consumer_offsets`` and replay at startup.
+durability in ``__consumer_offsets``, and the partitions it serves (ownership.py: loaded
+when its broker becomes their leader, unloaded when it resigns).
 
 Nothing here does I/O. The edge:
-- builds ``GroupCoordinator(config, clock, writer)``; ``writer(partition, records, done)``
-  appends records to ``__consumer_offsets`` and calls ``done(error_code)`` once durable;
-- at startup feeds every record of ``__consumer_offsets`` (in offset order, all partitions) to
-  ``replay(key, value)`` before serving;
+- builds ``GroupCoordinator(config, clock, writer, owned_partitions=())``;
+  ``writer(partition, records, done)`` appends records to ``__consumer_offsets`` and calls
+  ``done(error_code)`` once durable (replicated);
+- loads each partition its broker leads (``begin_load``, the partition's records in offset
+  order to ``PartitionLoad.replay``, ``complete_load``) and unloads those it resigns;
+- asks ``coordinator_error(group_id)`` before a group API (COORDINATOR_LOAD_IN_PROGRESS,
+  NOT_COORDINATOR);
 - runs a timer task: ``deadline = coordinator.tick()``, sleep until then (monotonic ms of the
   coordinator's clock) or until ``coordinator.wakeup`` is called, repeat;
 - calls the API methods from its handlers; methods that return ``Pending`` answer later.
@@ -14,11 +18,13 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from kwire.errors import CodecError, ErrorCode
+from kwire.errors import ErrorCode
 from kwire.groups import records as R
-from kwire.groups.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
+from kwire.groups.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState
+from kwire.groups.loader import replay_record
 from kwire.groups.membership import GroupConfig, Membership, Record, Writer, append_error
 from kwire.groups.offsets import OffsetAndMetadata
+from kwire.groups.ownership import PartitionOwnership
 from kwire.groups.pending import Pending
 from kwire.groups.results import (CommitResult, FetchedOffset, FetchResult, GroupDescription,
                                   GroupListing, MemberDescription, OffsetDeleteResult)
@@ -35,11 +41,15 @@ def commit_error(error: ErrorCode) -> ErrorCode:
     return append_error(error, E.INVALID_COMMIT_OFFSET_SIZE)
 
 
-class GroupCoordinator(Membership):
+class GroupCoordinator(PartitionOwnership, Membership):
     def __init__(self, config: GroupConfig | None = None, clock=None, writer: Writer | None = None,
-                 new_uuid: Callable[[], str] | None = None):
+                 new_uuid: Callable[[], str] | None = None, *,
+                 owned_partitions: Iterable[int] | None = None):
+        """``owned_partitions``: the ``__consumer_offsets`` partitions served from the start
+        (None: every one; the edge starts with none and loads those its broker leads)."""
         kw = {} if clock is None else {"clock": clock}
         super().__init__(config, writer=writer, new_uuid=new_uuid, **kw)
+        self._init_ownership(owned_partitions)
         self._schedule(("expire_offsets",), self.config.offsets_retention_check_interval_ms)
 
     def _on_timer(self, key) -> None:
@@ -320,58 +330,10 @@ class GroupCoordinator(Membership):
 
     # ================================================================== replay ==========
     def replay(self, key: bytes, value: bytes | None) -> None:
-        """Rebuild state from one ``__consumer_offsets`` record (at startup, in log order).
-
-        Records that do not decode are skipped (CodecError), as Kafka skips unknown ones.
-        """
-        try:
-            k = R.decode_key(bytes(key))
-        except CodecError:
-            return
-        if isinstance(k, R.OffsetKey):
-            tp = (k.topic, k.partition)
-            g = self.groups.get(k.group)
-            if value is None:
-                if g is not None:
-                    g.offsets.remove(tp)
-                    if g.is_(S.EMPTY) and not g.protocol_type and not len(g.offsets):
-                        self._forget(g)
-                return
-            v = R.decode_offset_value(bytes(value))
-            if g is None:
-                g = self.groups[k.group] = Group(k.group)
-            g.offsets.put(tp, OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata,
-                                                v.commit_timestamp, v.expire_timestamp))
-            return
-        g = self.groups.get(k.group)
-        if value is None:
-            if g is not None:
-                if len(g.offsets):  # keep its offsets, forget its membership
-                    fresh = Group(k.group)
-                    fresh.offsets = g.offsets
-                    self._forget(g)
-                    self.groups[k.group] = fresh
-                else:
-                    self._forget(g)
-            return
-        gv = R.decode_group_value(bytes(value))
-        fresh = Group(k.group)
-        if g is not None:
-            fresh.offsets = g.offsets
-            self._forget(g)
-        fresh.protocol_type = gv.protocol_type or None
-        fresh.generation_id = gv.generation
-        fresh.protocol_name = gv.protocol
-        fresh.current_state_timestamp = None if gv.current_state_timestamp < 0 \
-            else gv.current_state_timestamp
-        for mv in gv.members:
-            m = Member(mv.member_id, mv.group_instance_id, mv.client_id, mv.client_host,
-                       mv.rebalance_timeout_ms, mv.session_timeout_ms, gv.protocol_type,
-                       [(gv.protocol or "", mv.subscription)], assignment=mv.assignment)
-            fresh.add(m)
-        fresh.leader_id = gv.leader if gv.leader in fresh.members else fresh.leader_id
-        fresh.state = S.STABLE if fresh.members else S.EMPTY
-        fresh.subscribed_topics = fresh.compute_subscribed_topics()
-        self.groups[k.group] = fresh
-        for m in fresh.members.values():
-            self._schedule_heartbeat(fresh, m)
+        """Apply one ``__consumer_offsets`` record straight to the live groups (a coordinator
+        that owns every partition; see kwire.groups.loader). Records that do not decode are
+        skipped (CodecError), as Kafka skips unknown ones."""
+        fresh = replay_record(self.groups, key, value, self._forget)
+        if fresh is not None:
+            for m in fresh.members.values():
+                self._schedule_heartbeat(fresh, m)

@@ -1,16 +1,24 @@
 """The Trio glue of the group coordinator: builds it from the broker's config, keeps its
-durable state in ``__consumer_offsets``, replays that topic at startup, and drives its timers.
+durable state in ``__consumer_offsets``, loads and unloads that topic's partitions as this
+broker's leadership of them changes, and drives its timers.
 
 The broker's composition root builds one ``GroupEdge`` (``broker.group_edge``);
 ``await start_groups(broker, nursery)`` (from ``KafkaServer.start_background``) does the
 synchronous part at once, before the listeners serve: create ``__consumer_offsets`` if it is
-missing (compacted, ``offsets.topic.num.partitions`` partitions), replay every record of every
-partition into a fresh ``GroupCoordinator`` (``broker.groups`` from then on); then starts the
-timer task.
+missing (compacted, ``offsets.topic.num.partitions`` partitions), replay every record of the
+partitions this broker leads into a fresh ``GroupCoordinator`` (``broker.groups`` from then
+on); then starts the timer task.
 
-The writer appends synchronously through the replica manager (``append_records``, one batch
-per call) and reports ``done(ErrorCode.NONE)`` at once: on one broker the leader's append is
-the whole ISR.
+Leadership (Kafka's GroupCoordinator.onElection / onResignation): the broker calls
+``on_become_leader(p)`` / ``on_resign(p)`` (or ``follow_image()``, which works them out from
+the metadata image) from the Trio thread after a metadata record changed who leads
+``__consumer_offsets-<p>``. Becoming leader loads the partition from the local log in a task
+(reads in a worker thread; its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile);
+resigning unloads its groups (NOT_COORDINATOR to whatever waits).
+
+The writer appends through the replica manager (``append_records``, one batch per call) and
+reports ``done`` once the partition's high watermark has passed the batch (acks=all, as
+Kafka's coordinator writes), with the replica manager's verdict (``acks_all_error``).
 """
 from __future__ import annotations
 
@@ -21,12 +29,11 @@ import trio
 from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import ErrorCode, KafkaError
 from kwire.groups.coordinator import GroupCoordinator
+from kwire.groups.loader import PartitionLoad
 from kwire.groups.membership import GroupConfig, Record
 from kwire.groups.records import OFFSETS_TOPIC
 
 log = logging.getLogger("kwire.groups")
-
-READ_CHUNK = 1 << 20
 
 
 def group_config(broker) -> GroupConfig:
@@ -42,8 +49,26 @@ def group_config(broker) -> GroupConfig:
     )
 
 
+def offsets_topic_replication_factor(broker) -> int:
+    """The replication factor ``__consumer_offsets`` is created with:
+    offsets.topic.replication.factor (Kafka's default 3), at most the live brokers."""
+    from kwire.metadata import topic_changes  # noqa: PLC0415 - only for the bridge below
+
+    rf = min(int(broker.config.get("offsets.topic.replication.factor")),
+             max(1, len(broker.image.live_brokers())))
+    # Bridge until the controller keeps more than one copy of a partition (it refuses a
+    # larger factor with INVALID_REPLICATION_FACTOR while MAX_KEPT_REPLICAS says so): ask for
+    # what it keeps rather than fail to start. Goes away with the constant.
+    kept = getattr(topic_changes, "MAX_KEPT_REPLICAS", None)
+    if kept is not None and rf > kept:
+        log.warning("%s: replication factor %d asked, the controller keeps %d copies: creating it "
+                    "with %d", OFFSETS_TOPIC, rf, kept, kept)
+        rf = kept
+    return rf
+
+
 class GroupEdge:
-    """Owns the coordinator of one broker: its writer, its replay and its timer task."""
+    """Owns the coordinator of one broker: its writer, its partition loads and its timer task."""
 
     def __init__(self, broker):
         self.broker = broker
@@ -70,56 +95,136 @@ class GroupEdge:
             seg = int(b.config.get("offsets.topic.segment.bytes"))
             configs = {"cleanup.policy": "compact", "compression.type": "producer",
                        "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
-            res = await b.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, -1, configs)
+            res = await b.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
+                                       offsets_topic_replication_factor(b), configs)
             if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
                 raise RuntimeError(f"cannot create {OFFSETS_TOPIC}: {res.code!r} {res.message}")
             t = b.image.topics[OFFSETS_TOPIC]
         # The partition of a group follows the topic as it is, whatever the config says now.
         self.config.offsets_topic_num_partitions = len(t.partitions)
-        coord = GroupCoordinator(self.config, b.clock, self._write)
+        coord = GroupCoordinator(self.config, b.clock, self._write, owned_partitions=())
+        # before serving, at once: the partitions this node leads (the others load when it
+        # becomes their leader, in a task: on_become_leader)
         n = 0
-        for p in sorted(t.partitions):
-            n += self._replay_partition(coord, p)
+        led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
+        for p in led:
+            load = coord.begin_load(p)
+            n += self._replay_partition(load)
+            coord.complete_load(load)
         coord.wakeup = self._wake.set
         self.coordinator = coord
-        log.info("group coordinator open: %d records replayed from %s (%d partitions), %d groups",
-                 n, OFFSETS_TOPIC, len(t.partitions), len(coord.groups))
+        log.info("group coordinator open: %d records replayed from the %d of %d %s partitions "
+                 "led here, %d groups", n, len(led), len(t.partitions), OFFSETS_TOPIC,
+                 len(coord.groups))
         return coord
 
-    def _replay_partition(self, coord: GroupCoordinator, partition: int) -> int:
-        plog = self.broker.replica_manager.local_log(OFFSETS_TOPIC, partition)
+    def _replay_partition(self, load: PartitionLoad) -> int:
+        """Feed the partition's records below its log end offset to ``load`` (blocking
+        reads: at startup, before anything is served)."""
+        plog = self.broker.replica_manager.local_log(OFFSETS_TOPIC, load.partition)
         if plog is None:
             return 0
-        n = 0
-        offset = plog.log_start_offset
         end = plog.log_end_offset
+        offset = plog.log_start_offset
+        before = load.records
         while offset < end:
-            data = plog.read(offset, READ_CHUNK)
+            data = plog.read(offset, self._chunk_bytes(), max_offset=end)
             if data.size == 0:
                 break
-            buf = bytes(data)
-            advanced = offset
-            for batch in iter_batches(buf, allow_partial_tail=True):
-                advanced = batch.next_offset
-                if batch.is_control:
-                    continue
-                for rec in batch.records():
-                    if rec.key is None:
-                        continue
-                    coord.replay(bytes(rec.key), None if rec.value is None else bytes(rec.value))
-                    n += 1
+            advanced = _replay_chunk(load, bytes(data), offset)
             if advanced <= offset:
                 break
             offset = advanced
-        return n
+        return load.records - before
+
+    def _chunk_bytes(self) -> int:
+        return int(self.broker.config.get("offsets.load.buffer.size"))
+
+    # ------------------------------------------------------------------ leadership
+    def on_become_leader(self, partition: int) -> None:
+        """This node became the leader of ``__consumer_offsets-<partition>`` (called from the
+        Trio thread once the metadata record applied): load its groups from the local log in
+        a task (reads in a worker thread); meanwhile they answer COORDINATOR_LOAD_IN_PROGRESS.
+        Nothing to do while the coordinator is not open (open() loads what this node leads)
+        or when the partition is loaded or loading already."""
+        coord = self.coordinator
+        if coord is None or coord.owns(partition) or coord.is_loading(partition):
+            return
+        load = coord.begin_load(partition)
+        log.info("became leader of %s-%d: loading its groups", OFFSETS_TOPIC, partition)
+        self.broker._nursery.start_soon(self._load, load)
+
+    def on_resign(self, partition: int) -> None:
+        """This node no longer leads ``__consumer_offsets-<partition>``: unload its groups
+        (waiting members are answered NOT_COORDINATOR, their timers stop; a load in progress
+        is abandoned)."""
+        coord = self.coordinator
+        if coord is None:
+            return
+        if coord.owns(partition) or coord.is_loading(partition):
+            coord.unload(partition)
+            log.info("resigned as leader of %s-%d: its groups are unloaded", OFFSETS_TOPIC, partition)
+
+    def follow_image(self) -> None:
+        """Load the ``__consumer_offsets`` partitions the metadata image says this node leads
+        and unload the others (after a leader change or a snapshot; idempotent)."""
+        coord = self.coordinator
+        if coord is None:
+            return
+        b = self.broker
+        t = b.image.topics.get(OFFSETS_TOPIC)
+        parts = t.partitions if t is not None else {}
+        held = set(coord.loading) | (coord.owned_partitions or set())
+        for p in sorted(held | set(parts)):
+            if p in parts and parts[p].leader == b.node_id:
+                self.on_become_leader(p)
+            elif p in held:
+                self.on_resign(p)
+
+    async def _load(self, load: PartitionLoad) -> None:
+        coord = self.coordinator
+        p = load.partition
+        try:
+            plog = self.broker.replica_manager.local_log(OFFSETS_TOPIC, p)
+            if plog is not None:
+                # a new leader's log holds what the old leader had replicated to it
+                end = plog.log_end_offset
+                offset = plog.log_start_offset
+                while offset < end:
+                    data = plog.read(offset, self._chunk_bytes(), max_offset=end)
+                    if data.size == 0:
+                        break
+                    buf = await self._read(data)
+                    if coord.loading.get(p) is not load:
+                        return   # resigned (or reloading) meanwhile
+                    advanced = _replay_chunk(load, buf, offset)
+                    if advanced <= offset:
+                        break
+                    offset = advanced
+        except (KafkaError, OSError) as exc:
+            log.error("loading the groups of %s-%d failed: %s", OFFSETS_TOPIC, p, exc)
+            if coord.loading.get(p) is load:
+                coord.unload(p)   # NOT_COORDINATOR until it is led here again
+            return
+        coord.complete_load(load)
+
+    @staticmethod
+    async def _read(data) -> bytes:
+        """The bytes of a read's file regions: the preads, in a worker thread."""
+        return await trio.to_thread.run_sync(bytes, data)
 
     # ------------------------------------------------------------------ writer
     def _write(self, partition: int, records: list[Record], done) -> None:
+        """Append one batch to the partition as its leader, then acknowledge it once the
+        high watermark passes it: acks=all, as Kafka's coordinator appends offsets and group
+        metadata (``done`` at once when it already has, else from a task on the broker's
+        nursery). Not replicated within offsets.commit.timeout.ms: REQUEST_TIMED_OUT."""
         b = self.broker
+        rm = b.replica_manager
         now = b.clock.now_ms()
         try:
             batch = build_batch([(k, v, None, now) for k, v in records])
-            b.replica_manager.append_records(OFFSETS_TOPIC, partition, bytearray(batch), now)
+            res = rm.append_records(OFFSETS_TOPIC, partition, bytearray(batch), now)
         except KafkaError as exc:
             log.warning("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
             done(getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR))
@@ -128,7 +233,35 @@ class GroupEdge:
             log.error("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
             done(ErrorCode.KAFKA_STORAGE_ERROR)
             return
-        done(ErrorCode.NONE)
+        offset = res.last_offset + 1   # the high watermark that covers the batch
+        epoch = rm.leader_epoch(OFFSETS_TOPIC, partition)
+        ev = rm.wait_for_high_watermark(OFFSETS_TOPIC, partition, offset)
+        if ev is None:
+            done(self._acks_all_error(partition, offset, epoch))
+        else:
+            b._nursery.start_soon(self._await_replication, ev, partition, offset, epoch, done)
+
+    async def _await_replication(self, ev: trio.Event, partition: int, offset: int, epoch: int,
+                                 done) -> None:
+        timeout_ms = int(self.broker.config.get("offsets.commit.timeout.ms"))
+        with trio.move_on_after(timeout_ms / 1000) as scope:
+            await ev.wait()
+        error = ErrorCode.REQUEST_TIMED_OUT if scope.cancelled_caught else \
+            self._acks_all_error(partition, offset, epoch)
+        if error:
+            log.warning("write to %s-%d below offset %d not replicated: %s", OFFSETS_TOPIC,
+                        partition, offset, ErrorCode(error).name)
+        try:
+            done(error)
+        except Exception:  # noqa: BLE001 - a failed callback must not stop the broker
+            log.exception("group coordinator write callback failed")
+
+    def _acks_all_error(self, partition: int, offset: int, epoch: int) -> ErrorCode:
+        """Once the high watermark reached ``offset``: NONE, or why the write does not count
+        (the ISR shrank below min.insync.replicas, leadership moved since the append in
+        ``epoch``) where the replica manager says (``acks_all_error``, with replication)."""
+        check = getattr(self.broker.replica_manager, "acks_all_error", None)
+        return ErrorCode.NONE if check is None else ErrorCode(check(OFFSETS_TOPIC, partition, offset, epoch))
 
     # ------------------------------------------------------------------ timers
     async def run_timers(self) -> None:
@@ -148,6 +281,21 @@ class GroupEdge:
             delay = max(0, deadline - clock.monotonic_ms()) / 1000
             with trio.move_on_after(delay):
                 await self._wake.wait()
+
+
+def _replay_chunk(load: PartitionLoad, buf: bytes, offset: int) -> int:
+    """Replay the records of the whole batches in ``buf`` (read from ``offset``); returns
+    the offset after the last batch."""
+    advanced = offset
+    for batch in iter_batches(buf, allow_partial_tail=True):
+        advanced = batch.next_offset
+        if batch.is_control:
+            continue
+        for rec in batch.records():
+            if rec.key is None:
+                continue
+            load.replay(bytes(rec.key), None if rec.value is None else bytes(rec.value))
+    return advanced
 
 
 async def start_groups(broker, nursery) -> GroupEdge:

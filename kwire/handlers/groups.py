@@ -5,7 +5,9 @@ groups from v8), DescribeGroups 0-5, ListGroups 0-5 (state filter from v4, type 
 every kwire group is a "classic" group), DeleteGroups 0-2, OffsetDelete 0.
 
 A group is coordinated by the leader of its ``__consumer_offsets`` partition (FindCoordinator
-names it; other brokers answer NOT_COORDINATOR, so clients rediscover it). DescribeGroups
+names it; other brokers answer NOT_COORDINATOR, so clients rediscover it); a new leader
+answers COORDINATOR_LOAD_IN_PROGRESS while it loads the partition (ListGroups too, with the
+groups it has). DescribeGroups
 reports authorized operations when asked (no authorizer yet: all a group supports). Left out:
 transactions (FindCoordinator for a transactional id answers the non-retriable
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED until they exist, so clients fail fast with a message;
@@ -59,13 +61,18 @@ def _coordinator_node(ctx: RequestContext, group_id: str):
 def _coordinator_for(ctx: RequestContext, group_id: str):
     """(coordinator, None) when this node coordinates the group, else (None, error code):
     NOT_COORDINATOR when another broker does (the client asks FindCoordinator again),
-    COORDINATOR_NOT_AVAILABLE while none does."""
+    COORDINATOR_NOT_AVAILABLE while none does, COORDINATOR_LOAD_IN_PROGRESS while this node,
+    its new leader, loads the group's partition (the client retries here)."""
     node = _coordinator_node(ctx, group_id)
     if node is None:
         return None, NOT_AVAILABLE
     if node.node_id != ctx.broker.node_id:
         return None, E.NOT_COORDINATOR
-    return _coordinator(ctx), None
+    coord = _coordinator(ctx)
+    error = coord.coordinator_error(group_id)
+    if error is not None:
+        return None, error
+    return coord, None
 
 
 def _client_host(ctx: RequestContext) -> str:
@@ -328,7 +335,9 @@ async def list_groups(ctx: RequestContext, req):
     L = ctx.struct("ListedGroup")
     states = req.states_filter if ctx.version >= 4 else None
     types = req.types_filter if ctx.version >= 5 else None
-    return ctx.response(throttle_time_ms=0, error_code=0, groups=[
+    # while a partition loads, its groups are left out and the answer says so (as Kafka)
+    err = E.COORDINATOR_LOAD_IN_PROGRESS if coord.loading else E.NONE
+    return ctx.response(throttle_time_ms=0, error_code=err, groups=[
         L(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state, group_type=CLASSIC_GROUP_TYPE)
         for g in coord.list_groups(states, types)])
 

@@ -218,15 +218,18 @@ class PartitionLog:
         try:
             checked = validate_records(mv, self.config, now_ms=now_ms, origin=origin,
                                        topic_partition=self.topic_partition)
-            ps = None
-            if origin != REPLICATION:
+            replicated = origin == REPLICATION
+            if replicated:   # recorded unchecked, so a new leader knows the retries (Kafka)
+                ps = producer_state.replicated_state(self, checked.batches, now_ms, producer_id_expiration_ms)
+            else:
                 ps, dup = producer_state.check_append(self, checked.batches, now_ms, producer_id_expiration_ms)
                 if dup is not None:
                     return dup
             seg_before = self.segments[-1]
             res = self._append_validated(mv, checked, now_ms, leader_epoch, origin == REPLICATION)
             if ps is not None:
-                producer_state.record_append(self, ps, checked.batches, res, rolled=self.segments[-1] is not seg_before)
+                producer_state.record_append(self, ps, checked.batches, res, rolled=self.segments[-1] is not seg_before,
+                                             replicated=replicated)
             return res
         except OSError as exc:
             raise self.storage_failure("append", exc) from exc

@@ -16,6 +16,11 @@ partition, max.in.flight.requests.per.connection <= 5). The produce path asks
   does (KIP-360: state is kept until producer.id.expiration.ms, retention does not drop it;
   Kafka no longer answers UNKNOWN_PRODUCER_ID on Produce).
 
+A follower's append (origin REPLICATION, ``replicated_state``) checks nothing (the leader
+did) but records each batch's producer id, epoch, sequences and the leader's offsets, as
+Kafka's ProducerAppendInfo does for replicated batches: once the follower becomes leader, a
+retry of any of the last 5 batches is answered with its original offsets.
+
 Durability: the state is rebuilt from the log's batch headers (producer id, epoch, base
 sequence, offset delta) starting at the latest ``<20-digit offset>.snapshot`` file in the
 partition directory; snapshots are written when a segment rolls and at a clean close, so a
@@ -467,14 +472,33 @@ def check_append(plog, batches, now_ms: int, expiration_ms: int = DEFAULT_EXPIRA
     return ps, None
 
 
-def record_append(plog, ps: ProducerStateManager, batches, res, *, rolled: bool) -> None:
+def replicated_state(plog, batches, now_ms: int,
+                     expiration_ms: int = DEFAULT_EXPIRATION_MS) -> ProducerStateManager | None:
+    """The producer-state step of a follower's append (origin REPLICATION): nothing is
+    checked (the leader did), as Kafka's ProducerAppendInfo does for replicated batches; the
+    state (None when no batch carries a producer id) is brought up to the log end offset so
+    that ``record_append`` can record the batches after the write."""
+    for vb in batches:
+        h = vb.header
+        if h[9] >= 0 and not h[5] & 0x20:
+            ps = producer_state_of(plog, expiration_ms=expiration_ms)
+            ps.maybe_remove_expired(now_ms)
+            return ps
+    return None
+
+
+def record_append(plog, ps: ProducerStateManager, batches, res, *, rolled: bool,
+                  replicated: bool = False) -> None:
     """After the write: record every idempotent batch at the offsets it got (assigned
-    contiguously from ``res.base_offset``) with its validated max timestamp; a segment roll
-    takes a snapshot."""
+    contiguously from ``res.base_offset``; a follower's batches keep the leader's, in their
+    headers, gaps of a compacted leader log included) with its validated max timestamp; a
+    segment roll takes a snapshot."""
     offset = res.base_offset
     for vb in batches:
         h = vb.header
         lod = h[6]
+        if replicated:
+            offset = h[0]
         if h[9] >= 0 and not h[5] & 0x20:
             base_seq = h[11]
             ps.update(h[9], h[10], base_seq, last_sequence(base_seq, lod), offset, offset + lod,
