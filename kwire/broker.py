@@ -155,10 +155,8 @@ class Broker:
 
     def _apply_partition(self, topic: str, partition: int) -> None:
         """Make this node leader or follower of a partition as the image says (opening its
-        log; offline on failure), and move what follows the role: the follower fetchers and
-        the group coordinator of a __consumer_offsets partition."""
-        from kwire.groups.records import OFFSETS_TOPIC  # noqa: PLC0415
-
+        log; offline on failure), and move the follower fetchers with the role (the group
+        coordinator follows __consumer_offsets leadership in ``_side_effects``)."""
         tr = self.replica_manager.apply_partition(topic, partition)
         tp = (topic, partition)
         if tr is None:
@@ -168,12 +166,6 @@ class Broker:
             self.replica_fetchers.remove(tp)
         else:
             self.replica_fetchers.update(tr.partition)
-        if topic == OFFSETS_TOPIC and self.groups is not None and (tr.became or tr.new_epoch):
-            edge = self.group_edge
-            if tr.leader and hasattr(edge, "on_become_leader"):
-                edge.on_become_leader(partition)
-            elif not tr.leader and tr.became and hasattr(edge, "on_resign"):
-                edge.on_resign(partition)
 
     def _reconcile_logs(self) -> None:
         """After replay: open the logs of partitions this node hosts, take up its roles in
