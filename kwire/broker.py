@@ -161,6 +161,10 @@ class Broker:
         tp = (topic, partition)
         if tr is None:
             self.replica_fetchers.remove(tp)
+            if tp in self.replica_manager.partitions:
+                # no longer a replica (a reassignment moved it away): stop, delete the log
+                self.replica_manager.partition_deleted(topic, partition)
+                self._delete_logs([tp])
             return
         if tr.leader:
             self.replica_fetchers.remove(tp)
@@ -218,15 +222,10 @@ class Broker:
                 self._apply_partition(t.name, p.index)
         elif msg is R.REMOVE_TOPIC and removed:
             name, parts = removed
-            doomed = []
             for p in parts:
-                aside = self.logs.delete_later(name, p)   # renamed aside here, removed off the loop
-                if aside is not None:
-                    doomed.append(aside)
                 self.replica_manager.partition_deleted(name, p)  # waiters see the topic gone
                 self.replica_fetchers.remove((name, p))
-            if doomed:
-                self._nursery.start_soon(self._remove_deleted, doomed)
+            self._delete_logs([(name, p) for p in parts])
             if self.groups is not None:
                 self.groups.delete_topic_offsets([name])
         elif msg is R.CONFIG:
@@ -239,6 +238,16 @@ class Broker:
             t = self.image.topics_by_id.get(obj.topic_id)
             if t is not None and t.name == "__consumer_offsets":
                 self.group_edge.follow_image()
+
+    def _delete_logs(self, tps) -> None:
+        """Rename the logs aside here; their files go in a worker thread."""
+        doomed = []
+        for topic, p in tps:
+            aside = self.logs.delete_later(topic, p)
+            if aside is not None:
+                doomed.append(aside)
+        if doomed:
+            self._nursery.start_soon(self._remove_deleted, doomed)
 
     async def _remove_deleted(self, dirs: list[str]) -> None:
         try:
