@@ -15,8 +15,9 @@ it is the Raft leader and has applied everything committed.
 - AlterPartition (from partition leaders), controlled shutdown (BrokerHeartbeat with
   want_shut_down) and ElectLeaders are decided by kwire.metadata.replication_control and
   committed here.
-- auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds, preferred
-  leaders return where leader.imbalance.per.broker.percentage is exceeded.
+- auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds, each partition
+  whose preferred leader (first replica) is an active ISR member again is led by it again.
+  leader.imbalance.per.broker.percentage is not used, as in Kafka's KRaft controller.
 
 Decisions that change partitions take one lock, so each one reads an image that holds every
 decision before it (Kafka's controller is a single thread for the same reason).
@@ -157,7 +158,7 @@ class Controller:
         if now < self._next_rebalance:
             return
         self._next_rebalance = now + interval
-        recs = RC.rebalance_preferred_leaders(self.image, int(self._cfg("leader.imbalance.per.broker.percentage", 10)))
+        recs = RC.rebalance_preferred_leaders(self.image)
         if recs:
             log.info("controller %d: preferred leaders back for %d partition(s)", self.node_id, len(recs))
             await self.commit(recs, 5.0)

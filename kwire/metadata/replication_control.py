@@ -11,7 +11,6 @@ sees the previous one applied.
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
 from typing import Callable, Iterable, Iterator
 
 from kwire.errors import ErrorCode
@@ -193,27 +192,15 @@ def elect_leaders(image: MetadataImage, election: Election, topic_partitions: di
     return results, recs
 
 
-def rebalance_preferred_leaders(image: MetadataImage, imbalance_percentage: int) -> list:
-    """auto.leader.rebalance.enable: for each broker whose share of partitions it should lead
-    (it is their first replica) but does not exceeds leader.imbalance.per.broker.percentage,
-    preferred elections for those partitions (done where the preferred replica is an active
-    ISR member). Kafka's ZooKeeper controller weighed the percentage this way; its KRaft
-    controller elects every imbalanced partition (percentage 0 here does the same)."""
-    preferred_of: dict[int, list[tuple[TopicImage, PartitionImage]]] = defaultdict(list)
-    for t, p in _partitions(image):
-        if p.replicas:
-            preferred_of[p.replicas[0]].append((t, p))
+def rebalance_preferred_leaders(image: MetadataImage) -> list:
+    """auto.leader.rebalance.enable (Kafka's maybeBalancePartitionLeaders): a preferred
+    election for every partition not led by its first replica, done where that replica is an
+    active ISR member. As in Kafka's KRaft controller, leader.imbalance.per.broker.percentage
+    plays no part (the ZooKeeper controller weighed it; Kafka 4 dropped the key)."""
     recs = []
-    for broker, parts in sorted(preferred_of.items()):
-        off = [(t, p) for t, p in parts if p.leader != broker]
-        if not off or len(off) * 100 <= imbalance_percentage * len(parts):
-            continue
-        b = image.brokers.get(broker)
-        if b is None or not b.active:
-            continue
-        for t, p in off:
-            if broker in p.isr:
-                rec = PartitionChangeBuilder(p, t.topic_id, leader_acceptor(image.brokers), Election.PREFERRED).build()
-                if rec is not None:
-                    recs.append((R.PARTITION_CHANGE, rec))
+    for t, p in _partitions(image):
+        if p.replicas and p.leader != p.replicas[0] and p.replicas[0] in p.isr:
+            rec = PartitionChangeBuilder(p, t.topic_id, leader_acceptor(image.brokers), Election.PREFERRED).build()
+            if rec is not None and rec.leader == p.replicas[0]:
+                recs.append((R.PARTITION_CHANGE, rec))
     return recs

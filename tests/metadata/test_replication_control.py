@@ -127,14 +127,13 @@ def test_elect_leaders():
 
 
 def test_rebalance_preferred_leaders():
-    img = cluster({i: (2, [1, 2, 3], [1, 2, 3]) for i in range(10)})
-    # broker 1 should lead all ten; leads one
+    img = cluster({i: (2, [1, 2, 3], [1, 2, 3]) for i in range(10)} | {10: (2, [1, 2], [2])})
+    # broker 1 should lead eleven; it leads one; it is not in the ISR of the last
     commit(img, RC.elect_leaders(img, Election.PREFERRED, {"t": [0]})[1])
-    recs = RC.rebalance_preferred_leaders(img, 10)
+    recs = RC.rebalance_preferred_leaders(img)
     assert len(recs) == 9
     commit(img, recs)
-    assert all(p.leader == 1 for p in img.topics["t"].partitions.values())
-    # 1 of 10 off its preferred leader is 10%: not above the allowed 10
-    img2 = cluster({i: (1 if i else 2, [1, 2, 3], [1, 2, 3]) for i in range(10)})
-    assert RC.rebalance_preferred_leaders(img2, 10) == []
-    assert len(RC.rebalance_preferred_leaders(img2, 0)) == 1
+    assert [p.leader for p in img.topics["t"].partitions.values()] == [1] * 10 + [2]
+    assert RC.rebalance_preferred_leaders(img) == []
+    commit(img, RC.controlled_shutdown(img, 1))     # not active: not elected back
+    assert RC.rebalance_preferred_leaders(img) == []
