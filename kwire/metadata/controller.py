@@ -62,6 +62,13 @@ class Controller:
         self._swept_offset = -1            # the image offset the last leaderless sweep saw
         self._next_rebalance: float | None = None
         self._shutdown_offsets: dict[tuple[int, int], int] = {}   # (broker, epoch) -> offset of its records
+        self._wake = trio.Event()
+        # a registration or a config change may let a leaderless partition be led at once
+        self.broker.image.listeners.append(self._on_record)
+
+    def _on_record(self, msg, obj) -> None:
+        if msg is R.REGISTER_BROKER or msg is R.CONFIG:
+            self._wake.set()
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -98,7 +105,9 @@ class Controller:
     # ------------------------------------------------------------------ the loop
     async def run(self) -> None:
         while True:
-            await trio.sleep(LOOP_INTERVAL)
+            with trio.move_on_after(LOOP_INTERVAL):
+                await self._wake.wait()
+            self._wake = trio.Event()
             if not self.driver.is_leader:
                 self._leader_since = None
                 self._next_rebalance = None
