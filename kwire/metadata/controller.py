@@ -13,8 +13,8 @@ it is the Raft leader and has applied everything committed.
 - Leaderless partitions get a leader as soon as an ISR member is active again (a broker that
   registered anew after a controlled shutdown, say).
 - AlterPartition (from partition leaders), controlled shutdown (BrokerHeartbeat with
-  want_shut_down) and ElectLeaders are decided by kwire.metadata.replication_control and
-  committed here.
+  want_shut_down), ElectLeaders and AlterPartitionReassignments are decided by
+  kwire.metadata.replication_control and committed here.
 - auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds, each partition
   whose preferred leader (first replica) is an active ISR member again is led by it again.
   leader.imbalance.per.broker.percentage is not used, as in Kafka's KRaft controller.
@@ -230,6 +230,30 @@ class Controller:
             results, recs = RC.elect_leaders(self.image, election, topic_partitions)
             if recs:
                 log.info("controller %d: %s election for %d partition(s)", self.node_id, election.value, len(recs))
+                code, _ = await self.commit(recs)
+                if code != ErrorCode.NONE:
+                    return code, {}
+        return ErrorCode.NONE, results
+
+    async def alter_reassignments(self, topics: dict[str, list[tuple[int, list[int] | None]]],
+                                  allow_rf_change: bool = True
+                                  ) -> tuple[ErrorCode, dict[str, list[tuple[int, ErrorCode, str | None]]]]:
+        """AlterPartitionReassignments: start (target replicas) or cancel (None) reassignments;
+        (top-level code, per-topic partition results). One proposal for the whole request."""
+        async with self.lock:
+            if not self.ready():
+                return ErrorCode.NOT_CONTROLLER, {}
+            results: dict[str, list] = {}
+            recs: list = []
+            for name, parts in topics.items():
+                rows = results.setdefault(name, [])
+                for pid, target in parts:
+                    code, msg, r = RC.alter_reassignment(self.image, name, pid, target,
+                                                         allow_rf_change=allow_rf_change, unclean=self.unclean)
+                    rows.append((pid, code, msg))
+                    recs += r
+            if recs:
+                log.info("controller %d: reassignment of %d partition(s)", self.node_id, len(recs))
                 code, _ = await self.commit(recs)
                 if code != ErrorCode.NONE:
                     return code, {}

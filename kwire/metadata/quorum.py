@@ -379,3 +379,34 @@ class MetadataQuorum:
                        for name, pid in elected)
         await self._wait_image(applied, deadline)
         return code, results
+
+    async def alter_reassignments(self, topics: dict[str, list[tuple[int, list[int] | None]]],
+                                  allow_rf_change: bool = True, timeout: float = 30.0
+                                  ) -> tuple[ErrorCode, dict[str, list[tuple[int, ErrorCode, str | None]]]]:
+        """AlterPartitionReassignments through the active controller: {topic: [(partition,
+        target replicas or None to cancel)]} -> (top-level code, {topic: [(partition, code,
+        message)]}); what was started or cancelled is applied here on return."""
+        deadline = trio.current_time() + timeout
+        out = await self._to_controller(
+            lambda: self.controller.alter_reassignments(topics, allow_rf_change),
+            lambda dest, t: CA.send_alter_reassignments(self.transport, dest, topics, allow_rf_change, t),
+            timeout, code_of=lambda o: o[0])
+        if out is None:
+            return ErrorCode.REQUEST_TIMED_OUT, {}
+        code, results = out
+        done = {(name, pid) for name, rows in results.items() for pid, c, _ in rows if c == ErrorCode.NONE}
+        asked = [(name, pid, target) for name, parts in topics.items() for pid, target in parts if (name, pid) in done]
+
+        def applied() -> bool:
+            image_topics = self.broker.image.topics
+            for name, pid, target in asked:
+                p = image_topics[name].partitions.get(pid) if name in image_topics else None
+                if p is None:
+                    continue
+                if target is None and (p.adding_replicas or p.removing_replicas):
+                    return False
+                if target is not None and p.replicas[:len(target)] != list(target):
+                    return False
+            return True
+        await self._wait_image(applied, deadline)
+        return code, results
