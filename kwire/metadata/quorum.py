@@ -83,7 +83,6 @@ class MetadataQuorum:
                                            controller_handler=self._on_controller_request,
                                            controller_apis=CA.handlers(self.controller))
         self._pending_topics: set[str] = set()
-        self._topic_lock = trio.Lock()   # the controller changes topics one at a time
         try:
             self.session_timeout_ms = int(broker.config.get("broker.session.timeout.ms"))
         except (KeyError, TypeError, ValueError):
@@ -223,7 +222,7 @@ class MetadataQuorum:
     async def _controller_topic_change(self, req, timeout: float) -> TopicOutcome:
         """On the active controller: check, place, make own logs, commit."""
         b = self.broker
-        async with self._topic_lock:
+        async with self.controller.lock:   # one decision at a time: topics and partitions alike
             d = self.driver
             if not d.is_leader:
                 return TopicOutcome(ErrorCode.NOT_CONTROLLER)
