@@ -13,10 +13,11 @@ it is the Raft leader and has applied everything committed.
 - Leaderless partitions get a leader as soon as an ISR member is active again (a broker that
   registered anew after a controlled shutdown, say).
 - AlterPartition (from partition leaders), controlled shutdown (BrokerHeartbeat with
-  want_shut_down) and ElectLeaders are decided by kwire.metadata.replication_control and
-  committed here.
-- auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds, preferred
-  leaders return where leader.imbalance.per.broker.percentage is exceeded.
+  want_shut_down), ElectLeaders and AlterPartitionReassignments are decided by
+  kwire.metadata.replication_control and committed here.
+- auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds, each partition
+  whose preferred leader (first replica) is an active ISR member again is led by it again.
+  leader.imbalance.per.broker.percentage is not used, as in Kafka's KRaft controller.
 
 Decisions that change partitions take one lock, so each one reads an image that holds every
 decision before it (Kafka's controller is a single thread for the same reason).
@@ -61,6 +62,13 @@ class Controller:
         self._swept_offset = -1            # the image offset the last leaderless sweep saw
         self._next_rebalance: float | None = None
         self._shutdown_offsets: dict[tuple[int, int], int] = {}   # (broker, epoch) -> offset of its records
+        self._wake = trio.Event()
+        # a registration or a config change may let a leaderless partition be led at once
+        self.broker.image.listeners.append(self._on_record)
+
+    def _on_record(self, msg, obj) -> None:
+        if msg is R.REGISTER_BROKER or msg is R.CONFIG:
+            self._wake.set()
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -97,7 +105,9 @@ class Controller:
     # ------------------------------------------------------------------ the loop
     async def run(self) -> None:
         while True:
-            await trio.sleep(LOOP_INTERVAL)
+            with trio.move_on_after(LOOP_INTERVAL):
+                await self._wake.wait()
+            self._wake = trio.Event()
             if not self.driver.is_leader:
                 self._leader_since = None
                 self._next_rebalance = None
@@ -157,7 +167,7 @@ class Controller:
         if now < self._next_rebalance:
             return
         self._next_rebalance = now + interval
-        recs = RC.rebalance_preferred_leaders(self.image, int(self._cfg("leader.imbalance.per.broker.percentage", 10)))
+        recs = RC.rebalance_preferred_leaders(self.image)
         if recs:
             log.info("controller %d: preferred leaders back for %d partition(s)", self.node_id, len(recs))
             await self.commit(recs, 5.0)
@@ -220,6 +230,30 @@ class Controller:
             results, recs = RC.elect_leaders(self.image, election, topic_partitions)
             if recs:
                 log.info("controller %d: %s election for %d partition(s)", self.node_id, election.value, len(recs))
+                code, _ = await self.commit(recs)
+                if code != ErrorCode.NONE:
+                    return code, {}
+        return ErrorCode.NONE, results
+
+    async def alter_reassignments(self, topics: dict[str, list[tuple[int, list[int] | None]]],
+                                  allow_rf_change: bool = True
+                                  ) -> tuple[ErrorCode, dict[str, list[tuple[int, ErrorCode, str | None]]]]:
+        """AlterPartitionReassignments: start (target replicas) or cancel (None) reassignments;
+        (top-level code, per-topic partition results). One proposal for the whole request."""
+        async with self.lock:
+            if not self.ready():
+                return ErrorCode.NOT_CONTROLLER, {}
+            results: dict[str, list] = {}
+            recs: list = []
+            for name, parts in topics.items():
+                rows = results.setdefault(name, [])
+                for pid, target in parts:
+                    code, msg, r = RC.alter_reassignment(self.image, name, pid, target,
+                                                         allow_rf_change=allow_rf_change, unclean=self.unclean)
+                    rows.append((pid, code, msg))
+                    recs += r
+            if recs:
+                log.info("controller %d: reassignment of %d partition(s)", self.node_id, len(recs))
                 code, _ = await self.commit(recs)
                 if code != ErrorCode.NONE:
                     return code, {}

@@ -1,11 +1,11 @@
 """The controller's requests on the controller listener, both ends: AlterPartition (v3, from
-partition leaders), BrokerHeartbeat (v1, kwire sends it for controlled shutdown) and
-ElectLeaders (v2, forwarded by the node a client asked). Serving maps a request body to
+partition leaders), BrokerHeartbeat (v1, kwire sends it for controlled shutdown),
+ElectLeaders (v2) and AlterPartitionReassignments (v1), forwarded by the node a client asked. Serving maps a request body to
 kwire.metadata.controller.Controller and its answer back to a response body; sending builds
 the request for ``RaftTransport.call`` and reads the response.
 
-Served versions: AlterPartition 2-3, BrokerHeartbeat 0-1, ElectLeaders 0-2 (what the codec
-knows). Left out: AlterPartition v0-1 (topic names; Kafka 4 dropped them), the heartbeat's
+Served versions: AlterPartition 2-3, BrokerHeartbeat 0-1, ElectLeaders 0-2,
+AlterPartitionReassignments 0-1 (what the codec knows). Left out: AlterPartition v0-1 (topic names; Kafka 4 dropped them), the heartbeat's
 lease, fencing on request (``want_fence``) and offline log dirs (liveness rides on the metadata
 log fetches; log dirs are the broker's own business in kwire).
 """
@@ -19,7 +19,8 @@ from kwire.metadata.controller import Controller, HeartbeatReply
 from kwire.metadata.partition_change import RECOVERED, AlterPartitionResult, Election
 
 ALTER_PARTITION, BROKER_HEARTBEAT, ELECT_LEADERS = api("AlterPartition"), api("BrokerHeartbeat"), api("ElectLeaders")
-V_ALTER_PARTITION, V_BROKER_HEARTBEAT, V_ELECT_LEADERS = 3, 1, 2
+ALTER_REASSIGNMENTS = api("AlterPartitionReassignments")
+V_ALTER_PARTITION, V_BROKER_HEARTBEAT, V_ELECT_LEADERS, V_ALTER_REASSIGNMENTS = 3, 1, 2, 1
 ELECTION_TYPES = {0: Election.PREFERRED, 1: Election.UNCLEAN}
 
 
@@ -63,8 +64,29 @@ def handlers(controller: Controller) -> dict:
         code, results = await controller.elect_leaders(election, tps)
         return elect_leaders_response(code, results, version)
 
+    async def alter_reassignments(body, version):
+        allow = bool(body.allow_replication_factor_change) if version >= 1 else True
+        code, results = await controller.alter_reassignments(reassignment_intent(body), allow)
+        return reassignments_response(code, results, None)
+
     return {ALTER_PARTITION.key: alter_partition, BROKER_HEARTBEAT.key: broker_heartbeat,
-            ELECT_LEADERS.key: elect_leaders}
+            ELECT_LEADERS.key: elect_leaders, ALTER_REASSIGNMENTS.key: alter_reassignments}
+
+
+def reassignment_intent(body) -> dict[str, list[tuple[int, list[int] | None]]]:
+    out: dict[str, list] = {}
+    for t in body.topics:
+        out.setdefault(t.name, []).extend(
+            (p.partition_index, None if p.replicas is None else list(p.replicas)) for p in t.partitions)
+    return out
+
+
+def reassignments_response(code: ErrorCode, results: dict, message: str | None):
+    Resp = ALTER_REASSIGNMENTS.response
+    TR, PR = Resp.struct("ReassignableTopicResponse"), Resp.struct("ReassignablePartitionResponse")
+    return Resp.cls(throttle_time_ms=0, error_code=int(code), error_message=message, responses=[
+        TR(name=name, partitions=[PR(partition_index=pid, error_code=int(c), error_message=m) for pid, c, m in rows])
+        for name, rows in results.items()])
 
 
 def elect_leaders_response(code: ErrorCode, results: dict, version: int):
@@ -119,3 +141,16 @@ async def send_elect_leaders(transport, dest: int, election: Election, topic_par
                    timeout_ms=int(timeout * 1000))
     resp = await transport.call(dest, ELECT_LEADERS, V_ELECT_LEADERS, body, timeout=timeout)
     return elect_leaders_results(resp)
+
+
+async def send_alter_reassignments(transport, dest: int, topics: dict, allow_rf_change: bool,
+                                   timeout: float = 10.0) -> tuple[ErrorCode, dict]:
+    Req = ALTER_REASSIGNMENTS.request
+    body = Req.cls(timeout_ms=int(timeout * 1000), allow_replication_factor_change=allow_rf_change, topics=[
+        Req.struct("ReassignableTopic")(name=name, partitions=[
+            Req.struct("ReassignablePartition")(partition_index=pid, replicas=target) for pid, target in parts])
+        for name, parts in topics.items()])
+    resp = await transport.call(dest, ALTER_REASSIGNMENTS, V_ALTER_REASSIGNMENTS, body, timeout=timeout)
+    return ErrorCode(resp.error_code), {
+        t.name: [(p.partition_index, ErrorCode(p.error_code), p.error_message) for p in t.partitions]
+        for t in resp.responses}

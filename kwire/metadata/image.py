@@ -33,6 +33,14 @@ class PartitionImage:
     leader_epoch: int = 0
     partition_epoch: int = 0
     leader_recovery_state: int = 0   # 0 RECOVERED; 1 RECOVERING (elected uncleanly, not yet recovered)
+    # a reassignment in progress: replicas being removed / added (both in ``replicas`` meanwhile)
+    removing_replicas: list[int] = field(default_factory=list)
+    adding_replicas: list[int] = field(default_factory=list)
+
+    def copy(self) -> "PartitionImage":
+        return PartitionImage(self.index, self.leader, list(self.replicas), list(self.isr), self.leader_epoch,
+                              self.partition_epoch, self.leader_recovery_state, list(self.removing_replicas),
+                              list(self.adding_replicas))
 
     def merge(self, change) -> None:
         """Apply a PartitionChangeRecord, as Kafka's PartitionRegistration.merge: a new leader
@@ -44,6 +52,10 @@ class PartitionImage:
             self.isr = list(change.isr)
         if change.replicas is not None:
             self.replicas = list(change.replicas)
+        if change.removing_replicas is not None:
+            self.removing_replicas = list(change.removing_replicas)
+        if change.adding_replicas is not None:
+            self.adding_replicas = list(change.adding_replicas)
         if change.leader_recovery_state != -1:
             self.leader_recovery_state = change.leader_recovery_state
         self.partition_epoch += 1
@@ -100,7 +112,8 @@ class MetadataImage:
             if t is not None:
                 t.partitions[obj.partition_id] = PartitionImage(
                     obj.partition_id, obj.leader, list(obj.replicas), list(obj.isr),
-                    obj.leader_epoch, obj.partition_epoch, obj.leader_recovery_state)
+                    obj.leader_epoch, obj.partition_epoch, obj.leader_recovery_state,
+                    list(obj.removing_replicas or ()), list(obj.adding_replicas or ()))
         elif msg is R.PARTITION_CHANGE:
             t = self.topics_by_id.get(obj.topic_id)
             p = t.partitions.get(obj.partition_id) if t else None
@@ -163,8 +176,9 @@ def image_records(image: MetadataImage) -> list:
         for p in sorted(t.partitions.values(), key=lambda p: p.index):
             out.append((R.PARTITION, R.PARTITION.cls(
                 partition_id=p.index, topic_id=t.topic_id, replicas=list(p.replicas), isr=list(p.isr),
-                removing_replicas=[], adding_replicas=[], leader=p.leader, leader_epoch=p.leader_epoch,
-                partition_epoch=p.partition_epoch, leader_recovery_state=p.leader_recovery_state)))
+                removing_replicas=list(p.removing_replicas), adding_replicas=list(p.adding_replicas), leader=p.leader,
+                leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
+                leader_recovery_state=p.leader_recovery_state)))
         for k, v in sorted(t.configs.items()):
             out.append((R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_TOPIC, resource_name=t.name, name=k, value=v)))
     for rtype, by_name in ((R.RESOURCE_BROKER, image.broker_configs), (R.RESOURCE_GROUP, image.group_configs)):

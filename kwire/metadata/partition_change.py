@@ -1,7 +1,13 @@
 """One partition's change, decided the way Kafka's controller decides it (its
 PartitionChangeBuilder): a partition as the image holds it, who may lead, and what is asked
-(a new ISR, new replicas, an election type, a leader recovery state) in; a
-PartitionChangeRecord out, or None when nothing would change. Pure: no image, no I/O.
+(a new ISR, new replicas, replicas being added / removed by a reassignment, an election
+type, a leader recovery state) in; a PartitionChangeRecord out, or None when nothing would
+change. Pure: no image, no I/O.
+
+A reassignment in progress completes in whatever change first finds every replica being
+added in the ISR: the replicas being removed leave the replicas and the ISR (a new leader is
+elected if the leader was one of them). A change that drops a replica bumps the leader epoch
+even when the leader stays.
 
 Leader election (``Election``):
 - ONLINE: keep the current leader while it is in the target ISR and acceptable; else the
@@ -90,6 +96,8 @@ class PartitionChangeBuilder:
         self.election = election
         self.target_isr: list[int] = list(partition.isr)
         self.target_replicas: list[int] = list(partition.replicas)
+        self.target_removing: list[int] = list(partition.removing_replicas)
+        self.target_adding: list[int] = list(partition.adding_replicas)
         self.target_leader_recovery_state: int = partition.leader_recovery_state
 
     def set_target_isr(self, isr: Iterable[int]) -> "PartitionChangeBuilder":
@@ -98,6 +106,14 @@ class PartitionChangeBuilder:
 
     def set_target_replicas(self, replicas: Iterable[int]) -> "PartitionChangeBuilder":
         self.target_replicas = list(replicas)
+        return self
+
+    def set_target_removing(self, removing: Iterable[int]) -> "PartitionChangeBuilder":
+        self.target_removing = list(removing)
+        return self
+
+    def set_target_adding(self, adding: Iterable[int]) -> "PartitionChangeBuilder":
+        self.target_adding = list(adding)
         return self
 
     def set_election(self, election: Election) -> "PartitionChangeBuilder":
@@ -137,10 +153,23 @@ class PartitionChangeBuilder:
         return NO_LEADER, False
 
     # ------------------------------------------------------------------ build
+    def _complete_reassignment_if_needed(self) -> None:
+        """A reassignment completes once every added replica is in the ISR: the removed
+        replicas leave the replicas and the ISR (Kafka's maybeCompleteReassignment)."""
+        if not self.target_removing and not self.target_adding:
+            return
+        isr = [r for r in self.target_isr if r not in self.target_removing]
+        if not isr or any(r not in isr for r in self.target_adding):
+            return
+        self.target_isr = isr
+        self.target_replicas = [r for r in self.target_replicas if r not in self.target_removing]
+        self.target_removing, self.target_adding = [], []
+
     def build(self):
         """The PartitionChangeRecord (``records.PARTITION_CHANGE.cls``), or None for no change."""
         p = self.partition
         rec = R.PARTITION_CHANGE.cls(partition_id=p.index, topic_id=self.topic_id)
+        self._complete_reassignment_if_needed()
         leader, unclean = self.elect_leader()
         if leader != p.leader:
             rec.leader = leader
@@ -148,14 +177,21 @@ class PartitionChangeBuilder:
                 rec.isr = [leader]
                 if p.leader_recovery_state != RECOVERING:
                     rec.leader_recovery_state = RECOVERING
+        if rec.leader == NO_LEADER_CHANGE and any(r not in self.target_replicas for r in p.replicas):
+            rec.leader = p.leader   # a replica leaves: a new leader epoch fences it (Kafka does the same)
         if rec.isr is None and self.target_isr and self.target_isr != list(p.isr):
             rec.isr = list(self.target_isr)
         if self.target_replicas and self.target_replicas != list(p.replicas):
             rec.replicas = list(self.target_replicas)
+        if self.target_removing != list(p.removing_replicas):
+            rec.removing_replicas = list(self.target_removing)
+        if self.target_adding != list(p.adding_replicas):
+            rec.adding_replicas = list(self.target_adding)
         if rec.leader_recovery_state == NO_RECOVERY_CHANGE \
                 and self.target_leader_recovery_state != p.leader_recovery_state:
             rec.leader_recovery_state = self.target_leader_recovery_state
         if rec.leader == NO_LEADER_CHANGE and rec.isr is None and rec.replicas is None \
+                and rec.removing_replicas is None and rec.adding_replicas is None \
                 and rec.leader_recovery_state == NO_RECOVERY_CHANGE:
             return None
         return rec

@@ -83,7 +83,6 @@ class MetadataQuorum:
                                            controller_handler=self._on_controller_request,
                                            controller_apis=CA.handlers(self.controller))
         self._pending_topics: set[str] = set()
-        self._topic_lock = trio.Lock()   # the controller changes topics one at a time
         try:
             self.session_timeout_ms = int(broker.config.get("broker.session.timeout.ms"))
         except (KeyError, TypeError, ValueError):
@@ -223,7 +222,7 @@ class MetadataQuorum:
     async def _controller_topic_change(self, req, timeout: float) -> TopicOutcome:
         """On the active controller: check, place, make own logs, commit."""
         b = self.broker
-        async with self._topic_lock:
+        async with self.controller.lock:   # one decision at a time: topics and partitions alike
             d = self.driver
             if not d.is_leader:
                 return TopicOutcome(ErrorCode.NOT_CONTROLLER)
@@ -377,5 +376,36 @@ class MetadataQuorum:
             return all(name not in topics or pid not in topics[name].partitions
                        or topics[name].partitions[pid].leader_epoch > before.get((name, pid), -1)
                        for name, pid in elected)
+        await self._wait_image(applied, deadline)
+        return code, results
+
+    async def alter_reassignments(self, topics: dict[str, list[tuple[int, list[int] | None]]],
+                                  allow_rf_change: bool = True, timeout: float = 30.0
+                                  ) -> tuple[ErrorCode, dict[str, list[tuple[int, ErrorCode, str | None]]]]:
+        """AlterPartitionReassignments through the active controller: {topic: [(partition,
+        target replicas or None to cancel)]} -> (top-level code, {topic: [(partition, code,
+        message)]}); what was started or cancelled is applied here on return."""
+        deadline = trio.current_time() + timeout
+        out = await self._to_controller(
+            lambda: self.controller.alter_reassignments(topics, allow_rf_change),
+            lambda dest, t: CA.send_alter_reassignments(self.transport, dest, topics, allow_rf_change, t),
+            timeout, code_of=lambda o: o[0])
+        if out is None:
+            return ErrorCode.REQUEST_TIMED_OUT, {}
+        code, results = out
+        done = {(name, pid) for name, rows in results.items() for pid, c, _ in rows if c == ErrorCode.NONE}
+        asked = [(name, pid, target) for name, parts in topics.items() for pid, target in parts if (name, pid) in done]
+
+        def applied() -> bool:
+            image_topics = self.broker.image.topics
+            for name, pid, target in asked:
+                p = image_topics[name].partitions.get(pid) if name in image_topics else None
+                if p is None:
+                    continue
+                if target is None and (p.adding_replicas or p.removing_replicas):
+                    return False
+                if target is not None and p.replicas[:len(target)] != list(target):
+                    return False
+            return True
         await self._wait_image(applied, deadline)
         return code, results

@@ -11,7 +11,6 @@ sees the previous one applied.
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
 from typing import Callable, Iterable, Iterator
 
 from kwire.errors import ErrorCode
@@ -134,8 +133,7 @@ def alter_partition(image: MetadataImage, broker_id: int, topic_id: uuid.UUID, p
             return AlterPartitionResult(ErrorCode.INELIGIBLE_REPLICA), []
     rec = (PartitionChangeBuilder(p, t.topic_id, leader_acceptor(image.brokers), election_for(unclean(t)))
            .set_target_isr(new_isr).set_target_leader_recovery_state(leader_recovery_state).build())
-    after = PartitionImage(p.index, p.leader, list(p.replicas), list(p.isr), p.leader_epoch, p.partition_epoch,
-                           p.leader_recovery_state)
+    after = p.copy()
     recs = []
     code = ErrorCode.NONE
     if rec is not None:
@@ -193,27 +191,78 @@ def elect_leaders(image: MetadataImage, election: Election, topic_partitions: di
     return results, recs
 
 
-def rebalance_preferred_leaders(image: MetadataImage, imbalance_percentage: int) -> list:
-    """auto.leader.rebalance.enable: for each broker whose share of partitions it should lead
-    (it is their first replica) but does not exceeds leader.imbalance.per.broker.percentage,
-    preferred elections for those partitions (done where the preferred replica is an active
-    ISR member). Kafka's ZooKeeper controller weighed the percentage this way; its KRaft
-    controller elects every imbalanced partition (percentage 0 here does the same)."""
-    preferred_of: dict[int, list[tuple[TopicImage, PartitionImage]]] = defaultdict(list)
-    for t, p in _partitions(image):
-        if p.replicas:
-            preferred_of[p.replicas[0]].append((t, p))
+def rebalance_preferred_leaders(image: MetadataImage) -> list:
+    """auto.leader.rebalance.enable (Kafka's maybeBalancePartitionLeaders): a preferred
+    election for every partition not led by its first replica, done where that replica is an
+    active ISR member. As in Kafka's KRaft controller, leader.imbalance.per.broker.percentage
+    plays no part (the ZooKeeper controller weighed it; Kafka 4 dropped the key)."""
     recs = []
-    for broker, parts in sorted(preferred_of.items()):
-        off = [(t, p) for t, p in parts if p.leader != broker]
-        if not off or len(off) * 100 <= imbalance_percentage * len(parts):
-            continue
-        b = image.brokers.get(broker)
-        if b is None or not b.active:
-            continue
-        for t, p in off:
-            if broker in p.isr:
-                rec = PartitionChangeBuilder(p, t.topic_id, leader_acceptor(image.brokers), Election.PREFERRED).build()
-                if rec is not None:
-                    recs.append((R.PARTITION_CHANGE, rec))
+    for t, p in _partitions(image):
+        if p.replicas and p.leader != p.replicas[0] and p.replicas[0] in p.isr:
+            rec = PartitionChangeBuilder(p, t.topic_id, leader_acceptor(image.brokers), Election.PREFERRED).build()
+            if rec is not None and rec.leader == p.replicas[0]:
+                recs.append((R.PARTITION_CHANGE, rec))
     return recs
+
+
+# ---------------------------------------------------------------------- reassignment
+def _reassignment_size(p: PartitionImage) -> int:
+    return len([r for r in p.replicas if r not in p.removing_replicas]) if p.removing_replicas else len(p.replicas)
+
+
+def alter_reassignment(image: MetadataImage, topic: str, partition: int, target: list[int] | None, *,
+                       allow_rf_change: bool = True, unclean: Unclean = NEVER) -> tuple[ErrorCode, str | None, list]:
+    """One partition of an AlterPartitionReassignments (Kafka's alterPartitionReassignment):
+    ``target`` replicas start a reassignment (the new ones are added, and the old ones removed
+    once the new ones are in the ISR); None cancels the one in progress. (code, message, records)."""
+    from kwire.metadata.placement import PlacementError, validate_assignment  # noqa: PLC0415
+
+    t = image.topics.get(topic)
+    if t is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {topic}.", []
+    p = t.partitions.get(partition)
+    if p is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}:{partition}.", []
+    acceptable = leader_acceptor(image.brokers)
+    b = PartitionChangeBuilder(p, t.topic_id, acceptable, election_for(unclean(t)))
+    if target is None:
+        if not p.removing_replicas and not p.adding_replicas:
+            return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress.", []
+        replicas = [r for r in p.replicas if r not in p.adding_replicas]
+        isr = [r for r in p.isr if r not in p.adding_replicas]
+        if not isr:   # only replicas being added are in sync: going back loses data
+            if not unclean(t):
+                return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unable to revert partition assignment for {topic}:"
+                        f"{partition} because it would require an unclean leader election.", [])
+            isr = list(replicas)
+        b.set_target_replicas(replicas).set_target_isr(isr).set_target_removing([]).set_target_adding([])
+    else:
+        try:
+            validate_assignment(target, image.brokers.keys(), None)
+        except PlacementError as exc:
+            return exc.code, exc.message, []
+        if not allow_rf_change and _reassignment_size(p) != len(target):
+            return (ErrorCode.INVALID_REPLICATION_FACTOR,
+                    f"The replication factor is changed from {_reassignment_size(p)} to {len(target)}", [])
+        removing = [r for r in p.replicas if r not in target]
+        adding = [r for r in target if r not in p.replicas]
+        b.set_target_replicas(list(target) + removing).set_target_removing(removing).set_target_adding(adding)
+    rec = b.build()
+    return ErrorCode.NONE, None, ([] if rec is None else [(R.PARTITION_CHANGE, rec)])
+
+
+def list_reassignments(image: MetadataImage, topics: dict[str, list[int]] | None) -> dict[str, list[PartitionImage]]:
+    """ListPartitionReassignments: {topic: [partitions with a reassignment in progress]}; None
+    lists every topic. Unknown topics and partitions are left out, as Kafka does."""
+    names = sorted(image.topics) if topics is None else list(topics)
+    out: dict[str, list[PartitionImage]] = {}
+    for name in names:
+        t = image.topics.get(name)
+        if t is None:
+            continue
+        idxs = sorted(t.partitions) if topics is None else topics[name]
+        parts = [t.partitions[i] for i in idxs if i in t.partitions
+                 and (t.partitions[i].removing_replicas or t.partitions[i].adding_replicas)]
+        if parts:
+            out[name] = parts
+    return out

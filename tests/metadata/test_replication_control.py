@@ -127,14 +127,67 @@ def test_elect_leaders():
 
 
 def test_rebalance_preferred_leaders():
-    img = cluster({i: (2, [1, 2, 3], [1, 2, 3]) for i in range(10)})
-    # broker 1 should lead all ten; leads one
+    img = cluster({i: (2, [1, 2, 3], [1, 2, 3]) for i in range(10)} | {10: (2, [1, 2], [2])})
+    # broker 1 should lead eleven; it leads one; it is not in the ISR of the last
     commit(img, RC.elect_leaders(img, Election.PREFERRED, {"t": [0]})[1])
-    recs = RC.rebalance_preferred_leaders(img, 10)
+    recs = RC.rebalance_preferred_leaders(img)
     assert len(recs) == 9
     commit(img, recs)
-    assert all(p.leader == 1 for p in img.topics["t"].partitions.values())
-    # 1 of 10 off its preferred leader is 10%: not above the allowed 10
-    img2 = cluster({i: (1 if i else 2, [1, 2, 3], [1, 2, 3]) for i in range(10)})
-    assert RC.rebalance_preferred_leaders(img2, 10) == []
-    assert len(RC.rebalance_preferred_leaders(img2, 0)) == 1
+    assert [p.leader for p in img.topics["t"].partitions.values()] == [1] * 10 + [2]
+    assert RC.rebalance_preferred_leaders(img) == []
+    commit(img, RC.controlled_shutdown(img, 1))     # not active: not elected back
+    assert RC.rebalance_preferred_leaders(img) == []
+
+
+def reassign(img, part, target, **kw):
+    return RC.alter_reassignment(img, "t", part, target, **kw)
+
+
+def test_reassignment_adds_then_removes():
+    img = cluster({0: (1, [1, 2], [1, 2]), 1: (2, [2, 3], [2, 3])})
+    img.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=4, incarnation_id=uuid.UUID(int=0), broker_epoch=14,
+                                                       end_points=[], fenced=False))
+    code, msg, recs = reassign(img, 0, [3, 4])
+    assert (code, msg) == (ErrorCode.NONE, None)
+    commit(img, recs)
+    p = img.topics["t"].partitions[0]
+    assert (p.replicas, p.adding_replicas, p.removing_replicas, p.isr, p.leader, p.leader_epoch) == (
+        [3, 4, 1, 2], [3, 4], [1, 2], [1, 2], 1, 0)
+    assert {n: [q.index for q in ps] for n, ps in RC.list_reassignments(img, None).items()} == {"t": [0]}
+    # 3 catches up: not complete yet
+    res, recs = RC.alter_partition(img, 1, TID, 0, 0, 1, [1, 2, 3])
+    commit(img, recs)
+    assert (res.code, p.replicas, p.isr) == (ErrorCode.NONE, [3, 4, 1, 2], [1, 2, 3])
+    # 4 catches up: complete in the same change; the leader was removed, so 3 leads
+    res, recs = RC.alter_partition(img, 1, TID, 0, 0, 2, [1, 2, 3, 4])
+    commit(img, recs)
+    assert res.code == ErrorCode.NEW_LEADER_ELECTED
+    assert (p.replicas, p.isr, p.leader, p.leader_epoch, p.adding_replicas, p.removing_replicas) == (
+        [3, 4], [3, 4], 3, 1, [], [])
+    assert RC.list_reassignments(img, None) == {}
+
+
+def test_reassignment_shrink_reorder_cancel_and_checks():
+    img = cluster({0: (1, [1, 2, 3], [1, 2, 3]), 1: (2, [2, 3], [2, 3])})
+    code, _, recs = reassign(img, 0, [1, 2])           # removing only: done at once, same leader, new epoch
+    commit(img, recs)
+    p = img.topics["t"].partitions[0]
+    assert (code, p.replicas, p.isr, p.leader, p.leader_epoch) == (ErrorCode.NONE, [1, 2], [1, 2], 1, 1)
+    code, _, recs = reassign(img, 0, [2, 1])           # a new order: the preferred leader changes
+    commit(img, recs)
+    assert (p.replicas, p.leader, p.leader_epoch) == ([2, 1], 1, 1)
+    assert reassign(img, 1, None)[:2] == (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                                          "No partition reassignment is in progress.")
+    commit(img, reassign(img, 1, [1, 3])[2])
+    q = img.topics["t"].partitions[1]
+    assert (q.replicas, q.adding_replicas, q.removing_replicas) == ([1, 3, 2], [1], [2])
+    code, _, recs = reassign(img, 1, None)             # cancel: back to the replicas it had
+    commit(img, recs)
+    assert (code, q.replicas, q.isr, q.adding_replicas, q.removing_replicas) == (ErrorCode.NONE, [3, 2], [2, 3], [], [])
+    assert reassign(img, 1, [3, 9])[:2] == (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment "
+                                            "includes broker 9, but no such broker is registered.")
+    assert reassign(img, 1, [1, 2, 3], allow_rf_change=False)[:2] == (
+        ErrorCode.INVALID_REPLICATION_FACTOR, "The replication factor is changed from 2 to 3")
+    assert reassign(img, 7, [1])[:2] == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find partition t:7.")
+    assert RC.alter_reassignment(img, "x", 0, [1])[:2] == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                                           "Unable to find a topic named x.")

@@ -2,7 +2,7 @@
 (Metadata / kcat -L list replicas and ISR), fencing a SIGKILLed broker moves its leaderships
 and takes it out of the ISRs (leader epochs bumped), an offline partition comes back with its
 broker, AlterPartition over the controller listener with good and bad epochs, ElectLeaders
-through kafka-python's admin client.
+through kafka-python's admin client; a paused (SIGSTOP) broker fenced, then unfenced.
 
 Followers do not copy data in these tests (the broker side lands separately): what is checked
 is the controller's decisions, as metadata."""
@@ -221,3 +221,41 @@ def test_failover_alter_partition_and_elections(tmp_path):
 
 if __name__ == "__main__":   # pragma: no cover
     pytest.main([__file__, "-q"])
+
+
+def test_paused_broker_is_fenced_then_unfenced(tmp_path):
+    """SIGSTOP: the controller stops hearing the broker and fences it (its RF 1 partition goes
+    offline, it leaves the ISR of the others); SIGCONT: it fetches again, is unfenced without
+    registering anew, and the offline partition whose ISR it holds is led by it again."""
+    import os  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+
+    cluster = Cluster(str(tmp_path), extra_args=("--override", f"broker.session.timeout.ms={SESSION_MS}"))
+    cluster.start()
+    try:
+        nodes = cluster.nodes
+        ports = {i: n.port for i, n in nodes.items()}
+        assert wait_for(lambda: all(controller_of(p) > 0 for p in ports.values()), 20)
+        ctl = controller_of(ports[1])
+        x = max(i for i in ports if i != ctl)
+        assert create(ports[ctl], "solo", -1, -1, {0: [x]}).error_code == 0
+        assert create(ports[ctl], "pair", -1, -1, {0: [ctl, x]}).error_code == 0
+        assert wait_for(lambda: partitions(ports[ctl], "pair"), 10)
+        os.kill(nodes[x].proc.pid, signal.SIGSTOP)
+        try:
+            solo = wait_for(lambda: (lambda p: p if p.leader_id == -1 else None)(partitions(ports[ctl], "solo")[0]),
+                            SESSION_MS / 1000 + 10)
+            assert solo.leader_epoch == 1
+            pair = partitions(ports[ctl], "pair")[0]
+            assert (pair.leader_id, pair.leader_epoch) == (ctl, 0)
+            got = alter_partition(nodes[ctl].controller_port, ctl, topic_id(ports[ctl], "pair"), 0, 0, 1, [ctl])
+            assert (got.error_code, got.isr) == (0, [ctl])    # it left the ISR (partition epoch 1: one change)
+        finally:
+            os.kill(nodes[x].proc.pid, signal.SIGCONT)
+        solo = wait_for(lambda: (lambda p: p if p.leader_id == x else None)(partitions(ports[ctl], "solo")[0]), 15)
+        assert solo.leader_epoch == 2
+        log = nodes[ctl].log_tail(200_000)
+        assert f"fence broker {x}" in log and f"unfence broker {x}" in log
+        assert nodes[x].log_tail(200_000).count(f"broker {x} open") == 1    # the same process, not registered anew
+    finally:
+        cluster.stop()
