@@ -201,8 +201,8 @@ class GroupEdge:
                     if advanced <= offset:
                         break
                     offset = advanced
-        except (KafkaError, OSError) as exc:
-            log.error("loading the groups of %s-%d failed: %s", OFFSETS_TOPIC, p, exc)
+        except Exception:  # noqa: BLE001 - a failed load must not stop the broker
+            log.exception("loading the groups of %s-%d failed", OFFSETS_TOPIC, p)
             if coord.loading.get(p) is load:
                 coord.unload(p)   # NOT_COORDINATOR until it is led here again
             return

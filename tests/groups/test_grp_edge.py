@@ -296,3 +296,27 @@ def test_resign_answers_a_commit_waiting_for_replication(kw):
     move_leader(kw, 1, kw.broker.node_id)
     wait_until(lambda: kw.broker.groups.owns(1), 10)
     assert fetch(kw, G) == (E.NONE, 14)   # in the log though never acknowledged: a new leader loads it
+
+
+def test_a_failed_load_leaves_the_partition_unserved_and_the_broker_running(kw):
+    assert commit(kw, G, 5) == E.NONE
+    edge = kw.broker.group_edge
+    coord = kw.broker.groups
+    failed = []
+
+    async def failing_read(data):
+        failed.append(data.size)
+        raise OSError(5, "Input/output error")
+
+    edge._read = failing_read
+    move_leader(kw, 1, OTHER_NODE)
+    move_leader(kw, 1, kw.broker.node_id)
+    wait_until(lambda: failed and not coord.is_loading(1), 10)
+    assert not coord.owns(1)
+    assert fetch(kw, G)[0] == E.NOT_COORDINATOR   # clients look for the coordinator again
+    assert fetch(kw, H)[0] == E.NONE              # the broker and other partitions carry on
+    del edge._read
+    move_leader(kw, 1, OTHER_NODE)
+    move_leader(kw, 1, kw.broker.node_id)
+    wait_until(lambda: coord.owns(1), 10)
+    assert fetch(kw, G) == (E.NONE, 5)
