@@ -323,3 +323,20 @@ def test_a_failed_load_leaves_the_partition_unserved_and_the_broker_running(kw):
     move_leader(kw, 1, kw.broker.node_id)
     wait_until(lambda: coord.owns(1), 10)
     assert fetch(kw, G) == (E.NONE, 5)
+
+
+def test_a_partition_without_its_log_here_is_not_served_empty(kw):
+    """Serving it empty would answer OffsetFetch with no offsets: consumers would reset."""
+    assert commit(kw, G, 8) == E.NONE
+    rm = kw.broker.replica_manager
+    real = rm.local_log
+    rm.local_log = lambda topic, p: None if (topic, p) == (OFFSETS_TOPIC, 1) else real(topic, p)
+    try:
+        move_leader(kw, 1, OTHER_NODE)
+        move_leader(kw, 1, kw.broker.node_id)
+        coord = kw.broker.groups
+        wait_until(lambda: not coord.is_loading(1), 10)
+        assert not coord.owns(1) and fetch(kw, G)[0] == E.NOT_COORDINATOR
+        assert fetch(kw, H)[0] == E.NONE
+    finally:
+        del rm.local_log
