@@ -145,3 +145,67 @@ def test_group_coordinator_and_producer_state_move_with_leadership(tmp_path):
         assert wait_for(lambda: fetch(ports[third], GROUP, "orders", [0, 1]), 30) == {0: 130, 1: 45}
     finally:
         cluster.stop()
+
+
+def test_a_consumer_group_rides_through_its_coordinator_dying(tmp_path):
+    """Stock consumers (confluent-kafka) in one group keep consuming and committing while their
+    coordinator is SIGKILLed: they find the new coordinator, rejoin, and every record is read;
+    a consumer started afterwards resumes exactly after the last commit."""
+    from confluent_kafka import Producer   # noqa: PLC0415
+
+    cluster = Cluster(str(tmp_path), extra_args=(
+        "--override", "group.initial.rebalance.delay.ms=0", "--override", "offsets.topic.num.partitions=3",
+        "--override", "broker.session.timeout.ms=2000", "--override", "replica.lag.time.max.ms=3000")).start()
+    try:
+        nodes = cluster.nodes
+        ports = {i: n.port for i, n in nodes.items()}
+        any_port = ports[1]
+        wait_for(lambda: len(call(any_port, "Metadata", 9, topics=None, allow_auto_topic_creation=False,
+                                  include_topic_authorized_operations=False).brokers) == 3, 20)
+        assert create_topic_rf(any_port, "events", 3, 3) == E.NONE
+        wait_for(lambda: all(len(isr) == 3 for _, _, isr in partitions_of(any_port, "events").values()), 20)
+        wait_for(lambda: all(len(isr) == 3 for _, _, isr in partitions_of(any_port, "__consumer_offsets").values()),
+                 20)
+        bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports.values())
+        prod = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+        for i in range(900):
+            prod.produce("events", str(i).encode(), partition=i % 3)
+        assert prod.flush(30) == 0
+
+        boss = wait_for(lambda: coordinator(any_port, "riders"), 20)
+        conf = {"bootstrap.servers": bootstrap, "group.id": "riders", "auto.offset.reset": "earliest",
+                "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 300}
+        consumers = [Consumer(conf) for _ in range(2)]
+        for c in consumers:
+            c.subscribe(["events"])
+        seen: list[int] = []
+        killed = False
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and len(set(seen)) < 900:
+            for c in consumers:
+                m = c.poll(0.1)
+                if m is None or m.error() is not None:
+                    continue
+                seen.append(int(m.value()))
+                try:
+                    c.commit(message=m, asynchronous=False)
+                except Exception:   # noqa: BLE001 - a commit during the failover may fail: retried later
+                    pass
+            if not killed and len(seen) >= 300:
+                nodes[boss].kill()   # the coordinator dies in the middle
+                killed = True
+        assert killed and sorted(set(seen)) == list(range(900)), (len(set(seen)), boss)
+        # commit what was read last, once more (commits during the failover may have failed)
+        for c in consumers:
+            try:
+                c.commit(asynchronous=False)
+            except Exception:   # noqa: BLE001 - nothing to commit for this one
+                pass
+            c.close()
+        survivors = {i: p for i, p in ports.items() if i != boss}
+        port = next(iter(survivors.values()))
+        new_boss = wait_for(lambda: (lambda c: c if c in survivors else None)(coordinator(port, "riders")), 30)
+        assert new_boss != boss
+        assert fetch(ports[new_boss], "riders", "events", [0, 1, 2]) == {0: 300, 1: 300, 2: 300}
+    finally:
+        cluster.stop()
