@@ -105,12 +105,8 @@ class GroupEdge:
         coord = GroupCoordinator(self.config, b.clock, self._write, owned_partitions=())
         # before serving, at once: the partitions this node leads (the others load when it
         # becomes their leader, in a task: on_become_leader)
-        n = 0
         led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
-        for p in led:
-            load = coord.begin_load(p)
-            n += self._replay_partition(load)
-            coord.complete_load(load)
+        n = sum(self._load_now(coord, p) for p in led)
         coord.wakeup = self._wake.set
         self.coordinator = coord
         log.info("group coordinator open: %d records replayed from the %d of %d %s partitions "
@@ -118,24 +114,38 @@ class GroupEdge:
                  len(coord.groups))
         return coord
 
-    def _replay_partition(self, load: PartitionLoad) -> int:
-        """Feed the partition's records below its log end offset to ``load`` (blocking
-        reads: at startup, before anything is served)."""
-        plog = self.broker.replica_manager.local_log(OFFSETS_TOPIC, load.partition)
-        if plog is None:
+    def _load_now(self, coord: GroupCoordinator, partition: int) -> int:
+        """Load a partition with blocking reads (at startup, before anything is served);
+        the number of records replayed."""
+        load = coord.begin_load(partition)
+        try:
+            plog = self._log_of(partition)
+            end = plog.log_end_offset
+            offset = plog.log_start_offset
+            while offset < end:
+                data = plog.read(offset, self._chunk_bytes(), max_offset=end)
+                if data.size == 0:
+                    break
+                advanced = _replay_chunk(load, bytes(data), offset)
+                if advanced <= offset:
+                    break
+                offset = advanced
+        except Exception:  # noqa: BLE001 - one partition must not stop the broker
+            log.exception("loading the groups of %s-%d failed", OFFSETS_TOPIC, partition)
+            coord.unload(partition)   # NOT_COORDINATOR until it is led here again
             return 0
-        end = plog.log_end_offset
-        offset = plog.log_start_offset
-        before = load.records
-        while offset < end:
-            data = plog.read(offset, self._chunk_bytes(), max_offset=end)
-            if data.size == 0:
-                break
-            advanced = _replay_chunk(load, bytes(data), offset)
-            if advanced <= offset:
-                break
-            offset = advanced
-        return load.records - before
+        coord.complete_load(load)
+        return load.records
+
+    def _log_of(self, partition: int):
+        """This node's log of the partition; KAFKA_STORAGE_ERROR when it has none or it is
+        offline: its groups are then not served at all (served empty, their consumers would
+        lose their committed offsets)."""
+        plog = self.broker.replica_manager.local_log(OFFSETS_TOPIC, partition)
+        if plog is None or plog.offline:
+            raise KafkaError(f"the log of {OFFSETS_TOPIC}-{partition} is not available on this broker",
+                             ErrorCode.KAFKA_STORAGE_ERROR)
+        return plog
 
     def _chunk_bytes(self) -> int:
         return int(self.broker.config.get("offsets.load.buffer.size"))
@@ -185,24 +195,23 @@ class GroupEdge:
         coord = self.coordinator
         p = load.partition
         try:
-            plog = self.broker.replica_manager.local_log(OFFSETS_TOPIC, p)
-            if plog is not None:
-                # a new leader's log holds what the old leader had replicated to it
-                end = plog.log_end_offset
-                offset = plog.log_start_offset
-                while offset < end:
-                    data = plog.read(offset, self._chunk_bytes(), max_offset=end)
-                    if data.size == 0:
-                        break
-                    buf = await self._read(data)
-                    if coord.loading.get(p) is not load:
-                        return   # resigned (or reloading) meanwhile
-                    advanced = _replay_chunk(load, buf, offset)
-                    if advanced <= offset:
-                        break
-                    offset = advanced
-        except (KafkaError, OSError) as exc:
-            log.error("loading the groups of %s-%d failed: %s", OFFSETS_TOPIC, p, exc)
+            plog = self._log_of(p)
+            # a new leader's log holds what the old leader had replicated to it
+            end = plog.log_end_offset
+            offset = plog.log_start_offset
+            while offset < end:
+                data = plog.read(offset, self._chunk_bytes(), max_offset=end)
+                if data.size == 0:
+                    break
+                buf = await self._read(data)
+                if coord.loading.get(p) is not load:
+                    return   # resigned (or reloading) meanwhile
+                advanced = _replay_chunk(load, buf, offset)
+                if advanced <= offset:
+                    break
+                offset = advanced
+        except Exception:  # noqa: BLE001 - a failed load must not stop the broker
+            log.exception("loading the groups of %s-%d failed", OFFSETS_TOPIC, p)
             if coord.loading.get(p) is load:
                 coord.unload(p)   # NOT_COORDINATOR until it is led here again
             return

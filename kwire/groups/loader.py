@@ -3,8 +3,9 @@ partition), without I/O: the edge reads the partition's log and feeds each recor
 
 ``replay_record(groups, key, value, forget)`` applies one record, in log order, to a dict of
 groups: an offset commit or its tombstone, a group's metadata (generation, protocol, leader,
-members with their assignments) or its tombstone. Records that do not decode are skipped
-(CodecError), as Kafka skips unknown ones.
+members with their assignments) or its tombstone. Records whose key or value does not
+decode (CodecError: an unknown version, corrupt bytes) are skipped, as Kafka skips unknown
+keys, so one bad record cannot keep a partition's groups from loading.
 
 ``PartitionLoad`` is one partition being loaded: the coordinator hands it out when this
 broker becomes the partition's leader (``GroupCoordinator.begin_load``), the edge feeds it
@@ -41,7 +42,10 @@ def replay_record(groups: dict[str, Group], key: bytes, value: bytes | None,
                 if g.is_(S.EMPTY) and not g.protocol_type and not len(g.offsets):
                     forget(g)
             return None
-        v = R.decode_offset_value(bytes(value))
+        try:
+            v = R.decode_offset_value(bytes(value))
+        except CodecError:
+            return None   # a value this version cannot read: skipped like an unknown key
         if g is None:
             g = groups[k.group] = Group(k.group)
         g.offsets.put(tp, OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata,
@@ -58,7 +62,10 @@ def replay_record(groups: dict[str, Group], key: bytes, value: bytes | None,
             else:
                 forget(g)
         return None
-    gv = R.decode_group_value(bytes(value))
+    try:
+        gv = R.decode_group_value(bytes(value))
+    except CodecError:
+        return None
     fresh = Group(k.group)
     if g is not None:
         fresh.offsets = g.offsets

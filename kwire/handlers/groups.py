@@ -7,7 +7,8 @@ every kwire group is a "classic" group), DeleteGroups 0-2, OffsetDelete 0.
 A group is coordinated by the leader of its ``__consumer_offsets`` partition (FindCoordinator
 names it; other brokers answer NOT_COORDINATOR, so clients rediscover it); a new leader
 answers COORDINATOR_LOAD_IN_PROGRESS while it loads the partition (ListGroups too, with the
-groups it has). DescribeGroups
+groups it has; as from Kafka, a Heartbeat gets NONE meanwhile and a SyncGroup
+REBALANCE_IN_PROGRESS, so members rejoin here without rediscovering the coordinator). DescribeGroups
 reports authorized operations when asked (no authorizer yet: all a group supports). Left out:
 transactions (FindCoordinator for a transactional id answers the non-retriable
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED until they exist, so clients fail fast with a message;
@@ -158,6 +159,10 @@ async def join_group(ctx: RequestContext, req):
 @handles("SyncGroup", "0-5")
 async def sync_group(ctx: RequestContext, req):
     coord, unavailable = _coordinator_for(ctx, req.group_id)
+    if unavailable == E.COORDINATOR_LOAD_IN_PROGRESS:
+        # the rebalance in progress is lost with the old coordinator: rejoin here (as Kafka;
+        # older clients do not know COORDINATOR_LOAD_IN_PROGRESS on SyncGroup)
+        unavailable = E.REBALANCE_IN_PROGRESS
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=unavailable, assignment=b"")
     p = coord.sync_group(
@@ -174,6 +179,8 @@ async def sync_group(ctx: RequestContext, req):
 @handles("Heartbeat", "0-4")
 async def heartbeat(ctx: RequestContext, req):
     coord, unavailable = _coordinator_for(ctx, req.group_id)
+    if unavailable == E.COORDINATOR_LOAD_IN_PROGRESS:
+        unavailable = E.NONE   # the group is still loading: Kafka answers blindly
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=unavailable)
     err = coord.heartbeat(req.group_id, req.generation_id, req.member_id, req.group_instance_id)

@@ -155,7 +155,10 @@ def test_load_in_progress_until_the_partition_is_read(kw):
         assert commit(kw, G, 6) == E.COORDINATOR_LOAD_IN_PROGRESS
         with kw.client() as c:
             hb = c.request("Heartbeat", 4, group_id=G, generation_id=1, member_id="m", group_instance_id=None)
-        assert hb.error_code == E.COORDINATOR_LOAD_IN_PROGRESS
+            sync = c.request("SyncGroup", 5, group_id=G, generation_id=1, member_id="m", group_instance_id=None,
+                             protocol_type="consumer", protocol_name="range", assignments=[])
+        assert hb.error_code == E.NONE   # Kafka answers heartbeats blindly while loading
+        assert sync.error_code == E.REBALANCE_IN_PROGRESS   # and a sync with "rejoin here"
         err, groups = list_groups(kw)
         assert err == E.COORDINATOR_LOAD_IN_PROGRESS and G not in groups
         assert fetch(kw, H)[0] == E.NONE   # other partitions are served meanwhile
@@ -296,3 +299,44 @@ def test_resign_answers_a_commit_waiting_for_replication(kw):
     move_leader(kw, 1, kw.broker.node_id)
     wait_until(lambda: kw.broker.groups.owns(1), 10)
     assert fetch(kw, G) == (E.NONE, 14)   # in the log though never acknowledged: a new leader loads it
+
+
+def test_a_failed_load_leaves_the_partition_unserved_and_the_broker_running(kw):
+    assert commit(kw, G, 5) == E.NONE
+    edge = kw.broker.group_edge
+    coord = kw.broker.groups
+    failed = []
+
+    async def failing_read(data):
+        failed.append(data.size)
+        raise OSError(5, "Input/output error")
+
+    edge._read = failing_read
+    move_leader(kw, 1, OTHER_NODE)
+    move_leader(kw, 1, kw.broker.node_id)
+    wait_until(lambda: failed and not coord.is_loading(1), 10)
+    assert not coord.owns(1)
+    assert fetch(kw, G)[0] == E.NOT_COORDINATOR   # clients look for the coordinator again
+    assert fetch(kw, H)[0] == E.NONE              # the broker and other partitions carry on
+    del edge._read
+    move_leader(kw, 1, OTHER_NODE)
+    move_leader(kw, 1, kw.broker.node_id)
+    wait_until(lambda: coord.owns(1), 10)
+    assert fetch(kw, G) == (E.NONE, 5)
+
+
+def test_a_partition_without_its_log_here_is_not_served_empty(kw):
+    """Serving it empty would answer OffsetFetch with no offsets: consumers would reset."""
+    assert commit(kw, G, 8) == E.NONE
+    rm = kw.broker.replica_manager
+    real = rm.local_log
+    rm.local_log = lambda topic, p: None if (topic, p) == (OFFSETS_TOPIC, 1) else real(topic, p)
+    try:
+        move_leader(kw, 1, OTHER_NODE)
+        move_leader(kw, 1, kw.broker.node_id)
+        coord = kw.broker.groups
+        wait_until(lambda: not coord.is_loading(1), 10)
+        assert not coord.owns(1) and fetch(kw, G)[0] == E.NOT_COORDINATOR
+        assert fetch(kw, H)[0] == E.NONE
+    finally:
+        del rm.local_log

@@ -231,3 +231,21 @@ def test_list_groups_lists_only_what_is_owned():
     coord.begin_load(0)
     assert coord.loading   # the handler answers COORDINATOR_LOAD_IN_PROGRESS meanwhile
     assert [x.group_id for x in coord.list_groups()] == [G1]
+
+
+def test_a_record_that_does_not_decode_is_skipped_not_fatal():
+    from kwire.groups import records as R   # noqa: PLC0415
+
+    h = harness()
+    gen, ids = stable_group(h, G0)
+    coord = fresh_coordinator(h)
+    ld = coord.begin_load(0)
+    ld.replay(R.offset_key(G0, "t", 9), b"\x00\x03\xff")        # truncated offset value
+    ld.replay(R.group_key(G0 + "-other"), b"\x00\x09garbage")   # unknown value version
+    ld.replay(b"\x00\x63junk", b"whatever")                      # unknown key version
+    for p, k, v in h.writer.log:
+        if p == 0:
+            ld.replay(k, v)
+    assert coord.complete_load(ld)
+    assert set(coord.groups) == {G0} and coord.groups[G0].generation_id == gen
+    assert coord.fetch_offsets(G0, [("t", 9)]).offsets[("t", 9)].offset == -1
