@@ -29,15 +29,17 @@ def rounds(default: int) -> int:
     return max(int(os.environ.get("KWIRE_CHAOS_ROUNDS", "0") or 0), default)
 
 
+CLUSTER_ARGS = (
+    "--override", "broker.session.timeout.ms=2000",
+    "--override", "min.insync.replicas=2",
+    "--override", "offsets.topic.num.partitions=3",
+    "--override", "offsets.topic.replication.factor=3",
+    "--override", "group.initial.rebalance.delay.ms=0",
+)
+
+
 def start_cluster(base_dir: str, *extra: str) -> Cluster:
-    c = Cluster(base_dir, 3, extra_args=(
-        "--override", "broker.session.timeout.ms=2000",
-        "--override", "min.insync.replicas=2",
-        "--override", "offsets.topic.num.partitions=3",
-        "--override", "offsets.topic.replication.factor=3",
-        "--override", "group.initial.rebalance.delay.ms=0",
-        *extra))
-    return c.start()
+    return Cluster(base_dir, 3, extra_args=(*CLUSTER_ARGS, *extra)).start()
 
 
 def bootstrap(c: Cluster) -> str:
@@ -382,3 +384,94 @@ def check_acknowledged(log: dict[int, list[tuple[int, bytes]]], producers) -> in
     dups = {v: w for v, w in where.items() if len(w) > 1}
     assert not dups, f"records written more than once: {dict(list(dups.items())[:10])}"
     return total
+
+
+# ====================================================================================== network partitions
+class PartitionableCluster(Cluster):
+    """A Cluster whose nodes each read their unreachable nodes from a file of their own
+    (kwire.link_faults: the hidden key kwire.test.unreachable.nodes.file)."""
+
+    def __init__(self, base_dir: str, size: int = 3, extra_args: tuple[str, ...] = ()):
+        super().__init__(base_dir, size, extra_args)
+        self.base_dir = base_dir
+        os.makedirs(base_dir, exist_ok=True)
+        self.cuts: dict[int, set[int]] = {i: set() for i in self.nodes}
+        for i in self.nodes:
+            self._write(i)
+
+    def cut_file(self, node_id: int) -> str:
+        return os.path.join(self.base_dir, f"unreachable-{node_id}")
+
+    def _args(self, node_id: int) -> tuple[str, ...]:
+        return (*self.extra_args, "--override", f"kwire.test.unreachable.nodes.file={self.cut_file(node_id)}")
+
+    def start(self, timeout: float = 30.0) -> "PartitionableCluster":
+        for n in self.nodes.values():
+            n.start(self.voters, self._args(n.node_id))
+        for n in self.nodes.values():
+            self.wait_serving(n, timeout)
+        return self
+
+    def restart(self, node_id: int, timeout: float = 30.0) -> None:
+        n = self.nodes[node_id]
+        n.start(self.voters, self._args(node_id))
+        self.wait_serving(n, timeout)
+
+    def _write(self, node_id: int) -> None:
+        from kwire.atomic import write_atomic  # noqa: PLC0415
+
+        write_atomic(self.cut_file(node_id), ",".join(map(str, sorted(self.cuts[node_id]))).encode())
+
+    def isolate(self, node_id: int) -> None:
+        """Cut every link between ``node_id`` and the other nodes, both ways."""
+        for other in self.nodes:
+            if other != node_id:
+                self.cuts[node_id].add(other)
+                self.cuts[other].add(node_id)
+        for i in self.nodes:
+            self._write(i)
+
+    def heal(self) -> None:
+        for i in self.nodes:
+            self.cuts[i].clear()
+            self._write(i)
+
+    def wait_cut_noticed(self, timeout: float = 10.0) -> None:
+        """Every live node has logged the unreachable set it now has (kwire.link_faults)."""
+        def last_line(n) -> str:
+            text = n.log_tail(500_000)
+            i = text.rfind("fault injection: nodes ")
+            return text[i:].split("\n", 1)[0] if i >= 0 else "fault injection: nodes [] now unreachable"
+
+        def noticed() -> bool:
+            return all(last_line(n) == f"fault injection: nodes {sorted(self.cuts[n.node_id])} now unreachable"
+                       for n in self.nodes.values() if n.alive)
+        wait_for(noticed, timeout, message=f"nodes noticed the cuts {self.cuts}")
+
+
+def produce_raw(port: int, topic: str, partition: int, value: bytes, timeout_ms: int = 1500) -> tuple[int, int]:
+    """One acks=all Produce (v9) of one record straight to the node on ``port``: (error code, base offset)."""
+    from kwire.codec import records as RB  # noqa: PLC0415
+    from kwire.codec.apis import api  # noqa: PLC0415
+
+    Req = api("Produce").request
+    data = Req.struct("TopicProduceData")(name=topic, partition_data=[Req.struct("PartitionProduceData")(
+        index=partition, records=RB.build_batch([(None, value, [], int(time.time() * 1000))]))])
+    r = call(port, "Produce", 9, timeout=timeout_ms / 1000 + 10, transactional_id=None, acks=-1,
+             timeout_ms=timeout_ms, topic_data=[data])
+    pr = r.responses[0].partition_responses[0]
+    return pr.error_code, pr.base_offset
+
+
+class Acks:
+    """What one writer had acknowledged, in the shape check_acknowledged reads."""
+
+    def __init__(self, name_prefix: str):
+        self.name_prefix = name_prefix
+        self.acked: list[tuple[int, int, bytes]] = []
+        self.refused: list[tuple[bytes, int]] = []
+        self.seq = 0
+
+    def next_value(self) -> bytes:
+        self.seq += 1
+        return b"%s-%08d" % (self.name_prefix.encode(), self.seq)
