@@ -11,6 +11,7 @@ import signal
 
 import trio
 
+from kwire import link_faults
 from kwire.broker import Broker
 from kwire.config import BrokerConfig
 from kwire.server import KafkaServer
@@ -88,6 +89,9 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
         async with trio.open_nursery() as nursery:
             await broker.open(nursery, controller_listeners, raft_config)
             server = KafkaServer(broker)
+            unreachable = link_faults.from_config(config, broker.node_id)
+            if unreachable is not None:   # tests: replica fetches from "unreachable" nodes are dropped
+                server.fault_hook = unreachable.server_hook
             await server.start_background(nursery)
             nursery.start_soon(server.accept, listeners, nursery)
             log.info("kwire broker %d serving on %s:%d (advertised %s:%d), data in %s",

@@ -54,6 +54,8 @@ _b("controller.max.records.per.batch", I, 10000, "Most records in one metadata l
    hidden=True)
 _b("controller.performance.always.log.threshold.ms", L, 2000, "Controller events slower than this are "
    "logged.", at_least(0), hidden=True)
+_b("kwire.test.unreachable.nodes.file", S, None, "Tests only: a file of node ids this node can neither reach nor "
+   "be reached by on its inter-broker links (kwire.link_faults).", kwire=True, hidden=True)
 _b("metadata.max.idle.interval.ms", I, 500, "How often the active controller writes a no-op record.",
    at_least(0))
 # ------------------------------------------------------------------ metadata log, quorum

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import trio
 
+from kwire import link_faults
 from kwire.errors import ErrorCode, KafkaError
 from kwire.metadata import controller_apis as CA
 from kwire.metadata import records as R
@@ -81,7 +82,8 @@ class MetadataQuorum:
             self.transport = RaftTransport(self.driver, {n: a for n, a in self.voters.items() if a},
                                            cluster_id=broker.cluster_id, forward_handler=self._on_forward,
                                            controller_handler=self._on_controller_request,
-                                           controller_apis=CA.handlers(self.controller))
+                                           controller_apis=CA.handlers(self.controller),
+                                           unreachable=link_faults.from_config(broker.config, self.node_id))
         self._pending_topics: set[str] = set()
         try:
             self.session_timeout_ms = int(broker.config.get("broker.session.timeout.ms"))

@@ -254,8 +254,10 @@ class RaftTransport:
     def __init__(self, driver, voters: dict[int, tuple[str, int]], cluster_id: str | None = None,
                  forward_handler: Callable[[list[bytes]], Awaitable[tuple[int, int]]] | None = None,
                  controller_handler: Callable[[Any], Awaitable[Any]] | None = None,
-                 controller_apis: dict[int, Callable[[Any, int], Awaitable[Any]]] | None = None):
+                 controller_apis: dict[int, Callable[[Any, int], Awaitable[Any]]] | None = None,
+                 unreachable=None):
         self.driver = driver
+        self.unreachable = unreachable   # tests: kwire.link_faults.UnreachableNodes, else None
         # AlterPartition, BrokerHeartbeat, ElectLeaders (kwire.metadata.controller_apis): key -> fn(body, version)
         self.controller_apis = controller_apis or {}
         self.controller_handler = controller_handler   # topic-change intent -> TopicOutcome
@@ -302,6 +304,9 @@ class RaftTransport:
     async def _peer_loop(self, peer: _Peer) -> None:
         backoff = 0.05
         while True:
+            if self.unreachable is not None and self.unreachable.blocks(peer.node_id):
+                await self._drain_while_down(peer, 0.1)
+                continue
             try:
                 stream = await trio.open_tcp_stream(*peer.addr)
             except OSError:
@@ -345,6 +350,10 @@ class RaftTransport:
     async def _writer(self, peer: _Peer, stream, conn: KafkaClientConnection) -> None:
         while True:
             item, slot = await peer.recv_ch.receive()
+            if self.unreachable is not None and self.unreachable.blocks(peer.node_id):
+                if slot is not None:
+                    _offer(slot, ConnectionError(f"node {peer.node_id} unreachable"))
+                raise ConnectionError(f"node {peer.node_id} unreachable (fault injection)")
             if slot is None:
                 a, version, body = request_to_wire(item, self.cluster_id)
             else:
@@ -355,6 +364,8 @@ class RaftTransport:
 
     async def _reader(self, peer: _Peer, stream, conn: KafkaClientConnection) -> None:
         async def on_response(resp) -> bool:
+            if self.unreachable is not None and self.unreachable.blocks(peer.node_id):
+                raise ConnectionError(f"node {peer.node_id} unreachable (fault injection)")
             entry = peer.pending.pop(resp.correlation_id, None)
             if entry is not None:
                 _, req, slot = entry
@@ -396,6 +407,8 @@ class RaftTransport:
             async with trio.open_nursery() as nursery:
                 async def on_event(ev) -> bool:
                     if ev.__class__ is Request:  # each in its own task: a parked Fetch never holds up a Vote
+                        if self.unreachable is not None and self.unreachable.blocks_client(ev.header.client_id):
+                            return True
                         nursery.start_soon(self._answer_guarded, stream, send_lock, ev)
                         return False
                     if ev is CLOSED:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import trio
 
+from kwire import link_faults
 from kwire.codec.apis import api
 from kwire.codec.frame import NEED_DATA
 from kwire.connection import KafkaClientConnection
@@ -61,7 +62,7 @@ class ReplicaFetcher:
                 await self.changed.wait()
                 continue
             b = m.image().brokers.get(self.leader_id)
-            if b is None or not b.port:
+            if b is None or not b.port or (m.unreachable is not None and m.unreachable.blocks(self.leader_id)):
                 await self._sleep(m.backoff_s)
                 continue
             try:
@@ -102,7 +103,11 @@ class ReplicaFetcher:
                 if not self.partitions:
                     return
                 continue
+            if m.unreachable is not None and m.unreachable.blocks(self.leader_id):
+                raise ConnectionError(f"leader {self.leader_id} unreachable (fault injection)")
             body = await self._call(stream, conn, req, m.wait_max_s + m.request_timeout_s)
+            if m.unreachable is not None and m.unreachable.blocks(self.leader_id):
+                raise ConnectionError(f"leader {self.leader_id} unreachable (fault injection)")
             self._apply_response(body, asked)
 
     def _build_request(self, now: float):
@@ -218,6 +223,7 @@ class ReplicaFetcherManager:
         self.response_max_bytes = int(config.get("replica.fetch.response.max.bytes"))
         self.backoff_s = int(config.get("replica.fetch.backoff.ms")) / 1000
         self.request_timeout_s = int(config.get("replica.socket.timeout.ms") or 30000) / 1000
+        self.unreachable = link_faults.from_config(config, node_id)   # tests only; None otherwise
 
     def start(self, nursery) -> None:
         self._nursery = nursery
