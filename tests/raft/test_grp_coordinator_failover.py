@@ -3,11 +3,7 @@ when the coordinator of a group is SIGKILLed the new leader of the group's parti
 group from its replica and answers with the committed offsets; a consumer resumes from them.
 An idempotent producer's retry of its last batch is answered as a duplicate by the new leader
 of its partition (producer state replicated to the followers).
-
-NOT COLLECTED on branch grp (the file name lacks the test_ prefix): it needs the followers and
-ISR changes of branch core and the elections on fencing of branch ctl. It passed on a trial
-tree of grp + core (85f9942..b94ef97) + ctl (..b7f3d39, with controller duties 22578d6), with grp's writer passing
-required_acks=-1. Once those are merged, rename it to test_grp_coordinator_failover.py."""
+"""
 from __future__ import annotations
 
 import time
