@@ -233,7 +233,7 @@ class GroupEdge:
         now = b.clock.now_ms()
         try:
             batch = build_batch([(k, v, None, now) for k, v in records])
-            res = rm.append_records(OFFSETS_TOPIC, partition, bytearray(batch), now)
+            res = rm.append_records(OFFSETS_TOPIC, partition, bytearray(batch), now, required_acks=-1)
         except KafkaError as exc:
             log.warning("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
             done(getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR))
