@@ -69,3 +69,18 @@ def test_elect_leaders_handler_versions():
 def c_tp(topic, parts):
     from kwire.codec.apis import api  # noqa: PLC0415
     return api("ElectLeaders").request.struct("TopicPartitions")(topic=topic, partitions=parts)
+
+
+def test_elect_leaders_through_confluent_kafka():
+    import pytest  # noqa: PLC0415
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient  # noqa: PLC0415
+
+    with Broker() as b:
+        b.create_topic("ck", 2)
+        admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+        fut = admin.elect_leaders(ck.ElectionType.PREFERRED, [ck.TopicPartition("ck", 0), ck.TopicPartition("ck", 1)])
+        got = fut.result(30)
+        # already led by the preferred replica: librdkafka reports ELECTION_NOT_NEEDED per partition
+        assert {tp.partition: (e.code() if e is not None else None) for tp, e in got.items()} == {
+            0: ck.KafkaError.ELECTION_NOT_NEEDED, 1: ck.KafkaError.ELECTION_NOT_NEEDED}
