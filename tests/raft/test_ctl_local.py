@@ -32,6 +32,10 @@ def test_local_controller_api():
         assert in_broker(b, q.alter_partition, tid, 0, 0, -1, [1]).code == ErrorCode.INVALID_UPDATE_VERSION
         assert in_broker(b, q.alter_partition, tid, 0, 0, 0, [1, 2]).code == ErrorCode.INVALID_REQUEST
         assert in_broker(b, q.alter_partition, tid, 5, 0, 0, [1]).code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        epoch = b.broker.image.brokers[1].epoch
+        assert in_broker(b, q.alter_partition, tid, 0, 0, 0, [1], broker_epochs=[epoch + 1]).code == \
+            ErrorCode.INELIGIBLE_REPLICA     # a member that registered anew since
+        assert in_broker(b, q.alter_partition, tid, 0, 0, 0, [1], broker_epochs=[epoch]).code == ErrorCode.NONE
         # a stale controller view (epochs ahead of it): NOT_CONTROLLER, retried until the timeout
         assert in_broker(b, q.alter_partition, tid, 0, 3, 0, [1], timeout=0.5).code == ErrorCode.REQUEST_TIMED_OUT
 
