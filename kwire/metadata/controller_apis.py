@@ -107,12 +107,14 @@ def elect_leaders_results(resp) -> tuple[ErrorCode, dict]:
 # ====================================================================================== sending
 async def send_alter_partition(transport, dest: int, broker_id: int, broker_epoch: int, topic_id: uuid.UUID,
                                partition: int, leader_epoch: int, partition_epoch: int, new_isr: list[int],
-                               leader_recovery_state: int = RECOVERED, timeout: float = 10.0) -> AlterPartitionResult:
+                               leader_recovery_state: int = RECOVERED, timeout: float = 10.0,
+                               broker_epochs: list[int] | None = None) -> AlterPartitionResult:
     Req = ALTER_PARTITION.request
+    epochs = broker_epochs or [-1] * len(new_isr)
     pd = Req.struct("PartitionData")(
         partition_index=partition, leader_epoch=leader_epoch, leader_recovery_state=leader_recovery_state,
         partition_epoch=partition_epoch,
-        new_isr_with_epochs=[Req.struct("BrokerState")(broker_id=r, broker_epoch=-1) for r in new_isr])
+        new_isr_with_epochs=[Req.struct("BrokerState")(broker_id=r, broker_epoch=e) for r, e in zip(new_isr, epochs)])
     body = Req.cls(broker_id=broker_id, broker_epoch=broker_epoch,
                    topics=[Req.struct("TopicData")(topic_id=topic_id, partitions=[pd])])
     resp = await transport.call(dest, ALTER_PARTITION, V_ALTER_PARTITION, body, timeout=timeout)

@@ -304,20 +304,24 @@ class MetadataQuorum:
 
     async def alter_partition(self, topic_id: uuid.UUID, partition: int, leader_epoch: int, partition_epoch: int,
                               new_isr: list[int], timeout: float = 10.0, *,
-                              leader_recovery_state: int = RECOVERED) -> AlterPartitionResult:
+                              leader_recovery_state: int = RECOVERED,
+                              broker_epochs: list[int] | None = None) -> AlterPartitionResult:
         """AlterPartition for one partition this node leads: the active controller checks it
         (Kafka's codes: FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA,
-        INVALID_REQUEST, ...) and commits the new ISR. On success this node has applied the
-        change when this returns. REQUEST_TIMED_OUT when no controller answered in time."""
+        INVALID_REQUEST, ...) and commits the new ISR. ``broker_epochs`` (one per ISR member,
+        -1 for unknown; AlterPartition v3's NewIsrWithEpochs) make a member that registered anew
+        since it fetched INELIGIBLE_REPLICA. On success this node has applied the change when
+        this returns. REQUEST_TIMED_OUT when no controller answered in time."""
         deadline = trio.current_time() + timeout
         epoch = self._my_epoch()
         out = await self._to_controller(
             lambda: self.controller.alter_partition(self.node_id, epoch, topic_id, partition, leader_epoch,
                                                     partition_epoch, list(new_isr),
-                                                    leader_recovery_state=leader_recovery_state),
+                                                    leader_recovery_state=leader_recovery_state,
+                                                    broker_epochs=broker_epochs),
             lambda dest, t: CA.send_alter_partition(self.transport, dest, self.node_id, epoch, topic_id, partition,
                                                     leader_epoch, partition_epoch, list(new_isr),
-                                                    leader_recovery_state, t),
+                                                    leader_recovery_state, t, broker_epochs),
             timeout)
         if out is None:
             return AlterPartitionResult(ErrorCode.REQUEST_TIMED_OUT)

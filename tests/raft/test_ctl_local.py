@@ -32,6 +32,10 @@ def test_local_controller_api():
         assert in_broker(b, q.alter_partition, tid, 0, 0, -1, [1]).code == ErrorCode.INVALID_UPDATE_VERSION
         assert in_broker(b, q.alter_partition, tid, 0, 0, 0, [1, 2]).code == ErrorCode.INVALID_REQUEST
         assert in_broker(b, q.alter_partition, tid, 5, 0, 0, [1]).code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        epoch = b.broker.image.brokers[1].epoch
+        assert in_broker(b, q.alter_partition, tid, 0, 0, 0, [1], broker_epochs=[epoch + 1]).code == \
+            ErrorCode.INELIGIBLE_REPLICA     # a member that registered anew since
+        assert in_broker(b, q.alter_partition, tid, 0, 0, 0, [1], broker_epochs=[epoch]).code == ErrorCode.NONE
         # a stale controller view (epochs ahead of it): NOT_CONTROLLER, retried until the timeout
         assert in_broker(b, q.alter_partition, tid, 0, 3, 0, [1], timeout=0.5).code == ErrorCode.REQUEST_TIMED_OUT
 
@@ -69,3 +73,18 @@ def test_elect_leaders_handler_versions():
 def c_tp(topic, parts):
     from kwire.codec.apis import api  # noqa: PLC0415
     return api("ElectLeaders").request.struct("TopicPartitions")(topic=topic, partitions=parts)
+
+
+def test_elect_leaders_through_confluent_kafka():
+    import pytest  # noqa: PLC0415
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient  # noqa: PLC0415
+
+    with Broker() as b:
+        b.create_topic("ck", 2)
+        admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+        fut = admin.elect_leaders(ck.ElectionType.PREFERRED, [ck.TopicPartition("ck", 0), ck.TopicPartition("ck", 1)])
+        got = fut.result(30)
+        # already led by the preferred replica: librdkafka reports ELECTION_NOT_NEEDED per partition
+        assert {tp.partition: (e.code() if e is not None else None) for tp, e in got.items()} == {
+            0: ck.KafkaError.ELECTION_NOT_NEEDED, 1: ck.KafkaError.ELECTION_NOT_NEEDED}

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from kwire.errors import ErrorCode
 
-from .cluster import Cluster, wait_for
+from kwire.codec.apis import api
+
+from .cluster import Cluster, call, wait_for
 from .test_ctl_replication import alter_partition, controller_of, create, partitions, topic_id
 
 
@@ -35,8 +37,10 @@ def test_reassignment_through_kafka_python(tmp_path):
             assert got == {tp0: None, tp1: None}, got
             ongoing = admin.list_partition_reassignments()
             assert ongoing[tp0] == {"replicas": [b, ctl, a], "adding_replicas": [b], "removing_replicas": [a]}, ongoing
-            p = partitions(ports[a], "move")[0]      # applied on the node asked when it answered
-            assert (p.replica_nodes, p.leader_id, sorted(p.isr_nodes)) == ([b, ctl, a], a, sorted([a, ctl]))
+            # (kafka-python sends these to the controller, which has applied them when it answers)
+            p = wait_for(lambda: (lambda q: q if q.replica_nodes == [b, ctl, a] else None)(
+                partitions(ports[a], "move")[0]), 10)
+            assert (p.leader_id, sorted(p.isr_nodes)) == (a, sorted([a, ctl]))
             # the leader reports b caught up: the reassignment completes, a leaves, b leads (preferred order)
             r = alter_partition(nodes[ctl].controller_port, a, tid, 0, 0, 1, [a, ctl, b])
             assert (r.error_code, r.leader_id, r.isr, r.leader_epoch) == (ErrorCode.NEW_LEADER_ELECTED, b,
@@ -47,8 +51,25 @@ def test_reassignment_through_kafka_python(tmp_path):
             # the other one is cancelled: back to the replicas it had
             assert admin.alter_partition_reassignments({tp1: None}) == {tp1: None}
             assert admin.list_partition_reassignments() == {}
+            p = wait_for(lambda: (lambda q: q if q.replica_nodes == [ctl, a] else None)(
+                partitions(ports[a], "move")[1]), 10)
+            assert p.leader_id == a
+            # through a node that is not the controller (forwarded): applied there when it answers
+            body = api("AlterPartitionReassignments").request
+            t = body.struct("ReassignableTopic")(name="move", partitions=[
+                body.struct("ReassignablePartition")(partition_index=1, replicas=[ctl, a, b])])
+            r = call(ports[a], "AlterPartitionReassignments", 1, timeout_ms=20000, allow_replication_factor_change=False,
+                     topics=[t])
+            assert (r.error_code, r.responses[0].partitions[0].error_code) == (0, ErrorCode.INVALID_REPLICATION_FACTOR)
+            r = call(ports[a], "AlterPartitionReassignments", 1, timeout_ms=20000, allow_replication_factor_change=True,
+                     topics=[t])
+            assert (r.error_code, r.responses[0].partitions[0].error_code) == (0, 0)
             p = partitions(ports[a], "move")[1]
-            assert (p.replica_nodes, p.leader_id) == ([ctl, a], a)
+            assert p.replica_nodes == [ctl, a, b]
+            listed = call(ports[a], "ListPartitionReassignments", 0, timeout_ms=20000, topics=None).topics
+            assert [(x.name, [(q.partition_index, q.adding_replicas, q.removing_replicas) for q in x.partitions])
+                    for x in listed] == [("move", [(1, [b], [])])]
+            assert admin.alter_partition_reassignments({tp1: None}) == {tp1: None}
             # nothing to cancel now; an unknown broker
             errs = admin.alter_partition_reassignments({tp1: None, tp0: [9, ctl]})
             assert errs[tp1].errno == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS

@@ -202,13 +202,16 @@ def test_failover_alter_partition_and_elections(tmp_path):
             p = partitions(ports[ctl], "r3")[pref]
             assert alter_partition(cports[ctl], p.leader_id, tid, pref, p.leader_epoch, 1 if pref else 3,
                                    list(p.replica_nodes)).error_code == 0
-            resp = admin.elect_leaders(0, {"r3": [pref]}, raise_errors=False)
+            # asked of the node that is neither controller nor victim: forwarded, and applied there on return
+            fwd = others[1]
+            tp = api("ElectLeaders").request.struct("TopicPartitions")(topic="r3", partitions=[pref])
+            resp = call(ports[fwd], "ElectLeaders", 2, election_type=0, topic_partitions=[tp], timeout_ms=20000)
             assert resp.replica_election_results[0].partition_result[0].error_code == 0
-            p2 = partitions(ports[live[0]], "r3")[pref]       # applied on the asking node when answered
+            p2 = partitions(ports[fwd], "r3")[pref]
             assert (p2.leader_id, p2.leader_epoch) == (victim, p.leader_epoch + 1)
             # null topic_partitions (kafka-python lists every partition itself): every partition, and only
             # those that needed an election are listed
-            resp = call(ports[live[1]], "ElectLeaders", 2, election_type=0, topic_partitions=None, timeout_ms=20000)
+            resp = call(ports[fwd], "ElectLeaders", 2, election_type=0, topic_partitions=None, timeout_ms=20000)
             listed = {(r.topic, x.partition_id): x.error_code for r in resp.replica_election_results
                       for x in r.partition_result}
             assert resp.error_code == 0 and ErrorCode.ELECTION_NOT_NEEDED not in listed.values(), listed
