@@ -1,5 +1,6 @@
 """One partition's state as Metadata and DescribeTopicPartitions answer it: leader (-1 when
-its broker is not live), leader epoch, replicas, ISR (live members), and offline replicas
+its broker is not live), leader epoch, replicas, ISR (as the controller keeps it: a fenced
+broker leaves every ISR it was in), and offline replicas
 (a replica whose broker is not live, or this node's when its log is offline: the replica
 manager's view, as Kafka's KRaftMetadataCache counts a replica in an offline log dir)."""
 from __future__ import annotations
@@ -31,5 +32,5 @@ def partition_states(b: BrokerServices, topic, indexes: Iterable[int] | None = N
         offline = [r for r in p.replicas
                    if r not in live or (r == b.node_id and rm.log_offline(topic.name, idx))]
         out.append(PartitionState(idx, p.leader if p.leader in live else -1, p.leader_epoch,
-                                  list(p.replicas), [r for r in p.isr if r in live], offline))
+                                  list(p.replicas), list(p.isr), offline))
     return out

@@ -30,7 +30,7 @@ import trio
 
 from kwire.codec import records as RB
 from kwire.codec.apis import api
-from kwire.connection import CLOSED, KafkaClientConnection, KafkaConnection, Reply, Request
+from kwire.connection import CLOSED, KafkaClientConnection, KafkaConnection, ProtocolError, Reply, Request
 from kwire.errors import ErrorCode
 from kwire.raft import messages as M
 from kwire.raft.log import OffsetAndEpoch
@@ -340,7 +340,7 @@ class RaftTransport:
         """Run one side of a peer connection; any failure ends the whole connection."""
         try:
             await coro
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ProtocolError) as exc:
             log.debug("raft: connection to %d lost: %s", peer.node_id, exc)
         except Exception:  # noqa: BLE001 - a bad frame: drop the connection, reconnect
             log.exception("raft: connection to %d failed", peer.node_id)

@@ -22,7 +22,7 @@ import trio
 from kwire import link_faults
 from kwire.codec.apis import api
 from kwire.codec.frame import NEED_DATA
-from kwire.connection import KafkaClientConnection
+from kwire.connection import KafkaClientConnection, ProtocolError
 from kwire.errors import ErrorCode, KafkaError
 from kwire.net import RECV_SIZE, set_nodelay
 from kwire.replication import follower as F
@@ -76,7 +76,8 @@ class ReplicaFetcher:
             conn = KafkaClientConnection(client_id=f"kwire-replica-fetcher-{m.node_id}", max_frame_size=256 << 20)
             try:
                 await self._fetch_loop(stream, conn)
-            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError) as exc:
+            except (OSError, ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError,
+                    trio.TooSlowError) as exc:   # the leader went away (or stopped answering)
                 log.info("broker %d: replica fetches from %d interrupted: %s", m.node_id, self.leader_id, exc)
                 await self._sleep(m.backoff_s)
             except Exception:  # noqa: BLE001 - a bad answer must not stop the broker

@@ -134,10 +134,12 @@ class Partition:
             return True
         return False
 
-    def isr_to_expand(self, replica_id: int) -> list[int] | None:
+    def isr_to_expand(self, replica_id: int, eligible: bool = True) -> list[int] | None:
         """The ISR with ``replica_id`` added when it has caught up enough to join (its log end
-        offset at the high watermark and at the start of this leader's epoch), else None."""
-        if not self.is_leader or self.pending_isr is not None or replica_id in self.isr:
+        offset at the high watermark and at the start of this leader's epoch) and its broker
+        may join ISRs (``eligible``: unfenced, not in controlled shutdown, as the metadata
+        says; the controller would refuse it INELIGIBLE_REPLICA), else None."""
+        if not self.is_leader or self.pending_isr is not None or replica_id in self.isr or not eligible:
             return None
         st = self.followers.get(replica_id)
         if st is None:

@@ -397,7 +397,8 @@ class ReplicaManager:
         part.update_follower_fetch_state(replica_id, fetch_offset, now)
         self._maybe_increment_high_watermark(tp, plog)
         res.high_watermark = res.last_stable_offset = plog.high_watermark
-        expand = part.isr_to_expand(replica_id)
+        b = self._image().brokers.get(replica_id)
+        expand = part.isr_to_expand(replica_id, b is not None and b.active)
         if expand is not None and self.on_isr_change is not None:
             self.on_isr_change(part, expand)
         return res

@@ -40,6 +40,9 @@ class Nodes:
             rm = self.rms[i] = ReplicaManager(i, self.logs[i], lambda: self.image,
                                               producer_id_expiration_ms=lambda: 86_400_000, now_ms=lambda: self.now)
             rm.on_isr_change = lambda part, isr, i=i: self.isr_requests.append((i, isr))
+        for i in range(1, n + 1):   # registered, unfenced: may join ISRs
+            self.image.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
+                broker_id=i, incarnation_id=uuid.uuid4(), broker_epoch=1, end_points=[], rack=None, fenced=False))
         self.tid = uuid.uuid4()
         self.image.apply(R.TOPIC, R.TOPIC.cls(name=T, topic_id=self.tid))
 
@@ -174,6 +177,18 @@ def test_isr_expands_once_a_follower_catches_up_and_shrinks_after_the_lag(nodes)
     nodes.partition([1, 2, 3], isr=[1, 2])
     for i in range(3):
         nodes.produce(1, b"v%d" % i)
+    # a fenced broker may not join (the controller would answer INELIGIBLE_REPLICA)
+    nodes.image.apply(R.FENCE_BROKER, R.FENCE_BROKER.cls(id=3, epoch=1))
+    nodes.fetch(3, 1)
+    nodes.fetch(3, 1)
+    assert nodes.isr_requests == []
+    nodes.image.apply(R.UNFENCE_BROKER, R.UNFENCE_BROKER.cls(id=3, epoch=1))
+    nodes.fetch(3, 1)     # eligible again and caught up: it may join
+    assert nodes.isr_requests == [(1, [1, 2, 3])]
+    nodes.isr_requests.clear()
+    nodes.rms[1].partitions[(T, 0)].pending_isr = None
+    # a replica that starts over from 0 is not caught up at first
+    nodes.plog(3).truncate_to(0)
     nodes.fetch(2, 1)
     nodes.fetch(2, 1)
     assert nodes.plog(1).high_watermark == 3
