@@ -150,7 +150,7 @@ class ConfluentProducer(Producer):
 
     def produce(self) -> None:
         p = ck.Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 5, "message.timeout.ms": 60000, "retry.backoff.ms": 100,
+                         "linger.ms": 5, "message.timeout.ms": 60000, "request.timeout.ms": 10000, "retry.backoff.ms": 100,
                          "topic.metadata.refresh.interval.ms": 1000, "reconnect.backoff.max.ms": 500})
 
         def done(err, msg):

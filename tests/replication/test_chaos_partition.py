@@ -135,3 +135,43 @@ def test_isolated_leader_acknowledges_nothing_and_no_split_brain(cluster, who):
     print(f"\nnetsplit ({who}): node {victim} isolated, node {new} led {topic}-{part} in epoch {new_epoch}; "
           f"{total} acknowledged, {len(isolated.refused)} writes to the isolated leader refused "
           f"{collections.Counter(code for _, code in isolated.refused).most_common(3)}")
+
+
+def test_stock_producers_ride_through_an_isolated_leader(cluster):
+    """confluent-kafka, kafka-python and aiokafka (acks=all, idempotent) write to every partition
+    while the leader of some of them is cut off: what they sent it times out unacknowledged, they
+    move to the new leaders, and after the heal every acknowledged record is there exactly once,
+    in order; nothing they sent was written twice."""
+    c = cluster
+    topic = "split-stock"
+    C.create_topic(c, topic)
+    C.wait_healthy(c, [topic])
+    producers = [P(c, topic=topic) for P in C.PRODUCERS]
+    for p in producers:
+        p.start()
+    try:
+        wait_for(lambda: all(p.acked_count() for p in producers), 60, message="every producer acknowledged")
+        lead = C.leaders(c, topic)
+        victim = lead[0]
+        others = [n for n in c.nodes if n != victim]
+        c.isolate(victim)
+        c.wait_cut_noticed()
+        wait_for(lambda: all(C.partitions(c.nodes[n].port, [topic])[(topic, p)][0] in others
+                             for n in others for p in lead), 30, message=f"new leaders without node {victim}")
+        acked = [p.acked_count() for p in producers]
+        wait_for(lambda: all(p.acked_count() > a + 50 for p, a in zip(producers, acked)), 60,
+                 message=f"every producer acknowledged by the new leaders while node {victim} is cut off")
+    finally:
+        c.heal()
+    c.wait_cut_noticed()
+    C.wait_healthy(c, [topic])
+    acked = [p.acked_count() for p in producers]
+    wait_for(lambda: all(p.acked_count() > a + 50 for p, a in zip(producers, acked)), 60,
+             message="every producer acknowledged after the heal")
+    for p in producers:
+        p.stop()
+    total = C.check_acknowledged(C.read_back(c, topic), producers)
+    errors = [e for p in producers for e in p.errors]
+    print(f"\nnetsplit (stock clients): node {victim} isolated; {total} acknowledged "
+          f"({', '.join(f'{p.name_prefix}={len(p.acked)}' for p in producers)}), {len(errors)} produce errors "
+          f"{collections.Counter(e for _, e in errors).most_common(3)}")
