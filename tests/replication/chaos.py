@@ -475,3 +475,23 @@ class Acks:
     def next_value(self) -> bytes:
         self.seq += 1
         return b"%s-%08d" % (self.name_prefix.encode(), self.seq)
+
+
+def check_group(group: GroupConsumer, final_commits: dict[int, int], log: dict[int, list[tuple[int, bytes]]]) -> None:
+    """The group's commits never went back, it resumed each partition at or past its last
+    accepted commit, it read no record that is not in the final log (at that offset), and it
+    skipped none below its last commit."""
+    for part, offs in group.commits.items():
+        assert offs == sorted(offs), f"partition {part}: commits went back: {offs}"
+        assert final_commits.get(part, -1) >= offs[-1], (part, final_commits, offs[-1])
+    for part, first, prev in group.resumed:
+        assert prev is None or first >= prev, f"partition {part}: resumed at {first} below its commit {prev}"
+    seen: dict[int, set[int]] = collections.defaultdict(set)
+    for part, offset, value in group.consumed:
+        assert offset < len(log[part]) and log[part][offset][1] == value, (
+            f"group read {value!r} at {part}/{offset}, the log has "
+            f"{log[part][offset] if offset < len(log[part]) else 'nothing'} there")
+        seen[part].add(offset)
+    for part, offs in group.commits.items():
+        missing = set(range(offs[-1])) - seen[part]
+        assert not missing, f"partition {part}: the group never read {sorted(missing)[:10]}..."

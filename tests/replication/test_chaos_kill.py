@@ -83,22 +83,7 @@ def test_sigkill_leaders_and_coordinators_under_load(tmp_path):
         log = C.read_back(c)
         total = C.check_acknowledged(log, producers)
 
-        # the group: commits never went back, it resumed where it had committed, it read no
-        # record that is not in the final log, and it skipped none below its last commit
-        for part, offs in group.commits.items():
-            assert offs == sorted(offs), f"partition {part}: commits went back: {offs}"
-            assert final_commits.get(part, -1) >= offs[-1], (part, final_commits, offs[-1])
-        for part, first, prev in group.resumed:
-            assert prev is None or first >= prev, f"partition {part}: resumed at {first} below its commit {prev}"
-        seen = collections.defaultdict(set)
-        for part, offset, value in group.consumed:
-            assert offset < len(log[part]) and log[part][offset][1] == value, (
-                f"group read {value!r} at {part}/{offset}, the log has "
-                f"{log[part][offset] if offset < len(log[part]) else 'nothing'} there")
-            seen[part].add(offset)
-        for part, offs in group.commits.items():
-            missing = set(range(offs[-1])) - seen[part]
-            assert not missing, f"partition {part}: the group never read {sorted(missing)[:10]}..."
+        C.check_group(group, final_commits, log)
 
         assert len(killed) == 3, f"every node killed in turn: {dict(killed)}"
         errors = [e for p in producers for e in p.errors]
