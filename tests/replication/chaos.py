@@ -495,3 +495,46 @@ def check_group(group: GroupConsumer, final_commits: dict[int, int], log: dict[i
     for part, offs in group.commits.items():
         missing = set(range(offs[-1])) - seen[part]
         assert not missing, f"partition {part}: the group never read {sorted(missing)[:10]}..."
+
+
+class WatermarkWatcher(threading.Thread):
+    """Asks for every partition's high watermark (ListOffsets latest, through a confluent-kafka
+    consumer) every ``interval`` seconds; ``seen`` holds (monotonic time, partition, high
+    watermark). ``check`` asserts what consumers saw never went backwards."""
+
+    def __init__(self, c: Cluster, topic: str = TOPIC, n: int = 3, interval: float = 0.2):
+        super().__init__(daemon=True, name="watermarks")
+        self.bootstrap = bootstrap(c)
+        self.topic = topic
+        self.n = n
+        self.interval = interval
+        self.stopping = threading.Event()
+        self.seen: list[tuple[float, int, int]] = []
+
+    def run(self) -> None:
+        from confluent_kafka import TopicPartition  # noqa: PLC0415
+
+        cons = ck.Consumer({"bootstrap.servers": self.bootstrap, "group.id": "chaos-watermarks",
+                            "topic.metadata.refresh.interval.ms": 1000})
+        try:
+            while not self.stopping.wait(self.interval):
+                for p in range(self.n):
+                    try:
+                        _, high = cons.get_watermark_offsets(TopicPartition(self.topic, p), timeout=2, cached=False)
+                    except ck.KafkaException:
+                        continue
+                    if high >= 0:
+                        self.seen.append((time.monotonic(), p, high))
+        finally:
+            cons.close()
+
+    def check(self) -> int:
+        self.stopping.set()
+        self.join(30)
+        last: dict[int, tuple[float, int]] = {}
+        for t, p, high in self.seen:
+            if p in last:
+                assert high >= last[p][1], (f"partition {p}: high watermark went back from {last[p][1]} to {high} "
+                                            f"({t - last[p][0]:.2f}s later)")
+            last[p] = (t, high)
+        return len(self.seen)

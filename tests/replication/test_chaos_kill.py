@@ -11,7 +11,8 @@ acknowledged again (and the group's committed offsets have moved past where they
 restarts the node and waits until it is back in every ISR. Afterwards every acknowledged record
 is read back exactly once, at its acknowledged offset, in order per partition; no record is
 written twice; the group's commits never went backwards, it resumed each partition from its
-committed offset, and everything it read is in the final log.
+committed offset, and everything it read is in the final log; and the high watermark that
+ListOffsets answered, sampled throughout, never went backwards.
 
 KWIRE_CHAOS_ROUNDS=<n> runs more rounds than the default 10.
 """
@@ -38,12 +39,13 @@ def _progressed(now: dict[int, int], before: dict[int, int]) -> bool:
 def test_sigkill_leaders_and_coordinators_under_load(tmp_path):
     n_rounds = C.rounds(10)
     c = C.start_cluster(str(tmp_path / "cluster"))
-    producers, group = [], None
+    producers, group, watermarks = [], None, None
     try:
         C.create_topic(c)
         producers = [P(c) for P in C.PRODUCERS]
         group = C.GroupConsumer(c, GROUP)
-        for t in (*producers, group):
+        watermarks = C.WatermarkWatcher(c)
+        for t in (*producers, group, watermarks):
             t.start()
         wait_for(lambda: all(p.acked_count() for p in producers) and group.committed_total() > 0, 60,
                  message="every producer acknowledged and the group committing")
@@ -84,16 +86,17 @@ def test_sigkill_leaders_and_coordinators_under_load(tmp_path):
         total = C.check_acknowledged(log, producers)
 
         C.check_group(group, final_commits, log)
+        samples = watermarks.check()
 
         assert len(killed) == 3, f"every node killed in turn: {dict(killed)}"
         errors = [e for p in producers for e in p.errors]
         print(f"\nchaos: {n_rounds} rounds, kills {dict(killed)}, {total} acknowledged records "
               f"({', '.join(f'{p.name_prefix}={len(p.acked)}' for p in producers)}), "
               f"{len(errors)} produce errors {collections.Counter(e for _, e in errors).most_common(3)}, "
-              f"{len(group.commit_errors)} commit errors, failover+ack s: "
+              f"{len(group.commit_errors)} commit errors, {samples} high watermarks seen, failover+ack s: "
               f"{sorted(round(f, 1) for f in failovers)}")
     finally:
-        for t in (*producers, group):
+        for t in (*producers, group, watermarks):
             if t is not None:
                 t.stopping.set()
         c.stop()
