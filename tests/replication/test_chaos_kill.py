@@ -8,7 +8,9 @@ node - on even rounds a leader of the topic's partitions (the node killed least 
 every node has its turn), on odd rounds the group's coordinator - waits until the partitions
 have new leaders (and FindCoordinator names a live node), until every producer is
 acknowledged again (and the group's committed offsets have moved past where they were), then
-restarts the node and waits until it is back in every ISR. Afterwards every acknowledged record
+restarts the node and waits until it is back in every ISR. Then the group's member leaves,
+the coordinator dies once more, and a new member resumes exactly at the committed offsets the
+new coordinator loaded. Afterwards every acknowledged record
 is read back exactly once, at its acknowledged offset, in order per partition; no record is
 written twice; the group's commits never went backwards, it resumed each partition from its
 committed offset, and everything it read is in the final log; and the high watermark that
@@ -26,7 +28,7 @@ import pytest
 from tests.raft.cluster import wait_for
 from tests.replication import chaos as C
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = pytest.mark.slow
 
 GROUP = "chaos-group"
 
@@ -78,10 +80,28 @@ def test_sigkill_leaders_and_coordinators_under_load(tmp_path):
             c.restart(victim)
             C.wait_healthy(c, [C.TOPIC, C.OFFSETS_TOPIC])
 
-        for p in producers:
-            p.stop()
+        # the group's member leaves, its coordinator dies; the new coordinator has loaded the
+        # same committed offsets, and a new member resumes exactly there
         group.stop()
         final_commits = C.committed_offsets(c, GROUP)
+        victim = C.coordinator(C.live_port(c), GROUP)
+        c.nodes[victim].kill()
+        killed[victim] += 1
+        wait_for(lambda: C.coordinator(C.live_port(c), GROUP) not in (victim, -1), 30,
+                 message=f"FindCoordinator moves off node {victim}")
+        assert wait_for(lambda: C.committed_offsets(c, GROUP), 30) == final_commits
+        rejoined = C.GroupConsumer(c, GROUP)
+        rejoined.start()
+        wait_for(lambda: {p for p, _, _ in list(rejoined.consumed)} == set(final_commits), 60,
+                 message="a new member reads every partition")
+        rejoined.stop()
+        firsts = {}
+        for part, offset, _ in rejoined.consumed:
+            firsts.setdefault(part, offset)
+        assert firsts == final_commits, f"the group resumed at {firsts}, its commits were {final_commits}"
+
+        for p in producers:
+            p.stop()
         log = C.read_back(c)
         total = C.check_acknowledged(log, producers)
 

@@ -25,7 +25,7 @@ import pytest
 from tests.raft.cluster import call, describe_quorum, wait_for
 from tests.replication import chaos as C
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ import pytest
 from tests.raft.cluster import wait_for
 from tests.replication import chaos as C
 
-pytestmark = pytest.mark.timeout(1800)
+pytestmark = pytest.mark.slow
 
 GROUP = "random-group"
 
