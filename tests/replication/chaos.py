@@ -431,6 +431,13 @@ class PartitionableCluster(Cluster):
         for i in self.nodes:
             self._write(i)
 
+    def cut(self, a: int, b: int) -> None:
+        """Cut the link between nodes ``a`` and ``b``, both ways (each still reaches the third)."""
+        self.cuts[a].add(b)
+        self.cuts[b].add(a)
+        self._write(a)
+        self._write(b)
+
     def heal(self) -> None:
         for i in self.nodes:
             self.cuts[i].clear()

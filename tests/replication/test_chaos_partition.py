@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 
 import pytest
 
@@ -175,3 +176,51 @@ def test_stock_producers_ride_through_an_isolated_leader(cluster):
     print(f"\nnetsplit (stock clients): node {victim} isolated; {total} acknowledged "
           f"({', '.join(f'{p.name_prefix}={len(p.acked)}' for p in producers)}), {len(errors)} produce errors "
           f"{collections.Counter(e for _, e in errors).most_common(3)}")
+
+
+def test_a_cut_off_follower_leaves_the_isr_and_comes_back(cluster):
+    """The link between a leader and one follower is cut; both still reach the controller (the
+    third node), so nobody is fenced: acks=all writes wait until the leader has the follower
+    taken out of the ISR (replica.lag.time.max.ms, AlterPartition), then go on with the leader
+    and the controller; after the heal the follower catches up and rejoins the ISR."""
+    c = cluster
+    topic = "split-follower"
+    C.create_topic(c, topic)
+    C.wait_healthy(c, [topic])
+    controller = wait_for(lambda: describe_quorum(C.live_port(c)).leader_id, 10)
+    lead = C.leaders(c, topic)
+    part, leader = min((p, n) for p, n in lead.items() if n != controller)
+    follower = next(n for n in c.nodes if n not in (leader, controller))
+    lport = c.nodes[leader].port
+    writes = C.Acks("cut")
+
+    def write(timeout_ms: int = 1500) -> int:
+        v = writes.next_value()
+        code, offset = C.produce_raw(lport, topic, part, v, timeout_ms)
+        if code == 0:
+            writes.acked.append((part, offset, v))
+        return code
+    for _ in range(10):
+        assert write() == 0
+    c.cut(leader, follower)
+    c.wait_cut_noticed()
+    t0 = time.monotonic()
+    try:
+        wait_for(lambda: write() == 0, 30, message=f"{topic}-{part} acknowledges without node {follower}")
+        shrunk_after = time.monotonic() - t0
+        _, _, isr = C.partitions(c.nodes[controller].port, [topic])[(topic, part)]
+        assert isr == sorted([leader, controller]), isr
+        for _ in range(20):
+            assert write() == 0
+        assert C.partitions(c.nodes[controller].port, [topic])[(topic, part)][0] == leader, "leadership moved"
+    finally:
+        c.heal()
+    c.wait_cut_noticed()
+    C.wait_healthy(c, [topic])
+    for _ in range(10):
+        assert write() == 0
+    C.check_acknowledged(C.read_back(c, topic), [writes])
+    wait_for(lambda: len({tuple(sorted(s.items())) for s in _log_sizes(c, topic).values()}) == 1, 20,
+             message=f"every replica of {topic} holds the same log")
+    print(f"\nnetsplit (follower): {leader} -/- {follower}: acks=all again after {shrunk_after:.1f}s without "
+          f"node {follower} in the ISR; {len(writes.acked)} acknowledged")
