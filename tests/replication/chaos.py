@@ -335,6 +335,23 @@ def committed_offsets(c: Cluster, group: str, topic: str = TOPIC, n: int = 3) ->
 
 
 # ====================================================================================== checks
+def log_sizes(c: Cluster, topic: str) -> dict[int, dict[int, int]]:
+    """{node: {partition: bytes}} (DescribeLogDirs of every node)."""
+    out = {}
+    for nid, n in c.nodes.items():
+        r = call(n.port, "DescribeLogDirs", 4, timeout=3.0, topics=None)
+        out[nid] = {p.partition_index: p.partition_size for res in r.results for t in res.topics
+                    if t.name == topic for p in t.partitions}
+    return out
+
+
+def wait_replicas_agree(c: Cluster, topic: str = TOPIC, timeout: float = 30.0) -> None:
+    """Every node holds the same number of bytes of every partition of ``topic`` (the followers'
+    logs are the leader's, byte for byte, once they have caught up)."""
+    wait_for(lambda: len({tuple(sorted(s.items())) for s in log_sizes(c, topic).values()}) == 1, timeout,
+             message=f"every replica of {topic} holds the same log: {log_sizes(c, topic)}")
+
+
 def read_back(c: Cluster, topic: str = TOPIC, n: int = 3, timeout: float = 60.0) -> dict[int, list[tuple[int, bytes]]]:
     """Every record of ``topic`` from offset 0 up to each partition's high watermark."""
     from confluent_kafka import TopicPartition  # noqa: PLC0415

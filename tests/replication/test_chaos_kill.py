@@ -10,11 +10,11 @@ have new leaders (and FindCoordinator names a live node), until every producer i
 acknowledged again (and the group's committed offsets have moved past where they were), then
 restarts the node and waits until it is back in every ISR. Then the group's member leaves,
 the coordinator dies once more, and a new member resumes exactly at the committed offsets the
-new coordinator loaded. Afterwards every acknowledged record
-is read back exactly once, at its acknowledged offset, in order per partition; no record is
-written twice; the group's commits never went backwards, it resumed each partition from its
-committed offset, and everything it read is in the final log; and the high watermark that
-ListOffsets answered, sampled throughout, never went backwards.
+new coordinator loaded. Afterwards every replica holds the same log; every acknowledged
+record is read back exactly once, at its acknowledged offset, in order per partition; no
+record is written twice; the group's commits never went backwards, it resumed each partition
+from its committed offset, and everything it read is in the final log; and the high
+watermark that ListOffsets answered, sampled throughout, never went backwards.
 
 KWIRE_CHAOS_ROUNDS=<n> runs more rounds than the default 10.
 """
@@ -102,6 +102,9 @@ def test_sigkill_leaders_and_coordinators_under_load(tmp_path):
 
         for p in producers:
             p.stop()
+        c.restart(victim)
+        C.wait_healthy(c, [C.TOPIC, C.OFFSETS_TOPIC])
+        C.wait_replicas_agree(c)
         log = C.read_back(c)
         total = C.check_acknowledged(log, producers)
 

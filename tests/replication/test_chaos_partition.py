@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from tests.raft.cluster import call, describe_quorum, wait_for
+from tests.raft.cluster import describe_quorum, wait_for
 from tests.replication import chaos as C
 
 pytestmark = pytest.mark.slow
@@ -37,16 +37,6 @@ def cluster(tmp_path_factory):
     c.start()
     yield c
     c.stop()
-
-
-def _log_sizes(c, topic: str) -> dict[int, dict[int, int]]:
-    """{node: {partition: bytes}} (DescribeLogDirs of every node)."""
-    out = {}
-    for nid, n in c.nodes.items():
-        r = call(n.port, "DescribeLogDirs", 4, timeout=3.0, topics=None)
-        out[nid] = {p.partition_index: p.partition_size for res in r.results for t in res.topics
-                    if t.name == topic for p in t.partitions}
-    return out
 
 
 @pytest.mark.parametrize("who", ["broker", "controller"])
@@ -129,8 +119,7 @@ def test_isolated_leader_acknowledges_nothing_and_no_split_brain(cluster, who):
     assert isolated.acked == [], f"isolated node {victim} acknowledged {isolated.acked[:5]}"
     log = C.read_back(c, topic)
     total = C.check_acknowledged(log, [before, majority])
-    wait_for(lambda: len({tuple(sorted(s.items())) for s in _log_sizes(c, topic).values()}) == 1, 20,
-             message=f"every replica of {topic} holds the same log")
+    C.wait_replicas_agree(c, topic)
     after = C.partitions(vport, [topic])[(topic, part)]
     assert after[0] != victim or after[1] > new_epoch, after
     print(f"\nnetsplit ({who}): node {victim} isolated, node {new} led {topic}-{part} in epoch {new_epoch}; "
@@ -220,7 +209,6 @@ def test_a_cut_off_follower_leaves_the_isr_and_comes_back(cluster):
     for _ in range(10):
         assert write() == 0
     C.check_acknowledged(C.read_back(c, topic), [writes])
-    wait_for(lambda: len({tuple(sorted(s.items())) for s in _log_sizes(c, topic).values()}) == 1, 20,
-             message=f"every replica of {topic} holds the same log")
+    C.wait_replicas_agree(c, topic)
     print(f"\nnetsplit (follower): {leader} -/- {follower}: acks=all again after {shrunk_after:.1f}s without "
           f"node {follower} in the ISR; {len(writes.acked)} acknowledged")

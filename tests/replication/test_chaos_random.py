@@ -70,6 +70,7 @@ def test_random_faults_lose_no_acknowledged_record(tmp_path):
         for p in producers:
             p.stop()
         group.stop()
+        C.wait_replicas_agree(c)
         log = C.read_back(c)
         total = C.check_acknowledged(log, producers)
         C.check_group(group, C.committed_offsets(c, GROUP), log)
