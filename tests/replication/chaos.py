@@ -99,7 +99,7 @@ class Producer(threading.Thread):
 
     name_prefix = "?"
 
-    def __init__(self, c: Cluster, topic: str = TOPIC, partitions: int = 3, rate: float = 100.0):
+    def __init__(self, c: Cluster, topic: str = TOPIC, partitions: int = 3, rate: float = 50.0):
         super().__init__(daemon=True, name=f"producer-{self.name_prefix}")
         self.bootstrap = bootstrap(c)
         self.topic = topic
@@ -248,7 +248,10 @@ class GroupConsumer(threading.Thread):
     ``consumed``: (partition, offset, value) in the order read; ``commits``: per partition the
     offsets of every commit the coordinator accepted, in order; ``resumed``: (partition,
     first offset read, last accepted commit before it) each time the consumer starts reading a
-    partition (first assignment and every rebalance)."""
+    partition (first assignment and every rebalance). The subclasses below are the same member
+    written with kafka-python and aiokafka."""
+
+    client = "ck"
 
     def __init__(self, c: Cluster, group: str, topic: str = TOPIC):
         super().__init__(daemon=True, name=f"group-{group}")
@@ -263,6 +266,33 @@ class GroupConsumer(threading.Thread):
         self.resumed: list[tuple[int, int, int | None]] = []
         self.failure: BaseException | None = None
         self._fresh: set[int] = set()
+
+    # ------------------------------------------------------------------ bookkeeping
+    def assigned(self, partitions) -> None:
+        with self.lock:
+            self._fresh.update(partitions)
+
+    def read(self, batch: list[tuple[int, int, bytes]]) -> dict[int, int]:
+        """Record a batch; the offsets to commit for it (last offset + 1 per partition)."""
+        upto: dict[int, int] = {}
+        with self.lock:
+            for part, offset, value in batch:
+                if part in self._fresh:
+                    self._fresh.discard(part)
+                    prev = self.commits.get(part)
+                    self.resumed.append((part, offset, prev[-1] if prev else None))
+                self.consumed.append((part, offset, value))
+                upto[part] = max(upto.get(part, -1), offset + 1)
+        return upto
+
+    def committed(self, offsets: dict[int, int]) -> None:
+        with self.lock:
+            for part, offset in offsets.items():
+                self.commits[part].append(offset)
+
+    def commit_failed(self, exc) -> None:
+        with self.lock:
+            self.commit_errors.append(repr(exc))
 
     def last_commit(self, partition: int) -> int | None:
         with self.lock:
@@ -279,48 +309,117 @@ class GroupConsumer(threading.Thread):
         except BaseException as exc:  # noqa: BLE001 - reported by stop()
             self.failure = exc
 
-    def _run(self) -> None:
-        c = ck.Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
-                         "heartbeat.interval.ms": 500, "topic.metadata.refresh.interval.ms": 1000,
-                         "reconnect.backoff.max.ms": 500, "retry.backoff.ms": 100})
-
-        def on_assign(consumer, parts):
-            with self.lock:
-                self._fresh.update(tp.partition for tp in parts)
-
-        c.subscribe([self.topic], on_assign=on_assign)
-        try:
-            while not self.stopping.is_set():
-                msgs = c.consume(200, 0.5)
-                got = [m for m in msgs if m.error() is None]
-                if not got:
-                    continue
-                with self.lock:
-                    for m in got:
-                        if m.partition() in self._fresh:
-                            self._fresh.discard(m.partition())
-                            prev = self.commits.get(m.partition())
-                            self.resumed.append((m.partition(), m.offset(), prev[-1] if prev else None))
-                        self.consumed.append((m.partition(), m.offset(), m.value()))
-                try:
-                    done = c.commit(asynchronous=False)
-                except ck.KafkaException as exc:
-                    with self.lock:
-                        self.commit_errors.append(str(exc))
-                    continue
-                with self.lock:
-                    for tp in done or ():
-                        if tp.error is None and tp.offset >= 0:
-                            self.commits[tp.partition].append(tp.offset)
-        finally:
-            c.close()
-
     def stop(self, timeout: float = 30.0) -> None:
         self.stopping.set()
         self.join(timeout)
         assert not self.is_alive(), f"{self.name} did not finish within {timeout}s"
         assert self.failure is None, f"{self.name} failed: {self.failure!r}"
+
+    # ------------------------------------------------------------------ confluent-kafka
+    def _run(self) -> None:
+        from confluent_kafka import TopicPartition  # noqa: PLC0415
+
+        c = ck.Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
+                         "heartbeat.interval.ms": 500, "topic.metadata.refresh.interval.ms": 1000,
+                         "reconnect.backoff.max.ms": 500, "retry.backoff.ms": 100})
+        c.subscribe([self.topic], on_assign=lambda consumer, parts: self.assigned(tp.partition for tp in parts))
+        try:
+            while not self.stopping.is_set():
+                got = [m for m in c.consume(200, 0.5) if m.error() is None]
+                if not got:
+                    continue
+                upto = self.read([(m.partition(), m.offset(), m.value()) for m in got])
+                try:
+                    done = c.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in upto.items()],
+                                    asynchronous=False)
+                except ck.KafkaException as exc:
+                    self.commit_failed(exc)
+                    continue
+                self.committed({tp.partition: tp.offset for tp in done or () if tp.error is None and tp.offset >= 0})
+        finally:
+            c.close()
+
+
+class KafkaPythonGroupConsumer(GroupConsumer):
+    client = "kp"
+
+    def _run(self) -> None:
+        from kafka import KafkaConsumer, TopicPartition  # noqa: PLC0415
+        from kafka.consumer.subscription_state import ConsumerRebalanceListener  # noqa: PLC0415
+        from kafka.structs import OffsetAndMetadata  # noqa: PLC0415
+
+        outer = self
+
+        class Listener(ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked):
+                pass
+
+            def on_partitions_assigned(self, assigned):
+                outer.assigned(tp.partition for tp in assigned)
+
+        c = KafkaConsumer(bootstrap_servers=self.bootstrap.split(","), group_id=self.group, enable_auto_commit=False,
+                          auto_offset_reset="earliest", session_timeout_ms=10000, heartbeat_interval_ms=500,
+                          metadata_max_age_ms=1000, reconnect_backoff_max_ms=500, retry_backoff_ms=100)
+        c.subscribe([self.topic], listener=Listener())
+        try:
+            while not self.stopping.is_set():
+                recs = c.poll(timeout_ms=500)
+                batch = [(tp.partition, r.offset, r.value) for tp, rs in recs.items() for r in rs]
+                if not batch:
+                    continue
+                upto = self.read(batch)
+                try:
+                    c.commit({TopicPartition(self.topic, p): OffsetAndMetadata(o, "", -1) for p, o in upto.items()})
+                except Exception as exc:  # noqa: BLE001 - a failed commit: the member goes on, as apps do
+                    self.commit_failed(exc)
+                    continue
+                self.committed(upto)
+        finally:
+            c.close()
+
+
+class AioKafkaGroupConsumer(GroupConsumer):
+    client = "ak"
+
+    def _run(self) -> None:
+        asyncio.run(self._consume())
+
+    async def _consume(self) -> None:
+        from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition  # noqa: PLC0415
+
+        outer = self
+
+        class Listener(ConsumerRebalanceListener):
+            async def on_partitions_revoked(self, revoked):
+                pass
+
+            async def on_partitions_assigned(self, assigned):
+                outer.assigned(tp.partition for tp in assigned)
+
+        c = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=self.group, enable_auto_commit=False,
+                             auto_offset_reset="earliest", session_timeout_ms=10000, heartbeat_interval_ms=500,
+                             metadata_max_age_ms=1000, retry_backoff_ms=100)
+        await c.start()
+        c.subscribe([self.topic], listener=Listener())
+        try:
+            while not self.stopping.is_set():
+                recs = await c.getmany(timeout_ms=500)
+                batch = [(tp.partition, r.offset, r.value) for tp, rs in recs.items() for r in rs]
+                if not batch:
+                    continue
+                upto = self.read(batch)
+                try:
+                    await c.commit({TopicPartition(self.topic, p): o for p, o in upto.items()})
+                except Exception as exc:  # noqa: BLE001 - a failed commit: the member goes on, as apps do
+                    self.commit_failed(exc)
+                    continue
+                self.committed(upto)
+        finally:
+            await c.stop()
+
+
+GROUP_CONSUMERS = (GroupConsumer, KafkaPythonGroupConsumer, AioKafkaGroupConsumer)
 
 
 def committed_offsets(c: Cluster, group: str, topic: str = TOPIC, n: int = 3) -> dict[int, int]:

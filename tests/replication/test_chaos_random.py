@@ -1,13 +1,13 @@
 """Seeded random chaos on three real processes: SIGKILL, SIGTERM and network isolation of any
 node (leader, follower, controller) at random moments, without waiting for the cluster to
-heal in between, under stock idempotent acks=all producers and a committing consumer group.
+heal in between, under stock idempotent acks=all producers and a committing consumer group of each client.
 
 At most one node is down or cut off at a time, so a majority is always there; a node comes
 back after a random pause, and the next fault may strike before it has rejoined the ISR (a
 partition whose ISR shrank to one member may then be offline until that member returns; that
 is availability, not safety). At the end the cluster heals, and every acknowledged record is
 read back once, at its offset, in order per partition, nothing is written twice, and the
-group's commits never went back.
+groups' commits never went back.
 
 KWIRE_CHAOS_SEED=<n> replays a run (the seed is printed); KWIRE_CHAOS_ROUNDS=<n> runs more.
 """
@@ -35,15 +35,15 @@ def test_random_faults_lose_no_acknowledged_record(tmp_path):
     n_rounds = C.rounds(4)
     print(f"\nchaos seed {seed} (KWIRE_CHAOS_SEED={seed} replays it), {n_rounds} rounds")
     c = C.PartitionableCluster(str(tmp_path / "cluster"), 3, C.CLUSTER_ARGS).start()
-    producers, group, done = [], None, []
+    producers, groups, done = [], [], []
     try:
         C.create_topic(c)
         producers = [P(c) for P in C.PRODUCERS]
-        group = C.GroupConsumer(c, GROUP)
-        for t in (*producers, group):
+        groups = [G(c, f"{GROUP}-{G.client}") for G in C.GROUP_CONSUMERS]
+        for t in (*producers, *groups):
             t.start()
-        wait_for(lambda: all(p.acked_count() for p in producers) and group.committed_total() > 0, 60,
-                 message="every producer acknowledged and the group committing")
+        wait_for(lambda: all(p.acked_count() for p in producers) and all(g.committed_total() for g in groups), 60,
+                 message="every producer acknowledged and every group committing")
         for r in range(n_rounds):
             kind = rng.choice(["kill-leader", "kill", "term", "isolate"])
             if kind == "kill-leader":
@@ -69,11 +69,13 @@ def test_random_faults_lose_no_acknowledged_record(tmp_path):
                  message="every producer acknowledged once the cluster healed")
         for p in producers:
             p.stop()
-        group.stop()
+        for g in groups:
+            g.stop()
         C.wait_replicas_agree(c)
         log = C.read_back(c)
         total = C.check_acknowledged(log, producers)
-        C.check_group(group, C.committed_offsets(c, GROUP), log)
+        for g in groups:
+            C.check_group(g, C.committed_offsets(c, g.group), log)
         errors = [e for p in producers for e in p.errors]
         print(f"chaos seed {seed}: {'; '.join(done)}\n{total} acknowledged records, {len(errors)} produce errors "
               f"{collections.Counter(e for _, e in errors).most_common(3)}")
@@ -81,7 +83,7 @@ def test_random_faults_lose_no_acknowledged_record(tmp_path):
         print(f"chaos seed {seed} failed after: {'; '.join(done)}")
         raise
     finally:
-        for t in (*producers, group):
+        for t in (*producers, *groups):
             if t is not None:
                 t.stopping.set()
         c.stop()
