@@ -128,3 +128,4 @@ def test_sigkill_leaders_and_coordinators_under_load(tmp_path):
             if t is not None:
                 t.stopping.set()
         c.stop()
+
