@@ -99,7 +99,7 @@ class Producer(threading.Thread):
 
     name_prefix = "?"
 
-    def __init__(self, c: Cluster, topic: str = TOPIC, partitions: int = 3, rate: float = 100.0):
+    def __init__(self, c: Cluster, topic: str = TOPIC, partitions: int = 3, rate: float = 50.0):
         super().__init__(daemon=True, name=f"producer-{self.name_prefix}")
         self.bootstrap = bootstrap(c)
         self.topic = topic
@@ -150,7 +150,7 @@ class ConfluentProducer(Producer):
 
     def produce(self) -> None:
         p = ck.Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 5, "message.timeout.ms": 60000, "retry.backoff.ms": 100,
+                         "linger.ms": 5, "message.timeout.ms": 60000, "request.timeout.ms": 10000, "retry.backoff.ms": 100,
                          "topic.metadata.refresh.interval.ms": 1000, "reconnect.backoff.max.ms": 500})
 
         def done(err, msg):
@@ -248,7 +248,10 @@ class GroupConsumer(threading.Thread):
     ``consumed``: (partition, offset, value) in the order read; ``commits``: per partition the
     offsets of every commit the coordinator accepted, in order; ``resumed``: (partition,
     first offset read, last accepted commit before it) each time the consumer starts reading a
-    partition (first assignment and every rebalance)."""
+    partition (first assignment and every rebalance). The subclasses below are the same member
+    written with kafka-python and aiokafka."""
+
+    client = "ck"
 
     def __init__(self, c: Cluster, group: str, topic: str = TOPIC):
         super().__init__(daemon=True, name=f"group-{group}")
@@ -263,6 +266,33 @@ class GroupConsumer(threading.Thread):
         self.resumed: list[tuple[int, int, int | None]] = []
         self.failure: BaseException | None = None
         self._fresh: set[int] = set()
+
+    # ------------------------------------------------------------------ bookkeeping
+    def assigned(self, partitions) -> None:
+        with self.lock:
+            self._fresh.update(partitions)
+
+    def read(self, batch: list[tuple[int, int, bytes]]) -> dict[int, int]:
+        """Record a batch; the offsets to commit for it (last offset + 1 per partition)."""
+        upto: dict[int, int] = {}
+        with self.lock:
+            for part, offset, value in batch:
+                if part in self._fresh:
+                    self._fresh.discard(part)
+                    prev = self.commits.get(part)
+                    self.resumed.append((part, offset, prev[-1] if prev else None))
+                self.consumed.append((part, offset, value))
+                upto[part] = max(upto.get(part, -1), offset + 1)
+        return upto
+
+    def committed(self, offsets: dict[int, int]) -> None:
+        with self.lock:
+            for part, offset in offsets.items():
+                self.commits[part].append(offset)
+
+    def commit_failed(self, exc) -> None:
+        with self.lock:
+            self.commit_errors.append(repr(exc))
 
     def last_commit(self, partition: int) -> int | None:
         with self.lock:
@@ -279,48 +309,117 @@ class GroupConsumer(threading.Thread):
         except BaseException as exc:  # noqa: BLE001 - reported by stop()
             self.failure = exc
 
-    def _run(self) -> None:
-        c = ck.Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
-                         "heartbeat.interval.ms": 500, "topic.metadata.refresh.interval.ms": 1000,
-                         "reconnect.backoff.max.ms": 500, "retry.backoff.ms": 100})
-
-        def on_assign(consumer, parts):
-            with self.lock:
-                self._fresh.update(tp.partition for tp in parts)
-
-        c.subscribe([self.topic], on_assign=on_assign)
-        try:
-            while not self.stopping.is_set():
-                msgs = c.consume(200, 0.5)
-                got = [m for m in msgs if m.error() is None]
-                if not got:
-                    continue
-                with self.lock:
-                    for m in got:
-                        if m.partition() in self._fresh:
-                            self._fresh.discard(m.partition())
-                            prev = self.commits.get(m.partition())
-                            self.resumed.append((m.partition(), m.offset(), prev[-1] if prev else None))
-                        self.consumed.append((m.partition(), m.offset(), m.value()))
-                try:
-                    done = c.commit(asynchronous=False)
-                except ck.KafkaException as exc:
-                    with self.lock:
-                        self.commit_errors.append(str(exc))
-                    continue
-                with self.lock:
-                    for tp in done or ():
-                        if tp.error is None and tp.offset >= 0:
-                            self.commits[tp.partition].append(tp.offset)
-        finally:
-            c.close()
-
     def stop(self, timeout: float = 30.0) -> None:
         self.stopping.set()
         self.join(timeout)
         assert not self.is_alive(), f"{self.name} did not finish within {timeout}s"
         assert self.failure is None, f"{self.name} failed: {self.failure!r}"
+
+    # ------------------------------------------------------------------ confluent-kafka
+    def _run(self) -> None:
+        from confluent_kafka import TopicPartition  # noqa: PLC0415
+
+        c = ck.Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
+                         "heartbeat.interval.ms": 500, "topic.metadata.refresh.interval.ms": 1000,
+                         "reconnect.backoff.max.ms": 500, "retry.backoff.ms": 100})
+        c.subscribe([self.topic], on_assign=lambda consumer, parts: self.assigned(tp.partition for tp in parts))
+        try:
+            while not self.stopping.is_set():
+                got = [m for m in c.consume(200, 0.5) if m.error() is None]
+                if not got:
+                    continue
+                upto = self.read([(m.partition(), m.offset(), m.value()) for m in got])
+                try:
+                    done = c.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in upto.items()],
+                                    asynchronous=False)
+                except ck.KafkaException as exc:
+                    self.commit_failed(exc)
+                    continue
+                self.committed({tp.partition: tp.offset for tp in done or () if tp.error is None and tp.offset >= 0})
+        finally:
+            c.close()
+
+
+class KafkaPythonGroupConsumer(GroupConsumer):
+    client = "kp"
+
+    def _run(self) -> None:
+        from kafka import KafkaConsumer, TopicPartition  # noqa: PLC0415
+        from kafka.consumer.subscription_state import ConsumerRebalanceListener  # noqa: PLC0415
+        from kafka.structs import OffsetAndMetadata  # noqa: PLC0415
+
+        outer = self
+
+        class Listener(ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked):
+                pass
+
+            def on_partitions_assigned(self, assigned):
+                outer.assigned(tp.partition for tp in assigned)
+
+        c = KafkaConsumer(bootstrap_servers=self.bootstrap.split(","), group_id=self.group, enable_auto_commit=False,
+                          auto_offset_reset="earliest", session_timeout_ms=10000, heartbeat_interval_ms=500,
+                          metadata_max_age_ms=1000, reconnect_backoff_max_ms=500, retry_backoff_ms=100)
+        c.subscribe([self.topic], listener=Listener())
+        try:
+            while not self.stopping.is_set():
+                recs = c.poll(timeout_ms=500)
+                batch = [(tp.partition, r.offset, r.value) for tp, rs in recs.items() for r in rs]
+                if not batch:
+                    continue
+                upto = self.read(batch)
+                try:
+                    c.commit({TopicPartition(self.topic, p): OffsetAndMetadata(o, "", -1) for p, o in upto.items()})
+                except Exception as exc:  # noqa: BLE001 - a failed commit: the member goes on, as apps do
+                    self.commit_failed(exc)
+                    continue
+                self.committed(upto)
+        finally:
+            c.close()
+
+
+class AioKafkaGroupConsumer(GroupConsumer):
+    client = "ak"
+
+    def _run(self) -> None:
+        asyncio.run(self._consume())
+
+    async def _consume(self) -> None:
+        from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition  # noqa: PLC0415
+
+        outer = self
+
+        class Listener(ConsumerRebalanceListener):
+            async def on_partitions_revoked(self, revoked):
+                pass
+
+            async def on_partitions_assigned(self, assigned):
+                outer.assigned(tp.partition for tp in assigned)
+
+        c = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=self.group, enable_auto_commit=False,
+                             auto_offset_reset="earliest", session_timeout_ms=10000, heartbeat_interval_ms=500,
+                             metadata_max_age_ms=1000, retry_backoff_ms=100)
+        await c.start()
+        c.subscribe([self.topic], listener=Listener())
+        try:
+            while not self.stopping.is_set():
+                recs = await c.getmany(timeout_ms=500)
+                batch = [(tp.partition, r.offset, r.value) for tp, rs in recs.items() for r in rs]
+                if not batch:
+                    continue
+                upto = self.read(batch)
+                try:
+                    await c.commit({TopicPartition(self.topic, p): o for p, o in upto.items()})
+                except Exception as exc:  # noqa: BLE001 - a failed commit: the member goes on, as apps do
+                    self.commit_failed(exc)
+                    continue
+                self.committed(upto)
+        finally:
+            await c.stop()
+
+
+GROUP_CONSUMERS = (GroupConsumer, KafkaPythonGroupConsumer, AioKafkaGroupConsumer)
 
 
 def committed_offsets(c: Cluster, group: str, topic: str = TOPIC, n: int = 3) -> dict[int, int]:
@@ -335,6 +434,23 @@ def committed_offsets(c: Cluster, group: str, topic: str = TOPIC, n: int = 3) ->
 
 
 # ====================================================================================== checks
+def log_sizes(c: Cluster, topic: str) -> dict[int, dict[int, int]]:
+    """{node: {partition: bytes}} (DescribeLogDirs of every node)."""
+    out = {}
+    for nid, n in c.nodes.items():
+        r = call(n.port, "DescribeLogDirs", 4, timeout=3.0, topics=None)
+        out[nid] = {p.partition_index: p.partition_size for res in r.results for t in res.topics
+                    if t.name == topic for p in t.partitions}
+    return out
+
+
+def wait_replicas_agree(c: Cluster, topic: str = TOPIC, timeout: float = 30.0) -> None:
+    """Every node holds the same number of bytes of every partition of ``topic`` (the followers'
+    logs are the leader's, byte for byte, once they have caught up)."""
+    wait_for(lambda: len({tuple(sorted(s.items())) for s in log_sizes(c, topic).values()}) == 1, timeout,
+             message=f"every replica of {topic} holds the same log: {log_sizes(c, topic)}")
+
+
 def read_back(c: Cluster, topic: str = TOPIC, n: int = 3, timeout: float = 60.0) -> dict[int, list[tuple[int, bytes]]]:
     """Every record of ``topic`` from offset 0 up to each partition's high watermark."""
     from confluent_kafka import TopicPartition  # noqa: PLC0415
@@ -431,6 +547,13 @@ class PartitionableCluster(Cluster):
         for i in self.nodes:
             self._write(i)
 
+    def cut(self, a: int, b: int) -> None:
+        """Cut the link between nodes ``a`` and ``b``, both ways (each still reaches the third)."""
+        self.cuts[a].add(b)
+        self.cuts[b].add(a)
+        self._write(a)
+        self._write(b)
+
     def heal(self) -> None:
         for i in self.nodes:
             self.cuts[i].clear()
@@ -475,3 +598,66 @@ class Acks:
     def next_value(self) -> bytes:
         self.seq += 1
         return b"%s-%08d" % (self.name_prefix.encode(), self.seq)
+
+
+def check_group(group: GroupConsumer, final_commits: dict[int, int], log: dict[int, list[tuple[int, bytes]]]) -> None:
+    """The group's commits never went back, it resumed each partition at or past its last
+    accepted commit, it read no record that is not in the final log (at that offset), and it
+    skipped none below its last commit."""
+    for part, offs in group.commits.items():
+        assert offs == sorted(offs), f"partition {part}: commits went back: {offs}"
+        assert final_commits.get(part, -1) >= offs[-1], (part, final_commits, offs[-1])
+    for part, first, prev in group.resumed:
+        assert prev is None or first >= prev, f"partition {part}: resumed at {first} below its commit {prev}"
+    seen: dict[int, set[int]] = collections.defaultdict(set)
+    for part, offset, value in group.consumed:
+        assert offset < len(log[part]) and log[part][offset][1] == value, (
+            f"group read {value!r} at {part}/{offset}, the log has "
+            f"{log[part][offset] if offset < len(log[part]) else 'nothing'} there")
+        seen[part].add(offset)
+    for part, offs in group.commits.items():
+        missing = set(range(offs[-1])) - seen[part]
+        assert not missing, f"partition {part}: the group never read {sorted(missing)[:10]}..."
+
+
+class WatermarkWatcher(threading.Thread):
+    """Asks for every partition's high watermark (ListOffsets latest, through a confluent-kafka
+    consumer) every ``interval`` seconds; ``seen`` holds (monotonic time, partition, high
+    watermark). ``check`` asserts what consumers saw never went backwards."""
+
+    def __init__(self, c: Cluster, topic: str = TOPIC, n: int = 3, interval: float = 0.2):
+        super().__init__(daemon=True, name="watermarks")
+        self.bootstrap = bootstrap(c)
+        self.topic = topic
+        self.n = n
+        self.interval = interval
+        self.stopping = threading.Event()
+        self.seen: list[tuple[float, int, int]] = []
+
+    def run(self) -> None:
+        from confluent_kafka import TopicPartition  # noqa: PLC0415
+
+        cons = ck.Consumer({"bootstrap.servers": self.bootstrap, "group.id": "chaos-watermarks",
+                            "topic.metadata.refresh.interval.ms": 1000})
+        try:
+            while not self.stopping.wait(self.interval):
+                for p in range(self.n):
+                    try:
+                        _, high = cons.get_watermark_offsets(TopicPartition(self.topic, p), timeout=2, cached=False)
+                    except ck.KafkaException:
+                        continue
+                    if high >= 0:
+                        self.seen.append((time.monotonic(), p, high))
+        finally:
+            cons.close()
+
+    def check(self) -> int:
+        self.stopping.set()
+        self.join(30)
+        last: dict[int, tuple[float, int]] = {}
+        for t, p, high in self.seen:
+            if p in last:
+                assert high >= last[p][1], (f"partition {p}: high watermark went back from {last[p][1]} to {high} "
+                                            f"({t - last[p][0]:.2f}s later)")
+            last[p] = (t, high)
+        return len(self.seen)

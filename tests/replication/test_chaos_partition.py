@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 
 import pytest
 
-from tests.raft.cluster import call, describe_quorum, wait_for
+from tests.raft.cluster import describe_quorum, wait_for
 from tests.replication import chaos as C
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -36,16 +37,6 @@ def cluster(tmp_path_factory):
     c.start()
     yield c
     c.stop()
-
-
-def _log_sizes(c, topic: str) -> dict[int, dict[int, int]]:
-    """{node: {partition: bytes}} (DescribeLogDirs of every node)."""
-    out = {}
-    for nid, n in c.nodes.items():
-        r = call(n.port, "DescribeLogDirs", 4, timeout=3.0, topics=None)
-        out[nid] = {p.partition_index: p.partition_size for res in r.results for t in res.topics
-                    if t.name == topic for p in t.partitions}
-    return out
 
 
 @pytest.mark.parametrize("who", ["broker", "controller"])
@@ -128,10 +119,96 @@ def test_isolated_leader_acknowledges_nothing_and_no_split_brain(cluster, who):
     assert isolated.acked == [], f"isolated node {victim} acknowledged {isolated.acked[:5]}"
     log = C.read_back(c, topic)
     total = C.check_acknowledged(log, [before, majority])
-    wait_for(lambda: len({tuple(sorted(s.items())) for s in _log_sizes(c, topic).values()}) == 1, 20,
-             message=f"every replica of {topic} holds the same log")
+    C.wait_replicas_agree(c, topic)
     after = C.partitions(vport, [topic])[(topic, part)]
     assert after[0] != victim or after[1] > new_epoch, after
     print(f"\nnetsplit ({who}): node {victim} isolated, node {new} led {topic}-{part} in epoch {new_epoch}; "
           f"{total} acknowledged, {len(isolated.refused)} writes to the isolated leader refused "
           f"{collections.Counter(code for _, code in isolated.refused).most_common(3)}")
+
+
+def test_stock_producers_ride_through_an_isolated_leader(cluster):
+    """confluent-kafka, kafka-python and aiokafka (acks=all, idempotent) write to every partition
+    while the leader of some of them is cut off: what they sent it times out unacknowledged, they
+    move to the new leaders, and after the heal every acknowledged record is there exactly once,
+    in order; nothing they sent was written twice."""
+    c = cluster
+    topic = "split-stock"
+    C.create_topic(c, topic)
+    C.wait_healthy(c, [topic])
+    producers = [P(c, topic=topic) for P in C.PRODUCERS]
+    for p in producers:
+        p.start()
+    try:
+        wait_for(lambda: all(p.acked_count() for p in producers), 60, message="every producer acknowledged")
+        lead = C.leaders(c, topic)
+        victim = lead[0]
+        others = [n for n in c.nodes if n != victim]
+        c.isolate(victim)
+        c.wait_cut_noticed()
+        wait_for(lambda: all(C.partitions(c.nodes[n].port, [topic])[(topic, p)][0] in others
+                             for n in others for p in lead), 30, message=f"new leaders without node {victim}")
+        acked = [p.acked_count() for p in producers]
+        wait_for(lambda: all(p.acked_count() > a + 50 for p, a in zip(producers, acked)), 60,
+                 message=f"every producer acknowledged by the new leaders while node {victim} is cut off")
+    finally:
+        c.heal()
+    c.wait_cut_noticed()
+    C.wait_healthy(c, [topic])
+    acked = [p.acked_count() for p in producers]
+    wait_for(lambda: all(p.acked_count() > a + 50 for p, a in zip(producers, acked)), 60,
+             message="every producer acknowledged after the heal")
+    for p in producers:
+        p.stop()
+    total = C.check_acknowledged(C.read_back(c, topic), producers)
+    errors = [e for p in producers for e in p.errors]
+    print(f"\nnetsplit (stock clients): node {victim} isolated; {total} acknowledged "
+          f"({', '.join(f'{p.name_prefix}={len(p.acked)}' for p in producers)}), {len(errors)} produce errors "
+          f"{collections.Counter(e for _, e in errors).most_common(3)}")
+
+
+def test_a_cut_off_follower_leaves_the_isr_and_comes_back(cluster):
+    """The link between a leader and one follower is cut; both still reach the controller (the
+    third node), so nobody is fenced: acks=all writes wait until the leader has the follower
+    taken out of the ISR (replica.lag.time.max.ms, AlterPartition), then go on with the leader
+    and the controller; after the heal the follower catches up and rejoins the ISR."""
+    c = cluster
+    topic = "split-follower"
+    C.create_topic(c, topic)
+    C.wait_healthy(c, [topic])
+    controller = wait_for(lambda: describe_quorum(C.live_port(c)).leader_id, 10)
+    lead = C.leaders(c, topic)
+    part, leader = min((p, n) for p, n in lead.items() if n != controller)
+    follower = next(n for n in c.nodes if n not in (leader, controller))
+    lport = c.nodes[leader].port
+    writes = C.Acks("cut")
+
+    def write(timeout_ms: int = 1500) -> int:
+        v = writes.next_value()
+        code, offset = C.produce_raw(lport, topic, part, v, timeout_ms)
+        if code == 0:
+            writes.acked.append((part, offset, v))
+        return code
+    for _ in range(10):
+        assert write() == 0
+    c.cut(leader, follower)
+    c.wait_cut_noticed()
+    t0 = time.monotonic()
+    try:
+        wait_for(lambda: write() == 0, 30, message=f"{topic}-{part} acknowledges without node {follower}")
+        shrunk_after = time.monotonic() - t0
+        _, _, isr = C.partitions(c.nodes[controller].port, [topic])[(topic, part)]
+        assert isr == sorted([leader, controller]), isr
+        for _ in range(20):
+            assert write() == 0
+        assert C.partitions(c.nodes[controller].port, [topic])[(topic, part)][0] == leader, "leadership moved"
+    finally:
+        c.heal()
+    c.wait_cut_noticed()
+    C.wait_healthy(c, [topic])
+    for _ in range(10):
+        assert write() == 0
+    C.check_acknowledged(C.read_back(c, topic), [writes])
+    C.wait_replicas_agree(c, topic)
+    print(f"\nnetsplit (follower): {leader} -/- {follower}: acks=all again after {shrunk_after:.1f}s without "
+          f"node {follower} in the ISR; {len(writes.acked)} acknowledged")

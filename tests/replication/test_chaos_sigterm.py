@@ -18,7 +18,7 @@ import pytest
 from tests.raft.cluster import wait_for
 from tests.replication import chaos as C
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = pytest.mark.slow
 
 
 def test_sigterm_of_leaders_under_load_reaches_no_application(tmp_path):
