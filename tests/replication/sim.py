@@ -62,7 +62,8 @@ reassignment, unclean elections, log retention and DeleteRecords (retention runs
 nothing is old enough to go).
 
 Run one seed with its trace: ``python -m tests.replication.sim --seed 7 [--trace]``;
-``--count N`` runs N seeds from ``--seed``.
+``--count N`` runs N seeds from ``--seed``; ``--bug-a`` lets brokers restart before they are
+fenced after power losses too (about 1 seed in 15 then fails: 10 of 150 seeds).
 """
 from __future__ import annotations
 
@@ -243,7 +244,7 @@ class Sim:
         tail = "\n".join(self.log_lines[-80:])
         raise InvariantViolation(f"seed {self.seed} ({self.k}) at t={self.now - T0}ms: {what}\n--- trace (last "
                                  f"lines) ---\n{tail}\n--- reproduce: python -m tests.replication.sim --seed "
-                                 f"{self.seed} --trace") from cause
+                                 f"{self.seed} --trace{' --bug-a' if self.k.fast_restart_after_power_loss else ''}") from cause
 
     # --- for scripts -----------------------------------------------------------------------
     def partition_image(self, index: int):
@@ -517,11 +518,15 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--count", type=int, default=1)
     ap.add_argument("--trace", action="store_true", help="print the whole trace of the (one) seed")
+    ap.add_argument("--bug-a", action="store_true",
+                    help="let brokers restart before they are fenced after a power loss too (BUG A)")
     args = ap.parse_args(argv)
     t = time.perf_counter()
     failed = 0
     for seed in range(args.seed, args.seed + args.count):
-        sim = Sim(seed, keep_trace=args.trace)
+        knobs = Knobs.draw(seed)
+        knobs.fast_restart_after_power_loss = args.bug_a
+        sim = Sim(seed, knobs, keep_trace=args.trace)
         try:
             stats = sim.run()
             if args.count == 1:

@@ -220,14 +220,15 @@ class Broker:
         sim.stats["crashes"] += 1
         sim.stats["power_losses"] += power_loss
         if self.open:
-            for tp, plog in list(self.lm):
+            for tp, plog in sorted(self.lm, key=lambda e: e[0]):   # not the directory order
                 if plog.closed:
                     continue
                 if power_loss:
                     before = dict(sim.contents(self, tp))
                     durable = max(plog.recovery_point, self.durable.get(tp, 0))
                     leo = plog.log_end_offset
-                    keep = durable if keep_only_durable or sim.rng.random() < 0.5 else sim.rng.randint(min(durable, leo), leo)
+                    keep = durable if keep_only_durable or sim.rng.random() < 0.5 \
+                        else sim.rng.randint(min(durable, leo), leo)
                     if keep < leo:
                         sim.trace(f"b{self.id} p{tp[1]} loses its tail {keep}..{leo}")
                         plog.truncate_to(keep)
@@ -404,8 +405,8 @@ class Broker:
         more = False
         for tp, err, records, hw, lso, de, deo in out:
             part, pos = asked[tp]
-            if self.rm.partitions.get(tp) is not part or part.is_leader or part.leader_epoch != pos.current_leader_epoch \
-                    or part.log.log_end_offset != pos.fetch_offset:
+            if self.rm.partitions.get(tp) is not part or part.is_leader \
+                    or part.leader_epoch != pos.current_leader_epoch or part.log.log_end_offset != pos.fetch_offset:
                 continue   # moved or changed while the fetch was out
             if err == ErrorCode.NONE:
                 if de >= 0 or deo >= 0:
