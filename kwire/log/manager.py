@@ -148,6 +148,11 @@ class LogManager:
         recovery_points = read_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT)) or {}
         start_offsets = read_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT)) or {}
         high_watermarks = read_checkpoint(os.path.join(self.data_dir, HIGH_WATERMARK_CHECKPOINT))
+        if high_watermarks is None and not clean:
+            # a crash before the first checkpoint: no replica's high watermark is known (0, as
+            # Kafka); counting the whole log would let a leader that restarts in the same epoch
+            # serve records no other replica has yet
+            high_watermarks = {}
         for entry in os.scandir(self.data_dir):
             if not entry.is_dir():
                 continue
@@ -164,7 +169,8 @@ class LogManager:
                 now_ms=now_ms, topic=tp[0], partition=tp[1], failure_channel=self.failure_channel)
             if high_watermarks is not None:
                 # a replica's high watermark as last checkpointed (0 when unknown, as Kafka);
-                # data dirs from before the checkpoint existed held one copy: all of it counted
+                # data dirs from before the checkpoint existed (shut down cleanly) held one
+                # copy: all of it counted
                 log = self.logs[tp]
                 log.high_watermark = min(max(high_watermarks.get(tp, 0), log.log_start_offset), log.log_end_offset)
         self.was_clean_shutdown = clean
