@@ -134,8 +134,12 @@ class Broker:
         # dynamic broker configs are known now that the metadata has replayed
         self.producer_ids.expiration_ms = int(self.config.get("producer.id.expiration.ms"))
         b = self.image.brokers.get(self.node_id)
+        # a new registration (epoch) ends a controlled shutdown; after an unclean shutdown (no
+        # clean-shutdown marker: the log may have lost an unflushed tail) it takes this broker
+        # out of the ISRs others share until it has caught up (the controller's
+        # _registration_effects)
         if b is None or (b.host, b.port) != (self.advertised_host, self.advertised_port) or b.fenced \
-                or b.in_controlled_shutdown:   # a new registration (epoch) ends a controlled shutdown
+                or b.in_controlled_shutdown or (len(self.voters) > 1 and not self.logs.was_clean_shutdown):
             rec = (R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
                 broker_id=self.node_id, incarnation_id=uuid.uuid4(),
                 broker_epoch=(b.epoch + 1) if b else 1,

@@ -152,7 +152,45 @@ class MetadataQuorum:
                 return ErrorCode.BROKER_ID_NOT_REGISTERED, f"Broker ID {obj.broker_id} is not currently registered"
         return None
 
+    def _registration_effects(self, values: list[bytes]) -> list[bytes]:
+        """A broker registering again in a higher epoch restarted: before its registration,
+        it leaves every ISR (and leadership) that has another active member, as Kafka's
+        controller fences the old incarnation. Whatever its log lost in an unclean shutdown,
+        it rejoins an ISR only once its leader sees it caught up; a partition it alone is in
+        sync for stays with it (there is no other copy to prefer)."""
+        from kwire.metadata import replication_control as RC  # noqa: PLC0415
+
+        image = self.broker.image
+        extra: list[bytes] = []
+        for v in values:
+            msg, obj = R.decode_record(v)
+            if msg is not R.REGISTER_BROKER:
+                continue
+            old = image.brokers.get(obj.broker_id)
+            if old is None or obj.broker_epoch <= old.epoch:
+                continue
+            bid = obj.broker_id
+            affected = [(t, p) for t in image.topics.values() for p in t.partitions.values()
+                        if bid in p.isr and any(r != bid and image.brokers.get(r) is not None
+                                                and image.brokers[r].active for r in p.isr)]
+            recs = RC.leader_and_isr_updates(image, affected, removing=bid, unclean=self.controller.unclean)
+            if recs:
+                log.info("controller %d: broker %d registers again (epoch %d): out of %d ISR(s) until it catches up",
+                         self.node_id, bid, obj.broker_epoch, len(recs))
+            extra += [R.encode_record(m, o) for m, o in recs]
+        return extra + list(values) if extra else values
+
     async def _controller_commit(self, values: list[bytes], timeout: float) -> tuple[int, int, str | None]:
+        if any(R.decode_record(v)[0] is R.REGISTER_BROKER for v in values):
+            # partition changes are decided one at a time against the applied image (a
+            # concurrent rebalance must not pick a leader this registration takes out)
+            async with self.controller.lock:
+                if not self.controller.ready():   # decide only on an image holding all that is committed
+                    return ErrorCode.NOT_CONTROLLER, -1, None
+                return await self._commit_checked(self._registration_effects(values), timeout)
+        return await self._commit_checked(values, timeout)
+
+    async def _commit_checked(self, values: list[bytes], timeout: float) -> tuple[int, int, str | None]:
         d = self.driver
         err = self._check(values)
         if err:

@@ -15,8 +15,8 @@ change the follower's log.
   next answer checks the new tail in turn (Kafka's truncateOnFetchResponse).
 - OFFSET_OUT_OF_RANGE: the leader's log starts after this log's end (retention, DeleteRecords
   on the leader): start over, empty, at the leader's log start offset; otherwise (this log is
-  ahead of an unclean leader) truncate to the high watermark (the leader's, if lower) and let
-  the divergence check do the rest.
+  ahead of the leader) truncate to the leader's high watermark (which the leader's log holds)
+  and let the divergence check do the rest.
 """
 from __future__ import annotations
 
@@ -89,7 +89,11 @@ def out_of_range(part, leader_log_start_offset: int, leader_high_watermark: int)
                  plog.topic_partition, plog.log_end_offset, leader_log_start_offset)
         plog.truncate_fully_and_start_at(leader_log_start_offset)
     else:
-        to = min(plog.high_watermark, plog.log_end_offset)
-        if leader_high_watermark >= 0:
-            to = min(to, leader_high_watermark)
+        # our log end is past the leader's (a leader whose log is shorter than ours, e.g.
+        # elected without our tail): go back to the leader's high watermark, which its log
+        # holds, so the next fetch is in range (our own when the leader's is unknown)
+        to = leader_high_watermark if leader_high_watermark >= 0 else plog.high_watermark
+        to = min(to, plog.log_end_offset)
+        if to >= plog.log_end_offset and plog.log_end_offset > plog.log_start_offset:
+            to = plog.log_end_offset - 1   # always progress: one record back at least
         truncate(part, max(to, plog.log_start_offset), "out of range on the leader")

@@ -18,7 +18,7 @@ from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import ErrorCode, KafkaError
 from kwire.log.config import LogConfig
 from kwire.log.manager import LogManager
-from kwire.log.validator import CLIENT
+from kwire.log.validator import CLIENT, REPLICATION
 from kwire.metadata import records as R
 from kwire.metadata.image import MetadataImage
 from kwire.replication import ReplicaManager
@@ -270,3 +270,26 @@ def test_a_new_leader_answers_offset_not_available_until_its_high_watermark_reac
     nodes.fetch(3, 2)
     nodes.fetch(3, 2)          # 3 caught up with the new leader: the high watermark reaches 2
     assert rm.fetch_offset_for_timestamp(T, 0, -1)[:2] == (0, 2)
+
+
+def test_a_follower_ahead_of_its_leader_in_an_epoch_the_leader_never_saw_comes_back_in_range(nodes):
+    """A follower whose log runs past its leader's end with a later epoch than any the leader
+    knows (a leader elected without that tail): the leader cannot name a divergence, answers
+    OFFSET_OUT_OF_RANGE, and the follower goes back to the leader's high watermark."""
+    nodes.partition([1, 2], epoch=0)
+    nodes.produce(1, b"a", b"b")
+    nodes.fetch(2, 1)
+    nodes.fetch(2, 1)
+    nodes.fetch(2, 1)   # 2 knows the high watermark, 2
+    # 2 appends in epoch 3 as if it had led meanwhile (records 1 never got)
+    f = nodes.plog(2)
+    extra = bytearray(build_batch([(None, b"ghost", [], NOW)]))
+    extra[0:8] = (2).to_bytes(8, "big")
+    extra[12:16] = (3).to_bytes(4, "big")
+    f.append(bytes(extra), now_ms=NOW, origin=REPLICATION)
+    assert f.log_end_offset == 3 and f.latest_epoch == 3
+    nodes.fetch(2, 1)           # out of range: back to the leader's high watermark
+    assert f.log_end_offset == 2
+    nodes.produce(1, b"c")
+    nodes.fetch(2, 1)
+    assert nodes.values(2) == nodes.values(1) == [b"a", b"b", b"c"]
