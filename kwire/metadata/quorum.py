@@ -153,31 +153,19 @@ class MetadataQuorum:
         return None
 
     def _registration_effects(self, values: list[bytes]) -> list[bytes]:
-        """A broker registering again in a higher epoch restarted: before its registration,
-        it leaves every ISR (and leadership) that has another active member, as Kafka's
-        controller fences the old incarnation. Whatever its log lost in an unclean shutdown,
-        it rejoins an ISR only once its leader sees it caught up; a partition it alone is in
-        sync for stays with it (there is no other copy to prefer)."""
+        """Before a broker's new registration (it restarted), the partition changes that take
+        it out of the ISRs it shares (kwire.metadata.replication_control.register_again)."""
         from kwire.metadata import replication_control as RC  # noqa: PLC0415
 
-        image = self.broker.image
         extra: list[bytes] = []
         for v in values:
             msg, obj = R.decode_record(v)
-            if msg is not R.REGISTER_BROKER:
-                continue
-            old = image.brokers.get(obj.broker_id)
-            if old is None or obj.broker_epoch <= old.epoch:
-                continue
-            bid = obj.broker_id
-            affected = [(t, p) for t in image.topics.values() for p in t.partitions.values()
-                        if bid in p.isr and any(r != bid and image.brokers.get(r) is not None
-                                                and image.brokers[r].active for r in p.isr)]
-            recs = RC.leader_and_isr_updates(image, affected, removing=bid, unclean=self.controller.unclean)
-            if recs:
-                log.info("controller %d: broker %d registers again (epoch %d): out of %d ISR(s) until it catches up",
-                         self.node_id, bid, obj.broker_epoch, len(recs))
-            extra += [R.encode_record(m, o) for m, o in recs]
+            if msg is R.REGISTER_BROKER:
+                recs = RC.register_again(self.broker.image, obj.broker_id, obj.broker_epoch, self.controller.unclean)
+                if recs:
+                    log.info("controller %d: broker %d registers again (epoch %d): out of %d ISR(s) until it "
+                             "catches up", self.node_id, obj.broker_id, obj.broker_epoch, len(recs))
+                extra += [R.encode_record(m, o) for m, o in recs]
         return extra + list(values) if extra else values
 
     async def _controller_commit(self, values: list[bytes], timeout: float) -> tuple[int, int, str | None]:

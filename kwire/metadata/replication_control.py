@@ -266,3 +266,19 @@ def list_reassignments(image: MetadataImage, topics: dict[str, list[int]] | None
         if parts:
             out[name] = parts
     return out
+
+
+def register_again(image: MetadataImage, broker_id: int, broker_epoch: int, unclean: Unclean = NEVER) -> list:
+    """A known broker registering in a higher epoch restarted: it leaves every ISR (and
+    leadership) that has another active member, as Kafka's controller fences the old
+    incarnation; whatever its log lost in an unclean shutdown, it rejoins an ISR only once
+    its leader sees it caught up. A partition it alone is in sync for stays with it (there is
+    no other copy to prefer). Records to commit before the registration."""
+    old = image.brokers.get(broker_id)
+    if old is None or broker_epoch <= old.epoch:
+        return []
+
+    def shared(p) -> bool:
+        return any(r != broker_id and image.brokers.get(r) is not None and image.brokers[r].active for r in p.isr)
+    return leader_and_isr_updates(image, ((t, p) for t, p in _partitions(image) if broker_id in p.isr and shared(p)),
+                                  removing=broker_id, unclean=unclean)

@@ -191,3 +191,30 @@ def test_reassignment_shrink_reorder_cancel_and_checks():
     assert reassign(img, 7, [1])[:2] == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find partition t:7.")
     assert RC.alter_reassignment(img, "x", 0, [1])[:2] == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                                            "Unable to find a topic named x.")
+
+
+def test_a_broker_registering_again_leaves_the_isrs_it_shares_first():
+    import uuid as _uuid
+
+    from kwire.metadata import records as R
+    from kwire.metadata import replication_control as RC
+    from kwire.metadata.image import MetadataImage
+
+    image = MetadataImage()
+    for b in (1, 2, 3):
+        image.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=b, incarnation_id=_uuid.uuid4(), broker_epoch=1,
+                                                             end_points=[], rack=None, fenced=False))
+    tid = _uuid.uuid4()
+    image.apply(R.TOPIC, R.TOPIC.cls(name="t", topic_id=tid))
+    for i, (replicas, isr, leader) in enumerate((([1, 2, 3], [1, 2, 3], 1), ([2, 1], [2, 1], 2), ([1], [1], 1))):
+        image.apply(R.PARTITION, R.PARTITION.cls(partition_id=i, topic_id=tid, replicas=replicas, isr=isr,
+                                                 removing_replicas=[], adding_replicas=[], leader=leader,
+                                                 leader_epoch=0, partition_epoch=0))
+    assert RC.register_again(image, 1, 1) == []          # not a higher epoch: nothing
+    recs = RC.register_again(image, 1, 2)
+    for m, o in recs:
+        image.apply(m, o)
+    ps = image.topics["t"].partitions
+    assert (ps[0].leader, sorted(ps[0].isr), ps[0].leader_epoch) == (2, [2, 3], 1)   # led: new leader, out of ISR
+    assert (ps[1].leader, ps[1].isr, ps[1].leader_epoch) == (2, [2], 0)              # followed: out of ISR
+    assert (ps[2].leader, ps[2].isr) == (1, [1])                                     # the only copy: kept
