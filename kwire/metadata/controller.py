@@ -105,7 +105,8 @@ class Controller:
     # ------------------------------------------------------------------ the loop
     async def run(self) -> None:
         while True:
-            with trio.move_on_after(LOOP_INTERVAL):
+            # a tenth of the session timeout (at most LOOP_INTERVAL): a fence comes that soon after it
+            with trio.move_on_after(min(LOOP_INTERVAL, self.quorum.session_timeout_ms / 10_000)):
                 await self._wake.wait()
             self._wake = trio.Event()
             if not self.driver.is_leader:
