@@ -199,13 +199,17 @@ def test_failover_alter_partition_and_elections(tmp_path):
                 partitions(ports[ctl], "solo")[0]), 15)
             assert solo and solo.leader_epoch == 2 and solo.error_code == 0
             # it rejoins an ISR when the leader says so; then a preferred election gives it back its partition
-            p = partitions(ports[ctl], "r3")[pref]
-            assert alter_partition(cports[ctl], p.leader_id, tid, pref, p.leader_epoch, 1 if pref else 3,
-                                   list(p.replica_nodes)).error_code == 0
+            # (the leader asks for it itself once the victim has caught up: wait for that, rather
+            # than race it with an AlterPartition of a partition epoch that may be stale by then)
+            p = wait_for(lambda: (lambda p: p if victim in p.isr_nodes else None)(
+                partitions(ports[ctl], "r3")[pref]), 15)
+            assert p, nodes[ctl].log_tail()
             resp = admin.elect_leaders(0, {"r3": [pref]}, raise_errors=False)
             assert resp.replica_election_results[0].partition_result[0].error_code == 0
-            p2 = partitions(ports[live[0]], "r3")[pref]       # applied on the asking node when answered
-            assert (p2.leader_id, p2.leader_epoch) == (victim, p.leader_epoch + 1)
+            # kafka-python asks the controller: another node applies the change soon after
+            p2 = wait_for(lambda: (lambda p2: p2 if p2.leader_id == victim else None)(
+                partitions(ports[live[0]], "r3")[pref]), 10)
+            assert p2 and (p2.leader_id, p2.leader_epoch) == (victim, p.leader_epoch + 1)
             # null topic_partitions (kafka-python lists every partition itself): every partition, and only
             # those that needed an election are listed
             resp = call(ports[live[1]], "ElectLeaders", 2, election_type=0, topic_partitions=None, timeout_ms=20000)
