@@ -39,8 +39,10 @@ class IsrChanges:
         t = self.image().topics.get(part.topic)
         if t is None:
             return
-        part.pending_isr = list(new_isr)
-        self._nursery.start_soon(self._send, part, t.topic_id, list(new_isr), part.leader_epoch,
+        # this request's own list: its completion clears the pending ISR only while it is still
+        # this one (a later request for the same ISR, in a later leadership, keeps its own)
+        pending = part.pending_isr = list(new_isr)
+        self._nursery.start_soon(self._send, part, t.topic_id, pending, part.leader_epoch,
                                  part.partition_epoch)
 
     async def _send(self, part, topic_id, new_isr, leader_epoch: int, partition_epoch: int) -> None:
@@ -55,7 +57,7 @@ class IsrChanges:
         except Exception as exc:  # noqa: BLE001 - decided again at the next check
             log.info("broker %d: %s not sent: %s", self.node_id, what, exc)
         finally:
-            if part.pending_isr == new_isr:
+            if part.pending_isr is new_isr:
                 part.pending_isr = None
 
     async def _expire_loop(self) -> None:

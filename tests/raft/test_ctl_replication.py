@@ -199,9 +199,11 @@ def test_failover_alter_partition_and_elections(tmp_path):
                 partitions(ports[ctl], "solo")[0]), 15)
             assert solo and solo.leader_epoch == 2 and solo.error_code == 0
             # it rejoins an ISR when the leader says so; then a preferred election gives it back its partition
-            p = partitions(ports[ctl], "r3")[pref]
-            assert alter_partition(cports[ctl], p.leader_id, tid, pref, p.leader_epoch, 1 if pref else 3,
-                                   list(p.replica_nodes)).error_code == 0
+            # (the leader asks for it itself once the victim has caught up: wait for that, rather
+            # than race it with an AlterPartition of a partition epoch that may be stale by then)
+            p = wait_for(lambda: (lambda p: p if victim in p.isr_nodes else None)(
+                partitions(ports[ctl], "r3")[pref]), 15)
+            assert p, nodes[ctl].log_tail()
             # asked of the node that is neither controller nor victim: forwarded, and applied there on return
             fwd = others[1]
             tp = api("ElectLeaders").request.struct("TopicPartitions")(topic="r3", partitions=[pref])

@@ -40,6 +40,12 @@ incarnation); offsets only increase in every log, in every append and for every 
 At the end, with the network healed and every broker up: every ISR member holds the
 leader's log below the high watermark.
 
+Bugs it found and that are fixed (each with its own test): a leader restarting before its
+first replication-offset-checkpoint counted its whole log as committed (kwire.log.manager,
+tests/replication/test_restart_safety.py); a late answer to an AlterPartition of an earlier
+leadership cleared a newer request's pending ISR, so the high watermark passed a replica the
+controller had already put in the ISR (kwire.replication.isr, test_isr_changes.py).
+
 Known bug, kept out of the random runs (``Knobs.fast_restart_after_power_loss``; reproduced
 by the strict xfail tests in test_replication_sim.py) - BUG A: a broker that restarts before
 its session times out does not register anew (kwire.broker.Broker.open registers only when
@@ -48,10 +54,15 @@ nothing on a RegisterBrokerRecord of a known broker either, so the restarted bro
 its leaderships and ISR memberships in the same leader epoch. After a power loss its log is
 shorter than what it acknowledged: as leader, the followers truncate to it (diverging epoch)
 and acknowledged records are gone although only one replica lost them; as follower, it can
-be elected from the ISR over a replica that holds them. Kafka refuses a new incarnation's
-registration while the old session lives (DUPLICATE_BROKER_REGISTRATION), so the broker is
-fenced (out of every ISR and leadership) first; KIP-966 removes a broker that shut down
-uncleanly from the ISRs when it registers again.
+be elected from the ISR over a replica that holds them; and since the epoch is reused, two
+replicas can hold different batches at the same offsets of one epoch, which the divergence
+check cannot see (a follower's append then fails, "Unexpected offset in append", for good).
+Even a process kill (no data lost) restarts a leader in its old epoch with its high watermark
+back at the last checkpoint (counted in ``hw_back_after_restart``). Kafka refuses a new
+incarnation's registration while the old session lives (ClusterControlManager.registerBroker:
+DUPLICATE_BROKER_REGISTRATION), so the broker is fenced (out of every ISR and leadership)
+before it registers again, fenced, and is unfenced once caught up; KIP-966 goes further and
+removes a broker that shut down uncleanly from the ISRs when it registers again.
 
 Not modelled: the Raft quorum itself (one linearizable controller; tests/raft/sim.py
 simulates Raft), the controller's own broker (the controller is a separate node here),

@@ -327,9 +327,9 @@ class Broker:
         t = self.image.topics.get(part.topic)
         if t is None:
             return
-        part.pending_isr = list(new_isr)
+        pending = part.pending_isr = list(new_isr)   # isr.py: this request's own list
         rid = self.next_id = self.next_id + 1
-        self.altering[rid] = (part, list(new_isr), self.sim.now + 3000, None)
+        self.altering[rid] = (part, pending, self.sim.now + 3000, None)
         b = self.image.brokers.get(self.id)
         self.sim.trace(f"b{self.id} asks p{part.index} isr {part.isr} -> {new_isr}")
         self.sim.send(self.id, CONTROLLER, "on_alter_partition", self.id, self.inc, rid, b.epoch if b else -1,
@@ -346,7 +346,7 @@ class Broker:
 
     def _alter_done(self, rid: int) -> None:
         part, isr, _, _ = self.altering.pop(rid)
-        if part.pending_isr == isr:
+        if part.pending_isr is isr:
             part.pending_isr = None
 
     def _isr_tick(self, inc: int, every: int) -> None:
