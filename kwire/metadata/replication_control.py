@@ -273,12 +273,21 @@ def register_again(image: MetadataImage, broker_id: int, broker_epoch: int, uncl
     leadership) that has another active member, as Kafka's controller fences the old
     incarnation; whatever its log lost in an unclean shutdown, it rejoins an ISR only once
     its leader sees it caught up. A partition it alone is in sync for stays with it (there is
-    no other copy to prefer). Records to commit before the registration."""
+    no other copy to prefer), in a new leader epoch. Records to commit before the
+    registration."""
     old = image.brokers.get(broker_id)
     if old is None or broker_epoch <= old.epoch:
         return []
 
     def shared(p) -> bool:
         return any(r != broker_id and image.brokers.get(r) is not None and image.brokers[r].active for r in p.isr)
-    return leader_and_isr_updates(image, ((t, p) for t, p in _partitions(image) if broker_id in p.isr and shared(p)),
+    recs = leader_and_isr_updates(image, ((t, p) for t, p in _partitions(image) if broker_id in p.isr and shared(p)),
                                   removing=broker_id, unclean=unclean)
+    # what it leads alone it leads on, in a new leader epoch: batches it writes from now on
+    # must not share an epoch with ones its followers got before the restart (which its log
+    # may have lost), or the followers could not see where the logs part
+    for t, p in _partitions(image):
+        if p.leader == broker_id and not shared(p):
+            recs.append((R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=p.index, topic_id=t.topic_id,
+                                                                    leader=broker_id)))
+    return recs

@@ -46,23 +46,13 @@ tests/replication/test_restart_safety.py); a late answer to an AlterPartition of
 leadership cleared a newer request's pending ISR, so the high watermark passed a replica the
 controller had already put in the ISR (kwire.replication.isr, test_isr_changes.py).
 
-Known bug, kept out of the random runs (``Knobs.fast_restart_after_power_loss``; reproduced
-by the strict xfail tests in test_replication_sim.py) - BUG A: a broker that restarts before
-its session times out does not register anew (kwire.broker.Broker.open registers only when
-the image shows it fenced, in controlled shutdown or unknown), and the controller does
-nothing on a RegisterBrokerRecord of a known broker either, so the restarted broker keeps
-its leaderships and ISR memberships in the same leader epoch. After a power loss its log is
-shorter than what it acknowledged: as leader, the followers truncate to it (diverging epoch)
-and acknowledged records are gone although only one replica lost them; as follower, it can
-be elected from the ISR over a replica that holds them; and since the epoch is reused, two
-replicas can hold different batches at the same offsets of one epoch, which the divergence
-check cannot see (a follower's append then fails, "Unexpected offset in append", for good).
-Even a process kill (no data lost) restarts a leader in its old epoch with its high watermark
-back at the last checkpoint (counted in ``hw_back_after_restart``). Kafka refuses a new
-incarnation's registration while the old session lives (ClusterControlManager.registerBroker:
-DUPLICATE_BROKER_REGISTRATION), so the broker is fenced (out of every ISR and leadership)
-before it registers again, fenced, and is unfenced once caught up; KIP-966 goes further and
-removes a broker that shut down uncleanly from the ISRs when it registers again.
+Fixed after it found it (BUG A): a broker that restarted before its session timed out did
+not register anew and kept its leaderships and ISR memberships in the same leader epoch; after
+a power loss its log was shorter than what it had acknowledged (followers truncated to it, or
+it was elected over a replica holding the records). Now a broker registers again after an
+unclean shutdown and the controller takes it out of every ISR it shares first
+(replication_control.register_again); the two tests in test_replication_sim.py that
+reproduced it pass, and fast restarts after a power loss are part of the random runs.
 
 Not modelled: the Raft quorum itself (one linearizable controller; tests/raft/sim.py
 simulates Raft), the controller's own broker (the controller is a separate node here),
@@ -255,7 +245,7 @@ class Sim:
         tail = "\n".join(self.log_lines[-80:])
         raise InvariantViolation(f"seed {self.seed} ({self.k}) at t={self.now - T0}ms: {what}\n--- trace (last "
                                  f"lines) ---\n{tail}\n--- reproduce: python -m tests.replication.sim --seed "
-                                 f"{self.seed} --trace{' --bug-a' if self.k.fast_restart_after_power_loss else ''}") from cause
+                                 f"{self.seed} --trace") from cause
 
     # --- for scripts -----------------------------------------------------------------------
     def partition_image(self, index: int):
@@ -529,14 +519,11 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--count", type=int, default=1)
     ap.add_argument("--trace", action="store_true", help="print the whole trace of the (one) seed")
-    ap.add_argument("--bug-a", action="store_true",
-                    help="let brokers restart before they are fenced after a power loss too (BUG A)")
     args = ap.parse_args(argv)
     t = time.perf_counter()
     failed = 0
     for seed in range(args.seed, args.seed + args.count):
         knobs = Knobs.draw(seed)
-        knobs.fast_restart_after_power_loss = args.bug_a
         sim = Sim(seed, knobs, keep_trace=args.trace)
         try:
             stats = sim.run()

@@ -82,8 +82,10 @@ class ControllerModel:
         self.sim.send(CONTROLLER, bid, "on_metadata", inc, applied, recs)
 
     def on_register(self, bid: int, inc: int, rec) -> None:
+        """MetadataQuorum._registration_effects: a broker registering again leaves the ISRs
+        it shares first (kwire.metadata.replication_control.register_again)."""
         self.last_heard[bid] = self.sim.now
-        self.commit([(R.REGISTER_BROKER, rec)])
+        self.commit(RC.register_again(self.image, rec.broker_id, rec.broker_epoch) + [(R.REGISTER_BROKER, rec)])
 
     def _stale_epoch(self, bid: int, epoch: int) -> bool:
         b = self.image.brokers.get(bid)
@@ -141,6 +143,7 @@ class Broker:
         self.up = False          # the process runs
         self.open = False        # it has replayed the metadata and opened its logs
         self.inc = 0             # incarnation: a crash makes the messages of the old one moot
+        self.registering = None  # the broker epoch being registered: roles wait for it
         self.image: MetadataImage | None = None
         self.applied = 0
         self.lm = None
@@ -190,19 +193,27 @@ class Broker:
         self.open = True
         sim.trace(f"b{self.id} open: " + ", ".join(f"p{tp[1]} leo={plog.log_end_offset} hw={plog.high_watermark}"
                                                    for tp, plog in sorted(self.lm)))
+        b = self.image.brokers.get(self.id)
+        # Broker.open: a new registration after an unclean shutdown too, before the broker
+        # takes up its partition roles (it takes them up from the image that holds it)
+        if b is None or b.fenced or b.in_controlled_shutdown or not self.lm.was_clean_shutdown:
+            rec = R.REGISTER_BROKER.cls(broker_id=self.id, incarnation_id=uuid.UUID(int=sim.rng.getrandbits(128)),
+                                        broker_epoch=(b.epoch + 1) if b else 1, end_points=[], rack=None,
+                                        fenced=False)
+            self.registering = rec.broker_epoch
+            self._register(inc, rec)
+        else:
+            self._take_up_roles()
+        for fn, every in ((self._meta_tick, 60), (self._fetch_tick, 40), (self._isr_tick, sim.k.lag_ms // 2),
+                          (self._retention_tick, 700)):
+            sim.at(sim.rng.randint(1, every), fn, inc, every)
+
+    def _take_up_roles(self) -> None:
+        self.registering = None
         for t in self.image.topics.values():
             for p in t.partitions.values():
                 if p.leader == self.id or self.id in p.replicas:
                     self.apply_partition(t.name, p.index)
-        b = self.image.brokers.get(self.id)
-        if b is None or b.fenced or b.in_controlled_shutdown:
-            rec = R.REGISTER_BROKER.cls(broker_id=self.id, incarnation_id=uuid.UUID(int=sim.rng.getrandbits(128)),
-                                        broker_epoch=(b.epoch + 1) if b else 1, end_points=[], rack=None,
-                                        fenced=False)
-            self._register(inc, rec)
-        for fn, every in ((self._meta_tick, 60), (self._fetch_tick, 40), (self._isr_tick, sim.k.lag_ms // 2),
-                          (self._retention_tick, 700)):
-            sim.at(sim.rng.randint(1, every), fn, inc, every)
 
     def _register(self, inc: int, rec) -> None:
         """submit_metadata until the registration is in this broker's image."""
@@ -291,6 +302,11 @@ class Broker:
             self.image.offset = self.applied
             self.image.apply(m, o)
             self.applied += 1
+            if self.registering is not None:
+                b = self.image.brokers.get(self.id)
+                if b is not None and b.epoch == self.registering:
+                    self._take_up_roles()
+                continue
             if m is R.PARTITION or m is R.PARTITION_CHANGE:
                 t = self.image.topics_by_id.get(o.topic_id)
                 if t is not None:

@@ -97,15 +97,9 @@ def test_a_leader_fenced_by_a_partition_from_the_controller_hands_over_without_l
     assert stats["elections"] >= 1 and stats["acked"] > 0
 
 
-# BUG A (kwire.broker.Broker.open + the controller): a broker that restarts before its
-# session times out does not register anew, so it keeps its leaderships and ISR memberships
-# in the same leader epoch. After a power loss its log is shorter than what it acknowledged.
-_BUG_A = pytest.mark.xfail(strict=True, raises=InvariantViolation,
-                           reason="a broker restarting before it is fenced keeps its ISR memberships and "
-                                  "leaderships (no new registration); see tests/replication/sim.py")
-
-
-@_BUG_A
+# BUG A, fixed: a broker that restarts before its session times out registers again (after an
+# unclean shutdown) and the controller takes it out of the ISRs it shares first, so a power
+# loss on one replica loses no acknowledged record.
 def test_a_leader_that_loses_its_unsynced_tail_and_restarts_before_it_is_fenced():
     """Only the leader loses the tail; the followers hold every acknowledged record, yet the
     restarted leader leads on in epoch 0 with a shorter log and the followers truncate to it."""
@@ -118,7 +112,6 @@ def test_a_leader_that_loses_its_unsynced_tail_and_restarts_before_it_is_fenced(
     Sim(1, _quiet(fast_restart_after_power_loss=True)).run(script)
 
 
-@_BUG_A
 def test_a_follower_that_loses_its_unsynced_tail_stays_in_the_isr_and_is_elected():
     """The follower restarts before it is fenced, still in the ISR with a shorter log, cannot
     reach the leader to catch up; the leader is then cut off and fenced, and the controller
