@@ -7,7 +7,7 @@ every kwire group is a "classic" group), DeleteGroups 0-2, OffsetDelete 0.
 A group is coordinated by the leader of its ``__consumer_offsets`` partition (FindCoordinator
 names it; other brokers answer NOT_COORDINATOR, so clients rediscover it); a new leader
 answers COORDINATOR_LOAD_IN_PROGRESS while it loads the partition (ListGroups too, with the
-groups it has). DescribeGroups
+groups it has; a Heartbeat meanwhile is answered NONE, as Kafka does). DescribeGroups
 reports authorized operations when asked (no authorizer yet: all a group supports). Left out:
 transactions (FindCoordinator for a transactional id answers the non-retriable
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED until they exist, so clients fail fast with a message;
@@ -175,6 +175,10 @@ async def sync_group(ctx: RequestContext, req):
 async def heartbeat(ctx: RequestContext, req):
     coord, unavailable = _coordinator_for(ctx, req.group_id)
     if coord is None:
+        # the group is still loading: answer NONE, as Kafka does (aiokafka's heartbeat task
+        # fails the consumer on COORDINATOR_LOAD_IN_PROGRESS, a code Kafka never sends here)
+        if unavailable == E.COORDINATOR_LOAD_IN_PROGRESS:
+            unavailable = E.NONE
         return ctx.response(throttle_time_ms=0, error_code=unavailable)
     err = coord.heartbeat(req.group_id, req.generation_id, req.member_id, req.group_instance_id)
     return ctx.response(throttle_time_ms=0, error_code=err)

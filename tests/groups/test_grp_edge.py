@@ -155,7 +155,7 @@ def test_load_in_progress_until_the_partition_is_read(kw):
         assert commit(kw, G, 6) == E.COORDINATOR_LOAD_IN_PROGRESS
         with kw.client() as c:
             hb = c.request("Heartbeat", 4, group_id=G, generation_id=1, member_id="m", group_instance_id=None)
-        assert hb.error_code == E.COORDINATOR_LOAD_IN_PROGRESS
+        assert hb.error_code == E.NONE   # Kafka answers a heartbeat blindly while it loads
         err, groups = list_groups(kw)
         assert err == E.COORDINATOR_LOAD_IN_PROGRESS and G not in groups
         assert fetch(kw, H)[0] == E.NONE   # other partitions are served meanwhile
