@@ -85,6 +85,7 @@ class MetadataQuorum:
                                            controller_apis=CA.handlers(self.controller),
                                            unreachable=link_faults.from_config(broker.config, self.node_id))
         self._pending_topics: set[str] = set()
+        self._pending_producer_ids: list[int] = []   # next_producer_id of ProducerIdsRecords in flight
         try:
             self.session_timeout_ms = int(broker.config.get("broker.session.timeout.ms"))
         except (KeyError, TypeError, ValueError):
@@ -150,6 +151,13 @@ class MetadataQuorum:
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
             if msg is R.UNREGISTER_BROKER and obj.broker_id not in image.brokers:
                 return ErrorCode.BROKER_ID_NOT_REGISTERED, f"Broker ID {obj.broker_id} is not currently registered"
+            if msg is R.PRODUCER_IDS:
+                taken = max([image.next_producer_id, *self._pending_producer_ids])
+                if obj.next_producer_id <= taken:
+                    # a block read from a stale image would overlap one already given out: refused,
+                    # so two brokers never hand out the same ids (the broker retries from a newer image)
+                    return (ErrorCode.INVALID_REQUEST,
+                            f"producer id block ending at {obj.next_producer_id} is not past {taken}")
         return None
 
     def _registration_effects(self, values: list[bytes]) -> list[bytes]:
@@ -183,8 +191,11 @@ class MetadataQuorum:
         err = self._check(values)
         if err:
             return err[0], d.applied_offset - 1, err[1]
-        names = {obj.name for msg, obj in map(R.decode_record, values) if msg is R.TOPIC}
+        decoded = [R.decode_record(v) for v in values]
+        names = {obj.name for msg, obj in decoded if msg is R.TOPIC}
+        pids = [obj.next_producer_id for msg, obj in decoded if msg is R.PRODUCER_IDS]
         self._pending_topics |= names
+        self._pending_producer_ids += pids
         try:
             offset = await d.propose_and_wait(tuple(values), timeout)
         except CommitFailed as exc:
@@ -192,6 +203,8 @@ class MetadataQuorum:
             return ErrorCode.NOT_CONTROLLER, -1, None
         finally:
             self._pending_topics -= names
+            for pid in pids:
+                self._pending_producer_ids.remove(pid)
         return ErrorCode.NONE, offset, None
 
     async def _on_forward(self, values: list[bytes]) -> tuple[int, int]:
