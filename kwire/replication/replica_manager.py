@@ -230,6 +230,12 @@ class ReplicaManager:
                 raise KafkaError(f"This server does not host this topic-partition {topic}-{partition}.",
                                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             raise KafkaError(why or f"the log dir of {topic}-{partition} is offline", ErrorCode.KAFKA_STORAGE_ERROR)
+        part = self.partitions.get((topic, partition))
+        if part is None or not part.is_leader or part.leader_epoch != p.leader_epoch:
+            # the image says so, but this broker has not taken up the leadership (yet): a
+            # broker registering again after a restart takes up its roles only afterwards
+            raise KafkaError(f"Broker {self.node_id} has not taken up the leadership of {topic}-{partition}",
+                             ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if current_leader_epoch != -1 and current_leader_epoch != p.leader_epoch:
             if current_leader_epoch > p.leader_epoch:
                 raise KafkaError(f"{topic}-{partition}: leader epoch {current_leader_epoch} is newer than "

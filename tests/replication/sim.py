@@ -103,7 +103,7 @@ class Knobs:
     fast_restart: float = 0.3        # share of restarts before the session times out
     # a power loss followed by a restart before the session times out: the broker keeps its
     # ISR membership and leaderships with a shorter log (see the module docstring: BUG A)
-    fast_restart_after_power_loss: bool = False
+    fast_restart_after_power_loss: bool = True
     session_timeout_ms: int = 1000
     lag_ms: int = 800                # replica.lag.time.max.ms
     fault_every_ms: int = 500

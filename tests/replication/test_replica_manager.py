@@ -234,10 +234,14 @@ def test_a_leader_change_in_the_image_moves_the_checks(cluster):
     rm.append_records("t", 0, batch(1), NOW)
     tid = cluster.ids["t"]
     cluster.image.apply(R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=0, topic_id=tid, leader=2))
+    assert rm.leader_error("t", 0) == ErrorCode.NOT_LEADER_OR_FOLLOWER   # before the broker applies it too
+    rm.apply_partition("t", 0)
     assert rm.leader_epoch("t", 0) == 1
     assert rm.leader_error("t", 0) == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert rm.read("t", 0, 0, 100).error == ErrorCode.NOT_LEADER_OR_FOLLOWER
     cluster.image.apply(R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=0, topic_id=tid, leader=ME))
+    assert rm.leader_error("t", 0, 2) == ErrorCode.NOT_LEADER_OR_FOLLOWER   # not taken up yet
+    rm.apply_partition("t", 0)
     assert rm.leader_error("t", 0, 2) == ErrorCode.NONE
     assert rm.leader_error("t", 0, 1) == ErrorCode.FENCED_LEADER_EPOCH
     assert rm.append_records("t", 0, batch(1), NOW).base_offset == 1
