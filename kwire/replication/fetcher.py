@@ -9,8 +9,14 @@ it knows. The leader holds the fetch until it has data (replica.fetch.min.bytes)
 replica.fetch.wait.max.ms passes. Answers are applied by kwire.replication.follower
 (append, truncation, out of range); a partition whose fetch failed (leader epoch mismatch,
 unknown partition, storage error) waits replica.fetch.backoff.ms before it is asked for
-again; a lost connection is retried likewise. When the metadata moves a partition to another
-leader (or makes this broker its leader), ``update`` / ``remove`` move it between fetchers.
+again (50 ms when the leader has not applied its leadership yet: UNKNOWN_LEADER_EPOCH,
+NOT_LEADER_OR_FOLLOWER); a lost connection is retried likewise, except one that had been answering: the leader
+closed it (it restarted, or shut down), so the fetcher reconnects at once instead of sleeping
+replica.fetch.backoff.ms while a new leader's acks=all writes wait for it (Kafka's network
+client notices the close and reconnects before its next request); a refused connect, or a
+connection that fails before its first answer, backs off. When the metadata moves a partition
+to another leader (or makes this broker its leader), ``update`` / ``remove`` move it between
+fetchers.
 """
 from __future__ import annotations
 
@@ -34,6 +40,8 @@ FETCH_VERSION = 15
 _RETRY_SOON = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_LEADER_EPOCH,
                ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.KAFKA_STORAGE_ERROR,
                ErrorCode.REPLICA_NOT_AVAILABLE}
+_LEADER_BEHIND = {ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER}
+LEADER_BEHIND_RETRY_S = 0.05
 
 
 @dataclass
@@ -50,6 +58,7 @@ class ReplicaFetcher:
         self.leader_id = leader_id
         self.partitions: dict[tuple[str, int], _Fetching] = {}
         self.changed = trio.Event()
+        self._answers = 0   # answers received on the current connection
 
     def _poke(self) -> None:
         self.changed.set()
@@ -74,12 +83,14 @@ class ReplicaFetcher:
                 continue
             set_nodelay(stream)
             conn = KafkaClientConnection(client_id=f"kwire-replica-fetcher-{m.node_id}", max_frame_size=256 << 20)
+            self._answers = 0
             try:
                 await self._fetch_loop(stream, conn)
             except (OSError, ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError,
                     trio.TooSlowError) as exc:   # the leader went away (or stopped answering)
                 log.info("broker %d: replica fetches from %d interrupted: %s", m.node_id, self.leader_id, exc)
-                await self._sleep(m.backoff_s)
+                if not self._answers:   # else: a connection that worked was closed: reconnect at once
+                    await self._sleep(m.backoff_s)
             except Exception:  # noqa: BLE001 - a bad answer must not stop the broker
                 log.exception("broker %d: replica fetcher for leader %d failed", m.node_id, self.leader_id)
                 await self._sleep(m.backoff_s)
@@ -97,6 +108,8 @@ class ReplicaFetcher:
             now = trio.current_time()
             req, asked = self._build_request(now)
             if req is None:
+                if not self.partitions:
+                    return   # nothing led there: no connection kept open to a leader that may go away
                 wake = min((f.delayed_until for f in self.partitions.values()), default=now + 1.0)
                 with trio.move_on_at(wake if self.partitions else now + 3600):
                     self.changed = trio.Event()
@@ -109,6 +122,7 @@ class ReplicaFetcher:
             body = await self._call(stream, conn, req, m.wait_max_s + m.request_timeout_s)
             if m.unreachable is not None and m.unreachable.blocks(self.leader_id):
                 raise ConnectionError(f"leader {self.leader_id} unreachable (fault injection)")
+            self._answers += 1
             self._apply_response(body, asked)
 
     def _build_request(self, now: float):
@@ -148,7 +162,10 @@ class ReplicaFetcher:
                 resp = conn.next_response()
                 if resp is not NEED_DATA:
                     return resp.body
-                conn.receive_data(await stream.receive_some(RECV_SIZE))
+                data = await stream.receive_some(RECV_SIZE)
+                if not data:
+                    raise trio.BrokenResourceError(f"leader {self.leader_id} closed the connection")
+                conn.receive_data(data)
 
     def _apply_response(self, body, asked) -> None:
         m = self.manager
@@ -198,7 +215,13 @@ class ReplicaFetcher:
         level = logging.DEBUG if err in _RETRY_SOON else logging.WARNING
         log.log(level, "broker %d: fetch of %s-%d from leader %d: error %d", m.node_id, part.topic, part.index,
                 self.leader_id, err)
-        f.delayed_until = trio.current_time() + m.backoff_s
+        delay = m.backoff_s
+        if err in _LEADER_BEHIND:
+            # the leader our metadata names has not applied its leadership yet (the metadata
+            # reaches brokers at slightly different times): ask again soon, while its acks=all
+            # writes wait for this follower, not after the whole replica.fetch.backoff.ms
+            delay = min(delay, LEADER_BEHIND_RETRY_S)
+        f.delayed_until = trio.current_time() + delay
 
     def _delay_all(self) -> None:
         until = trio.current_time() + self.manager.backoff_s

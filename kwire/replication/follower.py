@@ -12,7 +12,9 @@ change the follower's log.
   min(leader's, own log end offset) and its log start offset follows the leader's.
 - a diverging epoch: truncate to where the two logs last agree (the smaller of the leader's
   end offset for that epoch and this log's own end offset for it), then fetch again; the
-  next answer checks the new tail in turn (Kafka's truncateOnFetchResponse).
+  next answer checks the new tail in turn (Kafka's truncateOnFetchResponse). The leader epoch
+  cache is truncated there even when the log is not (an epoch this broker led without
+  appending in it), as Kafka's UnifiedLog.truncateTo does.
 - OFFSET_OUT_OF_RANGE: the leader's log starts after this log's end (retention, DeleteRecords
   on the leader): start over, empty, at the leader's log start offset; otherwise (this log is
   ahead of the leader) truncate to the leader's high watermark (which the leader's log holds)
@@ -79,6 +81,13 @@ def truncate(part, offset: int, why: str) -> None:
     if offset < plog.log_end_offset:
         log.info("%s: truncating from %d to %d (%s)", plog.topic_partition, plog.log_end_offset, offset, why)
         plog.truncate_to(offset)
+    elif plog.leader_epoch_cache.truncate_from_end(plog.log_end_offset):
+        # as Kafka's UnifiedLog.truncateTo: the epoch cache is truncated even when the log is not.
+        # This broker may have led an epoch, assigning its start here, without appending in it;
+        # unknown to the new leader, it would stay this log's last epoch, and every fetch would
+        # be answered with the same diverging epoch, without end
+        log.info("%s: leader epochs from offset %d dropped (%s)", plog.topic_partition, plog.log_end_offset, why)
+        plog.leader_epoch_cache.write_if_dirty()
 
 
 def out_of_range(part, leader_log_start_offset: int, leader_high_watermark: int) -> None:
