@@ -166,6 +166,3 @@ class Partition:
         if not out:
             return None
         return [r for r in self.isr if r not in out]
-
-    def in_sync_count(self) -> int:
-        return len(self.isr)

@@ -55,11 +55,9 @@ LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, L
 @dataclass
 class Transition:
     """What ``apply_partition`` changed: the partition, whether this broker leads it now,
-    whether it just became leader (or just stopped being one: ``became`` with leader False),
     and whether the leader or its epoch changed."""
     partition: Partition
     leader: bool
-    became: bool
     new_epoch: bool
 
 
@@ -188,14 +186,14 @@ class ReplicaManager:
                 if p.leader_epoch >= 0 and p.leader_epoch > plog.latest_epoch:
                     plog.leader_epoch_cache.assign(p.leader_epoch, plog.log_end_offset, write=False)
             self._maybe_increment_high_watermark(tp, plog)   # an ISR shrink may let it move
-            return Transition(part, leader=True, became=not was_leader, new_epoch=new_epoch)
+            return Transition(part, leader=True, new_epoch=new_epoch)
         changed = part.make_follower(p.leader, p.leader_epoch, p.partition_epoch, p.replicas, p.isr)
         if was_leader or changed:
             # acks=all produces waiting here answer NOT_LEADER_OR_FOLLOWER; fetches see it too
             self.high_watermark_waiters.complete_all(tp)
             self.fetch_waiters.wake(tp)
             self.replica_fetch_waiters.wake(tp)
-        return Transition(part, leader=False, became=was_leader, new_epoch=changed)
+        return Transition(part, leader=False, new_epoch=changed)
 
     def partition_deleted(self, topic: str, partition: int) -> None:
         """The partition's topic was deleted (its log is the LogManager's to remove): wake
@@ -283,8 +281,8 @@ class ReplicaManager:
         (NOT_ENOUGH_REPLICAS, nothing written). Raises KafkaError (a KafkaStorageError once
         the log dir is offline)."""
         plog, epoch = self._leader(topic, partition, -1, False)   # offline: the append raises it
-        if required_acks == -1:
-            isr = self._isr_size(topic, partition)
+        if required_acks == -1:   # _leader checked that this broker has taken up the leadership
+            isr = len(self.partitions[(topic, partition)].isr)
             min_isr = plog.config.min_insync_replicas
             if isr < min_isr:
                 raise KafkaError(f"The size of the current ISR ({isr}) is insufficient to satisfy the min.isr "
@@ -296,12 +294,6 @@ class ReplicaManager:
         self.replica_fetch_waiters.wake(tp)
         self._maybe_increment_high_watermark(tp, plog)
         return res
-
-    def _isr_size(self, topic: str, partition: int) -> int:
-        part = self.partitions.get((topic, partition))
-        if part is not None and part.is_leader:
-            return len(part.isr)
-        return len(self.isr(topic, partition))
 
     def log_sync_after_append(self, topic: str, partition: int, acks: int, now_ms: int) -> LogSync | None:
         """The disk work the append just made due before answering: an fdatasync of the
