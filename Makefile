@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml setup.py kwire/log/_walk.c
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY)"; exit 1; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,spark]'
 	touch $@
 
 .venv: $(VENV)/.installed
@@ -21,7 +21,7 @@ tests/js/node_modules/.installed: tests/js/package-lock.json
 	touch $@
 
 test: .venv tests/js/node_modules/.installed
-	$(BIN)/python -m pytest -q -n 2 tests compat_tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests compat_tests
 
 compat: .venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider compat_tests $(COMPAT_ARGS)
