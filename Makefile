@@ -2,7 +2,7 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: serve test bench compat clean
+.PHONY: serve test bench compat clean spark-example
 
 $(VENV)/.installed: pyproject.toml setup.py kwire/log/_walk.c
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY)"; exit 1; }
@@ -25,6 +25,9 @@ test: .venv tests/js/node_modules/.installed
 
 compat: .venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider compat_tests $(COMPAT_ARGS)
+
+spark-example: .venv
+	$(BIN)/python examples/spark_pipeline.py --demo
 
 bench: .venv
 	$(BIN)/python -m bench

@@ -13,6 +13,7 @@ def local_session(app_name: str = "kwire-tests", *, cores: int = 2, extra: dict 
     from pyspark.sql import SparkSession
     b = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
          .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.shuffle.partitions", str(cores * 2))
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.driver.bindAddress", "127.0.0.1")

@@ -148,3 +148,8 @@ def test_writer_columns_topic_partition_and_strings(kwire_spark, kafka_broker, k
         assert sorted(v.decode() for v in got["value"].to_pylist()) == sorted(
             f"v{i}" for i in range(200) if i % 2 == parity)
         assert set(got["partition"].to_pylist()) == {parity}
+
+
+def test_readme_fixture_example(kwire_spark, kafka_broker, kafka_topic):
+    kafka_broker.produce(kafka_topic, [b"a", b"b"])
+    assert kwire_spark.read.format("kwire").option("subscribe", kafka_topic).load().count() == 2
