@@ -204,9 +204,6 @@ def check_append(plog, batches, now_ms: int, expiration_ms: int = DEFAULT_EXPIRA
         epoch, base_seq, lod = h[10], h[11], h[6]
         last_seq = last_sequence(base_seq, lod) if base_seq >= 0 else -1
         transactional = bool(attrs & TRANSACTIONAL)
-        # TODO(KIP-890 part 1): verify_transaction - before the first transactional batch of
-        # a producer on this partition (Produce v11+ from clients that send it), the leader
-        # asks the coordinator (AddPartitionsToTxn verify_only); wired by the lead with txc.
         dup = ps.check(pid, epoch, base_seq, last_seq, pending, transactional=transactional,
                        sequences=client or base_seq >= 0)
         if dup is not None:
