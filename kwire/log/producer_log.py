@@ -186,7 +186,7 @@ def check_append(plog, batches, now_ms: int, expiration_ms: int = DEFAULT_EXPIRA
         return None, None, None
     ps = producer_state_of(plog, expiration_ms=expiration_ms)
     ps.maybe_remove_expired(now_ms)
-    markers = _markers(mv, batches) if mv is not None else None
+    markers = None
     client = origin == CLIENT
     pending: dict[int, tuple[int, int, bool]] = {}
     for i, vb in enumerate(batches):
@@ -196,7 +196,10 @@ def check_append(plog, batches, now_ms: int, expiration_ms: int = DEFAULT_EXPIRA
             continue
         attrs = h[5]
         if attrs & CONTROL:
-            marker = markers[i] if markers is not None else None
+            marker = read_marker(mv, vb.pos, vb.size) if mv is not None else None
+            if markers is None:
+                markers = [None] * len(batches)
+            markers[i] = marker
             if marker is not None:
                 ps.check_marker(pid, h[10], marker[1])
                 pending[pid] = (h[10], -1, False)

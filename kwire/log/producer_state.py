@@ -311,20 +311,22 @@ class ProducerStateManager:
     def update_batch(self, producer_id: int, epoch: int, base_seq: int, first_offset: int,
                      last_offset: int, timestamp: int, transactional: bool) -> None:
         """Record a data batch now in the log (any origin): its sequences (when it has
-        them), epoch, and the transaction it begins."""
+        them), epoch, and the transaction it begins. The produce path's per-batch step."""
+        entry = self.producers.get(producer_id)
         if base_seq >= 0:
-            self.update(producer_id, epoch, base_seq, last_sequence(base_seq, last_offset - first_offset),
-                        first_offset, last_offset, timestamp)
-            entry = self.producers[producer_id]
-        else:   # a coordinator's batch: no sequences
-            entry = self.producers.get(producer_id)
+            meta = BatchMetadata(base_seq, (base_seq + last_offset - first_offset) & INT32_MAX, first_offset,
+                                 last_offset, timestamp)
             if entry is None:
-                entry = self.producers[producer_id] = ProducerStateEntry(producer_id, epoch, (), timestamp)
+                entry = self.producers[producer_id] = ProducerStateEntry(producer_id, epoch, (meta,), timestamp)
             else:
-                entry.maybe_update_epoch(epoch)
-                entry.last_timestamp = timestamp
-            if last_offset + 1 > self.map_end_offset:
-                self.map_end_offset = last_offset + 1
+                entry.add(epoch, meta)
+        elif entry is None:   # a coordinator's batch: no sequences
+            entry = self.producers[producer_id] = ProducerStateEntry(producer_id, epoch, (), timestamp)
+        else:
+            entry.maybe_update_epoch(epoch)
+            entry.last_timestamp = timestamp
+        if last_offset >= self.map_end_offset:
+            self.map_end_offset = last_offset + 1
         if transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
             self.ongoing_txns[first_offset] = producer_id
