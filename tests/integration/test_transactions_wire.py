@@ -175,6 +175,52 @@ def _consume_all(bs, topic, isolation, n_expected, timeout=20.0):
     return out
 
 
+def _kafka_python_all(bs, topic, isolation, n_expected, timeout=20.0):
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=bs, isolation_level=isolation, enable_auto_commit=False,
+                      consumer_timeout_ms=1500)
+    c.assign([TopicPartition(topic, 0)])
+    c.seek(TopicPartition(topic, 0), 0)
+    out = []
+    deadline = time.time() + timeout
+    try:
+        while len(out) < n_expected and time.time() < deadline:
+            for recs in c.poll(timeout_ms=200).values():
+                out += [r.value for r in recs]
+        for recs in c.poll(timeout_ms=500).values():
+            out += [r.value for r in recs]
+    finally:
+        c.close()
+    return out
+
+
+def _aiokafka_all(bs, topic, isolation, n_expected, timeout=20.0):
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    async def main():
+        c = AIOKafkaConsumer(bootstrap_servers=bs, isolation_level=isolation, enable_auto_commit=False)
+        await c.start()
+        out = []
+        try:
+            tp = TopicPartition(topic, 0)
+            c.assign([tp])
+            c.seek(tp, 0)
+            deadline = time.time() + timeout
+            while len(out) < n_expected and time.time() < deadline:
+                for recs in (await c.getmany(timeout_ms=200)).values():
+                    out += [r.value for r in recs]
+            for recs in (await c.getmany(timeout_ms=500)).values():
+                out += [r.value for r in recs]
+        finally:
+            await c.stop()
+        return out
+
+    return asyncio.run(main())
+
+
 def test_confluent_consumers_read_committed_and_uncommitted(txn_broker):
     bs = txn_broker.bootstrap_servers
     topic = new_topic(bs)
@@ -201,6 +247,11 @@ def test_confluent_consumers_read_committed_and_uncommitted(txn_broker):
     assert committed == [b"c1", b"c2", b"c3", b"plain", b"c4"]
     everything = _consume_all(bs, topic, "read_uncommitted", 9)
     assert everything == [b"c1", b"c2", b"x1", b"c3", b"x2", b"x3", b"plain", b"c4", b"open"]
+    # the Python clients drop aborted records by the same aborted_transactions
+    assert _kafka_python_all(bs, topic, "read_committed", 5) == committed
+    assert _kafka_python_all(bs, topic, "read_uncommitted", 9) == everything
+    assert _aiokafka_all(bs, topic, "read_committed", 5) == committed
+    assert _aiokafka_all(bs, topic, "read_uncommitted", 9) == everything
 
 
 def test_transactions_survive_a_restart(tmp_path):
