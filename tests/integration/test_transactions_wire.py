@@ -254,8 +254,10 @@ def test_confluent_consumers_read_committed_and_uncommitted(txn_broker):
     assert _aiokafka_all(bs, topic, "read_uncommitted", 9) == everything
 
 
-def test_transactions_survive_a_restart(tmp_path):
-    with Broker(mode="thread", data_dir=str(tmp_path)) as br:
+@pytest.mark.parametrize("how", ["clean", "sigkill"])
+def test_transactions_survive_a_restart(tmp_path, how):
+    br = Broker(mode="thread" if how == "clean" else "process", data_dir=str(tmp_path)).start()
+    try:
         bs = br.bootstrap_servers
         topic = new_topic(bs)
         with WireClient(bs) as c:
@@ -264,14 +266,23 @@ def test_transactions_survive_a_restart(tmp_path):
             assert produce(c, topic, kp_batch([b"a0"], a, ea, 0)) == (0, 0)
             assert write_markers(c, a, ea, False, {topic: [0]}) == {(topic, 0): 0}
             assert produce(c, topic, kp_batch([b"b0"], b, eb, 0)) == (0, 2)
+            assert produce(c, topic, kp_batch([b"b1"], b, eb, 1)) == (0, 3)
             assert fetch(c, topic, 1).last_stable_offset == 2
+        if how == "sigkill":
+            br.kill()    # no clean close: the state comes from the log (and the first snapshot)
+    finally:
+        br.stop()
     with Broker(mode="thread", data_dir=str(tmp_path)) as br:
         with WireClient(br.bootstrap_servers) as c:
             deadline = time.time() + 10
             while fetch(c, topic, 1).error_code and time.time() < deadline:
                 time.sleep(0.05)
             pd = fetch(c, topic, 1)
-            assert (pd.error_code, pd.high_watermark, pd.last_stable_offset) == (0, 3, 2)
+            assert (pd.error_code, pd.high_watermark, pd.last_stable_offset) == (0, 4, 2)
             assert [(t.producer_id, t.first_offset) for t in pd.aborted_transactions] == [(a, 0)]
+            assert produce(c, topic, kp_batch([b"a1"], a, ea, 1, transactional=False), transactional_id=None) \
+                == (0, 4)    # a's transaction ended with its marker
+            assert produce(c, topic, kp_batch([b"b2"], b, eb, 2, transactional=False),
+                           transactional_id=None)[0] == ErrorCode.INVALID_TXN_STATE
             assert write_markers(c, b, eb, True, {topic: [0]}) == {(topic, 0): 0}
-            assert fetch(c, topic, 1).last_stable_offset == 4
+            assert fetch(c, topic, 1).last_stable_offset == 6
