@@ -28,8 +28,8 @@ log.flush.per.append: the appended segment is fdatasync'ed in a worker thread
 (trio.to_thread) before the answer, so a slow disk stalls only this request; acks=0 has no
 answer to hold back and leaves durability to the flush policy.
 Left out: KIP-890 part 1 (Produce v11+: the leader asks the coordinator, AddPartitionsToTxn
-verify_only, before a producer's first transactional batch on a partition; see
-verify_transaction below), and authorization of the transactional id (no authorizer yet).
+verify_only, before a producer's first transactional batch on a partition; the TODO
+verify_transaction in produce() marks where), and authorization of the transactional id (no authorizer yet).
 """
 from __future__ import annotations
 
