@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kwire.metadata.quorum import MetadataQuorum
     from kwire.producers.ids import ProducerIdManager
     from kwire.replication import ReplicaManager
+    from kwire.transactions.edge import TransactionEdge
     import trio
 
 
@@ -49,6 +50,8 @@ class BrokerServices(Protocol):
 
     @property
     def groups(self) -> GroupCoordinator | None: ...   # None until __consumer_offsets replayed
+
+    txn_edge: TransactionEdge   # the transaction coordinator (``txn_edge.coordinator``) and its topic
 
     def controller_id(self) -> int: ...
 
@@ -121,7 +124,7 @@ _MODULES = [
     "api_versions", "metadata", "produce", "fetch", "list_offsets", "topics", "configs",
     "records_admin", "cluster", "groups", "init_producer_id", "describe_quorum", "offset_for_leader_epoch",
     "describe_log_dirs", "describe_topic_partitions", "elect_leaders",
-    "reassignments",
+    "reassignments", "transactions",
 ]
 
 
