@@ -124,7 +124,8 @@ _MODULES = [
     "api_versions", "metadata", "produce", "fetch", "list_offsets", "topics", "configs",
     "records_admin", "cluster", "groups", "init_producer_id", "describe_quorum", "offset_for_leader_epoch",
     "describe_log_dirs", "describe_topic_partitions", "elect_leaders",
-    "reassignments", "transactions",
+    "reassignments",
+    "transactions",
 ]
 
 
