@@ -55,7 +55,7 @@ def _fenced(error: ErrorCode, version: int, first_fenced_version: int) -> ErrorC
 
 
 def _edge(ctx: RequestContext):
-    return getattr(ctx.broker, "txn_edge", None)
+    return ctx.broker.txn_edge
 
 
 def _coordinator(ctx: RequestContext):
