@@ -30,7 +30,8 @@ import trio
 from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import ErrorCode, KafkaError
 from kwire.transactions.coordinator import TransactionCoordinator
-from kwire.transactions.markers import NetworkTransport, TxnMarkerSender, in_process_transport
+from kwire.transactions.channel import BrokerChannel
+from kwire.transactions.markers import TxnMarkerSender, in_process_transport
 from kwire.transactions.records import TRANSACTION_STATE_TOPIC
 from kwire.transactions.state_manager import PartitionLoad, TransactionConfig
 
@@ -66,6 +67,7 @@ class TransactionEdge:
         self.broker = broker
         self.coordinator: TransactionCoordinator | None = None
         self.sender: TxnMarkerSender | None = None
+        self.channel: BrokerChannel | None = None   # requests to other brokers
         self._wake = trio.Event()
         self._creating: trio.Event | None = None
 
@@ -78,8 +80,9 @@ class TransactionEdge:
             config.transaction_state_log_num_partitions = len(t.partitions)
         coord = TransactionCoordinator(config, b.clock, self._write, self._new_producer_id,
                                        owned_partitions=())
-        network = NetworkTransport(b, int(b.config.get("request.timeout.ms")) / 1000)
-        self.sender = TxnMarkerSender(coord, lambda: b.image, in_process_transport(b, network), nursery)
+        self.channel = BrokerChannel(b, int(b.config.get("request.timeout.ms")) / 1000,
+                                     f"kwire-txn-coordinator-{b.node_id}")
+        self.sender = TxnMarkerSender(coord, lambda: b.image, in_process_transport(b, self.channel), nursery)
         coord.send_markers = self.sender.submit
         n = 0
         if t is not None:

@@ -177,16 +177,16 @@ class TxnMarkerSender:
                 answer["done"].set()
 
 
-def in_process_transport(broker, network: Transport) -> Transport:
+def in_process_transport(broker, channel) -> Transport:
     """Markers for this broker's own partitions go through the registered WriteTxnMarkers
-    handler, called in process; the others over ``network``."""
+    handler, called in process; the others over ``channel`` (kwire.transactions.channel)."""
     from kwire.handlers import REGISTRY, RequestContext  # noqa: PLC0415 - handlers import us
 
     a = api("WriteTxnMarkers")
 
     async def transport(node: int, req):
         if node != broker.node_id:
-            return await network(node, req)
+            return await channel.request(node, "WriteTxnMarkers", WRITE_TXN_MARKERS_VERSION, req)
         h = REGISTRY.get(a.key)
         if h is None or not h.min_version <= WRITE_TXN_MARKERS_VERSION <= h.max_version:
             raise RuntimeError("this broker has no WriteTxnMarkers handler")
@@ -194,51 +194,3 @@ def in_process_transport(broker, network: Transport) -> Transport:
         return await h.fn(RequestContext(broker, hdr, a, "txn-coordinator"), req)
 
     return transport
-
-
-class NetworkTransport:
-    """WriteTxnMarkers to other brokers: one connection per broker, one request at a time
-    (the broker's queue task is its only user), reconnected after a failure."""
-
-    def __init__(self, broker, timeout_s: float):
-        self.broker = broker
-        self.timeout_s = timeout_s
-        self.conns: dict[int, tuple] = {}
-
-    async def __call__(self, node: int, req):
-        from kwire.connection import KafkaClientConnection  # noqa: PLC0415
-        from kwire.codec.frame import NEED_DATA  # noqa: PLC0415
-        from kwire.net import set_nodelay  # noqa: PLC0415
-
-        a = api("WriteTxnMarkers")
-        held = self.conns.pop(node, None)
-        try:
-            if held is None:
-                b = self.broker.image.brokers.get(node)
-                if b is None or not b.port:
-                    raise OSError(f"broker {node} has no address")
-                with trio.fail_after(self.timeout_s):
-                    stream = await trio.open_tcp_stream(b.host, b.port)
-                set_nodelay(stream)
-                held = (stream, KafkaClientConnection(f"kwire-txn-coordinator-{self.broker.node_id}"))
-            stream, conn = held
-            _, data = conn.send_request(a, WRITE_TXN_MARKERS_VERSION, req)
-            with trio.fail_after(self.timeout_s):
-                await stream.send_all(data)
-                while True:
-                    resp = conn.next_response()
-                    if resp is not NEED_DATA:
-                        break
-                    chunk = await stream.receive_some(1 << 16)
-                    conn.receive_data(chunk)
-        except BaseException:
-            if held is not None:
-                await trio.aclose_forcefully(held[0])
-            raise
-        self.conns[node] = held
-        return resp.body
-
-    async def aclose(self) -> None:
-        for stream, _conn in self.conns.values():
-            await trio.aclose_forcefully(stream)
-        self.conns.clear()
