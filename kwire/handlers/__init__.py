@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kwire.metadata.quorum import MetadataQuorum
     from kwire.producers.ids import ProducerIdManager
     from kwire.replication import ReplicaManager
+    from kwire.transactions.edge import TransactionEdge
     import trio
 
 
@@ -49,6 +50,8 @@ class BrokerServices(Protocol):
 
     @property
     def groups(self) -> GroupCoordinator | None: ...   # None until __consumer_offsets replayed
+
+    txn_edge: TransactionEdge   # the transaction coordinator (``txn_edge.coordinator``) and its topic
 
     def controller_id(self) -> int: ...
 
@@ -123,6 +126,7 @@ _MODULES = [
     "describe_log_dirs", "describe_topic_partitions", "elect_leaders",
     "reassignments",
     "write_txn_markers",
+    "transactions",
 ]
 
 
