@@ -122,6 +122,7 @@ _MODULES = [
     "records_admin", "cluster", "groups", "init_producer_id", "describe_quorum", "offset_for_leader_epoch",
     "describe_log_dirs", "describe_topic_partitions", "elect_leaders",
     "reassignments",
+    "txn_offset_commit",
 ]
 
 
