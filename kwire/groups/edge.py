@@ -230,14 +230,14 @@ class GroupEdge:
         metadata (``done(error, base_offset)`` at once when it already has, else from a task
         on the broker's nursery). Not replicated within offsets.commit.timeout.ms:
         REQUEST_TIMED_OUT. ``transaction`` (producer id, epoch): a transactional batch of
-        that producer (TxnOffsetCommit; base sequence 0 as Kafka's coordinator writes it:
-        the log checks a coordinator's append for the producer's epoch, not its sequence)."""
+        that producer (TxnOffsetCommit), without sequence numbers: the log checks a
+        coordinator's append for the producer's epoch, not its sequence (as Kafka)."""
         b = self.broker
         rm = b.replica_manager
         now = b.clock.now_ms()
         txn = {} if transaction is None else {
             "producer_id": transaction[0], "producer_epoch": transaction[1],
-            "base_sequence": 0, "is_transactional": True}
+            "is_transactional": True}
         try:
             batch = build_batch([(k, v, None, now) for k, v in records], **txn)
             res = rm.append_records(OFFSETS_TOPIC, partition, bytearray(batch), now, required_acks=-1)

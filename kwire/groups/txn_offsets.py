@@ -116,6 +116,8 @@ class TransactionalOffsets:
                 if live:
                     for tp, om in accepted.items():
                         g.offsets.fail_pending(producer_id, tp, om)
+                    if created and g.is_(S.EMPTY) and g.offsets.empty and not g.members:
+                        del self.groups[group_id]   # the group this commit made goes with it
                 e = append_error(error, E.INVALID_COMMIT_OFFSET_SIZE)   # as OffsetCommit
                 for tp in accepted:
                     errors[tp] = e

@@ -65,8 +65,7 @@ class LogWriter:
                 out += build_control_batch(recs, pid, 0, 0, base_offset=base)
             elif pid >= 0:
                 out += build_batch([(k, v, None, 0) for k, v in recs], base_offset=base,
-                                   producer_id=pid, producer_epoch=0, base_sequence=0,
-                                   is_transactional=True)
+                                   producer_id=pid, producer_epoch=0, is_transactional=True)
             else:
                 out += build_batch([(k, v, None, 0) for k, v in recs], base_offset=base)
         return bytes(out)

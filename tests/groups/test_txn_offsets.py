@@ -152,6 +152,7 @@ def test_a_failed_write_answers_the_error_and_leaves_nothing_pending():
     h.writer.release()
     assert r.done and r.result.errors == {("t", 0): E.NOT_COORDINATOR}
     assert fetch(h.coord, "app", [("t", 0)], stable=True) == {("t", 0): (-1, E.NONE)}
+    assert "app" not in h.coord.groups   # the group the commit made goes with it
     h.writer.hold = False
     h.writer.fail_with = E.MESSAGE_TOO_LARGE
     r = txn_commit(h, "app", [("t", 0, 1, -1, "")])
