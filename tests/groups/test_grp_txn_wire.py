@@ -112,9 +112,9 @@ def test_api_versions_and_errors_that_need_no_write(kw):
     assert txn_commit(kw, "", pid, epoch, {0: 1}) == {0: E.INVALID_GROUP_ID}
     assert txn_commit(kw, "app", -1, -1, {0: 1}) == {0: E.INVALID_PRODUCER_ID_MAPPING}
     # v3: a generation of a group the coordinator does not know
-    assert txn_commit(kw, "app", pid, epoch, {0: 1}, generation_id=4, member_id="m") == {0: E.ILLEGAL_GENERATION}
-    assert "app" not in kw.broker.groups.groups
-    assert fetch(kw, "app", stable=True) == {0: NOTHING, 1: NOTHING}
+    assert txn_commit(kw, "new", pid, epoch, {0: 1}, generation_id=4, member_id="m") == {0: E.ILLEGAL_GENERATION}
+    assert "new" not in kw.broker.groups.groups
+    assert fetch(kw, "new", stable=True) == {0: NOTHING, 1: NOTHING}
 
 
 @NEEDS_TXL
