@@ -16,9 +16,12 @@ the metadata image) from the Trio thread after a metadata record changed who lea
 (reads in a worker thread; its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile);
 resigning unloads its groups (NOT_COORDINATOR to whatever waits).
 
-The writer appends through the replica manager (``append_records``, one batch per call) and
-reports ``done`` once the partition's high watermark has passed the batch (acks=all, as
+The writer appends through the replica manager (``append_records``, one batch per call: a
+transactional batch of the producer for a TxnOffsetCommit) and reports ``done`` with the
+batch's base offset once the partition's high watermark has passed the batch (acks=all, as
 Kafka's coordinator writes), with the replica manager's verdict (``acks_all_error``).
+Loading replays data batches and the transaction markers of control batches
+(kwire.groups.loader).
 """
 from __future__ import annotations
 
