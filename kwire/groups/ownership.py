@@ -117,6 +117,10 @@ class PartitionOwnership:
         doomed = self.groups_of(partition)
         for g in doomed:
             self._unload_group(g)
+        for producer_id, gids in list(self._txn_groups.items()):
+            gids.difference_update([gid for gid in gids if self.partition_for(gid) == partition])
+            if not gids:
+                del self._txn_groups[producer_id]
         in_flight = self._in_flight.pop(partition, None)
         if in_flight:
             callbacks = list(in_flight.values())

@@ -277,5 +277,12 @@ def test_a_partition_not_served_here_ignores_markers():
     h = Harness(offsets_topic_num_partitions=1)
     txn_commit(h, "app", [("t", 0, 5, -1, "")])
     h.coord.unload(0)
+    assert h.coord._txn_groups == {}   # what it knew of the partition's transactions went too
     assert h.coord.transaction_completed(0, PID, 0, True, -1) == 0
     assert h.coord.coordinator_error("app") == E.NOT_COORDINATOR
+    # leading it again, it learns the open transaction from the log
+    load(h.coord, h)
+    assert fetch_all(h.coord, "app", stable=True) == {}
+    assert fetch(h.coord, "app", [("t", 0)], stable=True) == {("t", 0): (-1, E.UNSTABLE_OFFSET_COMMIT)}
+    assert h.coord.transaction_completed(0, PID, 0, True, h.writer.marker(0, PID, True)) == 1
+    assert fetch_all(h.coord, "app", stable=True) == {("t", 0): (5, E.NONE)}
