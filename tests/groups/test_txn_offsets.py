@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 
 from groups_harness import E, Harness, LogWriter
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_membership import stable_group
 
 from kwire.groups import GroupConfig, GroupCoordinator, GroupState
@@ -286,3 +288,69 @@ def test_a_partition_not_served_here_ignores_markers():
     assert fetch(h.coord, "app", [("t", 0)], stable=True) == {("t", 0): (-1, E.UNSTABLE_OFFSET_COMMIT)}
     assert h.coord.transaction_completed(0, PID, 0, True, h.writer.marker(0, PID, True)) == 1
     assert fetch_all(h.coord, "app", stable=True) == {("t", 0): (5, E.NONE)}
+
+
+# ------------------------------------------------------------------ property
+TPS = [("t", 0), ("t", 1), ("u", 0)]
+OPS = st.one_of(
+    st.tuples(st.just("commit"), st.sampled_from(TPS), st.integers(0, 99)),
+    st.tuples(st.just("txn"), st.sampled_from([PID, PID2]), st.sampled_from(TPS), st.integers(0, 99)),
+    st.tuples(st.just("marker"), st.sampled_from([PID, PID2]), st.booleans()),
+    st.tuples(st.just("delete"), st.sampled_from(TPS)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(OPS, max_size=25))
+def test_what_a_new_leader_loads_is_what_the_old_one_served(ops):
+    """After any mix of regular commits, transactional commits, markers and offset deletions:
+    a coordinator that loads the log serves the same offsets, with UNSTABLE_OFFSET_COMMIT
+    for the same partitions; those are exactly the ones an open transaction holds; and each
+    committed offset is the last one committed (regular, or by a committed transaction)
+    before it, in log order."""
+    h = Harness()
+    model: dict = {}                                   # tp -> offset, what should be served
+    open_txns: dict[int, dict] = {PID: {}, PID2: {}}   # pid -> tp -> offset
+    for i, op in enumerate(ops):
+        if op[0] == "commit":
+            _, tp, off = op
+            h.coord.commit_offsets("app", -1, "", [(tp[0], tp[1], off, -1, "")])
+            model[tp] = off
+        elif op[0] == "txn":
+            _, pid, tp, off = op
+            txn_commit(h, "app", [(tp[0], tp[1], off, -1, "")], pid=pid)
+            open_txns[pid][tp] = ("pending", off)
+        elif op[0] == "marker":
+            _, pid, committed = op
+            marker(h, committed, pid=pid)
+            if committed:
+                model.update({tp: off for tp, (_, off) in open_txns[pid].items()
+                              if not _overtaken(ops[:i], pid, tp)})
+            open_txns[pid] = {}
+        else:
+            _, tp = op
+            if "app" in h.coord.groups:
+                h.coord.delete_offsets("app", [tp])
+                model.pop(tp, None)
+                for pending in open_txns.values():
+                    pending.pop(tp, None)
+    served = {tp: fetch(h.coord, "app", [tp], stable=True)[tp] for tp in TPS}
+    unstable = {tp for txn in open_txns.values() for tp in txn}
+    assert served == {tp: (-1, E.UNSTABLE_OFFSET_COMMIT) if tp in unstable
+                      else (model.get(tp, -1), E.NONE) for tp in TPS}
+    c = coordinator(h)
+    load(c, h)
+    assert {tp: fetch(c, "app", [tp], stable=True)[tp] for tp in TPS} == served
+    assert fetch_all(c, "app") == fetch_all(h.coord, "app")
+
+
+def _overtaken(before, pid, tp) -> bool:
+    """True when, between the last commit of ``tp`` in ``pid``'s transaction and its marker
+    (``before``: the operations up to the marker), a regular commit of ``tp`` came (a later
+    record: it keeps its offset)."""
+    for op in reversed(before):
+        if op[0] == "txn" and op[1] == pid and op[2] == tp:
+            return False
+        if op[0] == "commit" and op[1] == tp:
+            return True
+    return False
