@@ -127,6 +127,7 @@ _MODULES = [
     "reassignments",
     "write_txn_markers",
     "transactions",
+    "txn_offset_commit",
 ]
 
 
