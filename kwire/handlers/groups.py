@@ -11,8 +11,9 @@ groups it has; as from Kafka, a Heartbeat gets NONE meanwhile and a SyncGroup
 REBALANCE_IN_PROGRESS, so members rejoin here without rediscovering the coordinator). DescribeGroups
 reports authorized operations when asked (no authorizer yet: all a group supports).
 FindCoordinator key type 1 names a transaction coordinator (kwire.handlers.transactions).
-Left out: require_stable has no pending commits to wait for;
-KIP-848 member epochs (OffsetFetch v9's member id/epoch are ignored). Before the coordinator
+OffsetFetch with require_stable (v7+) answers UNSTABLE_OFFSET_COMMIT for a partition with a
+transactional offset commit still open (TxnOffsetCommit, kwire.handlers.txn_offset_commit).
+Left out: KIP-848 member epochs (OffsetFetch v9's member id/epoch are ignored). Before the coordinator
 is open (or on a server built without it) every group API answers COORDINATOR_NOT_AVAILABLE.
 Handlers wait on the coordinator's ``Pending`` answers with a trio.Event.
 """
