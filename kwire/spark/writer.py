@@ -141,40 +141,45 @@ def _write_at_least_once(opts: WriteOptions, batches: Iterator) -> KafkaCommitMe
 
 def _write_transaction(opts: WriteOptions, batches: Iterator, batch_id: int | None) -> KafkaCommitMessage:
     """One transaction for this task; with a micro-batch id, the id commits with the records."""
-    from confluent_kafka import Consumer, ConsumerGroupMetadata, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
     from pyspark import TaskContext
     ctx = TaskContext.get()
     tid = f"{opts.transactional_id_prefix}-{ctx.partitionId() if ctx else 0}"
     producer = _producer(opts, {"transactional.id": tid})
     producer.init_transactions()        # fences an earlier attempt of this task, aborts its leftovers
     marker = TopicPartition(opts.topic, 0)
+    group = None
     if batch_id is not None:
-        c = Consumer({**{k: v for k, v in opts.client.items() if k not in ("transactional.id",)},
-                      "group.id": tid, "enable.auto.commit": False, "isolation.level": "read_committed"})
-        try:
-            done = c.committed([marker], timeout=30)[0].offset
-        finally:
-            c.close()
-        if done >= batch_id + 1:
-            log.info("micro-batch %d of %s is already committed: skipping its rows", batch_id, tid)
-            for _ in batches:
-                pass
-            return KafkaCommitMessage(0, skipped=True)
-    producer.begin_transaction()
-    report = _Delivery()
+        # the group's consumer: it reads the last committed micro-batch id and names the group
+        # the new id is committed to
+        group = Consumer({**opts.client, "group.id": tid, "enable.auto.commit": False,
+                          "isolation.level": "read_committed"})
     try:
-        n = _produce_batches(producer, batches, opts, report)
-        _raise_if_failed(producer, report)
-        if batch_id is not None:
-            marker.offset = batch_id + 1
-            producer.send_offsets_to_transaction([marker], ConsumerGroupMetadata(tid))
-        producer.commit_transaction()
-    except BaseException:
+        if group is not None:
+            done = group.committed([marker], timeout=30)[0].offset
+            if done >= batch_id + 1:
+                log.info("micro-batch %d of %s is already committed: skipping its rows", batch_id, tid)
+                for _ in batches:
+                    pass
+                return KafkaCommitMessage(0, skipped=True)
+        producer.begin_transaction()
+        report = _Delivery()
         try:
-            producer.abort_transaction()
-        except Exception as exc:  # noqa: BLE001 - the original error is the one to report
-            log.warning("aborting transaction %s: %s", tid, exc)
-        raise
+            n = _produce_batches(producer, batches, opts, report)
+            _raise_if_failed(producer, report)
+            if group is not None:
+                marker.offset = batch_id + 1
+                producer.send_offsets_to_transaction([marker], group.consumer_group_metadata())
+            producer.commit_transaction()
+        except BaseException:
+            try:
+                producer.abort_transaction()
+            except Exception as exc:  # noqa: BLE001 - the original error is the one to report
+                log.warning("aborting transaction %s: %s", tid, exc)
+            raise
+    finally:
+        if group is not None:
+            group.close()
     return KafkaCommitMessage(n)
 
 
