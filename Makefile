@@ -21,7 +21,7 @@ tests/js/node_modules/.installed: tests/js/package-lock.json
 	touch $@
 
 test: .venv tests/js/node_modules/.installed
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests compat_tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=30 tests compat_tests
 
 compat: .venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider compat_tests $(COMPAT_ARGS)

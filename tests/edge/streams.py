@@ -3,8 +3,9 @@ real time. ``open_server`` gives a broker of one node on a temporary data dir an
 speaks to a server stream through kwire.connection's client side."""
 from __future__ import annotations
 
+import math
 import time
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 
 import trio
 import trio.testing
@@ -17,6 +18,23 @@ from kwire.connection import NEED_DATA, KafkaClientConnection
 from kwire.server import KafkaServer
 
 
+@contextmanager
+def _real_time():
+    """Under a MockClock, let time run at the real rate with no jumps: the broker's start-up
+    waits on worker threads (Raft fsync, log creation) that the clock cannot see, and a jump
+    meanwhile fires start-up timeouts on a loaded machine."""
+    clock = trio.lowlevel.current_clock()
+    if not isinstance(clock, trio.testing.MockClock):
+        yield
+        return
+    saved = clock.rate, clock.autojump_threshold
+    clock.rate, clock.autojump_threshold = 1.0, math.inf
+    try:
+        yield
+    finally:
+        clock.rate, clock.autojump_threshold = saved
+
+
 @asynccontextmanager
 async def open_server(data_dir, **overrides):
     cfg = BrokerConfig.from_properties("", {"log.dirs": str(data_dir),
@@ -24,9 +42,10 @@ async def open_server(data_dir, **overrides):
     broker = Broker(cfg)
     try:
         async with trio.open_nursery() as nursery:
-            await broker.open(nursery)
-            server = KafkaServer(broker)
-            await server.start_background(nursery)
+            with _real_time():
+                await broker.open(nursery)
+                server = KafkaServer(broker)
+                await server.start_background(nursery)
             nursery.start_soon(server.watch_connections)  # accept() starts it in a served broker
             yield Harness(server, nursery)
             nursery.cancel_scope.cancel()
