@@ -10,9 +10,15 @@ Errors are handled the way the clients document it: an abortable error aborts th
 transaction and rewinds the consumer to the group's committed offsets; a retriable one
 retries; a fatal one (fenced) exits with status 3 for a supervisor to restart it.
 
+A watchdog ends the process (status 4, ``STALLED <call>``) when one transactional call blocks
+``--stall-after`` seconds past its own timeout: librdkafka's send_offsets_to_transaction can
+hang for good when the group coordinator it cached was killed and dropped from the metadata
+(confluentinc/librdkafka#5511; its timeout is not enforced, #5456), and a restart is how a
+deployment gets out of that. The restarted instance fences the stuck one.
+
 It prints one line per event on stdout for the test to follow: ``READY <n>``, ``COMMITTED <n>``
 (n: input records whose offsets are committed, over all partitions), ``ABORTED <reason>``,
-``HOLD`` and ``DONE``. With ``--hold-at K`` the K-th transaction of this incarnation stops
+``RETRY <reason>``, ``HOLD``, ``STALLED <call>``, ``FATAL <reason>`` and ``DONE``. With ``--hold-at K`` the K-th transaction of this incarnation stops
 after its records are flushed and its offsets sent, and waits there to be killed: a
 deterministic "mid-transaction". It exits 0 with ``DONE`` once the committed offsets reach the
 input's end offsets as they were at start.
@@ -22,6 +28,9 @@ Only confluent-kafka is imported, so it runs as ``python tests/integration/eos_a
 from __future__ import annotations
 
 import argparse
+import faulthandler
+import os
+import signal
 import sys
 import threading
 import time
@@ -37,11 +46,39 @@ def transform(value: bytes) -> bytes:
     return b"out:" + value
 
 
+class Watchdog(threading.Thread):
+    """Exit the process when a guarded call runs longer than ``limit`` seconds."""
+
+    def __init__(self, limit: float):
+        super().__init__(daemon=True, name="watchdog")
+        self.limit = limit
+        self.current: tuple[str, float] | None = None
+
+    def guard(self, name: str, fn):
+        self.current = (name, time.monotonic())
+        try:
+            return fn()
+        finally:
+            self.current = None
+
+    def run(self) -> None:
+        while True:
+            time.sleep(0.2)
+            cur = self.current
+            if cur is not None and time.monotonic() - cur[1] > self.limit:
+                say("STALLED", cur[0])
+                os._exit(4)
+
+
 class App:
     def __init__(self, args):
         self.args = args
+        self.watchdog = Watchdog(args.timeout + args.stall_after)
+        self.watchdog.start()
         common = {"bootstrap.servers": args.bootstrap, "reconnect.backoff.max.ms": 500,
                   "topic.metadata.refresh.interval.ms": 2000}
+        if args.debug:
+            common["debug"] = args.debug        # librdkafka's debug contexts, to stderr
         self.consumer = Consumer({**common, "group.id": args.group, "group.instance.id": args.instance_id,
                                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
                                   "isolation.level": "read_committed", "session.timeout.ms": 10000})
@@ -54,7 +91,8 @@ class App:
 
     # ------------------------------------------------------------------ setup
     def start(self) -> None:
-        self.producer.init_transactions(self.args.timeout)      # fences and aborts a predecessor
+        self.watchdog.guard("init_transactions",            # fences and aborts a predecessor
+                            lambda: self.producer.init_transactions(self.args.timeout))
         md = self.consumer.list_topics(self.args.input, timeout=self.args.timeout)
         parts = sorted(md.topics[self.args.input].partitions)
         for p in parts:
@@ -112,24 +150,24 @@ class App:
         for m in msgs:
             p.produce(self.args.output, key=m.key(), value=transform(m.value()), partition=m.partition())
         positions = self.consumer.position(self.consumer.assignment())
-        self.retry(lambda: p.send_offsets_to_transaction(positions, self.consumer.consumer_group_metadata(),
-                                                         self.args.timeout))
+        self.retry("send_offsets_to_transaction", lambda: p.send_offsets_to_transaction(
+            positions, self.consumer.consumer_group_metadata(), self.args.timeout))
         if hold:
             p.flush(self.args.timeout)
             say("HOLD")
             threading.Event().wait()                  # until SIGKILL
-        self.retry(lambda: p.commit_transaction(self.args.timeout))
+        self.retry("commit_transaction", lambda: p.commit_transaction(self.args.timeout))
         for tp in positions:
             if tp.offset >= 0:
                 self.committed[tp.partition] = tp.offset
         say("COMMITTED", sum(self.committed.values()))
 
-    def retry(self, op) -> None:
+    def retry(self, name: str, op) -> None:
         """A retriable error (e.g. a timeout while a broker restarts) means: call it again."""
         deadline = time.monotonic() + self.args.timeout
         while True:
             try:
-                return op()
+                return self.watchdog.guard(name, op)
             except KafkaException as exc:
                 err = exc.args[0]
                 if not err.retriable() or time.monotonic() > deadline:
@@ -140,7 +178,7 @@ class App:
         deadline = time.monotonic() + self.args.timeout
         while True:
             try:
-                self.producer.abort_transaction(self.args.timeout)
+                self.watchdog.guard("abort_transaction", lambda: self.producer.abort_transaction(self.args.timeout))
                 return
             except KafkaException as exc:
                 err = exc.args[0]
@@ -160,8 +198,12 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=20)
     ap.add_argument("--hold-at", type=int, default=0)
     ap.add_argument("--transaction-timeout-ms", type=int, default=30000)
+    ap.add_argument("--stall-after", type=float, default=15.0,
+                    help="seconds past --timeout after which a blocked transactional call ends the process")
+    ap.add_argument("--debug", default="", help="librdkafka debug contexts, e.g. eos,protocol")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds for each blocking client call")
     args = ap.parse_args(argv)
+    faulthandler.register(signal.SIGUSR1)     # the test asks where a stalled app is stuck
     try:
         return App(args).run()
     except KafkaException as exc:

@@ -26,6 +26,8 @@ class EosApp:
                  log_path: str, batch: int = 20, extra: tuple[str, ...] = ()):
         self.argv = [sys.executable, APP, "--bootstrap", bootstrap, "--input", input, "--output", output,
                      "--group", group, "--transactional-id", transactional_id, "--batch", str(batch), *extra]
+        if os.environ.get("KWIRE_EOS_DEBUG"):      # librdkafka debug contexts into the app's log
+            self.argv += ["--debug", os.environ["KWIRE_EOS_DEBUG"]]
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
         self.lines: list[str] = []
@@ -83,10 +85,22 @@ class EosApp:
 
     def wait_for(self, what, timeout: float, message: str) -> None:
         def check():
-            if not self.alive and not what():
-                raise AssertionError(f"the app exited ({self.proc.returncode}) before: {message}\n{self.tail()}")
-            return what()
-        wait_until(check, timeout, interval=0.02, message=f"{message}\n{self.tail()}")
+            value = what()
+            if not value and not self.alive:
+                code = self.proc.returncode if self.proc is not None else None
+                raise AssertionError(f"the app exited ({code}) before: {message}\n{self.tail()}")
+            return value
+        try:
+            wait_until(check, timeout, interval=0.02, message=message)
+        except AssertionError as exc:
+            self.stacks()
+            raise AssertionError(f"{exc}\n{self.tail()}") from None
+
+    def stacks(self) -> None:
+        """Have a live app write its Python stacks to its log (faulthandler on SIGUSR1)."""
+        if self.alive:
+            os.kill(self.proc.pid, signal.SIGUSR1)
+            time.sleep(0.2)            # let it write before the log is read: diagnostics only
 
     def tail(self, n: int = 3000) -> str:
         try:
