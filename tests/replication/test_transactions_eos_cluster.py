@@ -29,8 +29,9 @@ from tests.integration.eos_runner import EosApp, check_exactly_once, end_partiti
 from tests.raft.cluster import call, wait_for
 from tests.replication import chaos as C
 
-pytestmark = pytest.mark.skipif("write_txn_markers" not in H._MODULES,
-                                reason="needs the data plane (txl): transactional batches and WriteTxnMarkers")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif("write_txn_markers" not in H._MODULES,
+                                 reason="needs the data plane (txl): transactional batches and WriteTxnMarkers")]
 
 ROUNDS = max(int(os.environ.get("KWIRE_TXN_CHAOS_ROUNDS", "0") or 0), 1)
 PARTITIONS = 3
