@@ -15,7 +15,12 @@ min(transaction.state.log.min.isr, that factor), segments of transaction.state.l
 Leadership: ``follow_image()`` (the broker calls it when a record changed who leads a
 ``__transaction_state`` partition, and after a snapshot) loads the partitions led here (reads
 in a worker thread; COORDINATOR_LOAD_IN_PROGRESS meanwhile) and unloads the others
-(NOT_COORDINATOR from then on).
+(NOT_COORDINATOR from then on). It acts once the whole metadata entry is applied (a task on
+the broker's nursery), as Kafka's coordinators act on a whole metadata delta: the broker
+calls it per record, and a topic that is being created shows only the partitions applied so
+far - taking the id -> partition map from such a partial topic (2 partitions of 3) sent
+every broker but the creator's ids to the wrong partition, answering NOT_COORDINATOR for
+them forever.
 
 The writer appends one batch through the replica manager and reports ``done`` once the high
 watermark passed it (acks=all, as Kafka's coordinator writes), REQUEST_TIMED_OUT after
@@ -70,6 +75,7 @@ class TransactionEdge:
         self.channel: BrokerChannel | None = None   # requests to other brokers
         self._wake = trio.Event()
         self._creating: trio.Event | None = None
+        self._follow_scheduled = False
 
     # ------------------------------------------------------------------ startup
     async def open(self, nursery) -> TransactionCoordinator:
@@ -123,7 +129,7 @@ class TransactionEdge:
                 t = b.image.topics.get(TRANSACTION_STATE_TOPIC)
                 if t is not None and self.coordinator is not None:
                     self.coordinator.config.transaction_state_log_num_partitions = len(t.partitions)
-                self.follow_image()
+                self.follow_image_now()   # the topic is whole: its creation was applied
         finally:
             self._creating.set()
             self._creating = None
@@ -166,6 +172,21 @@ class TransactionEdge:
 
     # ------------------------------------------------------------------ leadership
     def follow_image(self) -> None:
+        """``follow_image_now`` once the metadata entry being applied is applied whole (in a task
+        of the broker's nursery; at once where there is none). Calls before it ran coalesce."""
+        nursery = getattr(self.broker, "_nursery", None)
+        if nursery is None:
+            self.follow_image_now()
+            return
+        if not self._follow_scheduled:
+            self._follow_scheduled = True
+            nursery.start_soon(self._follow_later)
+
+    async def _follow_later(self) -> None:
+        self._follow_scheduled = False
+        self.follow_image_now()
+
+    def follow_image_now(self) -> None:
         """Load the partitions the image says this node leads (again when their leader epoch
         changed: a new coordinator epoch), unload the others. Idempotent."""
         coord = self.coordinator
