@@ -70,6 +70,7 @@ class TransactionEdge:
         self.channel: BrokerChannel | None = None   # requests to other brokers
         self._wake = trio.Event()
         self._creating: trio.Event | None = None
+        self._completions: dict[str, trio.Event] = {}   # id -> set once its transaction completes
 
     # ------------------------------------------------------------------ startup
     async def open(self, nursery) -> TransactionCoordinator:
@@ -84,6 +85,7 @@ class TransactionEdge:
                                      f"kwire-txn-coordinator-{b.node_id}")
         self.sender = TxnMarkerSender(coord, lambda: b.image, in_process_transport(b, self.channel), nursery)
         coord.send_markers = self.sender.submit
+        coord.on_complete = self._completed
         n = 0
         if t is not None:
             led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
@@ -93,6 +95,22 @@ class TransactionEdge:
         log.info("transaction coordinator open: %d records replayed from the %s partitions led here",
                  n, TRANSACTION_STATE_TOPIC)
         return coord
+
+    def _completed(self, transactional_id: str) -> None:
+        ev = self._completions.pop(transactional_id, None)
+        if ev is not None:
+            ev.set()
+
+    async def wait_for_completion(self, transactional_id: str, timeout_s: float) -> None:
+        """Until the id's ending transaction is complete (CompleteCommit/CompleteAbort durable),
+        at most ``timeout_s``; the caller asks the coordinator again either way."""
+        ev = self._completions.get(transactional_id)
+        if ev is None:
+            ev = self._completions[transactional_id] = trio.Event()
+        with trio.move_on_after(timeout_s):
+            await ev.wait()
+        if not ev.is_set() and self._completions.get(transactional_id) is ev and not ev.statistics().tasks_waiting:
+            del self._completions[transactional_id]   # nobody waits any more
 
     def _new_producer_id(self) -> int:
         return self.broker.producer_ids.generate_producer_id()

@@ -20,6 +20,11 @@ process. Per partition:
   NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR, no leader, a broker that
   cannot be reached): retried after ``retry_backoff_s`` with fresh metadata.
 
+Timing, for operators and bench/transactions_bench.py: with the logger
+``kwire.transactions.timing`` at DEBUG, the EndTxn handler notes each request's arrival
+(``note_end_txn``) and a line "<id>: markers written <ms> ms after EndTxn" is logged once every
+partition of the transaction has its marker; nothing is noted or logged otherwise.
+
 A job also stops as soon as the coordinator no longer wants it (``marker_job_live``: the
 ``__transaction_state`` partition moved away or was loaded again; the new coordinator sends
 the markers again).
@@ -27,6 +32,7 @@ the markers again).
 from __future__ import annotations
 
 import logging
+import time
 from typing import Awaitable, Callable
 
 import trio
@@ -38,6 +44,7 @@ from kwire.transactions.coordinator import TxnMarkerJob
 
 E = ErrorCode
 log = logging.getLogger("kwire.transactions")
+timing_log = logging.getLogger("kwire.transactions.timing")
 
 WRITE_TXN_MARKERS_VERSION = 1
 ABANDON = frozenset({E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_COORDINATOR_FENCED})
@@ -66,6 +73,12 @@ class TxnMarkerSender:
         self.queues: dict[int, _Queue] = {}
         self.api = api("WriteTxnMarkers")
         self.in_flight = 0
+        self.end_txn_arrivals: dict[str, float] = {}   # id -> perf_counter() of its EndTxn (timing)
+
+    def note_end_txn(self, transactional_id: str) -> None:
+        """The EndTxn handler, on arrival: remember when, if the timing logger is on."""
+        if timing_log.isEnabledFor(logging.DEBUG):
+            self.end_txn_arrivals[transactional_id] = time.perf_counter()
 
     def submit(self, job: TxnMarkerJob) -> None:
         """The coordinator's ``send_markers``: drive the job in a task."""
@@ -108,6 +121,10 @@ class TxnMarkerSender:
             log.exception("%s: sending transaction markers failed", job.transactional_id)
         finally:
             self.in_flight -= 1
+            t0 = self.end_txn_arrivals.pop(job.transactional_id, None) if self.end_txn_arrivals else None
+            if t0 is not None and not job.partitions:
+                timing_log.debug("%s: markers written %.3f ms after EndTxn", job.transactional_id,
+                                 (time.perf_counter() - t0) * 1000)
 
     def _plan(self, job: TxnMarkerJob):
         image = self.image()
