@@ -83,7 +83,8 @@ class TransactionEdge:
                                        owned_partitions=())
         self.channel = BrokerChannel(b, int(b.config.get("request.timeout.ms")) / 1000,
                                      f"kwire-txn-coordinator-{b.node_id}")
-        self.sender = TxnMarkerSender(coord, lambda: b.image, in_process_transport(b, self.channel), nursery)
+        self.sender = TxnMarkerSender(coord, lambda: b.image, in_process_transport(b, self.channel), nursery,
+                                      local_node=b.node_id)
         coord.send_markers = self.sender.submit
         coord.on_complete = self._completed
         n = 0

@@ -6,7 +6,8 @@ without a marker are grouped by their leader (from the metadata image) and queue
 broker; one task per broker drains its queue into one WriteTxnMarkers request (v1, the markers
 of every transaction waiting for that broker) and hands each transaction its partitions'
 errors. Markers for partitions this broker leads go through the same handler code, called in
-process. Per partition:
+process, at once (no queue: batching them saves no request, and each task hop delays the
+transaction's completion, which the producer's next AddPartitionsToTxn waits for). Per partition:
 
 - NONE: written (``coordinator.marker_written``); once every partition has one, the
   coordinator writes CompleteCommit/CompleteAbort;
@@ -64,8 +65,9 @@ class _Queue:
 
 class TxnMarkerSender:
     def __init__(self, coordinator, image: Callable[[], object], transport: Transport, nursery,
-                 retry_backoff_s: float = 0.1):
+                 retry_backoff_s: float = 0.1, local_node: int | None = None):
         self.coordinator = coordinator
+        self.local_node = local_node   # this broker: its partitions' markers skip the queue
         self.image = image
         self.transport = transport
         self.nursery = nursery
@@ -95,10 +97,15 @@ class TxnMarkerSender:
                     log.info("%s: %s-%d is gone: no marker to write", job.transactional_id, *tp)
                     coord.marker_written(job, tp)
                 results: dict[tuple[str, int], ErrorCode | None] = {}
+                local = by_leader.pop(self.local_node, None) if self.local_node is not None else None
                 if by_leader:
                     async with trio.open_nursery() as n:
                         for node, tps in by_leader.items():
                             n.start_soon(self._ask, node, job, tps, results)
+                        if local:
+                            n.start_soon(self._ask_local, job, local, results)
+                elif local:
+                    await self._ask_local(job, local, results)
                 abandon = None
                 for tp, error in results.items():
                     if error == E.NONE:
@@ -160,38 +167,49 @@ class TxnMarkerSender:
         for tp in tps:
             results[tp] = errors.get(tp)
 
+    async def _ask_local(self, job: TxnMarkerJob, tps, results: dict) -> None:
+        errors = (await self._send(self.local_node, [(job, tps)])).get(job.producer_id, {})
+        for tp in tps:
+            results[tp] = errors.get(tp)
+
     # ------------------------------------------------------------------ one broker
     async def _broker_loop(self, node: int, q: _Queue) -> None:
-        Req = self.api.request
-        Marker, Topic = Req.struct("WritableTxnMarker"), Req.struct("WritableTxnMarkerTopic")
         while True:
             await q.ready.wait()
             q.ready = trio.Event()
             batch, q.entries = q.entries, []
             if not batch:
                 continue
-            markers = []
-            for job, tps, _answer in batch:
-                by_topic: dict[str, list[int]] = {}
-                for topic, p in tps:
-                    by_topic.setdefault(topic, []).append(p)
-                markers.append(Marker(producer_id=job.producer_id, producer_epoch=job.producer_epoch,
-                                      transaction_result=job.committed,
-                                      topics=[Topic(name=t, partition_indexes=ps) for t, ps in by_topic.items()],
-                                      coordinator_epoch=job.coordinator_epoch))
-            by_pid: dict[int, dict] = {}
-            try:
-                resp = await self.transport(node, Req.cls(markers=markers))
-                for m in resp.markers:
-                    errs = by_pid.setdefault(m.producer_id, {})
-                    for t in m.topics:
-                        for part in t.partitions:
-                            errs[(t.name, part.partition_index)] = E(part.error_code)
-            except Exception as exc:  # noqa: BLE001 - unreachable, closed, a bad answer: retried
-                log.info("WriteTxnMarkers to broker %d failed: %s", node, exc)
+            by_pid = await self._send(node, [(job, tps) for job, tps, _answer in batch])
             for job, _tps, answer in batch:
                 answer["errors"] = by_pid.get(job.producer_id, {})
                 answer["done"].set()
+
+    async def _send(self, node: int, jobs) -> dict[int, dict]:
+        """One WriteTxnMarkers request to ``node`` with the markers of ``jobs`` [(job,
+        partitions)]: {producer id: {(topic, partition): error}}; {} when it failed."""
+        Req = self.api.request
+        Marker, Topic = Req.struct("WritableTxnMarker"), Req.struct("WritableTxnMarkerTopic")
+        markers = []
+        for job, tps in jobs:
+            by_topic: dict[str, list[int]] = {}
+            for topic, p in tps:
+                by_topic.setdefault(topic, []).append(p)
+            markers.append(Marker(producer_id=job.producer_id, producer_epoch=job.producer_epoch,
+                                  transaction_result=job.committed,
+                                  topics=[Topic(name=t, partition_indexes=ps) for t, ps in by_topic.items()],
+                                  coordinator_epoch=job.coordinator_epoch))
+        by_pid: dict[int, dict] = {}
+        try:
+            resp = await self.transport(node, Req.cls(markers=markers))
+            for m in resp.markers:
+                errs = by_pid.setdefault(m.producer_id, {})
+                for t in m.topics:
+                    for part in t.partitions:
+                        errs[(t.name, part.partition_index)] = E(part.error_code)
+        except Exception as exc:  # noqa: BLE001 - unreachable, closed, a bad answer: retried
+            log.info("WriteTxnMarkers to broker %d failed: %s", node, exc)
+        return by_pid
 
 
 def in_process_transport(broker, channel) -> Transport:
