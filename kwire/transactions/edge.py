@@ -65,12 +65,12 @@ def transaction_topic_replication_factor(broker) -> int:
 class TransactionEdge:
     def __init__(self, broker):
         self.broker = broker
+        self._completions: dict[str, trio.Event] = {}   # id -> set once its transaction completes
         self.coordinator: TransactionCoordinator | None = None
         self.sender: TxnMarkerSender | None = None
         self.channel: BrokerChannel | None = None   # requests to other brokers
         self._wake = trio.Event()
         self._creating: trio.Event | None = None
-        self._completions: dict[str, trio.Event] = {}   # id -> set once its transaction completes
 
     # ------------------------------------------------------------------ startup
     async def open(self, nursery) -> TransactionCoordinator:
