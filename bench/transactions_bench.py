@@ -40,8 +40,9 @@ transaction's AddPartitionsToTxn arriving while the markers of the last are bein
 and the broker's CPU time per transaction (/proc/<pid>/stat).
 
 ``run(quick=False)`` returns rows ``(name, value, unit, budget, verdict)``;
-``python -m bench transactions [--quick]``. ``profile_broker(seconds)`` runs the K=100
-producer alone for py-spy (see bench/README.md).
+``python -m bench transactions [--quick]``. ``python -m bench.transactions_bench --profile``
+(``profile_broker``) prints the broker's pid and runs the K=100 producer for
+KWIRE_PROFILE_SECONDS (20) for a profiler to attach, e.g. ``py-spy record -p <pid> -d 10 -r 250``.
 """
 from __future__ import annotations
 
@@ -378,6 +379,6 @@ def profile_broker(seconds: float = 20.0, k: int = 100) -> None:
 
 if __name__ == "__main__":
     if "--profile" in sys.argv:
-        profile_broker(float(os.environ.get("SECONDS", "20")))
+        profile_broker(float(os.environ.get("KWIRE_PROFILE_SECONDS", "20")))
     else:
         run(quick="--quick" in sys.argv)
