@@ -27,9 +27,26 @@ broker serves everything else).
 log.flush.per.append: the appended segment is fdatasync'ed in a worker thread
 (trio.to_thread) before the answer, so a slow disk stalls only this request; acks=0 has no
 answer to hold back and leaves durability to the flush policy.
-Left out: KIP-890 part 1 (Produce v11+: the leader asks the coordinator, AddPartitionsToTxn
-verify_only, before a producer's first transactional batch on a partition; the TODO
-verify_transaction in produce() marks where), and authorization of the transactional id (no authorizer yet).
+KIP-890 part 1 (transaction.partition.verification.enable, default true, cluster-wide dynamic):
+in a request with a transactional_id, the partitions whose transactional batch comes from a
+producer with no transaction open there (producer state) are verified with the transaction
+coordinator first, once per request for all of them (kwire.transactions.verify:
+AddPartitionsToTxn v5 verify_only, in process when this broker is the coordinator), as
+Kafka's ReplicaManager.handleProduceAppend and AddPartitionsToTxnManager do; the append then
+needs the producer's verification guard to be unchanged (a marker meanwhile voids it:
+INVALID_TXN_STATE "Record was not part of an ongoing transaction"). The coordinator's
+answers as Kafka maps them: not in the transaction (TRANSACTION_ABORTABLE) is answered
+TRANSACTION_ABORTABLE from Produce v11, INVALID_TXN_STATE below; PRODUCER_FENCED is
+INVALID_PRODUCER_EPOCH; COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR /
+COORDINATOR_LOAD_IN_PROGRESS / NETWORK_EXCEPTION / CONCURRENT_TRANSACTIONS become the
+retriable NOT_ENOUGH_REPLICAS ("Unable to verify the partition has been added to the
+transaction. Underlying error: ..."); INVALID_PRODUCER_ID_MAPPING as is; transactional
+batches of more than one producer in one request: INVALID_PRODUCER_ID_MAPPING for the whole
+request.
+Left out: Produce v12 (transaction version 2: the leader adds the partition itself), Kafka's
+batching of concurrent verifications into one request per coordinator node (kwire sends one
+per Produce request), the verification entry's lowest-sequence check, and authorization of
+the transactional id (no authorizer yet).
 """
 from __future__ import annotations
 
@@ -37,9 +54,11 @@ import logging
 
 import trio
 
+from kwire.codec.records import BATCH_HEADER_SIZE, HEADER
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
 from kwire.log.validator import CLIENT
+from kwire.transactions.verify import verify_transaction
 
 log = logging.getLogger("kwire.produce")
 
@@ -60,6 +79,17 @@ async def produce(ctx: RequestContext, req):
     elif req.transactional_id is None and _has_transactional_records(req):
         global_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     rm = b.replica_manager
+    verifying = (not global_error and req.transactional_id is not None
+                 and bool(b.config.get("transaction.partition.verification.enable")))
+    guards: dict = {}          # (topic, partition) -> verification guard (KIP-890 part 1)
+    unverified: dict = {}      # (topic, partition) -> KafkaError
+    if verifying:
+        try:
+            guards, unverified = await _verify_transaction(ctx, req, now)
+        except KafkaError as exc:
+            log.info("produce from %s refused: %s", ctx.peer, exc)
+            global_error = exc.code
+        now = b.clock.now_ms()
     out = []
     to_sync = []   # (partition response, LogSync): an fdatasync or flush due before answering
     to_replicate = []  # acks=all: events set once the high watermark passes the appended records
@@ -75,12 +105,15 @@ async def produce(ctx: RequestContext, req):
                 err = rm.leader_error(td.name, pd.index)
                 pr.error_code = err or (ErrorCode.INVALID_RECORD if v >= 8 else ErrorCode.CORRUPT_MESSAGE)
                 continue
-            # TODO(KIP-890 part 1) verify_transaction: for v11+ with a transactional batch of a
-            # producer that has no transaction open on this partition, ask the transaction
-            # coordinator (AddPartitionsToTxn v4+ verify_only) first and refuse what it refuses
-            # (INVALID_TXN_STATE); the lead wires it once the coordinator (txc) is merged.
+            exc = unverified.get((td.name, pd.index)) if unverified else None
+            if exc is not None:
+                _refuse(ctx, pr, exc)
+                log.info("produce to %s-%d from %s refused: %s", td.name, pd.index, ctx.peer, exc)
+                continue
             try:
-                res = rm.append_records(td.name, pd.index, pd.records, now, origin=CLIENT, required_acks=acks)
+                res = rm.append_records(td.name, pd.index, pd.records, now, origin=CLIENT, required_acks=acks,
+                                        verify_transaction=verifying,
+                                        verification_guard=guards.get((td.name, pd.index)) if guards else None)
             except KafkaError as exc:
                 _refuse(ctx, pr, exc)
                 log.info("produce to %s-%d from %s refused: %s", td.name, pd.index, ctx.peer, exc)
@@ -114,6 +147,74 @@ def _has_transactional_records(req) -> bool:
             if r is not None and len(r) > 22 and r[22] & 0x10:
                 return True
     return False
+
+
+async def _verify_transaction(ctx: RequestContext, req, now_ms: int):
+    """KIP-890 part 1 before the appends: ({tp: guard}, {tp: KafkaError}). A partition whose
+    first batch is transactional (and has a producer id) from a producer without a
+    transaction open there takes a verification guard; those partitions are verified with
+    the coordinator in one request. Raises KafkaError(INVALID_PRODUCER_ID_MAPPING) when the
+    request's transactional batches come from more than one producer (or epoch)."""
+    rm = ctx.broker.replica_manager
+    producers = set()
+    found = []
+    for td in req.topic_data:
+        for pd in td.partition_data:
+            r = pd.records
+            if r is None or len(r) < BATCH_HEADER_SIZE or r[16] != 2 or not r[22] & 0x10:
+                continue
+            h = HEADER.unpack_from(r, 0)
+            if h[9] < 0:
+                continue
+            producers.add((h[9], h[10]))
+            found.append((td.name, pd.index))
+    if not found:
+        return {}, {}
+    if len(producers) > 1:
+        raise KafkaError("Transactional records contained more than one producer ID",
+                         ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+    pid, epoch = next(iter(producers))
+    guards, errors = {}, {}
+    for tp in found:
+        try:
+            g = rm.maybe_start_transaction_verification(tp[0], tp[1], pid, epoch, now_ms)
+        except KafkaError as exc:
+            errors[tp] = exc
+            continue
+        if g is not None:
+            guards[tp] = g
+    if guards:
+        answers = await verify_transaction(ctx.broker, req.transactional_id, pid, epoch, list(guards))
+        for tp, code in answers.items():
+            exc = _verification_error(ErrorCode(code), ctx.version)
+            if exc is not None:
+                errors[tp] = exc
+                guards.pop(tp, None)
+    return guards, errors
+
+
+_RETRIABLE_VERIFICATION = (ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                           ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                           ErrorCode.CONCURRENT_TRANSACTIONS)
+
+
+def _verification_error(code: ErrorCode, version: int) -> KafkaError | None:
+    """The coordinator's answer for one partition as Kafka's AddPartitionsToTxnManager and
+    ReplicaManager.handleProduceAppend give it to a Produce of ``version``; None: verified."""
+    if code == ErrorCode.NONE:
+        return None
+    if code == ErrorCode.PRODUCER_FENCED:   # producers expect INVALID_PRODUCER_EPOCH here
+        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    elif code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+        code = ErrorCode.INVALID_TXN_STATE
+    elif code == ErrorCode.TRANSACTION_ABORTABLE and version <= 10:   # Kafka's DEFAULT_ERROR clients
+        code = ErrorCode.INVALID_TXN_STATE
+    if code == ErrorCode.INVALID_TXN_STATE:
+        return KafkaError("Partition was not added to the transaction", code)
+    if code in _RETRIABLE_VERIFICATION:
+        return KafkaError("Unable to verify the partition has been added to the transaction. "
+                          f"Underlying error: {code.name}", ErrorCode.NOT_ENOUGH_REPLICAS)
+    return KafkaError(code.name, code)
 
 
 async def _wait_for_replication(ctx: RequestContext, req, waiting) -> None:

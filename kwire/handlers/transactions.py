@@ -37,6 +37,9 @@ log = logging.getLogger("kwire.transactions")
 
 #: how long FindCoordinator waits for __transaction_state to be created before answering
 CREATE_WAIT_S = 10.0
+#: how long AddPartitionsToTxn / AddOffsetsToTxn wait for an ending transaction to complete
+#: before answering CONCURRENT_TRANSACTIONS (Kafka's add.partitions.to.txn.retry.backoff.max.ms)
+COMPLETION_WAIT_S = 0.1
 
 
 async def _wait(p):
@@ -172,8 +175,21 @@ async def _add_one(ctx: RequestContext, tid: str, pid: int, epoch: int, topics, 
         if v < 5:
             out = {tp: E.INVALID_TXN_STATE if e == E.TRANSACTION_ABORTABLE else e for tp, e in out.items()}
         return out
-    error = await _wait(coord.add_partitions(tid, pid, epoch, tps))
+    error = await _add_partitions(ctx, coord, tid, pid, epoch, tps)
     return {tp: _fenced(error, v, 2) for tp in tps}
+
+
+async def _add_partitions(ctx: RequestContext, coord, tid: str, pid: int, epoch: int, tps) -> ErrorCode:
+    """coordinator.add_partitions; a transaction still ending (EndTxn answered, its markers
+    being written: CONCURRENT_TRANSACTIONS) is waited for, up to COMPLETION_WAIT_S, and the
+    request answered from the state it left, as a client's retry would be (Kafka answers
+    CONCURRENT_TRANSACTIONS at once and the client retries after its backoff)."""
+    error = await _wait(coord.add_partitions(tid, pid, epoch, tps))
+    if error == E.CONCURRENT_TRANSACTIONS and coord.completing(tid):
+        await _edge(ctx).wait_for_completion(tid, COMPLETION_WAIT_S)
+        if ctx.broker.txn_edge.coordinator is coord:
+            error = await _wait(coord.add_partitions(tid, pid, epoch, tps))
+    return error
 
 
 @handles("AddPartitionsToTxn", "0-5")
@@ -221,8 +237,8 @@ async def add_offsets_to_txn(ctx: RequestContext, req):
         if t is None:
             return answer(E.COORDINATOR_NOT_AVAILABLE)
         partition = offsets_partition_for(req.group_id, len(t.partitions))
-    error = await _wait(coord.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
-                                             [(OFFSETS_TOPIC, partition)]))
+    error = await _add_partitions(ctx, coord, req.transactional_id, req.producer_id, req.producer_epoch,
+                                  [(OFFSETS_TOPIC, partition)])
     return answer(error)
 
 
@@ -233,6 +249,9 @@ async def end_txn(ctx: RequestContext, req):
     coord, error = _coordinator_for(ctx, req.transactional_id)
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=error)
+    sender = _edge(ctx).sender
+    if sender is not None:
+        sender.note_end_txn(req.transactional_id)   # for the timing log (off unless enabled)
     error = await _wait(coord.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed))
     if error:
         log.info("EndTxn(%s, %s) from %s: %s", req.transactional_id, "commit" if req.committed else "abort",

@@ -37,6 +37,16 @@ batch's producer id, epoch, sequences, transactions and the leader's offsets, as
 ProducerAppendInfo does for replicated batches: once the follower becomes leader, a retry
 of any of the last 5 batches is answered with its original offsets and the LSO is right.
 
+KIP-890 part 1 (Kafka's VerificationStateEntry / VerificationGuard): before a producer's
+first transactional batch on a partition (no transaction open here), the produce path takes
+the producer's verification guard (``maybe_start_verification``: a fresh object, or the one an
+earlier request of the same producer is already waiting on), asks the transaction
+coordinator, and appends only if the guard is still the producer's. Any transactional batch
+or marker of the producer clears it (``update_batch`` / ``update_marker``), so a marker
+written while the coordinator was being asked (the transaction ended) refuses the late batch
+instead of letting it open a transaction nobody will end (a hanging transaction). Guards live
+in memory only (Kafka's too) and go with producer.id.expiration.ms.
+
 Durability: the state is rebuilt from the log (kwire.log.producer_log) starting at the
 latest ``<20-digit offset>.snapshot`` file in the partition directory; snapshots are written
 when a segment rolls, when a partition gets its first producer and at a clean close, so a
@@ -216,6 +226,20 @@ class ProducerStateEntry:
         return f"ProducerStateEntry(pid={self.producer_id}, epoch={self.epoch}, batches={list(self.batches)}{txn})"
 
 
+class VerificationGuard:
+    """An identity token (Kafka's VerificationGuard): only the very object taken before the
+    coordinator was asked lets the batch in."""
+    __slots__ = ("producer_id", "epoch", "created_ms")
+
+    def __init__(self, producer_id: int, epoch: int, created_ms: int):
+        self.producer_id = producer_id
+        self.epoch = epoch
+        self.created_ms = created_ms
+
+    def __repr__(self) -> str:
+        return f"VerificationGuard(pid={self.producer_id}, epoch={self.epoch}, at {self.created_ms})"
+
+
 class ProducerStateManager:
     """The producer state of one partition. ``map_end_offset``: the log offset up to which
     batches have been applied (the next offset to read when catching up with the log)."""
@@ -236,6 +260,33 @@ class ProducerStateManager:
         # completed transactions whose marker is not below the high watermark yet:
         # (first offset, marker offset); they keep the LSO until it passes the marker
         self.unreplicated_txns: list[tuple[int, int]] = []
+        # KIP-890 part 1: producer id -> the guard of a verification in progress (memory only)
+        self.verification_guards: dict[int, VerificationGuard] = {}
+
+    # --- transaction verification (KIP-890 part 1) ----------------------------------------
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        entry = self.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0
+
+    def maybe_start_verification(self, producer_id: int, epoch: int, now_ms: int) -> VerificationGuard | None:
+        """None when the producer's transaction is open here (nothing to verify), else its
+        guard: the one already taken (a concurrent request of the same producer shares it,
+        its epoch raised to the newer one), or a new one."""
+        if self.has_ongoing_transaction(producer_id):
+            return None
+        g = self.verification_guards.get(producer_id)
+        if g is None:
+            g = self.verification_guards[producer_id] = VerificationGuard(producer_id, epoch, now_ms)
+        elif epoch > g.epoch:
+            g.epoch = epoch
+        return g
+
+    def verification_guard(self, producer_id: int) -> VerificationGuard | None:
+        return self.verification_guards.get(producer_id)
+
+    def clear_verification(self, producer_id: int) -> None:
+        if self.verification_guards:
+            self.verification_guards.pop(producer_id, None)
 
     # --- validation (client appends) ----------------------------------------------------
     def check(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
@@ -327,9 +378,12 @@ class ProducerStateManager:
             entry.last_timestamp = timestamp
         if last_offset >= self.map_end_offset:
             self.map_end_offset = last_offset + 1
-        if transactional and entry.current_txn_first_offset < 0:
-            entry.current_txn_first_offset = first_offset
-            self.ongoing_txns[first_offset] = producer_id
+        if transactional:
+            if self.verification_guards:   # the transaction has its first offset: verified
+                self.verification_guards.pop(producer_id, None)
+            if entry.current_txn_first_offset < 0:
+                entry.current_txn_first_offset = first_offset
+                self.ongoing_txns[first_offset] = producer_id
 
     def update_marker(self, producer_id: int, epoch: int, offset: int, timestamp: int, commit: bool,
                       coordinator_epoch: int) -> AbortedTxn | None:
@@ -339,6 +393,8 @@ class ProducerStateManager:
         entry = self.producers.get(producer_id)
         if entry is None:
             entry = self.producers[producer_id] = ProducerStateEntry(producer_id, epoch, (), timestamp)
+        if self.verification_guards:   # the transaction ended: a verification in flight is void
+            self.verification_guards.pop(producer_id, None)
         aborted = None
         first = entry.current_txn_first_offset
         if first >= 0:
@@ -380,6 +436,9 @@ class ProducerStateManager:
                   if now_ms - e.last_timestamp >= limit and e.current_txn_first_offset < 0]
         for pid in doomed:
             del self.producers[pid]
+        if self.verification_guards:   # Kafka drops verification state on the same clock
+            for pid in [p for p, g in self.verification_guards.items() if now_ms - g.created_ms >= limit]:
+                del self.verification_guards[pid]
         return len(doomed)
 
     def maybe_remove_expired(self, now_ms: int) -> int:
@@ -394,6 +453,7 @@ class ProducerStateManager:
 
     def truncate(self) -> None:
         self.producers.clear()
+        self.verification_guards.clear()
         self.ongoing_txns.clear()
         self.unreplicated_txns.clear()
         self.map_end_offset = 0

@@ -42,6 +42,8 @@ from typing import Callable
 import trio
 
 from kwire.errors import ErrorCode, KafkaError
+from kwire.log import producer_log
+from kwire.log.producer_state import InvalidTxnState
 from kwire.log.validator import COORDINATOR
 from kwire.replication.partition import Partition
 from kwire.replication.waiters import FetchWaiters, HighWatermarkWaiters, TopicPartition
@@ -51,6 +53,7 @@ log = logging.getLogger("kwire.replication")
 # ListOffsets' special timestamps (Kafka's ListOffsetsRequest)
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP = -1, -2, -3, -4, -5
 _NO_ABORTED: list = []
+_BATCH_HEADER_SIZE = 61
 
 
 @dataclass
@@ -274,15 +277,31 @@ class ReplicaManager:
         return self.logs.log_dir, self.logs.offline, rows
 
     # ------------------------------------------------------------------ produce
+    def maybe_start_transaction_verification(self, topic: str, partition: int, producer_id: int,
+                                             producer_epoch: int, now_ms: int):
+        """KIP-890 part 1 (Kafka's Partition.maybeStartTransactionVerification): None when
+        the producer has a transaction open on this partition, else the verification guard
+        to pass to ``append_records`` once the coordinator said the partition is in the
+        transaction. Raises the leader check's KafkaError."""
+        plog, _ = self._leader(topic, partition, -1, True)
+        ps = producer_log.producer_state_of(plog, expiration_ms=self._producer_id_expiration_ms())
+        return ps.maybe_start_verification(producer_id, producer_epoch, now_ms)
+
     def append_records(self, topic: str, partition: int, records, now_ms: int, *, origin: str = COORDINATOR,
-                       required_acks: int = 1):
+                       required_acks: int = 1, verify_transaction: bool = False, verification_guard=None):
         """Append to a partition this node leads, through its log's one append path
         (validation, producer-state checks, offsets; ``origin`` CLIENT for Produce, as
         Kafka's AppendOrigin), stamped with the leader epoch; then the high watermark. With
         ``required_acks`` -1 an ISR smaller than min.insync.replicas refuses the append
-        (NOT_ENOUGH_REPLICAS, nothing written). Raises KafkaError (a KafkaStorageError once
-        the log dir is offline)."""
+        (NOT_ENOUGH_REPLICAS, nothing written). ``verify_transaction``
+        (transaction.partition.verification.enable, a Produce with a transactional id): a
+        transactional data batch of a producer without a transaction open here needs the
+        producer's current ``verification_guard`` (``maybe_start_transaction_verification``,
+        then the coordinator), else INVALID_TXN_STATE. Raises KafkaError (a
+        KafkaStorageError once the log dir is offline)."""
         plog, epoch = self._leader(topic, partition, -1, False)   # offline: the append raises it
+        if verify_transaction:
+            self._check_verified(plog, records, verification_guard)
         if required_acks == -1:   # _leader checked that this broker has taken up the leadership
             isr = len(self.partitions[(topic, partition)].isr)
             min_isr = plog.config.min_insync_replicas
@@ -296,6 +315,24 @@ class ReplicaManager:
         self.replica_fetch_waiters.wake(tp)
         self._maybe_increment_high_watermark(tp, plog)
         return res
+
+    def _check_verified(self, plog, records, guard) -> None:
+        """Kafka's UnifiedLog check (batchMissingRequiredVerification), on the batch header:
+        the transaction must be open here already or verified with the guard still current
+        (a marker written meanwhile cleared it). Malformed batches are the validator's."""
+        if len(records) < _BATCH_HEADER_SIZE or records[16] != 2:
+            return
+        attrs = records[22]
+        if not attrs & 0x10 or attrs & 0x20:   # not transactional, or a control batch
+            return
+        pid = int.from_bytes(records[43:51], "big", signed=True)
+        if pid < 0:
+            return
+        ps = producer_log.producer_state_of(plog, expiration_ms=self._producer_id_expiration_ms())
+        if ps.has_ongoing_transaction(pid):
+            return
+        if guard is None or ps.verification_guard(pid) is not guard:
+            raise InvalidTxnState("Record was not part of an ongoing transaction")
 
     def log_sync_after_append(self, topic: str, partition: int, acks: int, now_ms: int) -> LogSync | None:
         """The disk work the append just made due before answering: an fdatasync of the

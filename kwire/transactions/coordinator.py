@@ -6,8 +6,9 @@ The edge:
 - builds ``TransactionCoordinator(config, clock, writer, new_producer_id, owned_partitions=())``
   (``new_producer_id()`` hands out a fresh producer id: the broker's block allocator, topped
   up before each InitProducerId), sets ``send_markers`` (called with a ``TxnMarkerJob`` when a
-  transaction's markers are to be written) and ``wakeup`` (called when a timer was set earlier
-  than the deadline ``tick()`` last returned);
+  transaction's markers are to be written), ``wakeup`` (called when a timer was set earlier
+  than the deadline ``tick()`` last returned) and ``on_complete`` (called with the id once its
+  CompleteCommit/CompleteAbort is durable: requests held on CONCURRENT_TRANSACTIONS go on);
 - loads and unloads ``__transaction_state`` partitions as leadership moves (``begin_load``,
   ``PartitionLoad.replay``, ``complete_load``; ``unload``);
 - runs a timer task: ``deadline = tick()`` (monotonic ms), sleep until then or ``wakeup``;
@@ -105,6 +106,7 @@ class TransactionCoordinator:
         self.new_producer_id = new_producer_id
         self.send_markers: Callable[[TxnMarkerJob], None] = lambda job: None
         self.wakeup: Callable[[], None] = lambda: None
+        self.on_complete: Callable[[str], None] = lambda transactional_id: None
         self.timers = Timers()
         self._last_deadline: int | None = None
         self._payloads: dict = {}   # timer key -> what it acts on (a marker job to complete)
@@ -272,6 +274,12 @@ class TransactionCoordinator:
             return all_(E.CONCURRENT_TRANSACTIONS)
         return {tp: E.NONE if tp in md.topic_partitions else E.TRANSACTION_ABORTABLE for tp in partitions}
 
+    def completing(self, transactional_id: str) -> bool:
+        """Whether the id's transaction is ending (PrepareCommit/PrepareAbort: its markers are
+        being written; ``on_complete`` follows unless the coordinator moves)."""
+        err, _epoch, md = self.state.state_of(transactional_id)
+        return err is None and md is not None and md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)
+
     # ================================================================== EndTxn ====
     def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
                 committed: bool) -> Pending[ErrorCode]:
@@ -404,6 +412,7 @@ class TransactionCoordinator:
         def written(error: ErrorCode) -> None:
             if error == E.NONE:
                 log.debug("%s: %s", tid, job.complete.state.state_name)
+                self.on_complete(tid)
             elif error == E.COORDINATOR_NOT_AVAILABLE and self.marker_job_live(job):
                 self._schedule(("complete", tid, job.coordinator_epoch), COMPLETE_RETRY_MS, job)
             else:

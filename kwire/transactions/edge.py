@@ -70,6 +70,7 @@ def transaction_topic_replication_factor(broker) -> int:
 class TransactionEdge:
     def __init__(self, broker):
         self.broker = broker
+        self._completions: dict[str, trio.Event] = {}   # id -> set once its transaction completes
         self.coordinator: TransactionCoordinator | None = None
         self.sender: TxnMarkerSender | None = None
         self.channel: BrokerChannel | None = None   # requests to other brokers
@@ -88,8 +89,10 @@ class TransactionEdge:
                                        owned_partitions=())
         self.channel = BrokerChannel(b, int(b.config.get("request.timeout.ms")) / 1000,
                                      f"kwire-txn-coordinator-{b.node_id}")
-        self.sender = TxnMarkerSender(coord, lambda: b.image, in_process_transport(b, self.channel), nursery)
+        self.sender = TxnMarkerSender(coord, lambda: b.image, in_process_transport(b, self.channel), nursery,
+                                      local_node=b.node_id)
         coord.send_markers = self.sender.submit
+        coord.on_complete = self._completed
         n = 0
         if t is not None:
             led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
@@ -99,6 +102,22 @@ class TransactionEdge:
         log.info("transaction coordinator open: %d records replayed from the %s partitions led here",
                  n, TRANSACTION_STATE_TOPIC)
         return coord
+
+    def _completed(self, transactional_id: str) -> None:
+        ev = self._completions.pop(transactional_id, None)
+        if ev is not None:
+            ev.set()
+
+    async def wait_for_completion(self, transactional_id: str, timeout_s: float) -> None:
+        """Until the id's ending transaction is complete (CompleteCommit/CompleteAbort durable),
+        at most ``timeout_s``; the caller asks the coordinator again either way."""
+        ev = self._completions.get(transactional_id)
+        if ev is None:
+            ev = self._completions[transactional_id] = trio.Event()
+        with trio.move_on_after(timeout_s):
+            await ev.wait()
+        if not ev.is_set() and self._completions.get(transactional_id) is ev and not ev.statistics().tasks_waiting:
+            del self._completions[transactional_id]   # nobody waits any more
 
     def _new_producer_id(self) -> int:
         return self.broker.producer_ids.generate_producer_id()

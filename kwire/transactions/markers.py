@@ -6,7 +6,8 @@ without a marker are grouped by their leader (from the metadata image) and queue
 broker; one task per broker drains its queue into one WriteTxnMarkers request (v1, the markers
 of every transaction waiting for that broker) and hands each transaction its partitions'
 errors. Markers for partitions this broker leads go through the same handler code, called in
-process. Per partition:
+process, at once (no queue: batching them saves no request, and each task hop delays the
+transaction's completion, which the producer's next AddPartitionsToTxn waits for). Per partition:
 
 - NONE: written (``coordinator.marker_written``); once every partition has one, the
   coordinator writes CompleteCommit/CompleteAbort;
@@ -20,6 +21,11 @@ process. Per partition:
   NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR, no leader, a broker that
   cannot be reached): retried after ``retry_backoff_s`` with fresh metadata.
 
+Timing, for operators and bench/transactions_bench.py: with the logger
+``kwire.transactions.timing`` at DEBUG, the EndTxn handler notes each request's arrival
+(``note_end_txn``) and a line "<id>: markers written <ms> ms after EndTxn" is logged once every
+partition of the transaction has its marker; nothing is noted or logged otherwise.
+
 A job also stops as soon as the coordinator no longer wants it (``marker_job_live``: the
 ``__transaction_state`` partition moved away or was loaded again; the new coordinator sends
 the markers again).
@@ -27,6 +33,7 @@ the markers again).
 from __future__ import annotations
 
 import logging
+import time
 from typing import Awaitable, Callable
 
 import trio
@@ -38,6 +45,7 @@ from kwire.transactions.coordinator import TxnMarkerJob
 
 E = ErrorCode
 log = logging.getLogger("kwire.transactions")
+timing_log = logging.getLogger("kwire.transactions.timing")
 
 WRITE_TXN_MARKERS_VERSION = 1
 ABANDON = frozenset({E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_COORDINATOR_FENCED})
@@ -57,8 +65,9 @@ class _Queue:
 
 class TxnMarkerSender:
     def __init__(self, coordinator, image: Callable[[], object], transport: Transport, nursery,
-                 retry_backoff_s: float = 0.1):
+                 retry_backoff_s: float = 0.1, local_node: int | None = None):
         self.coordinator = coordinator
+        self.local_node = local_node   # this broker: its partitions' markers skip the queue
         self.image = image
         self.transport = transport
         self.nursery = nursery
@@ -66,6 +75,12 @@ class TxnMarkerSender:
         self.queues: dict[int, _Queue] = {}
         self.api = api("WriteTxnMarkers")
         self.in_flight = 0
+        self.end_txn_arrivals: dict[str, float] = {}   # id -> perf_counter() of its EndTxn (timing)
+
+    def note_end_txn(self, transactional_id: str) -> None:
+        """The EndTxn handler, on arrival: remember when, if the timing logger is on."""
+        if timing_log.isEnabledFor(logging.DEBUG):
+            self.end_txn_arrivals[transactional_id] = time.perf_counter()
 
     def submit(self, job: TxnMarkerJob) -> None:
         """The coordinator's ``send_markers``: drive the job in a task."""
@@ -82,10 +97,15 @@ class TxnMarkerSender:
                     log.info("%s: %s-%d is gone: no marker to write", job.transactional_id, *tp)
                     coord.marker_written(job, tp)
                 results: dict[tuple[str, int], ErrorCode | None] = {}
+                local = by_leader.pop(self.local_node, None) if self.local_node is not None else None
                 if by_leader:
                     async with trio.open_nursery() as n:
                         for node, tps in by_leader.items():
                             n.start_soon(self._ask, node, job, tps, results)
+                        if local:
+                            n.start_soon(self._ask_local, job, local, results)
+                elif local:
+                    await self._ask_local(job, local, results)
                 abandon = None
                 for tp, error in results.items():
                     if error == E.NONE:
@@ -108,6 +128,10 @@ class TxnMarkerSender:
             log.exception("%s: sending transaction markers failed", job.transactional_id)
         finally:
             self.in_flight -= 1
+            t0 = self.end_txn_arrivals.pop(job.transactional_id, None) if self.end_txn_arrivals else None
+            if t0 is not None and not job.partitions:
+                timing_log.debug("%s: markers written %.3f ms after EndTxn", job.transactional_id,
+                                 (time.perf_counter() - t0) * 1000)
 
     def _plan(self, job: TxnMarkerJob):
         image = self.image()
@@ -143,38 +167,49 @@ class TxnMarkerSender:
         for tp in tps:
             results[tp] = errors.get(tp)
 
+    async def _ask_local(self, job: TxnMarkerJob, tps, results: dict) -> None:
+        errors = (await self._send(self.local_node, [(job, tps)])).get(job.producer_id, {})
+        for tp in tps:
+            results[tp] = errors.get(tp)
+
     # ------------------------------------------------------------------ one broker
     async def _broker_loop(self, node: int, q: _Queue) -> None:
-        Req = self.api.request
-        Marker, Topic = Req.struct("WritableTxnMarker"), Req.struct("WritableTxnMarkerTopic")
         while True:
             await q.ready.wait()
             q.ready = trio.Event()
             batch, q.entries = q.entries, []
             if not batch:
                 continue
-            markers = []
-            for job, tps, _answer in batch:
-                by_topic: dict[str, list[int]] = {}
-                for topic, p in tps:
-                    by_topic.setdefault(topic, []).append(p)
-                markers.append(Marker(producer_id=job.producer_id, producer_epoch=job.producer_epoch,
-                                      transaction_result=job.committed,
-                                      topics=[Topic(name=t, partition_indexes=ps) for t, ps in by_topic.items()],
-                                      coordinator_epoch=job.coordinator_epoch))
-            by_pid: dict[int, dict] = {}
-            try:
-                resp = await self.transport(node, Req.cls(markers=markers))
-                for m in resp.markers:
-                    errs = by_pid.setdefault(m.producer_id, {})
-                    for t in m.topics:
-                        for part in t.partitions:
-                            errs[(t.name, part.partition_index)] = E(part.error_code)
-            except Exception as exc:  # noqa: BLE001 - unreachable, closed, a bad answer: retried
-                log.info("WriteTxnMarkers to broker %d failed: %s", node, exc)
+            by_pid = await self._send(node, [(job, tps) for job, tps, _answer in batch])
             for job, _tps, answer in batch:
                 answer["errors"] = by_pid.get(job.producer_id, {})
                 answer["done"].set()
+
+    async def _send(self, node: int, jobs) -> dict[int, dict]:
+        """One WriteTxnMarkers request to ``node`` with the markers of ``jobs`` [(job,
+        partitions)]: {producer id: {(topic, partition): error}}; {} when it failed."""
+        Req = self.api.request
+        Marker, Topic = Req.struct("WritableTxnMarker"), Req.struct("WritableTxnMarkerTopic")
+        markers = []
+        for job, tps in jobs:
+            by_topic: dict[str, list[int]] = {}
+            for topic, p in tps:
+                by_topic.setdefault(topic, []).append(p)
+            markers.append(Marker(producer_id=job.producer_id, producer_epoch=job.producer_epoch,
+                                  transaction_result=job.committed,
+                                  topics=[Topic(name=t, partition_indexes=ps) for t, ps in by_topic.items()],
+                                  coordinator_epoch=job.coordinator_epoch))
+        by_pid: dict[int, dict] = {}
+        try:
+            resp = await self.transport(node, Req.cls(markers=markers))
+            for m in resp.markers:
+                errs = by_pid.setdefault(m.producer_id, {})
+                for t in m.topics:
+                    for part in t.partitions:
+                        errs[(t.name, part.partition_index)] = E(part.error_code)
+        except Exception as exc:  # noqa: BLE001 - unreachable, closed, a bad answer: retried
+            log.info("WriteTxnMarkers to broker %d failed: %s", node, exc)
+        return by_pid
 
 
 def in_process_transport(broker, channel) -> Transport:

@@ -9,6 +9,7 @@ state Empty, as Kafka does.
 """
 from __future__ import annotations
 
+import functools
 import struct
 from collections import defaultdict
 
@@ -46,9 +47,11 @@ VALUE_VERSION = 0
 _I16 = struct.Struct(">h")
 
 
+@functools.lru_cache(maxsize=16384)
 def partition_for(transactional_id: str, num_partitions: int) -> int:
     """The ``__transaction_state`` partition of a transactional id: Kafka's
-    ``Utils.abs(transactionalId.hashCode) % n``."""
+    ``Utils.abs(transactionalId.hashCode) % n``. Cached: the coordinator asks it on every
+    request of the id (the hash walks the id's characters in Python)."""
     h = java_string_hash(transactional_id)
     h = 0 if h == -(1 << 31) else abs(h)
     return h % num_partitions

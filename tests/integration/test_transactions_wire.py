@@ -3,7 +3,10 @@ with kafka-python's own record builder), markers written with WriteTxnMarkers v0
 transaction coordinator sends), Fetch with isolation_level 0 and 1 (last_stable_offset,
 aborted_transactions), ListOffsets with isolation_level 1, and confluent-kafka consumers
 with isolation.level read_committed / read_uncommitted reading the result. A broker restart
-keeps the open transaction and the aborted ones."""
+keeps the open transaction and the aborted ones. The pids here come from InitProducerId
+without a transactional id and no coordinator knows "tx", so these brokers run with
+transaction.partition.verification.enable=false (KIP-890 part 1 is tested in
+test_transactions_verification.py)."""
 from __future__ import annotations
 
 import time
@@ -17,9 +20,12 @@ from kwire.testing import Broker
 from kwire.testing.client import WireClient
 
 
+NO_VERIFY = {"transaction.partition.verification.enable": False}
+
+
 @pytest.fixture(scope="module")
 def txn_broker():
-    with Broker(mode="thread") as b:
+    with Broker(mode="thread", overrides=NO_VERIFY) as b:
         yield b
 
 
@@ -256,7 +262,7 @@ def test_confluent_consumers_read_committed_and_uncommitted(txn_broker):
 
 @pytest.mark.parametrize("how", ["clean", "sigkill"])
 def test_transactions_survive_a_restart(tmp_path, how):
-    br = Broker(mode="thread" if how == "clean" else "process", data_dir=str(tmp_path)).start()
+    br = Broker(mode="thread" if how == "clean" else "process", data_dir=str(tmp_path), overrides=NO_VERIFY).start()
     try:
         bs = br.bootstrap_servers
         topic = new_topic(bs)
@@ -272,7 +278,7 @@ def test_transactions_survive_a_restart(tmp_path, how):
             br.kill()    # no clean close: the state comes from the log (and the first snapshot)
     finally:
         br.stop()
-    with Broker(mode="thread", data_dir=str(tmp_path)) as br:
+    with Broker(mode="thread", data_dir=str(tmp_path), overrides=NO_VERIFY) as br:
         with WireClient(br.bootstrap_servers) as c:
             deadline = time.time() + 10
             while fetch(c, topic, 1).error_code and time.time() < deadline:
