@@ -12,36 +12,12 @@ import signal
 import trio
 
 from kwire import link_faults
+from kwire.bind import bind, describe_address, listen
 from kwire.broker import Broker
 from kwire.config import BrokerConfig
 from kwire.server import KafkaServer
 
 log = logging.getLogger("kwire")
-
-
-def parse_hostport(text: str, default_port: int = 9092) -> tuple[str, int]:
-    text = text.split("://", 1)[-1]
-    if text.startswith("["):
-        host, _, port = text[1:].partition("]:")
-        return host, int(port or default_port)
-    host, _, port = text.rpartition(":")
-    if not host:
-        return text, default_port
-    return host, int(port)
-
-
-def parse_voters(text: str) -> dict[int, tuple[str, int]]:
-    """``1@host:port,2@host:port`` (controller.quorum.voters) -> {1: (host, port), ...}."""
-    out = {}
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        nid, _, addr = item.partition("@")
-        if not addr:
-            raise ValueError(f"controller quorum voter {item!r} is not ID@HOST:PORT")
-        out[int(nid)] = parse_hostport(addr)
-    return out
 
 
 _nofile_logged = False
@@ -70,32 +46,53 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
     client listener opens once the node has caught up with the quorum and registered. Without
     it, the node is a quorum of one."""
     _raise_open_file_limit()
-    # Bind first so port 0 resolves before the broker registers its advertised address.
+    # The client port is bound first (so port 0 resolves before the broker registers its
+    # advertised address, and a port in use stops the start at once) but listens only once
+    # the broker can serve: until then a connect is refused.
     controller_listeners = None
-    if voters and len(voters) > 1:
-        if config.node_id in voters or controller_listen:
-            chost, cport = controller_listen or voters[config.node_id]
-            controller_listeners = await trio.open_tcp_listeners(cport, host=chost)
-        # else: a broker that is not a voter (process.roles=broker): an observer that follows the
-        # metadata log by fetching from the voters, and needs no controller listener
-    listeners = await trio.open_tcp_listeners(port, host=host)
-    bound_port = listeners[0].socket.getsockname()[1]
-    adv_host, adv_port = advertised or (host if host not in ("0.0.0.0", "::", "") else "127.0.0.1", bound_port)
-    if adv_port == 0:
-        adv_port = bound_port
-    broker = Broker(config, advertised_host=adv_host, advertised_port=adv_port,
-                    voters=dict(voters) if voters and len(voters) > 1 else None)
+    client_socks = await bind(host, port, what="client listener")
+    try:
+        if voters and len(voters) > 1:
+            if config.node_id in voters or controller_listen:
+                chost, cport = controller_listen or voters[config.node_id]
+                controller_listeners = listen(await bind(chost, cport, what="controller listener"),
+                                              what="controller listener")
+            # else: a broker that is not a voter (process.roles=broker): an observer that follows the
+            # metadata log by fetching from the voters, and needs no controller listener
+        bound_port = client_socks[0].getsockname()[1]
+        adv_host, adv_port = advertised or (host if host not in ("0.0.0.0", "::", "", None) else "127.0.0.1",
+                                            bound_port)
+        if adv_port == 0:
+            adv_port = bound_port
+        broker = Broker(config, advertised_host=adv_host, advertised_port=adv_port,
+                        voters=dict(voters) if voters and len(voters) > 1 else None)
+    except BaseException:
+        for s in client_socks:
+            s.close()
+        for lst in controller_listeners or ():
+            lst.socket.close()
+        raise
     try:
         async with trio.open_nursery() as nursery:
-            await broker.open(nursery, controller_listeners, raft_config)
+            try:
+                await broker.open(nursery, controller_listeners, raft_config)
+                backlog = config.get("socket.listen.backlog.size") if config.is_static("socket.listen.backlog.size") \
+                    else None   # unset: the system's maximum, as Trio chooses
+                listeners = listen(client_socks, backlog, what="client listener")
+            except BaseException:
+                for s in client_socks:
+                    s.close()
+                raise
             server = KafkaServer(broker)
             unreachable = link_faults.from_config(config, broker.node_id)
             if unreachable is not None:   # tests: replica fetches from "unreachable" nodes are dropped
                 server.fault_hook = unreachable.server_hook
             await server.start_background(nursery)
             nursery.start_soon(server.accept, listeners, nursery)
-            log.info("kwire broker %d serving on %s:%d (advertised %s:%d), data in %s",
-                     broker.node_id, host, bound_port, adv_host, adv_port, broker.data_dir)
+            log.info("kwire broker %d ready: serving clients on %s (advertised %s), data in %s",
+                     broker.node_id, describe_address(host or "", bound_port)
+                     if host else f"every interface, port {bound_port}",
+                     describe_address(adv_host, adv_port), broker.data_dir)
             if on_ready is not None:
                 on_ready(broker, server, bound_port)
             task_status.started((broker, server, bound_port))
