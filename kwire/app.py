@@ -45,6 +45,18 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
     controller listener on ``controller_listen`` (default: its own entry in ``voters``); the
     client listener opens once the node has caught up with the quorum and registered. Without
     it, the node is a quorum of one."""
+    if handle_signals:   # from the start: a SIGTERM while starting is a shutdown once started
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            await _run(config, host, port, advertised, task_status, signals, on_ready, controller_listen, voters,
+                       raft_config)
+    else:
+        await _run(config, host, port, advertised, task_status, None, on_ready, controller_listen, voters,
+                   raft_config)
+
+
+async def _run(config, host, port, advertised, task_status, signals, on_ready, controller_listen, voters,
+               raft_config) -> None:
+    handle_signals = signals is not None
     _raise_open_file_limit()
     # The client port is bound first (so port 0 resolves before the broker registers its
     # advertised address, and a port in use stops the start at once) but listens only once
@@ -97,10 +109,9 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
                 on_ready(broker, server, bound_port)
             task_status.started((broker, server, bound_port))
             if handle_signals:
-                with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
-                    async for sig in sigs:
-                        log.info("received %s: shutting down", signal.Signals(sig).name)
-                        break
+                async for sig in signals:
+                    log.info("received %s: shutting down", signal.Signals(sig).name)
+                    break
                 if broker.quorum is not None and broker.config.get("controlled.shutdown.enable"):
                     # hand leadership over first (bounded: the controller fences us after the session anyway)
                     await broker.quorum.controlled_shutdown(broker.quorum.session_timeout_ms / 1000)
