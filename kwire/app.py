@@ -84,8 +84,19 @@ async def _run(config, host, port, advertised, task_status, signals, on_ready, c
         for lst in controller_listeners or ():
             lst.socket.close()
         raise
+    stop = trio.Event()
+    started = False
     try:
         async with trio.open_nursery() as nursery:
+            if handle_signals:
+                async def watch_signals():
+                    async for sig in signals:
+                        log.info("received %s: shutting down", signal.Signals(sig).name)
+                        stop.set()
+                        if not started:    # still starting (waiting for the quorum): nothing to hand over
+                            nursery.cancel_scope.cancel()
+                        return
+                nursery.start_soon(watch_signals)
             try:
                 await broker.open(nursery, controller_listeners, raft_config)
                 backlog = config.get("socket.listen.backlog.size") if config.is_static("socket.listen.backlog.size") \
@@ -107,11 +118,10 @@ async def _run(config, host, port, advertised, task_status, signals, on_ready, c
                      describe_address(adv_host, adv_port), broker.data_dir)
             if on_ready is not None:
                 on_ready(broker, server, bound_port)
+            started = True
             task_status.started((broker, server, bound_port))
             if handle_signals:
-                async for sig in signals:
-                    log.info("received %s: shutting down", signal.Signals(sig).name)
-                    break
+                await stop.wait()
                 if broker.quorum is not None and broker.config.get("controlled.shutdown.enable"):
                     # hand leadership over first (bounded: the controller fences us after the session anyway)
                     await broker.quorum.controlled_shutdown(broker.quorum.session_timeout_ms / 1000)

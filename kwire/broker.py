@@ -61,12 +61,30 @@ class Broker:
         try:
             self.cluster_id = check_meta_properties(self.data_dir, self.node_id, self.config.get("cluster.id") or None,
                                                     self._default_cluster_id)
-            self.logs = LogManager(self.data_dir, self.log_config_for, clock=clock)
+            self.logs = self._open_logs(LogManager, clock)
         except BaseException:
             self._lock.release()
             raise
         self._nursery = None
         self._build_components()
+
+    def _open_logs(self, log_manager, clock):
+        """Open (and after a crash, recover) every partition log, saying so in the log: a
+        recovery is announced before it starts and timed when done."""
+        from kwire.log.manager import CLEAN_SHUTDOWN_MARKER  # noqa: PLC0415
+
+        unclean = not os.path.exists(os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER)) and any(
+            e.is_dir() and "-" in e.name and not e.name.startswith("__cluster_metadata") for e in os.scandir(self.data_dir))
+        if unclean:
+            log.info("recovering the logs in %s after an unclean shutdown: each partition is checked from its "
+                     "recovery point (CRC, indexes, torn tail)", self.data_dir)
+        t0 = clock.monotonic_ms()
+        logs = log_manager(self.data_dir, self.log_config_for, clock=clock)
+        took = (clock.monotonic_ms() - t0) / 1000
+        segments = sum(len(p.segments) for p in logs.logs.values())
+        log.info("%s %d partition logs (%d segments) in %.2f s", "recovered" if unclean else "loaded",
+                 len(logs.logs), segments, took)
+        return logs
 
     def _build_components(self) -> None:
         """The composition root: every component a handler reaches through
