@@ -21,16 +21,10 @@ kwire: a Kafka broker in Python on Trio. Stock Kafka clients (Java, librdkafka, 
 aiokafka, KafkaJS, kcat) connect to it as to Apache Kafka."""
 
 EPILOG = """\
-commands:
-  serve      run a broker                    kwire serve --listen 127.0.0.1:9092
-  topics     list, describe, create, alter, delete topics (kafka-topics.sh)
-  groups     list, describe (lag), reset offsets, delete groups (kafka-consumer-groups.sh)
-  configs    describe and alter topic, broker and group configs (kafka-configs.sh)
-  cluster    cluster id, brokers, controller, quorum
-  acls       list ACLs (kafka-acls.sh)
-
-Run 'kwire COMMAND --help' for a command's flags. The admin commands talk to any Kafka
-cluster: --bootstrap-server HOST:PORT (default 127.0.0.1:9092)."""
+Run 'kwire COMMAND --help' for a command's flags and examples. The admin commands (topics,
+groups, configs, cluster, acls) talk to any Kafka cluster, kwire or Apache Kafka:
+--bootstrap-server HOST:PORT (default 127.0.0.1:9092). Errors are one line on stderr; exit
+code 2 for a usage error, 1 for a failure."""
 
 
 def build_parser() -> Parser:
@@ -80,3 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(exc, EXIT_RUNTIME)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:   # `kwire topics --list | head`: the reader is gone; so is the output
+        import os  # noqa: PLC0415
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
