@@ -38,24 +38,66 @@ def _raise_open_file_limit() -> None:
 async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: tuple[str, int] | None = None,
                      task_status=trio.TASK_STATUS_IGNORED, handle_signals: bool = False, on_ready=None,
                      controller_listen: tuple[str, int] | None = None,
-                     voters: dict[int, tuple[str, int]] | None = None, raft_config=None) -> None:
+                     voters: dict[int, tuple[str, int]] | None = None, raft_config=None,
+                     metrics_default: str | None = None) -> None:
     """Serve until cancelled. ``task_status.started((broker, server, port))`` once listening.
 
     ``voters`` (node id -> controller address) makes this node one of a KRaft quorum, with a
     controller listener on ``controller_listen`` (default: its own entry in ``voters``); the
     client listener opens once the node has caught up with the quorum and registered. Without
-    it, the node is a quorum of one."""
+    it, the node is a quorum of one.
+
+    ``metrics.listen`` (HOST:PORT) serves Prometheus metrics; when it is not configured,
+    ``metrics_default`` (kwire serve: 127.0.0.1:9464) is tried, and a port in use there is only
+    a warning."""
+    metrics_at = _metrics_address(config, metrics_default)
     if handle_signals:   # from the start: a SIGTERM while starting is a shutdown once started
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             await _run(config, host, port, advertised, task_status, signals, on_ready, controller_listen, voters,
-                       raft_config)
+                       raft_config, metrics_at)
     else:
         await _run(config, host, port, advertised, task_status, None, on_ready, controller_listen, voters,
-                   raft_config)
+                   raft_config, metrics_at)
+
+
+def _metrics_address(config, default: str | None):
+    """(host, port, required) of the metrics listener, or None (off)."""
+    from kwire.errors import StartupError  # noqa: PLC0415
+    from kwire.listeners import ListenerError, parse_endpoint  # noqa: PLC0415
+
+    required = config.is_static("metrics.listen")
+    text = config.get("metrics.listen") if required else default
+    if not text:
+        return None
+    try:
+        ep = parse_endpoint(text, what="metrics.listen")
+    except ListenerError as exc:
+        raise StartupError(str(exc)) from None
+    return ep.host, ep.port, required
+
+
+async def _start_metrics(nursery, metrics_at, broker, server) -> None:
+    from kwire.errors import StartupError  # noqa: PLC0415
+    from kwire.metrics import BrokerMetrics, registry_for, serve_metrics  # noqa: PLC0415
+
+    host, port, required = metrics_at
+    try:
+        socks = await bind(host or None, port, what="metrics listener (metrics.listen)")
+        listeners = listen(socks, what="metrics listener (metrics.listen)")
+    except StartupError as exc:
+        if required:
+            raise
+        log.warning("%s; metrics are off (set metrics.listen=HOST:PORT, or empty to silence this)", exc)
+        return
+    server.metrics = BrokerMetrics()
+    nursery.start_soon(serve_metrics, listeners, registry_for(broker, server, server.metrics))
+    bound = listeners[0].socket.getsockname()[1]
+    server.metrics_port = bound
+    log.info("Prometheus metrics at http://%s/metrics", describe_address(host or "0.0.0.0", bound))
 
 
 async def _run(config, host, port, advertised, task_status, signals, on_ready, controller_listen, voters,
-               raft_config) -> None:
+               raft_config, metrics_at) -> None:
     handle_signals = signals is not None
     _raise_open_file_limit()
     # The client port is bound first (so port 0 resolves before the broker registers its
@@ -111,6 +153,8 @@ async def _run(config, host, port, advertised, task_status, signals, on_ready, c
             if unreachable is not None:   # tests: replica fetches from "unreachable" nodes are dropped
                 server.fault_hook = unreachable.server_hook
             await server.start_background(nursery)
+            if metrics_at is not None:
+                await _start_metrics(nursery, metrics_at, broker, server)
             nursery.start_soon(server.accept, listeners, nursery)
             log.info("kwire broker %d ready: serving clients on %s (advertised %s), data in %s",
                      broker.node_id, describe_address(host or "", bound_port)

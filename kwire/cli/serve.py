@@ -23,6 +23,7 @@ from kwire.listeners import (DEFAULT_PROTOCOL_MAP, Endpoint, ListenerError, pars
 
 log = logging.getLogger("kwire")
 
+DEFAULT_METRICS = "127.0.0.1:9464"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 SERVE_EPILOG = """\
@@ -37,7 +38,8 @@ examples:
   (node 2: --listen 127.0.0.1:9192 --data-dir d2, node 3 likewise)
 
 Readiness: the client port accepts connections only once the broker can serve
-(`until nc -z 127.0.0.1 9092; do sleep 0.1; done`).
+(`until nc -z 127.0.0.1 9092; do sleep 0.1; done`). Metrics: Prometheus text at
+http://127.0.0.1:9464/metrics (--override metrics.listen=HOST:PORT to move it, empty: off).
 Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM), 1 when the broker cannot start or
 fails (a port in use, an unwritable data dir), 2 for a usage error."""
 
@@ -319,7 +321,8 @@ def run_serve(args) -> int:
 
     try:
         trio.run(lambda: run_broker(cfg, host=plan.client.host, port=plan.client.port, advertised=plan.advertised,
-                                    handle_signals=True, controller_listen=plan.controller, voters=plan.voters))
+                                    handle_signals=True, controller_listen=plan.controller, voters=plan.voters,
+                                    metrics_default=DEFAULT_METRICS))
     except KeyboardInterrupt:
         return 0
     except BaseException as exc:  # noqa: BLE001 - turned into one line below

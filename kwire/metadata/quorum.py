@@ -24,8 +24,10 @@ here reach them from any node (kwire.metadata.controller_apis on the controller 
 """
 from __future__ import annotations
 
+import collections
 import logging
 import os
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -85,6 +87,8 @@ class MetadataQuorum:
                                            controller_apis=CA.handlers(self.controller),
                                            unreachable=link_faults.from_config(broker.config, self.node_id))
         self._pending_topics: set[str] = set()
+        # (monotonic time, ms) of recent commits on this node as active controller (kwire.metrics)
+        self.commit_latencies: collections.deque = collections.deque(maxlen=1024)
         self._pending_producer_ids: list[int] = []   # next_producer_id of ProducerIdsRecords in flight
         try:
             self.session_timeout_ms = int(broker.config.get("broker.session.timeout.ms"))
@@ -222,8 +226,10 @@ class MetadataQuorum:
         pids = [obj.next_producer_id for msg, obj in decoded if msg is R.PRODUCER_IDS]
         self._pending_topics |= names
         self._pending_producer_ids += pids
+        t0 = trio.current_time()
         try:
             offset = await d.propose_and_wait(tuple(values), timeout)
+            self.commit_latencies.append((time.monotonic(), (trio.current_time() - t0) * 1000))
         except CommitFailed as exc:
             log.info("metadata proposal failed: %s", exc)
             return ErrorCode.NOT_CONTROLLER, -1, None

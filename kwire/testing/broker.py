@@ -126,6 +126,8 @@ class Broker:
     def _args(self) -> list[str]:
         args = [sys.executable, "-m", "kwire", "serve", "--listen", f"{self.host}:{self.port}",
                 "--data-dir", self.data_dir, "--log-level", self.log_level]
+        if "metrics.listen" not in self.overrides:
+            args += ["--override", "metrics.listen="]   # off, as in thread mode (kwire serve's default: on)
         for k, v in self.overrides.items():
             args += ["--override", f"{k}={v}"]
         return args
