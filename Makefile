@@ -5,7 +5,7 @@ PY ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: serve test bench compat dist deps clean
+.PHONY: serve test bench compat dist deps docs clean
 
 # .venv with kwire alone (what `make serve` needs), then the test extra on top (`make test`).
 $(VENV)/.base: pyproject.toml setup.py kwire/log/_walk.c
@@ -43,6 +43,10 @@ bench: .venv
 dist: $(VENV)/.base
 	$(BIN)/python -m pip install -q build
 	$(BIN)/python -m build --outdir dist .
+
+# docs/config.md from the config table (which keys kwire honours, which it accepts and ignores).
+docs: $(VENV)/.base
+	$(BIN)/python -m kwire.config_keys.reference > docs/config.md
 
 # What the tests need beside Python: kcat, node/npm (KafkaJS), Java 17 (Java clients).
 deps:

@@ -111,3 +111,19 @@ def test_bad_metrics_listen_is_named(tmp_path, value):
                            str(tmp_path / "d"), "--override", f"metrics.listen={value}"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode in (1, 2) and "metrics.listen" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_grafana_dashboard_charts_metrics_we_serve():
+    """Every metric the dashboard queries is one kwire serves."""
+    import json
+    import pathlib
+    import re
+
+    import kwire.metrics as M
+
+    dash = json.loads((pathlib.Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json").read_text())
+    names = {n for p in dash["panels"] for t in p["targets"] for n in re.findall(r"\b(kafka_[a-z_]+|kwire_[a-z_]+)", t["expr"])}
+    source = pathlib.Path(M.__file__).read_text()
+    for n in names:
+        base = re.sub(r"_(total|bucket|count|sum)$", "", n)
+        assert base in source or base.rsplit("_", 1)[0] in source, n
