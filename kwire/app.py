@@ -90,7 +90,8 @@ async def _start_metrics(nursery, metrics_at, broker, server) -> None:
         log.warning("%s; metrics are off (set metrics.listen=HOST:PORT, or empty to silence this)", exc)
         return
     server.metrics = BrokerMetrics()
-    nursery.start_soon(serve_metrics, listeners, registry_for(broker, server, server.metrics))
+    # prometheus_client is imported by the serving task, after clients are being served
+    nursery.start_soon(serve_metrics, listeners, lambda: registry_for(broker, server, server.metrics))
     bound = listeners[0].socket.getsockname()[1]
     server.metrics_port = bound
     log.info("Prometheus metrics at http://%s/metrics", describe_address(host or "0.0.0.0", bound))

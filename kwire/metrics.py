@@ -248,9 +248,13 @@ def registry_for(broker, server, counters: BrokerMetrics):
     return reg
 
 
-async def serve_metrics(listeners, registry) -> None:
-    """A minimal HTTP/1.0 server: ``GET /metrics`` -> the text exposition format."""
+async def serve_metrics(listeners, make_registry) -> None:
+    """A minimal HTTP/1.0 server: ``GET /metrics`` -> the text exposition format.
+    ``make_registry()`` is called here, so prometheus_client loads off the start-up path."""
+    await trio.sleep(0)
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest  # noqa: PLC0415
+
+    registry = make_registry()
 
     async def handle(stream) -> None:
         try:
