@@ -167,7 +167,7 @@ def _apply_listen_flags(cfg, args) -> None:
         cfg.set("listeners", ",".join(str(e) for e in [new, *kept]))
     if args.advertised_listener is not None:
         adv = parse_endpoint(args.advertised_listener, what="--advertised-listener")
-        if not adv.host:
+        if not adv.host or adv.host in ("0.0.0.0", "::"):
             raise ListenerError(f"--advertised-listener {args.advertised_listener!r} needs a host clients "
                                 f"can reach, e.g. localhost:{adv.port}")
         client = plan_endpoints(cfg)[0]
@@ -225,6 +225,9 @@ def plan_from_config(cfg, controller_listen: str | None = None) -> ServePlan:
         if not mine[0].host:
             raise ListenerError(f"advertised.listeners entry {mine[0]} has no host; clients need one "
                                 f"they can reach, e.g. {client.name}://localhost:{mine[0].port}")
+        if mine[0].host in ("0.0.0.0", "::"):
+            raise ListenerError(f"advertised.listeners entry {mine[0]} uses the non-routable meta-address "
+                                f"{mine[0].host}; advertise an address clients can reach")
         advertised = (mine[0].host, mine[0].port)
     elif not client.host or client.host in ("0.0.0.0", "::"):
         notes.append(f"listener {client} binds every interface and advertised.listeners is not set: clients "

@@ -111,6 +111,7 @@ def test_three_voters_with_controller_listener(tmp_path):
     ("controller.quorum.voters=2@h:9093\n", ["names only node 2"]),
     ("controller.quorum.bootstrap.servers=h1:9093,h2:9093\n", ["controller.quorum.voters"]),
     ("advertised.listeners=PLAINTEXT://:9092\n", ["has no host"]),
+    ("advertised.listeners=PLAINTEXT://0.0.0.0:9092\n", ["non-routable"]),
 ])
 def test_configs_kwire_cannot_serve_are_refused(tmp_path, props, words):
     with pytest.raises(ListenerError) as ei:
