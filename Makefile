@@ -5,7 +5,7 @@ PY ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: serve test bench compat dist deps docs clean
+.PHONY: serve test bench compat dist deps docs clean spark-example
 
 # .venv with kwire alone (what `make serve` needs), then the test extra on top (`make test`).
 $(VENV)/.base: pyproject.toml setup.py kwire/log/_walk.c
@@ -16,7 +16,7 @@ $(VENV)/.base: pyproject.toml setup.py kwire/log/_walk.c
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.base
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,spark]'
 	touch $@
 
 .venv: $(VENV)/.installed
@@ -31,10 +31,13 @@ tests/js/node_modules/.installed: tests/js/package-lock.json
 
 test: .venv tests/js/node_modules/.installed
 	@command -v kcat >/dev/null 2>&1 || echo "make: kcat not found: its tests will be skipped (make deps installs it)"
-	$(BIN)/python -m pytest -q -n 2 tests compat_tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests compat_tests
 
 compat: .venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider compat_tests $(COMPAT_ARGS)
+
+spark-example: .venv
+	$(BIN)/python examples/spark_pipeline.py --demo
 
 bench: .venv
 	$(BIN)/python -m bench

@@ -85,7 +85,7 @@ def broker_side(quick: bool) -> list[tuple[str, float, float]]:
 
     from kwire.codec.records import build_batch
     from kwire.log.partition_log import PartitionLog
-    from kwire.log.producer_state import append_idempotent
+    from kwire.log.producer_log import append_idempotent
 
     n = 3_000 if quick else 10_000
     recs = [(None, VALUE, [], 1_700_000_000_000)] * 160

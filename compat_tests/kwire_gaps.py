@@ -6,8 +6,5 @@ When a feature lands, delete its lines here: the scenarios then have to pass.
 A key is a scenario name (the test function without ``test_``), or ``scenario[client]`` for one client.
 """
 
-TRANSACTIONS = "transactions (InitProducerId, AddPartitionsToTxn, EndTxn, control batches): not served by kwire yet"
-
 KWIRE_GAPS: dict[str, str] = {
-    "transactions": TRANSACTIONS,
 }

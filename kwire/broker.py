@@ -96,6 +96,7 @@ class Broker:
         from kwire.replication import ReplicaManager  # noqa: PLC0415
         from kwire.replication.fetcher import ReplicaFetcherManager  # noqa: PLC0415
         from kwire.replication.isr import IsrChanges  # noqa: PLC0415
+        from kwire.transactions.edge import TransactionEdge  # noqa: PLC0415
 
         # the partitions this node hosts: logs, leader epochs, high watermarks, ISR, waiters
         self.replica_manager = ReplicaManager(
@@ -111,6 +112,9 @@ class Broker:
         # the group coordinator's Trio edge: it replays __consumer_offsets in start_groups
         # (kwire.groups.edge, before the listeners serve); ``groups`` is None until then
         self.group_edge = GroupEdge(self)
+        # the transaction coordinator's Trio edge (kwire.transactions.edge): opened in
+        # start_transactions, it follows __transaction_state leadership like the groups
+        self.txn_edge = TransactionEdge(self)
         self.producer_ids = ProducerIdManager(expiration_ms=int(self.config.get("producer.id.expiration.ms")))
         self.producer_ids_lock = trio.Lock()   # one block allocation (a metadata commit) at a time
         self.fetch_sessions = FetchSessionCache()
@@ -206,6 +210,7 @@ class Broker:
             if t is None or p not in t.partitions:  # deleted while we were down
                 self.logs.delete_partition(topic, p)
         self.group_edge.follow_image()   # a snapshot may have moved leaders
+        self.txn_edge.follow_image()
 
     def close(self) -> None:
         try:
@@ -260,6 +265,8 @@ class Broker:
             t = self.image.topics_by_id.get(obj.topic_id)
             if t is not None and t.name == "__consumer_offsets":
                 self.group_edge.follow_image()
+            elif t is not None and t.name == "__transaction_state":
+                self.txn_edge.follow_image()
 
     def _delete_logs(self, tps) -> None:
         """Rename the logs aside here; their files go in a worker thread."""

@@ -42,6 +42,7 @@ from kwire.codec.apis import APIS
 from kwire.codec.error_response import error_codes, error_response, has_error_code
 from kwire.connection import CLOSED, Close, KafkaConnection, Reply, Request
 from kwire.groups.edge import start_groups
+from kwire.transactions.edge import start_transactions
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import REGISTRY, RequestContext, load_all
 from kwire.net import peer_name, pump, send_parts, set_nodelay
@@ -109,6 +110,7 @@ class KafkaServer:
         ``group_edge``) replays __consumer_offsets before serving, then runs its timers."""
         nursery.start_soon(self._retention_loop)
         await start_groups(self.broker, nursery)  # replay before serving
+        await start_transactions(self.broker, nursery)
 
     async def _retention_loop(self) -> None:
         """Retention, flush of rolled segments and checkpoints: decided here on the loop,

@@ -12,10 +12,13 @@ Nothing here does I/O. The edge:
   NOT_COORDINATOR);
 - runs a timer task: ``deadline = coordinator.tick()``, sleep until then (monotonic ms of the
   coordinator's clock) or until ``coordinator.wakeup`` is called, repeat;
-- calls the API methods from its handlers; methods that return ``Pending`` answer later.
+- calls the API methods from its handlers; methods that return ``Pending`` answer later;
+- after a transaction marker is appended to a partition, calls ``complete_transaction``
+  (transactional offsets: kwire.groups.txn_offsets).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Iterable
 
 from kwire.errors import ErrorCode
@@ -25,6 +28,7 @@ from kwire.groups.loader import replay_record
 from kwire.groups.membership import GroupConfig, Membership, Record, Writer, append_error
 from kwire.groups.offsets import OffsetAndMetadata
 from kwire.groups.ownership import PartitionOwnership
+from kwire.groups.txn_offsets import TransactionalOffsets
 from kwire.groups.pending import Pending
 from kwire.groups.results import (CommitResult, FetchedOffset, FetchResult, GroupDescription,
                                   GroupListing, MemberDescription, OffsetDeleteResult)
@@ -41,7 +45,7 @@ def commit_error(error: ErrorCode) -> ErrorCode:
     return append_error(error, E.INVALID_COMMIT_OFFSET_SIZE)
 
 
-class GroupCoordinator(PartitionOwnership, Membership):
+class GroupCoordinator(TransactionalOffsets, PartitionOwnership, Membership):
     def __init__(self, config: GroupConfig | None = None, clock=None, writer: Writer | None = None,
                  new_uuid: Callable[[], str] | None = None, *,
                  owned_partitions: Iterable[int] | None = None):
@@ -50,6 +54,7 @@ class GroupCoordinator(PartitionOwnership, Membership):
         kw = {} if clock is None else {"clock": clock}
         super().__init__(config, writer=writer, new_uuid=new_uuid, **kw)
         self._init_ownership(owned_partitions)
+        self._init_transactional_offsets()
         self._schedule(("expire_offsets",), self.config.offsets_retention_check_interval_ms)
 
     def _on_timer(self, key) -> None:
@@ -85,7 +90,7 @@ class GroupCoordinator(PartitionOwnership, Membership):
         if error is None and g.is_(S.COMPLETING_REBALANCE):
             error = E.REBALANCE_IN_PROGRESS
         if error is not None:
-            if not g.members and not len(g.offsets) and g.is_(S.EMPTY) and not g.pending_members:
+            if not g.members and g.offsets.empty and g.is_(S.EMPTY) and not g.pending_members:
                 self.groups.pop(group_id, None)
             return fail(error)
         if g.state in (S.STABLE, S.PREPARING_REBALANCE):
@@ -112,22 +117,27 @@ class GroupCoordinator(PartitionOwnership, Membership):
                                                  om.commit_timestamp, om.expire_timestamp)))
                    for (t, part), om in accepted.items()]
 
-        def appended(error: ErrorCode) -> None:
+        def appended(error: ErrorCode, base_offset: int) -> None:
             if error == E.NONE:
                 if self.groups.get(group_id) is g and not g.is_(S.DEAD):
-                    for tp, om in accepted.items():
-                        g.offsets.put(tp, om)
+                    for i, (tp, om) in enumerate(accepted.items()):
+                        # a transaction committed by a later record keeps its offset
+                        g.offsets.put_if_newer(tp, om if base_offset < 0 else
+                                               replace(om, record_offset=base_offset + i))
             else:
                 e = commit_error(error)
                 for tp in accepted:
                     errors[tp] = e
             p.set_result(CommitResult(errors))
 
-        self._write(group_id, records, appended)
+        self._write(group_id, records, appended, with_offset=True)
         return p
 
     def _validate_offset_commit(self, g: Group, generation_id: int, member_id: str,
-                                instance_id: str | None) -> ErrorCode | None:
+                                instance_id: str | None,
+                                transactional: bool = False) -> ErrorCode | None:
+        """Kafka's ClassicGroup.validateOffsetCommit. A transactional commit (TxnOffsetCommit
+        v0-2 carries no member id nor generation) is accepted from outside the group."""
         if g.is_(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and g.is_(S.EMPTY):
@@ -137,7 +147,7 @@ class GroupCoordinator(PartitionOwnership, Membership):
             if error is not None:
                 return error
             return E.ILLEGAL_GENERATION if generation_id != g.generation_id else None
-        if not g.is_(S.EMPTY):
+        if not transactional and not g.is_(S.EMPTY):
             return E.UNKNOWN_MEMBER_ID  # only members commit for a group with members
         return None
 
@@ -146,18 +156,28 @@ class GroupCoordinator(PartitionOwnership, Membership):
                       require_stable: bool = False) -> FetchResult:
         """Handle an OffsetFetch for one group; ``partitions`` None means all committed.
 
-        ``require_stable`` would wait out pending transactional commits; we have none.
+        ``require_stable`` (OffsetFetch v7+): a partition with an offset in an open
+        transaction answers UNSTABLE_OFFSET_COMMIT (retriable: the client asks again once
+        the transaction ended), as Kafka's OffsetMetadataManager.fetchOffsets.
         """
         g = self.groups.get(group_id)
+        if g is not None and g.is_(S.DEAD):
+            g = None
+        unstable = FetchedOffset(-1, -1, "", E.UNSTABLE_OFFSET_COMMIT)
         if partitions is None:
-            if g is None or g.is_(S.DEAD):
+            if g is None:
                 return FetchResult(E.NONE, {})
-            return FetchResult(E.NONE, {tp: FetchedOffset(om.offset, om.leader_epoch, om.metadata)
-                                        for tp, om in g.offsets.items()})
+            return FetchResult(E.NONE, {
+                tp: unstable if require_stable and g.offsets.has_pending(tp) else
+                FetchedOffset(om.offset, om.leader_epoch, om.metadata)
+                for tp, om in g.offsets.items()})
         out = {}
         for tp in partitions:
             tp = (tp[0], tp[1])
-            om = None if g is None or g.is_(S.DEAD) else g.offsets.get(tp)
+            if g is not None and require_stable and g.offsets.has_pending(tp):
+                out[tp] = unstable
+                continue
+            om = None if g is None else g.offsets.get(tp)
             out[tp] = FetchedOffset() if om is None else \
                 FetchedOffset(om.offset, om.leader_epoch, om.metadata)
         return FetchResult(E.NONE, out)
@@ -194,12 +214,14 @@ class GroupCoordinator(PartitionOwnership, Membership):
 
     # ================================================================== deletion ========
     def _cleanup(self, g: Group, removed: list[tuple[str, int]]) -> list[Record]:
-        """Remove offsets; an Empty group left without offsets is deleted. Tombstones out."""
+        """Remove offsets (committed, or pending in an open transaction); an Empty group left
+        without offsets nor open transactions is deleted. Tombstones out."""
         recs: list[Record] = []
         for t, part in removed:
-            if g.offsets.remove((t, part)):
+            committed = g.offsets.remove((t, part))
+            if g.offsets.remove_pending((t, part)) or committed:
                 recs.append((R.offset_key(g.group_id, t, part), None))
-        if g.is_(S.EMPTY) and not len(g.offsets):
+        if g.is_(S.EMPTY) and g.offsets.empty:
             g.transition_to(S.DEAD)
             self._forget(g)
             recs.append((R.group_key(g.group_id), None))
@@ -228,7 +250,8 @@ class GroupCoordinator(PartitionOwnership, Membership):
             elif not g.is_(S.EMPTY):
                 result[gid] = E.NON_EMPTY_GROUP
             else:
-                recs = [(R.offset_key(gid, t, part), None) for t, part in g.offsets]
+                recs = [(R.offset_key(gid, t, part), None)
+                        for t, part in g.offsets.all_partitions()]
                 recs.append((R.group_key(gid), None))
                 g.transition_to(S.DEAD)
                 self._forget(g)
@@ -295,7 +318,7 @@ class GroupCoordinator(PartitionOwnership, Membership):
         """Forget committed offsets of deleted topics (Kafka's handleDeletedPartitions)."""
         topics = set(topics)
         for g in list(self.groups.values()):
-            gone = [tp for tp in g.offsets if tp[0] in topics]
+            gone = [tp for tp in g.offsets.all_partitions() if tp[0] in topics]
             if gone:
                 recs = self._cleanup(g, gone)
                 if recs:
@@ -319,7 +342,7 @@ class GroupCoordinator(PartitionOwnership, Membership):
                 expired = g.offsets.expired(now, retention, None)
             else:
                 expired = []
-            if not expired and not (g.is_(S.EMPTY) and not len(g.offsets)
+            if not expired and not (g.is_(S.EMPTY) and g.offsets.empty
                                     and not g.pending_members):
                 continue
             count += len(expired)

@@ -16,9 +16,12 @@ the metadata image) from the Trio thread after a metadata record changed who lea
 (reads in a worker thread; its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile);
 resigning unloads its groups (NOT_COORDINATOR to whatever waits).
 
-The writer appends through the replica manager (``append_records``, one batch per call) and
-reports ``done`` once the partition's high watermark has passed the batch (acks=all, as
+The writer appends through the replica manager (``append_records``, one batch per call: a
+transactional batch of the producer for a TxnOffsetCommit) and reports ``done`` with the
+batch's base offset once the partition's high watermark has passed the batch (acks=all, as
 Kafka's coordinator writes), with the replica manager's verdict (``acks_all_error``).
+Loading replays data batches and the transaction markers of control batches
+(kwire.groups.loader).
 """
 from __future__ import annotations
 
@@ -223,16 +226,23 @@ class GroupEdge:
         return await trio.to_thread.run_sync(bytes, data)
 
     # ------------------------------------------------------------------ writer
-    def _write(self, partition: int, records: list[Record], done) -> None:
+    def _write(self, partition: int, records: list[Record], done, *,
+               transaction: tuple[int, int] | None = None) -> None:
         """Append one batch to the partition as its leader, then acknowledge it once the
         high watermark passes it: acks=all, as Kafka's coordinator appends offsets and group
-        metadata (``done`` at once when it already has, else from a task on the broker's
-        nursery). Not replicated within offsets.commit.timeout.ms: REQUEST_TIMED_OUT."""
+        metadata (``done(error, base_offset)`` at once when it already has, else from a task
+        on the broker's nursery). Not replicated within offsets.commit.timeout.ms:
+        REQUEST_TIMED_OUT. ``transaction`` (producer id, epoch): a transactional batch of
+        that producer (TxnOffsetCommit), without sequence numbers: the log checks a
+        coordinator's append for the producer's epoch, not its sequence (as Kafka)."""
         b = self.broker
         rm = b.replica_manager
         now = b.clock.now_ms()
+        txn = {} if transaction is None else {
+            "producer_id": transaction[0], "producer_epoch": transaction[1],
+            "is_transactional": True}
         try:
-            batch = build_batch([(k, v, None, now) for k, v in records])
+            batch = build_batch([(k, v, None, now) for k, v in records], **txn)
             res = rm.append_records(OFFSETS_TOPIC, partition, bytearray(batch), now, required_acks=-1)
         except KafkaError as exc:
             log.warning("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
@@ -246,12 +256,13 @@ class GroupEdge:
         epoch = rm.leader_epoch(OFFSETS_TOPIC, partition)
         ev = rm.wait_for_high_watermark(OFFSETS_TOPIC, partition, offset)
         if ev is None:
-            done(self._acks_all_error(partition, offset, epoch))
+            done(self._acks_all_error(partition, offset, epoch), res.base_offset)
         else:
-            b._nursery.start_soon(self._await_replication, ev, partition, offset, epoch, done)
+            b._nursery.start_soon(self._await_replication, ev, partition, offset, epoch, done,
+                                  res.base_offset)
 
     async def _await_replication(self, ev: trio.Event, partition: int, offset: int, epoch: int,
-                                 done) -> None:
+                                 done, base_offset: int = -1) -> None:
         timeout_ms = int(self.broker.config.get("offsets.commit.timeout.ms"))
         with trio.move_on_after(timeout_ms / 1000) as scope:
             await ev.wait()
@@ -261,7 +272,7 @@ class GroupEdge:
             log.warning("write to %s-%d below offset %d not replicated: %s", OFFSETS_TOPIC,
                         partition, offset, ErrorCode(error).name)
         try:
-            done(error)
+            done(error, base_offset)
         except Exception:  # noqa: BLE001 - a failed callback must not stop the broker
             log.exception("group coordinator write callback failed")
 
@@ -293,17 +304,12 @@ class GroupEdge:
 
 
 def _replay_chunk(load: PartitionLoad, buf: bytes, offset: int) -> int:
-    """Replay the records of the whole batches in ``buf`` (read from ``offset``); returns
-    the offset after the last batch."""
+    """Replay the whole batches in ``buf`` (read from ``offset``): their records, and the
+    transaction markers of control batches; returns the offset after the last batch."""
     advanced = offset
     for batch in iter_batches(buf, allow_partial_tail=True):
         advanced = batch.next_offset
-        if batch.is_control:
-            continue
-        for rec in batch.records():
-            if rec.key is None:
-                continue
-            load.replay(bytes(rec.key), None if rec.value is None else bytes(rec.value))
+        load.replay_batch(batch)
     return advanced
 
 

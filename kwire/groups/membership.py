@@ -66,13 +66,17 @@ def _trace_sync(p: Pending, group_id: str, member_id: str, generation: int) -> N
         p.add_done_callback(done)
 
 Record = tuple[bytes, "bytes | None"]
-#: writer(partition, records, done): append the records (key, value or None for a
-#: tombstone) to that ``__consumer_offsets`` partition, then call ``done(ErrorCode.NONE)``
-#: (or an error code) once they are durable. ``done`` may be called before ``writer`` returns.
-Writer = Callable[[int, list[Record], Callable[[ErrorCode], None]], None]
+#: writer(partition, records, done, *, transaction=None): append the records (key, value or
+#: None for a tombstone) to that ``__consumer_offsets`` partition as one batch, then call
+#: ``done(ErrorCode.NONE, base_offset)`` (or an error code) once they are durable;
+#: ``base_offset`` is the offset of the first record, or left out (-1) when the writer does
+#: not know it. ``done`` may be called before ``writer`` returns. ``transaction`` is only
+#: passed for a transactional batch (TxnOffsetCommit): (producer id, producer epoch).
+Writer = Callable[..., None]
 
 
-def immediate_writer(partition: int, records: list[Record], done: Callable[[ErrorCode], None]) -> None:
+def immediate_writer(partition: int, records: list[Record], done: Callable[..., None], *,
+                     transaction: tuple[int, int] | None = None) -> None:
     """A writer for tests and in-memory brokers: nothing to append, done at once."""
     done(ErrorCode.NONE)
 
@@ -243,7 +247,7 @@ class Membership:
         if g.is_(S.PREPARING_REBALANCE):
             self._maybe_complete_join(g)
         if created and g.is_(S.EMPTY) and not g.members and not g.pending_members \
-                and not len(g.offsets):
+                and g.offsets.empty:
             del self.groups[group_id]
         return p
 

@@ -8,9 +8,10 @@ coordinator of a broker serves the partitions that broker leads, and follows lea
   partition's groups is dropped (as on unload), and a ``PartitionLoad`` is handed out for the
   edge to feed with the partition's records; meanwhile the partition's groups answer
   COORDINATOR_LOAD_IN_PROGRESS (``coordinator_error``);
-- ``complete_load(load)`` installs the loaded groups and starts their members' session
-  timers (Kafka's onGroupLoaded); a load that was superseded (the partition resigned or
-  began loading again meanwhile) is ignored;
+- ``complete_load(load)`` installs the loaded groups (with the transactional offsets still
+  pending, and the outcome of transactions whose marker was written while the partition
+  loaded) and starts their members' session timers (Kafka's onGroupLoaded); a load that
+  was superseded (the partition resigned or began loading again meanwhile) is ignored;
 - ``unload(p)`` when it resigns (Kafka's onGroupUnloaded): each group of the partition goes
   Dead and is forgotten, members waiting in a JoinGroup or SyncGroup are answered
   NOT_COORDINATOR, their timers stop, and writes still in flight for the partition are
@@ -36,20 +37,21 @@ S = GroupState
 log = logging.getLogger("kwire.groups")
 
 
-def _ignore(_error: ErrorCode) -> None:
+def _ignore(_error: ErrorCode, *_offset: int) -> None:
     pass
 
 
 class PartitionOwnership:
     """Mixed into GroupCoordinator (which has ``groups``, ``timers``, ``writer``,
-    ``partition_for``, ``_forget`` and ``_schedule_heartbeat``)."""
+    ``partition_for``, ``_forget``, ``_schedule_heartbeat`` and ``_txn_groups``, the groups
+    with open transactions by producer id: kwire.groups.txn_offsets)."""
 
     def _init_ownership(self, owned: Iterable[int] | None) -> None:
         self.owned_partitions: set[int] | None = None if owned is None else set(owned)
         #: partitions being loaded, by partition
         self.loading: dict[int, PartitionLoad] = {}
         # writes not yet acknowledged, by partition: token -> the caller's done
-        self._in_flight: dict[int, dict[int, Callable[[ErrorCode], None]]] = {}
+        self._in_flight: dict[int, dict[int, Callable[[ErrorCode, int], None]]] = {}
         self._write_seq = 0
 
     # ------------------------------------------------------------------ queries
@@ -91,6 +93,7 @@ class PartitionOwnership:
         del self.loading[p]
         if self.owned_partitions is not None:
             self.owned_partitions.add(p)
+        load.apply_late_markers()   # transactions that ended while the partition loaded
         for gid, g in load.groups.items():
             old = self.groups.get(gid)
             if old is not None:   # made by a direct call while loading: the log wins
@@ -98,6 +101,8 @@ class PartitionOwnership:
             self.groups[gid] = g
             for m in g.members.values():
                 self._schedule_heartbeat(g, m)
+            for producer_id in g.offsets.open_producers():
+                self._txn_groups.setdefault(producer_id, set()).add(gid)
         log.info("loaded %d groups of __consumer_offsets-%d (%d records)",
                  len(load.groups), p, load.records)
         return True
@@ -112,12 +117,16 @@ class PartitionOwnership:
         doomed = self.groups_of(partition)
         for g in doomed:
             self._unload_group(g)
+        for producer_id, gids in list(self._txn_groups.items()):
+            gids.difference_update([gid for gid in gids if self.partition_for(gid) == partition])
+            if not gids:
+                del self._txn_groups[producer_id]
         in_flight = self._in_flight.pop(partition, None)
         if in_flight:
             callbacks = list(in_flight.values())
             in_flight.clear()   # a late acknowledgement of these writes finds nothing to call
             for done in callbacks:
-                done(E.NOT_LEADER_OR_FOLLOWER)
+                done(E.NOT_LEADER_OR_FOLLOWER, -1)
         if doomed:
             log.info("unloaded %d groups of __consumer_offsets-%d", len(doomed), partition)
         return len(doomed)
@@ -140,18 +149,26 @@ class PartitionOwnership:
 
     # ------------------------------------------------------------------ writes
     def _write(self, group_id: str, records: list[Record],
-               done: Callable[[ErrorCode], None] | None = None) -> None:
+               done: Callable[..., None] | None = None, *,
+               transaction: tuple[int, int] | None = None, with_offset: bool = False) -> None:
         """Hand records to the writer, remembering the write until it is acknowledged, so
-        that an unload answers what still waits for it."""
+        that an unload answers what still waits for it. ``transaction``: (producer id,
+        producer epoch) of a transactional write (TxnOffsetCommit). ``with_offset``: call
+        ``done(error, base_offset)`` (the offset of the first record, -1 when the writer
+        does not say) instead of ``done(error)``."""
         partition = self.partition_for(group_id)
         self._write_seq += 1
         token = self._write_seq
         in_flight = self._in_flight.setdefault(partition, {})
-        in_flight[token] = done or _ignore
+        cb = done or _ignore
+        in_flight[token] = cb if with_offset else (lambda error, _offset: cb(error))
 
-        def finish(error: ErrorCode) -> None:
-            cb = in_flight.pop(token, None)
-            if cb is not None:
-                cb(error)
+        def finish(error: ErrorCode, base_offset: int = -1) -> None:
+            callback = in_flight.pop(token, None)
+            if callback is not None:
+                callback(error, base_offset)
 
-        self.writer(partition, records, finish)
+        if transaction is None:
+            self.writer(partition, records, finish)
+        else:
+            self.writer(partition, records, finish, transaction=transaction)

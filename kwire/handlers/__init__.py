@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kwire.metadata.quorum import MetadataQuorum
     from kwire.producers.ids import ProducerIdManager
     from kwire.replication import ReplicaManager
+    from kwire.transactions.edge import TransactionEdge
     import trio
 
 
@@ -49,6 +50,8 @@ class BrokerServices(Protocol):
 
     @property
     def groups(self) -> GroupCoordinator | None: ...   # None until __consumer_offsets replayed
+
+    txn_edge: TransactionEdge   # the transaction coordinator (``txn_edge.coordinator``) and its topic
 
     def controller_id(self) -> int: ...
 
@@ -122,6 +125,9 @@ _MODULES = [
     "records_admin", "cluster", "groups", "init_producer_id", "describe_quorum", "offset_for_leader_epoch",
     "describe_log_dirs", "describe_topic_partitions", "elect_leaders",
     "reassignments",
+    "write_txn_markers",
+    "transactions",
+    "txn_offset_commit",
 ]
 
 

@@ -3,8 +3,12 @@
 Long poll: the answer waits until min_bytes are available or max_wait_ms passes, woken the
 moment data is appended to any fetched partition (no polling: a waiting fetch holds only an
 event). max_bytes and partition_max_bytes, with the first batch returned even when larger
-(KIP-74). isolation_level: read_committed reads up to the last stable offset (the high
-watermark while there are no transactions). Fetch sessions (KIP-227): full and incremental
+(KIP-74). isolation_level: read_committed (1) reads up to the last stable offset (the first
+offset of a transaction still open, at most the high watermark; kwire.log.producer_state)
+and gets the aborted transactions among the records returned (producer id, first offset;
+from the segments' .txnindex) so the client drops their records; read_uncommitted (0) reads
+up to the high watermark, aborted_transactions null. last_stable_offset in every answer
+(v4+). Fetch sessions (KIP-227): full and incremental
 fetches, forgotten topics, FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH.
 Topic ids from v13 (UNKNOWN_TOPIC_ID). Records are sent as file regions (sendfile).
 Reads, waits and leader checks are the replica manager's (kwire.replication): records up to
@@ -153,10 +157,14 @@ def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committ
     for key, (offset, pmax, tid, leader_epoch) in fetch_set.items():
         name, p = key
         res = rm.read(name, p, offset, min(pmax, remaining) if remaining > 0 else 0,
-                      current_leader_epoch=leader_epoch, min_one=(total == 0))
+                      current_leader_epoch=leader_epoch, min_one=(total == 0), read_committed=read_committed)
         pd = PD(partition_index=p, error_code=res.error, high_watermark=res.high_watermark,
                 last_stable_offset=res.last_stable_offset, log_start_offset=res.log_start_offset,
                 records=res.records, aborted_transactions=[] if read_committed else None)
+        if res.aborted_transactions:
+            AT = ctx.struct("AbortedTransaction")
+            pd.aborted_transactions = [AT(producer_id=t.producer_id, first_offset=t.first_offset)
+                                       for t in res.aborted_transactions]
         changed = key in explicit
         if res.high_watermark < 0:   # refused before reading (leader checks): no offsets to tell
             has_error = True

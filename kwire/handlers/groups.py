@@ -9,11 +9,11 @@ names it; other brokers answer NOT_COORDINATOR, so clients rediscover it); a new
 answers COORDINATOR_LOAD_IN_PROGRESS while it loads the partition (ListGroups too, with the
 groups it has; as from Kafka, a Heartbeat gets NONE meanwhile and a SyncGroup
 REBALANCE_IN_PROGRESS, so members rejoin here without rediscovering the coordinator). DescribeGroups
-reports authorized operations when asked (no authorizer yet: all a group supports). Left out:
-transactions (FindCoordinator for a transactional id answers the non-retriable
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED until they exist, so clients fail fast with a message;
-require_stable has no pending commits to wait for);
-KIP-848 member epochs (OffsetFetch v9's member id/epoch are ignored). Before the coordinator
+reports authorized operations when asked (no authorizer yet: all a group supports).
+FindCoordinator key type 1 names a transaction coordinator (kwire.handlers.transactions).
+OffsetFetch with require_stable (v7+) answers UNSTABLE_OFFSET_COMMIT for a partition with a
+transactional offset commit still open (TxnOffsetCommit, kwire.handlers.txn_offset_commit).
+Left out: KIP-848 member epochs (OffsetFetch v9's member id/epoch are ignored). Before the coordinator
 is open (or on a server built without it) every group API answers COORDINATOR_NOT_AVAILABLE.
 Handlers wait on the coordinator's ``Pending`` answers with a trio.Event.
 """
@@ -25,6 +25,7 @@ from kwire.errors import ErrorCode
 from kwire.groups.pending import Pending
 from kwire.groups.records import OFFSETS_TOPIC
 from kwire.handlers import RequestContext, handles
+from kwire.handlers.transactions import ensure_transaction_topic, transaction_coordinator_node
 from kwire.security.operations import authorized_operations
 
 E = ErrorCode
@@ -93,11 +94,7 @@ async def find_coordinator(ctx: RequestContext, req):
     def answer(key_type: int, key: str):
         """(error, message, coordinating broker)"""
         if key_type == 1:
-            # Not COORDINATOR_NOT_AVAILABLE: that is retriable, and clients would retry for their
-            # whole transaction timeout before saying anything. Kafka answers this code when the
-            # caller may not use the transactional id; the client fails at once with our message.
-            return (E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                    "Transactions are not supported by this broker yet (kwire).", None)
+            return transaction_coordinator_node(ctx, key)
         if key_type != 0:
             return E.INVALID_REQUEST, f"Unknown coordinator key type {key_type}.", None
         node = _coordinator_node(ctx, key)
@@ -105,6 +102,8 @@ async def find_coordinator(ctx: RequestContext, req):
             return NOT_AVAILABLE, "The group coordinator is not available.", None
         return E.NONE, None, node
 
+    if v >= 1 and req.key_type == 1:
+        await ensure_transaction_topic(ctx)   # created on first use, as Kafka does
     if v < 4:
         err, msg, node = answer(req.key_type if v >= 1 else 0, req.key)
         if err:

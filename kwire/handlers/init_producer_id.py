@@ -7,12 +7,8 @@ ids are unique across restarts. v3+ requests that carry the producer's current i
 get the epoch bumped (KIP-360); a stale epoch gets PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
 below v4, as Kafka answers older clients). Only one of id and epoch set: INVALID_REQUEST.
 
-Left out: transactions. A transactional.id is answered with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED: every client treats it as fatal and says so at once
-("Transactional Id authorization failed"), where COORDINATOR_NOT_AVAILABLE would be retried
-until the client's timeout with no hint why (FindCoordinator for transactions already answers
-COORDINATOR_NOT_AVAILABLE with "Transactions are not supported by this broker yet."). An
-empty transactional.id is INVALID_REQUEST, as in Kafka.
+With a transactional.id the transaction coordinator answers (kwire.handlers.transactions:
+epoch bump, fencing of zombies, recovery of the previous producer's ongoing transaction).
 Block allocation goes through ``broker.submit_metadata`` (the active controller in a cluster);
 the block start is read from this node's image (no controller-side AllocateProducerIds yet).
 """
@@ -45,12 +41,10 @@ async def ensure_producer_ids(broker, m: ProducerIdManager) -> None:
 @handles("InitProducerId", "0-5")
 async def init_producer_id(ctx: RequestContext, req):
     v = ctx.version
-    tid = req.transactional_id
-    if tid is not None:
-        err = ErrorCode.INVALID_REQUEST if tid == "" else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        log.info("InitProducerId with transactional.id %r from %s refused: transactions are not supported",
-                 tid, ctx.peer)
-        return ctx.response(throttle_time_ms=0, error_code=err, producer_id=-1, producer_epoch=-1)
+    if req.transactional_id is not None:
+        from kwire.handlers.transactions import init_transactional_producer_id  # noqa: PLC0415
+
+        return await init_transactional_producer_id(ctx, req)
     pid = req.producer_id if v >= 3 else -1
     epoch = req.producer_epoch if v >= 3 else -1
     b = ctx.broker

@@ -1,7 +1,7 @@
 """ListOffsets (key 2): versions 1-9.
 
-Timestamps: -1 latest (high watermark; last stable offset for read_committed, the same while
-there are no transactions), -2 earliest (log start offset), -3 max timestamp (KIP-734),
+Timestamps: -1 latest (high watermark; the last stable offset with isolation_level 1,
+read_committed, which also bounds a lookup by timestamp), -2 earliest (log start offset), -3 max timestamp (KIP-734),
 -4 earliest local (= earliest: no tiered storage), -5 latest tiered (-1: no tiered storage),
 >= 0 the first offset whose timestamp is >= the target (-1/-1 when none). Answered by the
 replica manager (ReplicaManager.fetch_offset_for_timestamp), with its leader checks:
@@ -20,11 +20,13 @@ async def list_offsets(ctx: RequestContext, req):
     T = ctx.struct("ListOffsetsTopicResponse")
     Pr = ctx.struct("ListOffsetsPartitionResponse")
     out = []
+    read_committed = ctx.version >= 2 and req.isolation_level == 1
     for t in req.topics:
         parts = []
         for p in t.partitions:
             error, offset, timestamp, epoch = rm.fetch_offset_for_timestamp(
-                t.name, p.partition_index, p.timestamp, current_leader_epoch=p.current_leader_epoch)
+                t.name, p.partition_index, p.timestamp, current_leader_epoch=p.current_leader_epoch,
+                read_committed=read_committed)
             parts.append(Pr(partition_index=p.partition_index, error_code=error, timestamp=timestamp,
                             offset=offset, leader_epoch=epoch))
         out.append(T(name=t.name, partitions=parts))

@@ -14,16 +14,22 @@ Kafka's LogValidator does (records walked, max timestamp recomputed or set to th
 time, timestamp bounds, keys on compacted topics, offsets and counts), then idempotent
 producers' epochs and sequences (kwire.log.producer_state: a retry of one of the producer's
 last 5 batches is answered with its original offsets and not written again), then offsets
-are assigned. Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, CORRUPT_MESSAGE (CRC,
+are assigned. Transactional batches (transactional_id set): the producer state opens the
+producer's transaction at the batch's first offset (the partition's last stable offset stays
+there until the coordinator's marker, WriteTxnMarkers); a transactional batch in a request
+without a transactional_id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole
+request, as Kafka does. Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, CORRUPT_MESSAGE (CRC,
 layout), MESSAGE_TOO_LARGE, INVALID_RECORD and INVALID_TIMESTAMP (with record_errors and
-Kafka's error_message from v8), OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
-INVALID_REQUIRED_ACKS, KAFKA_STORAGE_ERROR (the log dir is offline after an I/O error; the
+Kafka's error_message from v8), OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH (also an
+epoch older than the one a marker fenced it with), INVALID_TXN_STATE (a non-transactional
+batch while the producer's transaction is open), INVALID_REQUIRED_ACKS, KAFKA_STORAGE_ERROR (the log dir is offline after an I/O error; the
 broker serves everything else).
 log.flush.per.append: the appended segment is fdatasync'ed in a worker thread
 (trio.to_thread) before the answer, so a slow disk stalls only this request; acks=0 has no
 answer to hold back and leaves durability to the flush policy.
-Left out: transactions (a transactional_id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-until they exist).
+Left out: KIP-890 part 1 (Produce v11+: the leader asks the coordinator, AddPartitionsToTxn
+verify_only, before a producer's first transactional batch on a partition; the TODO
+verify_transaction in produce() marks where), and authorization of the transactional id (no authorizer yet).
 """
 from __future__ import annotations
 
@@ -51,7 +57,7 @@ async def produce(ctx: RequestContext, req):
         global_error = ErrorCode.UNSUPPORTED_VERSION
     elif acks not in (-1, 0, 1):
         global_error = ErrorCode.INVALID_REQUIRED_ACKS
-    elif req.transactional_id is not None:
+    elif req.transactional_id is None and _has_transactional_records(req):
         global_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     rm = b.replica_manager
     out = []
@@ -69,6 +75,10 @@ async def produce(ctx: RequestContext, req):
                 err = rm.leader_error(td.name, pd.index)
                 pr.error_code = err or (ErrorCode.INVALID_RECORD if v >= 8 else ErrorCode.CORRUPT_MESSAGE)
                 continue
+            # TODO(KIP-890 part 1) verify_transaction: for v11+ with a transactional batch of a
+            # producer that has no transaction open on this partition, ask the transaction
+            # coordinator (AddPartitionsToTxn v4+ verify_only) first and refuse what it refuses
+            # (INVALID_TXN_STATE); the lead wires it once the coordinator (txc) is merged.
             try:
                 res = rm.append_records(td.name, pd.index, pd.records, now, origin=CLIENT, required_acks=acks)
             except KafkaError as exc:
@@ -93,6 +103,17 @@ async def produce(ctx: RequestContext, req):
     if to_replicate:
         await _wait_for_replication(ctx, req, to_replicate)
     return ctx.response(responses=out, throttle_time_ms=0)
+
+
+def _has_transactional_records(req) -> bool:
+    """True when a partition's batch has the transactional bit (attributes, byte 22 of the
+    batch header); read from the header only."""
+    for td in req.topic_data:
+        for pd in td.partition_data:
+            r = pd.records
+            if r is not None and len(r) > 22 and r[22] & 0x10:
+                return True
+    return False
 
 
 async def _wait_for_replication(ctx: RequestContext, req, waiting) -> None:

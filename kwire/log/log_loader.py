@@ -17,7 +17,7 @@ from kwire.log.errors import KafkaStorageError
 from kwire.log.leader_epoch import LeaderEpochCache, batch_epochs
 from kwire.log.segment import LogSegment, segment_name
 
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
 _STRAY_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
 
 
@@ -28,6 +28,7 @@ def load_log(cls, dir: str, config: LogConfig, *, recovery_point: int | None, lo
     os.makedirs(dir, exist_ok=True)
     logs: dict[int, int] = {}
     index_files: set[str] = set()
+    producer_files = False   # producer-state snapshots or aborted-transaction indexes
     for entry in os.scandir(dir):
         name = entry.name
         if name.endswith(_STRAY_SUFFIXES):
@@ -39,10 +40,15 @@ def load_log(cls, dir: str, config: LogConfig, *, recovery_point: int | None, lo
         m = _SEGMENT_FILE.match(name)
         if not m:
             continue
-        if m.group(2) == "log":
+        kind = m.group(2)
+        if kind == "log":
             logs[int(m.group(1))] = entry.stat().st_size
+        elif kind == "snapshot":
+            producer_files = True
         else:
             index_files.add(name)
+            if kind == "txnindex":
+                producer_files = True
     # indexes without a log are leftovers
     for name in index_files:
         if int(name[:20]) not in logs:
@@ -79,6 +85,13 @@ def load_log(cls, dir: str, config: LogConfig, *, recovery_point: int | None, lo
         log.flush()  # the recovered tail is now durable: a second crash rescans nothing
     log.log_start_offset = min(max(lso, segments[0].base_offset), log.log_end_offset)
     load_leader_epoch_cache(log, None if clean and recovery_point is not None else (recovery_point or 0))
+    if producer_files:
+        # producers wrote here: their state now (ongoing transactions make the last stable
+        # offset), from the latest snapshot and the batches after it; the aborted-transaction
+        # indexes of those batches are rebuilt on the way (kwire.log.producer_log)
+        from kwire.log.producer_log import load_producer_state  # noqa: PLC0415 - import cycle
+
+        load_producer_state(log)
     return log
 
 

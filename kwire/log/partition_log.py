@@ -28,7 +28,7 @@ from kwire.codec.records import (
     RecordBatch,
 )
 from kwire.errors import CorruptRecordBatch, ErrorCode, KafkaError
-from kwire.log import producer_state
+from kwire.log import producer_log, producer_state
 from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
 from kwire.log.errors import KafkaStorageError, OffsetOutOfRange
@@ -36,6 +36,7 @@ from kwire.log.leader_epoch import CHECKPOINT_FILE as LEADER_EPOCH_CHECKPOINT, L
 from kwire.log.validator import COORDINATOR, REPLICATION, validate_records
 from kwire.log.regions import FileRegion
 from kwire.log.segment import REL_OFFSET_MAX, LogSegment
+from kwire.log.txn_index import collect_aborted
 
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
@@ -119,7 +120,9 @@ class PartitionLog:
         self.closed = False
         self._flush_lock = threading.Lock()
         self._truncations = 0
-        self.producer_state = None  # kwire.log.producer_state, built on first idempotent append
+        # kwire.log.producer_state: built on first idempotent or transactional append, or at
+        # open when the directory holds producer snapshots (kwire.log.producer_log)
+        self.producer_state = None
         # epoch -> start offset (OffsetForLeaderEpoch); a new log's starts empty
         self.leader_epoch_cache = leader_epoch_cache if leader_epoch_cache is not None else \
             LeaderEpochCache(os.path.join(dir, LEADER_EPOCH_CHECKPOINT), topic_partition=self.topic_partition)
@@ -192,6 +195,21 @@ class PartitionLog:
         return self.segments[-1].next_offset
 
     @property
+    def last_stable_offset(self) -> int:
+        """The LSO (Kafka's UnifiedLog.lastStableOffset): the first offset of a transaction
+        still open (or whose marker is not below the high watermark yet), capped at the high
+        watermark; the high watermark when there is none. What read_committed reads up to."""
+        ps = self.producer_state
+        if ps is None:
+            return self.high_watermark
+        return ps.last_stable_offset(self.high_watermark)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list:
+        """The aborted transactions (kwire.log.txn_index.AbortedTxn) a read_committed read
+        from ``fetch_offset`` up to ``upper_bound`` must tell the consumer about."""
+        return collect_aborted(self.segments, self._bases, fetch_offset, upper_bound)
+
+    @property
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self.segments)
 
@@ -220,16 +238,18 @@ class PartitionLog:
                                        topic_partition=self.topic_partition)
             replicated = origin == REPLICATION
             if replicated:   # recorded unchecked, so a new leader knows the retries (Kafka)
-                ps = producer_state.replicated_state(self, checked.batches, now_ms, producer_id_expiration_ms)
+                ps, markers = producer_log.replicated_state(self, checked.batches, now_ms, producer_id_expiration_ms,
+                                                            mv=mv)
             else:
-                ps, dup = producer_state.check_append(self, checked.batches, now_ms, producer_id_expiration_ms)
+                ps, dup, markers = producer_log.check_append(self, checked.batches, now_ms, producer_id_expiration_ms,
+                                                             mv=mv, origin=origin)
                 if dup is not None:
                     return dup
             seg_before = self.segments[-1]
             res = self._append_validated(mv, checked, now_ms, leader_epoch, origin == REPLICATION)
             if ps is not None:
-                producer_state.record_append(self, ps, checked.batches, res, rolled=self.segments[-1] is not seg_before,
-                                             replicated=replicated)
+                producer_log.record_append(self, ps, checked.batches, res, rolled=self.segments[-1] is not seg_before,
+                                           replicated=replicated, markers=markers)
             return res
         except OSError as exc:
             raise self.storage_failure("append", exc) from exc
@@ -546,7 +566,7 @@ class PartitionLog:
         del self._bases[keep:]
         self.segments[-1].truncate_to(offset)
         leo = self.log_end_offset
-        producer_state.on_truncate(self)
+        producer_log.on_truncate(self)
         # a batch straddling the log start offset went whole: the log is empty at its end
         self.log_start_offset = min(self.log_start_offset, leo)
         self.recovery_point = min(self.recovery_point, leo)
@@ -569,7 +589,7 @@ class PartitionLog:
         self.log_start_offset = offset
         self.recovery_point = offset
         self.high_watermark = offset
-        producer_state.on_truncate(self, full=True)
+        producer_log.on_truncate(self, full=True)
         self.leader_epoch_cache.clear()
         self.leader_epoch_cache.write_if_dirty()
 
@@ -617,7 +637,7 @@ class PartitionLog:
             self.closed = True
             return
         self.flush()
-        producer_state.on_close(self)
+        producer_log.on_close(self)
         self.leader_epoch_cache.write_if_dirty()
         for seg in self.segments:
             seg.close()

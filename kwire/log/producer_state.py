@@ -1,35 +1,53 @@
-"""Per-partition producer state for idempotent producers (Kafka's ProducerStateManager).
+"""Per-partition producer state: idempotent and transactional producers (Kafka's
+ProducerStateManager, ProducerStateEntry and ProducerAppendInfo rules), pure apart from the
+snapshot files. The log side (rebuild from the log, the append path's hooks) is
+kwire.log.producer_log.
 
-For every producer id that wrote to a partition: its current producer epoch and the sequence
+For every producer id that wrote to a partition: its current producer epoch, the sequence
 ranges and offsets of its last 5 batches (a producer has at most 5 requests in flight per
-partition, max.in.flight.requests.per.connection <= 5). The produce path asks
-``ProducerStateManager.check`` before writing and calls ``update`` after:
+partition, max.in.flight.requests.per.connection <= 5), the coordinator epoch of its last
+transaction marker and the first offset of its ongoing transaction (-1: none). The append
+path asks ``check`` / ``check_marker`` before writing and records after:
 
 * same epoch, same (first, last) sequence as a cached batch: a retry of a batch that was
   already written. Kafka answers it with the original offsets and no error (what
   DUPLICATE_SEQUENCE_NUMBER became in modern Kafka) and writes nothing.
 * producer epoch below the current one: INVALID_PRODUCER_EPOCH (Kafka 2.7+ answers this,
-  not PRODUCER_FENCED, on Produce).
+  not PRODUCER_FENCED, on Produce); the same for a marker with an older epoch (a marker's
+  newer epoch fences the older one: the next batch of the old epoch is refused).
 * a new, higher epoch must start at sequence 0; the same epoch must continue at last + 1
-  (0 after Int32.MAX): otherwise OUT_OF_ORDER_SEQUENCE_NUMBER.
+  (0 after Int32.MAX): otherwise OUT_OF_ORDER_SEQUENCE_NUMBER. Sequences are checked for
+  client appends only; kwire's coordinators write batches without sequences (-1).
 * a producer id this partition has no state for is accepted at any sequence, as Kafka 2.5+
   does (KIP-360: state is kept until producer.id.expiration.ms, retention does not drop it;
   Kafka no longer answers UNKNOWN_PRODUCER_ID on Produce).
+* a non-transactional batch from a producer whose transaction is open: INVALID_TXN_STATE;
+  a transactional batch of a producer without one begins a transaction at its first offset.
+* a marker (control batch: abort or commit) ends the producer's transaction; a coordinator
+  epoch older than the producer's last marker's: TRANSACTION_COORDINATOR_FENCED.
 
-A follower's append (origin REPLICATION, ``replicated_state``) checks nothing (the leader
-did) but records each batch's producer id, epoch, sequences and the leader's offsets, as
-Kafka's ProducerAppendInfo does for replicated batches: once the follower becomes leader, a
-retry of any of the last 5 batches is answered with its original offsets.
+Transactions: ``ongoing_txns`` (first offset -> producer id, in offset order) and the
+completed ones whose marker is not below the high watermark yet (``unreplicated_txns``);
+the last stable offset is min(their first offsets, high watermark) (Kafka's
+firstUnstableOffset). An aborted transaction is answered as an AbortedTxn for the
+segment's .txnindex (kwire.log.txn_index), with the LSO right after its marker.
 
-Durability: the state is rebuilt from the log's batch headers (producer id, epoch, base
-sequence, offset delta) starting at the latest ``<20-digit offset>.snapshot`` file in the
-partition directory; snapshots are written when a segment rolls and at a clean close, so a
+A follower's append (origin REPLICATION) checks nothing (the leader did) but records each
+batch's producer id, epoch, sequences, transactions and the leader's offsets, as Kafka's
+ProducerAppendInfo does for replicated batches: once the follower becomes leader, a retry
+of any of the last 5 batches is answered with its original offsets and the LSO is right.
+
+Durability: the state is rebuilt from the log (kwire.log.producer_log) starting at the
+latest ``<20-digit offset>.snapshot`` file in the partition directory; snapshots are written
+when a segment rolls, when a partition gets its first producer and at a clean close, so a
 restart scans at most the active segment. The snapshot layout is kwire's own (Kafka's v1
 file keeps only the last batch per producer; ours keeps all 5, so retries in flight across a
-broker restart are still recognised), declared with ``construct`` (SNAPSHOT_FILE below):
+broker restart are still recognised), declared with ``construct`` (SNAPSHOT_FILE below);
+version 101 adds the transaction fields, version 100 (without them) is still read:
 
-    version int16 (=100) | crc32c uint32 (of everything after it) | count int32 |
-    count x { producer_id int64 | epoch int16 | last_timestamp int64 | n int8 |
+    version int16 (=101) | crc32c uint32 (of everything after it) | count int32 |
+    count x { producer_id int64 | epoch int16 | last_timestamp int64 |
+              coordinator_epoch int32 | current_txn_first_offset int64 | n int8 |
               n x { first_seq int32 | last_seq int32 | first_offset int64 | last_offset int64 |
                     timestamp int64 } }
 
@@ -37,8 +55,6 @@ A snapshot written on a roll is renamed into place without an fsync (as Kafka's
 takeSnapshot(asyncFlush)); the next flush of the log fsyncs it off the event loop
 (``unsynced_snapshots`` / ``sync_files``). A lost or torn snapshot only costs a longer
 rebuild from the log (the CRC rejects a torn one). A clean close writes it durably.
-
-Pure apart from the snapshot files and reading batch headers of the log when rebuilding.
 """
 from __future__ import annotations
 
@@ -51,14 +67,15 @@ import construct as C
 from crc32c import crc32c
 
 from kwire.atomic import fsync_dir, write_atomic
-from kwire.codec.records import BATCH_HEADER_SIZE, HEADER, LOG_OVERHEAD, MIN_BATCH_LENGTH, RecordBatch
 from kwire.errors import ErrorCode, KafkaError
+from kwire.log.txn_index import AbortedTxn
 
 BATCHES_TO_RETAIN = 5
 INT32_MAX = 0x7FFFFFFF
 NO_PRODUCER_ID = -1
 SNAPSHOT_SUFFIX = ".snapshot"
-SNAPSHOT_VERSION = 100
+SNAPSHOT_VERSION = 101
+SNAPSHOT_VERSION_V100 = 100   # before transactions: still read
 SNAPSHOTS_TO_KEEP = 2
 DEFAULT_EXPIRATION_CHECK_MS = 600_000  # producer.id.expiration.check.interval.ms
 DEFAULT_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
@@ -77,18 +94,26 @@ SNAPSHOT_ENTRY = C.Struct(
     "producer_id" / C.Int64sb,
     "epoch" / C.Int16sb,
     "last_timestamp" / C.Int64sb,
+    "coordinator_epoch" / C.Int32sb,
+    "current_txn_first_offset" / C.Int64sb,
     "batches" / C.PrefixedArray(C.Int8sb, SNAPSHOT_BATCH),
 )
 SNAPSHOT_BODY = C.Struct("producers" / C.PrefixedArray(C.Int32sb, SNAPSHOT_ENTRY), C.Terminated)
+SNAPSHOT_ENTRY_V100 = C.Struct(
+    "producer_id" / C.Int64sb,
+    "epoch" / C.Int16sb,
+    "last_timestamp" / C.Int64sb,
+    "batches" / C.PrefixedArray(C.Int8sb, SNAPSHOT_BATCH),
+)
+SNAPSHOT_BODY_V100 = C.Struct("producers" / C.PrefixedArray(C.Int32sb, SNAPSHOT_ENTRY_V100), C.Terminated)
 SNAPSHOT_FILE = C.Struct(
     "version" / C.Int16sb,
     "crc" / C.Int32ub,       # CRC-32C of body
     "body" / C.GreedyBytes,
 )
 _BODY = SNAPSHOT_BODY.compile()
+_BODY_V100 = SNAPSHOT_BODY_V100.compile()
 _FILE = SNAPSHOT_FILE.compile()
-_SCAN_CHUNK = 64 * 1024
-_unpack_header = HEADER.unpack_from
 
 
 class OutOfOrderSequence(KafkaError):
@@ -103,6 +128,14 @@ class InvalidSequence(KafkaError):
     """An idempotent batch (producer id set) without a base sequence (Kafka's LogValidator)."""
 
     code = ErrorCode.INVALID_RECORD
+
+
+class InvalidTxnState(KafkaError):
+    code = ErrorCode.INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFenced(KafkaError):
+    code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
 
 
 def in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -138,13 +171,17 @@ class BatchMetadata:
 
 
 class ProducerStateEntry:
-    __slots__ = ("producer_id", "epoch", "batches", "last_timestamp")
+    __slots__ = ("producer_id", "epoch", "batches", "last_timestamp", "coordinator_epoch",
+                 "current_txn_first_offset")
 
-    def __init__(self, producer_id: int, epoch: int, batches=(), last_timestamp: int = -1):
+    def __init__(self, producer_id: int, epoch: int, batches=(), last_timestamp: int = -1,
+                 coordinator_epoch: int = -1, current_txn_first_offset: int = -1):
         self.producer_id = producer_id
         self.epoch = epoch
         self.batches: deque[BatchMetadata] = deque(batches, maxlen=BATCHES_TO_RETAIN)
         self.last_timestamp = last_timestamp
+        self.coordinator_epoch = coordinator_epoch
+        self.current_txn_first_offset = current_txn_first_offset  # -1: no transaction open
 
     @property
     def last_seq(self) -> int:
@@ -169,8 +206,14 @@ class ProducerStateEntry:
         self.batches.append(meta)
         self.last_timestamp = meta.timestamp
 
+    def maybe_update_epoch(self, epoch: int) -> None:
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.batches.clear()
+
     def __repr__(self) -> str:
-        return f"ProducerStateEntry(pid={self.producer_id}, epoch={self.epoch}, batches={list(self.batches)})"
+        txn = f", txn from {self.current_txn_first_offset}" if self.current_txn_first_offset >= 0 else ""
+        return f"ProducerStateEntry(pid={self.producer_id}, epoch={self.epoch}, batches={list(self.batches)}{txn})"
 
 
 class ProducerStateManager:
@@ -187,39 +230,70 @@ class ProducerStateManager:
         self.last_expiry_check_ms: int | None = None
         self.last_snapshot_offset = -1
         self.unsynced: list[str] = []   # snapshot files renamed into place, not fsynced yet
+        # open transactions: first offset -> producer id, in offset order (they begin at the
+        # log end, so insertion order is offset order; a rebuild inserts them sorted)
+        self.ongoing_txns: dict[int, int] = {}
+        # completed transactions whose marker is not below the high watermark yet:
+        # (first offset, marker offset); they keep the LSO until it passes the marker
+        self.unreplicated_txns: list[tuple[int, int]] = []
 
     # --- validation (client appends) ----------------------------------------------------
     def check(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
-              pending: dict | None = None) -> BatchMetadata | None:
-        """Validate one client batch against the state (and ``pending``: pid -> (epoch, last
-        sequence) of earlier batches of the same request). Returns the cached batch when
-        this is a duplicate; raises InvalidProducerEpoch / OutOfOrderSequence."""
-        if first_seq < 0:
+              pending: dict | None = None, *, transactional: bool = False,
+              sequences: bool = True) -> BatchMetadata | None:
+        """Validate one data batch against the state (and ``pending``: pid -> (epoch, last
+        sequence, transaction open) after earlier batches of the same append). Returns the
+        cached batch when this is a duplicate; raises InvalidProducerEpoch /
+        OutOfOrderSequence / InvalidTxnState. ``sequences``: check sequences (client appends;
+        kwire's own writers send none, as Kafka's coordinators)."""
+        if sequences and first_seq < 0:
             raise InvalidSequence(f"invalid sequence number {first_seq} in record batch with producer id {producer_id}")
         entry = self.producers.get(producer_id)
         p = pending.get(producer_id) if pending else None
         if p is not None:
-            cur_epoch, cur_last = p
+            cur_epoch, cur_last = p[0], p[1]
+            in_txn = len(p) > 2 and p[2]
         elif entry is not None:
-            cur_epoch, cur_last = entry.epoch, entry.last_seq
-            dup = entry.find_duplicate(epoch, first_seq, last_seq)
-            if dup is not None and epoch >= cur_epoch:
-                return dup
+            cur_epoch, cur_last, in_txn = entry.epoch, entry.last_seq, entry.current_txn_first_offset >= 0
+            if sequences:
+                dup = entry.find_duplicate(epoch, first_seq, last_seq)
+                if dup is not None and epoch >= cur_epoch:
+                    return dup
         else:
             return None  # a producer new to this partition: any sequence (Kafka 2.5+)
         if epoch < cur_epoch:
             raise InvalidProducerEpoch(
                 f"epoch {epoch} of producer {producer_id} is older than the current epoch {cur_epoch}")
-        if epoch != cur_epoch:
-            if first_seq != 0:
+        if sequences:
+            if epoch != cur_epoch:
+                if first_seq != 0 and cur_epoch >= 0:
+                    raise OutOfOrderSequence(
+                        f"invalid sequence number {first_seq} for new epoch {epoch} of producer {producer_id} "
+                        f"(current epoch {cur_epoch}): a new epoch starts at 0")
+            elif cur_last >= 0 and not in_sequence(cur_last, first_seq):
                 raise OutOfOrderSequence(
-                    f"invalid sequence number {first_seq} for new epoch {epoch} of producer {producer_id} "
-                    f"(current epoch {cur_epoch}): a new epoch starts at 0")
-        elif cur_last >= 0 and not in_sequence(cur_last, first_seq):
-            raise OutOfOrderSequence(
-                f"out of order sequence number for producer {producer_id} epoch {epoch}: "
-                f"{first_seq} (incoming seq. number), {cur_last} (current end sequence number)")
+                    f"out of order sequence number for producer {producer_id} epoch {epoch}: "
+                    f"{first_seq} (incoming seq. number), {cur_last} (current end sequence number)")
+        if in_txn and not transactional:
+            raise InvalidTxnState(f"expected a transactional write from producer {producer_id}: its "
+                                  f"transaction is open")
         return None
+
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """Validate a transaction marker (Kafka's appendEndTxnMarker, transaction versions
+        0 and 1): its epoch may not be older than the producer's, nor its coordinator epoch
+        older than the last marker's."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        if epoch < entry.epoch:
+            raise InvalidProducerEpoch(
+                f"epoch {epoch} of the marker for producer {producer_id} is older than the current "
+                f"epoch {entry.epoch}")
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFenced(
+                f"invalid coordinator epoch for producer {producer_id}: {coordinator_epoch} (zombie), "
+                f"{entry.coordinator_epoch} (current)")
 
     # --- updates ------------------------------------------------------------------------
     def update(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
@@ -234,18 +308,76 @@ class ProducerStateManager:
         if last_offset + 1 > self.map_end_offset:
             self.map_end_offset = last_offset + 1
 
-    def apply_header(self, h: RecordBatch | tuple) -> None:
-        """Replay one batch header from the log (no validation, as Kafka loads its log)."""
-        (base, _len, _ple, _magic, _crc, attrs, lod, _bts, max_ts, pid, epoch, base_seq, _n) = h
-        if pid >= 0 and not attrs & 0x20 and base_seq >= 0:  # not a control batch
-            self.update(pid, epoch, base_seq, last_sequence(base_seq, lod), base, base + lod, max_ts)
-        if base + lod + 1 > self.map_end_offset:
-            self.map_end_offset = base + lod + 1
+    def update_batch(self, producer_id: int, epoch: int, base_seq: int, first_offset: int,
+                     last_offset: int, timestamp: int, transactional: bool) -> None:
+        """Record a data batch now in the log (any origin): its sequences (when it has
+        them), epoch, and the transaction it begins. The produce path's per-batch step."""
+        entry = self.producers.get(producer_id)
+        if base_seq >= 0:
+            meta = BatchMetadata(base_seq, (base_seq + last_offset - first_offset) & INT32_MAX, first_offset,
+                                 last_offset, timestamp)
+            if entry is None:
+                entry = self.producers[producer_id] = ProducerStateEntry(producer_id, epoch, (meta,), timestamp)
+            else:
+                entry.add(epoch, meta)
+        elif entry is None:   # a coordinator's batch: no sequences
+            entry = self.producers[producer_id] = ProducerStateEntry(producer_id, epoch, (), timestamp)
+        else:
+            entry.maybe_update_epoch(epoch)
+            entry.last_timestamp = timestamp
+        if last_offset >= self.map_end_offset:
+            self.map_end_offset = last_offset + 1
+        if transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = first_offset
+            self.ongoing_txns[first_offset] = producer_id
+
+    def update_marker(self, producer_id: int, epoch: int, offset: int, timestamp: int, commit: bool,
+                      coordinator_epoch: int) -> AbortedTxn | None:
+        """Record a transaction marker at ``offset``: the producer's transaction (if one is
+        open) ends. Returns the entry for the segment's aborted-transactions index when it
+        aborted one."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerStateEntry(producer_id, epoch, (), timestamp)
+        aborted = None
+        first = entry.current_txn_first_offset
+        if first >= 0:
+            self.ongoing_txns.pop(first, None)
+            self.unreplicated_txns.append((first, offset))
+            if not commit:
+                # the LSO right after the marker: the first other transaction still open
+                lso = next(iter(self.ongoing_txns), offset + 1)
+                aborted = AbortedTxn(producer_id, first, offset, lso)
+        entry.maybe_update_epoch(epoch)
+        entry.current_txn_first_offset = -1
+        entry.coordinator_epoch = coordinator_epoch
+        entry.last_timestamp = timestamp
+        if offset + 1 > self.map_end_offset:
+            self.map_end_offset = offset + 1
+        return aborted
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of a transaction that is open, or completed with its marker not
+        below ``high_watermark`` yet (those are forgotten once it is); None when none."""
+        un = self.unreplicated_txns
+        if un:
+            un[:] = [t for t in un if t[1] >= high_watermark]
+        first = next(iter(self.ongoing_txns), None) if self.ongoing_txns else None
+        for f, _ in un:
+            if first is None or f < first:
+                first = f
+        return first
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        first = self.first_unstable_offset(high_watermark) if self.ongoing_txns or self.unreplicated_txns else None
+        return high_watermark if first is None or first >= high_watermark else first
 
     def remove_expired(self, now_ms: int) -> int:
         """Forget producers whose last batch is older than producer.id.expiration.ms."""
         limit = self.expiration_ms
-        doomed = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= limit]
+        # a producer with an open transaction is kept (Kafka's isProducerExpired)
+        doomed = [pid for pid, e in self.producers.items()
+                  if now_ms - e.last_timestamp >= limit and e.current_txn_first_offset < 0]
         for pid in doomed:
             del self.producers[pid]
         return len(doomed)
@@ -262,12 +394,21 @@ class ProducerStateManager:
 
     def truncate(self) -> None:
         self.producers.clear()
+        self.ongoing_txns.clear()
+        self.unreplicated_txns.clear()
         self.map_end_offset = 0
+
+    def _index_transactions(self) -> None:
+        """``ongoing_txns`` from the entries (after loading a snapshot)."""
+        self.ongoing_txns = dict(sorted((e.current_txn_first_offset, pid) for pid, e in self.producers.items()
+                                        if e.current_txn_first_offset >= 0))
+        self.unreplicated_txns = []
 
     # --- snapshots ----------------------------------------------------------------------
     def encode_snapshot(self) -> bytes:
         body = _BODY.build({"producers": [
             {"producer_id": e.producer_id, "epoch": e.epoch, "last_timestamp": e.last_timestamp,
+             "coordinator_epoch": e.coordinator_epoch, "current_txn_first_offset": e.current_txn_first_offset,
              "batches": [{"first_seq": b.first_seq, "last_seq": b.last_seq, "first_offset": b.first_offset,
                           "last_offset": b.last_offset, "timestamp": b.timestamp} for b in e.batches]}
             for e in self.producers.values()]})
@@ -280,12 +421,12 @@ class ProducerStateManager:
             f = _FILE.parse(data)
         except (C.ConstructError, struct.error):  # compiled parsers raise struct.error
             raise ValueError("snapshot too short") from None
-        if f.version != SNAPSHOT_VERSION:
+        if f.version not in (SNAPSHOT_VERSION, SNAPSHOT_VERSION_V100):
             raise ValueError(f"unknown snapshot version {f.version}")
         if crc32c(f.body) != f.crc:
             raise ValueError("snapshot CRC mismatch")
         try:
-            body = _BODY.parse(f.body)
+            body = (_BODY if f.version == SNAPSHOT_VERSION else _BODY_V100).parse(f.body)
         except C.TerminatedError:
             raise ValueError("trailing bytes in snapshot") from None
         except (C.ConstructError, struct.error) as exc:
@@ -294,7 +435,9 @@ class ProducerStateManager:
         for e in body.producers:
             batches = [BatchMetadata(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp)
                        for b in e.batches]
-            out[e.producer_id] = ProducerStateEntry(e.producer_id, e.epoch, batches, e.last_timestamp)
+            out[e.producer_id] = ProducerStateEntry(e.producer_id, e.epoch, batches, e.last_timestamp,
+                                                    e.get("coordinator_epoch", -1),
+                                                    e.get("current_txn_first_offset", -1))
         return out
 
     def snapshot_offsets(self) -> list[int]:
@@ -347,6 +490,7 @@ class ProducerStateManager:
             except (OSError, ValueError):
                 _unlink(path)
                 continue
+            self._index_transactions()
             self.map_end_offset = off
             self.last_snapshot_offset = off
             return off
@@ -361,6 +505,13 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
+
+
+def has_snapshots(dir: str) -> bool:
+    try:
+        return any(_SNAPSHOT_FILE.match(n) for n in os.listdir(dir))
+    except OSError:
+        return False
 
 
 def unsynced_snapshots(plog) -> list[str]:
@@ -389,148 +540,3 @@ def sync_files(paths, directory: str) -> None:
     fsync_dir(directory)
 
 
-# --- the log side: rebuild from batch headers, and the produce path -----------------------
-def iter_log_headers(plog, from_offset: int):
-    """Yield the 61-byte header tuple of every batch of ``plog`` whose last offset is at or
-    after ``from_offset`` (reads headers only: one pread per 64 KiB of small batches)."""
-    for seg in list(plog.segments):
-        seg.ensure_loaded()
-        if seg.next_offset <= from_offset:
-            continue
-        h = seg.translate(max(from_offset, seg.base_offset))
-        if h is None:
-            continue
-        pos = h.position
-        end = seg.size
-        f = seg.file  # held while its fd is used (kwire/log/regions.py)
-        fd = f.fileno()
-        buf = b""
-        buf_pos = pos
-        while pos + BATCH_HEADER_SIZE <= end:
-            off = pos - buf_pos
-            if off + BATCH_HEADER_SIZE > len(buf):
-                buf = os.pread(fd, min(_SCAN_CHUNK, end - pos), pos)
-                buf_pos = pos
-                off = 0
-                if len(buf) < BATCH_HEADER_SIZE:
-                    break
-            t = _unpack_header(buf, off)
-            if t[1] < MIN_BATCH_LENGTH:
-                break
-            if t[0] + t[6] >= from_offset:
-                yield t
-            pos += LOG_OVERHEAD + t[1]
-
-
-def producer_state_of(plog, *, expiration_ms: int = 86_400_000) -> ProducerStateManager:
-    """The log's producer state, built on first use: the latest snapshot, then the batch
-    headers after it (a state dropped by a truncation is rebuilt the same way)."""
-    ps = getattr(plog, "producer_state", None)
-    if ps is not None:
-        return ps
-    ps = ProducerStateManager(plog.dir, expiration_ms=expiration_ms)
-    leo = plog.log_end_offset
-    start = ps.load_latest_snapshot(leo)
-    for t in iter_log_headers(plog, start):
-        ps.apply_header(t)
-    ps.map_end_offset = leo
-    plog.producer_state = ps
-    return ps
-
-
-def check_append(plog, batches, now_ms: int, expiration_ms: int = DEFAULT_EXPIRATION_MS):
-    """The producer-state step of PartitionLog.append, after validation (Kafka's
-    analyzeAndValidateProducerState): ``batches`` are kwire.log.validator ValidatedBatch.
-    Returns (state or None when no batch carries a producer id, duplicate AppendResult or
-    None). A duplicate of one of the producer's last 5 batches is answered with its original
-    offsets and not written; a bad epoch or sequence raises (InvalidProducerEpoch /
-    OutOfOrderSequence) and nothing is written."""
-    idem = False
-    for vb in batches:
-        h = vb.header
-        if h[9] >= 0 and not h[5] & 0x20:  # producer id set, not a control batch
-            idem = True
-            break
-    if not idem:
-        return None, None
-    ps = producer_state_of(plog, expiration_ms=expiration_ms)
-    ps.maybe_remove_expired(now_ms)
-    pending: dict[int, tuple[int, int]] = {}
-    for vb in batches:
-        h = vb.header
-        pid = h[9]
-        if pid < 0 or h[5] & 0x20:
-            continue
-        epoch, base_seq, lod = h[10], h[11], h[6]
-        last_seq = last_sequence(base_seq, lod) if base_seq >= 0 else -1
-        dup = ps.check(pid, epoch, base_seq, last_seq, pending)
-        if dup is not None:
-            from kwire.log.partition_log import AppendResult  # noqa: PLC0415 - no import cycle at load
-            append_time = dup.timestamp if plog.config.log_append_time else -1
-            return ps, AppendResult(dup.first_offset, dup.last_offset, append_time, plog.log_start_offset)
-        pending[pid] = (epoch, last_seq)
-    return ps, None
-
-
-def replicated_state(plog, batches, now_ms: int,
-                     expiration_ms: int = DEFAULT_EXPIRATION_MS) -> ProducerStateManager | None:
-    """The producer-state step of a follower's append (origin REPLICATION): nothing is
-    checked (the leader did), as Kafka's ProducerAppendInfo does for replicated batches; the
-    state (None when no batch carries a producer id) is brought up to the log end offset so
-    that ``record_append`` can record the batches after the write."""
-    for vb in batches:
-        h = vb.header
-        if h[9] >= 0 and not h[5] & 0x20:
-            ps = producer_state_of(plog, expiration_ms=expiration_ms)
-            ps.maybe_remove_expired(now_ms)
-            return ps
-    return None
-
-
-def record_append(plog, ps: ProducerStateManager, batches, res, *, rolled: bool,
-                  replicated: bool = False) -> None:
-    """After the write: record every idempotent batch at the offsets it got (assigned
-    contiguously from ``res.base_offset``; a follower's batches keep the leader's, in their
-    headers, gaps of a compacted leader log included) with its validated max timestamp; a
-    segment roll takes a snapshot."""
-    offset = res.base_offset
-    for vb in batches:
-        h = vb.header
-        lod = h[6]
-        if replicated:
-            offset = h[0]
-        if h[9] >= 0 and not h[5] & 0x20:
-            base_seq = h[11]
-            ps.update(h[9], h[10], base_seq, last_sequence(base_seq, lod), offset, offset + lod,
-                      vb.max_timestamp)
-        offset += lod + 1
-    ps.map_end_offset = plog.log_end_offset
-    if rolled:
-        ps.take_snapshot(plog.log_end_offset)
-
-
-def append_idempotent(plog, records, *, now_ms: int, leader_epoch: int | None = None,
-                      expiration_ms: int = DEFAULT_EXPIRATION_MS):
-    """``plog.append`` (which validates, checks producer state and writes: one append path)
-    with ``producer.id.expiration.ms``."""
-    return plog.append(records, now_ms=now_ms, leader_epoch=leader_epoch,
-                       producer_id_expiration_ms=expiration_ms)
-
-
-# --- hooks for PartitionLog (truncation, close) ---------------------------------------------
-def on_truncate(plog, *, full: bool = False) -> None:
-    """The log lost batches: drop the in-memory state (rebuilt on next use) and every snapshot
-    beyond the new log end offset (all of them after a full truncation)."""
-    plog.producer_state = None
-    ps = ProducerStateManager(plog.dir)
-    leo = plog.log_end_offset
-    for off in ps.snapshot_offsets():
-        if full or off > leo:
-            _unlink(os.path.join(plog.dir, snapshot_name(off)))
-
-
-def on_close(plog) -> None:
-    """A clean close: snapshot the state at the log end offset, so the next open reads no log."""
-    ps = getattr(plog, "producer_state", None)
-    if ps is not None and os.path.isdir(plog.dir):
-        ps.take_snapshot(plog.log_end_offset, sync=True)

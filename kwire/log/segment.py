@@ -23,6 +23,7 @@ from kwire.log.config import LogConfig
 from kwire.log.errors import CorruptIndex, KafkaStorageError
 from kwire.log.index import OffsetIndex, TimeIndex
 from kwire.log.regions import OPEN_FILES, SegmentFile, delete_files, write_all
+from kwire.log.txn_index import SUFFIX as TXN_INDEX_SUFFIX, TransactionIndex
 
 REL_OFFSET_MAX = (1 << 31) - 1
 _SCAN_CHUNK = 2048
@@ -61,6 +62,7 @@ class LogSegment:
         "log_path",
         "index",
         "time_index",
+        "txn_index",
         "size",
         "next_offset",
         "created_ms",
@@ -80,6 +82,7 @@ class LogSegment:
         self.log_path = stem + ".log"
         self.index = OffsetIndex(stem + ".index", base_offset, config.segment_index_bytes)
         self.time_index = TimeIndex(stem + ".timeindex", base_offset, config.segment_index_bytes)
+        self.txn_index = TransactionIndex(stem + TXN_INDEX_SUFFIX, base_offset)  # aborted transactions
         self.size = size
         self.next_offset: int | None = None if size else base_offset  # None: not scanned yet
         self.created_ms = created_ms
@@ -137,8 +140,8 @@ class LogSegment:
         OPEN_FILES.discard(self)
         delete_files(self.paths())
 
-    def paths(self) -> tuple[str, str, str]:
-        return self.log_path, self.index.path, self.time_index.path
+    def paths(self) -> tuple[str, str, str, str]:
+        return self.log_path, self.index.path, self.time_index.path, self.txn_index.path
 
     def flush(self) -> None:
         """fsync the log and its indexes."""
@@ -153,6 +156,7 @@ class LogSegment:
         path = self.log_path
         need_log = f is not None or self.size > 0
         index_jobs = [ix.write_plan(sync=True) for ix in (self.index, self.time_index) if ix.loaded]
+        index_jobs.append(self.txn_index.sync_plan())
         index_jobs = [j for j in index_jobs if j is not None]
 
         def run() -> None:
@@ -468,6 +472,7 @@ class LogSegment:
         self.index.truncate_to_offset(h.base_offset)
         self.index.truncate_to_position(h.position)
         self.time_index.truncate_to_offset(h.base_offset)
+        self.txn_index.truncate_to(h.base_offset)
         self._scan_tail()
         if self.size == 0:
             self.rolling_timestamp = -1

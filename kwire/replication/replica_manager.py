@@ -50,6 +50,7 @@ log = logging.getLogger("kwire.replication")
 
 # ListOffsets' special timestamps (Kafka's ListOffsetsRequest)
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP = -1, -2, -3, -4, -5
+_NO_ABORTED: list = []
 
 
 @dataclass
@@ -66,7 +67,7 @@ class LogReadResult:
     offsets the response carries and the records read (file regions; b"" when none)."""
 
     __slots__ = ("error", "high_watermark", "last_stable_offset", "log_start_offset", "leader_epoch",
-                 "records", "size", "diverging_epoch", "diverging_end_offset")
+                 "records", "size", "diverging_epoch", "diverging_end_offset", "aborted_transactions")
 
     def __init__(self, error: int = 0, high_watermark: int = -1, last_stable_offset: int = -1,
                  log_start_offset: int = -1, leader_epoch: int = -1):
@@ -79,6 +80,7 @@ class LogReadResult:
         self.size = 0
         self.diverging_epoch = -1        # a follower's fetch: where its log left the leader's
         self.diverging_end_offset = -1
+        self.aborted_transactions = _NO_ABORTED   # read_committed: kwire.log.txn_index.AbortedTxn
 
 
 class LogSync:
@@ -373,7 +375,7 @@ class ReplicaManager:
         part = self.partitions.get(tp)
         if part is None or not part.is_leader or replica_id not in part.replicas:
             return LogReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        res = LogReadResult(0, plog.high_watermark, plog.high_watermark, plog.log_start_offset, epoch)
+        res = LogReadResult(0, plog.high_watermark, plog.last_stable_offset, plog.log_start_offset, epoch)
         if last_fetched_epoch >= 0:
             # None: this log knows no epoch up to it (an empty epoch cache): nothing to compare
             found = plog.end_offset_for_epoch(last_fetched_epoch)
@@ -394,7 +396,8 @@ class ReplicaManager:
         now = self._now_ms() if now_ms is None else now_ms
         part.update_follower_fetch_state(replica_id, fetch_offset, now)
         self._maybe_increment_high_watermark(tp, plog)
-        res.high_watermark = res.last_stable_offset = plog.high_watermark
+        res.high_watermark = plog.high_watermark
+        res.last_stable_offset = plog.last_stable_offset
         b = self._image().brokers.get(replica_id)
         expand = part.isr_to_expand(replica_id, b is not None and b.active)
         if expand is not None and self.on_isr_change is not None:
@@ -414,23 +417,32 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ fetch
     def read(self, topic: str, partition: int, fetch_offset: int, max_bytes: int, *,
-             current_leader_epoch: int = -1, min_one: bool = True) -> LogReadResult:
-        """A consumer's read: records from ``fetch_offset`` below the high watermark, at most
-        ``max_bytes`` (the first batch whole when ``min_one``, KIP-74). Errors in the result."""
+             current_leader_epoch: int = -1, min_one: bool = True,
+             read_committed: bool = False) -> LogReadResult:
+        """A consumer's read: records from ``fetch_offset`` below the high watermark (the last
+        stable offset with ``read_committed``, and then the aborted transactions among the
+        records, Kafka's FetchIsolation.TXN_COMMITTED), at most ``max_bytes`` (the first batch
+        whole when ``min_one``, KIP-74). Errors in the result."""
         try:
             plog, epoch = self._leader(topic, partition, current_leader_epoch, True)
         except KafkaError as exc:
             return LogReadResult(exc.code)
         hw = plog.high_watermark
-        res = LogReadResult(0, hw, hw, plog.log_start_offset, epoch)
+        lso = plog.last_stable_offset
+        res = LogReadResult(0, hw, lso, plog.log_start_offset, epoch)
+        limit = lso if read_committed else hw
         try:
             if fetch_offset < plog.log_start_offset or fetch_offset > plog.log_end_offset:
                 raise KafkaError(f"offset {fetch_offset} out of range", ErrorCode.OFFSET_OUT_OF_RANGE)
-            if fetch_offset < hw:
-                data = plog.read(fetch_offset, max_bytes, max_offset=hw, min_one=min_one)
+            if fetch_offset < limit:
+                data = plog.read(fetch_offset, max_bytes, max_offset=limit, min_one=min_one)
                 if data is not None and data.size:
                     res.records = data   # kwire.log FetchData: file regions, sent with sendfile
                     res.size = data.size
+                    if read_committed:
+                        # every batch returned is below the LSO: the aborted transactions that
+                        # began before it and ended at or after the fetch offset
+                        res.aborted_transactions = plog.aborted_transactions(fetch_offset, limit)
         except KafkaError as exc:
             res.error = exc.code
         return res
@@ -463,9 +475,11 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ list offsets
     def fetch_offset_for_timestamp(self, topic: str, partition: int, timestamp: int, *,
-                                   current_leader_epoch: int = -1) -> tuple[int, int, int, int]:
+                                   current_leader_epoch: int = -1,
+                                   read_committed: bool = False) -> tuple[int, int, int, int]:
         """ListOffsets: (error, offset, timestamp, leader_epoch). -1 latest: the high watermark
-        (also the last stable offset: no transactions); -2 earliest and -4 earliest local:
+        (the last stable offset with ``read_committed``, isolation_level 1, and then also the
+        bound of a lookup by timestamp, as Kafka's Partition.fetchOffsetForTimestamp); -2 earliest and -4 earliest local:
         the log start offset; -3 the record with the largest timestamp (KIP-734); -5 latest
         tiered: -1 (no tiered storage); >= 0 the first offset below the high watermark whose
         timestamp is >= it (-1/-1 when none). OFFSET_NOT_AVAILABLE while a new leader's high
@@ -479,9 +493,10 @@ class ReplicaManager:
             # a new leader whose high watermark has not reached the start of its epoch yet
             # does not know the committed end of the log (KIP-207): the client retries
             return ErrorCode.OFFSET_NOT_AVAILABLE, -1, -1, epoch
+        last_fetchable = plog.last_stable_offset if read_committed else plog.high_watermark
         try:
             if timestamp == LATEST_TIMESTAMP:
-                return 0, plog.high_watermark, -1, epoch
+                return 0, last_fetchable, -1, epoch
             if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 return 0, plog.log_start_offset, -1, epoch
             if timestamp == LATEST_TIERED_TIMESTAMP:
@@ -490,7 +505,7 @@ class ReplicaManager:
                 found = plog.max_timestamp_offset()
             elif timestamp >= 0:
                 found = plog.offset_for_timestamp(timestamp)
-                if found is not None and found[0] >= plog.high_watermark:
+                if found is not None and found[0] >= last_fetchable:
                     found = None
             else:
                 return ErrorCode.INVALID_REQUEST, -1, -1, epoch

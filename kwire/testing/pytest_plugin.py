@@ -85,3 +85,19 @@ def kafka_faults(kafka_broker):
     faults.clear()
     yield faults
     faults.clear()
+
+
+@pytest.fixture(scope="session")
+def kwire_spark(kafka_broker):
+    """A local SparkSession (local[2], workers on this interpreter) with ``format("kwire")``
+    registered and pointed at the session's broker. Needs ``kwire[spark]`` (pyspark, pyarrow)."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError as exc:
+        raise pytest.UsageError("the kwire_spark fixture needs PySpark: pip install 'kwire[spark]'") from exc
+    from kwire.spark import register
+    from kwire.testing.spark import local_session
+    spark = local_session()
+    register(spark, bootstrap_servers=kafka_broker.bootstrap_servers)
+    yield spark
+    spark.stop()

@@ -12,27 +12,63 @@ E = ErrorCode
 
 
 class LogWriter:
-    """Appends to an in-memory __consumer_offsets; ``hold`` defers completions."""
+    """Appends to an in-memory __consumer_offsets; ``hold`` defers completions.
+
+    Offsets count every record and marker of every partition (one sequence: increasing,
+    which is all the coordinator relies on); ``batches`` keeps each append as a batch
+    (partition, base offset, producer id or -1 when not transactional, records), and
+    ``marker`` appends a transaction marker, so ``log_bytes`` can rebuild a partition's log.
+    """
 
     def __init__(self):
         self.log: list[tuple[int, bytes, bytes | None]] = []  # (partition, key, value)
+        self.batches: list[tuple[int, int, int, list | bool]] = []
+        self.next_offset = 0
         self.hold = False
         self.fail_with: ErrorCode | None = None
         self.held: list = []
 
-    def __call__(self, partition, records, done):
+    def __call__(self, partition, records, done, *, transaction=None):
         if self.hold:
-            self.held.append((partition, records, done))
+            self.held.append((partition, records, done, transaction))
             return
-        self._finish(partition, records, done)
+        self._finish(partition, records, done, transaction)
 
-    def _finish(self, partition, records, done):
+    def _finish(self, partition, records, done, transaction=None):
         if self.fail_with is not None:
             done(self.fail_with)
             return
+        base = self.next_offset
         for k, v in records:
             self.log.append((partition, k, v))
-        done(E.NONE)
+        self.next_offset += len(records)
+        self.batches.append((partition, base, -1 if transaction is None else transaction[0],
+                             list(records)))
+        done(E.NONE, base)
+
+    def marker(self, partition, producer_id, committed: bool) -> int:
+        """Append a transaction marker; returns its offset."""
+        offset = self.next_offset
+        self.next_offset += 1
+        self.batches.append((partition, offset, producer_id, committed))
+        return offset
+
+    def log_bytes(self, partition) -> bytes:
+        """The partition's log as record batches (Kafka's format)."""
+        from kwire.codec.records import build_batch, build_control_batch
+
+        out = bytearray()
+        for part, base, pid, recs in self.batches:
+            if part != partition:
+                continue
+            if isinstance(recs, bool):
+                out += build_control_batch(recs, pid, 0, 0, base_offset=base)
+            elif pid >= 0:
+                out += build_batch([(k, v, None, 0) for k, v in recs], base_offset=base,
+                                   producer_id=pid, producer_epoch=0, is_transactional=True)
+            else:
+                out += build_batch([(k, v, None, 0) for k, v in recs], base_offset=base)
+        return bytes(out)
 
     def release(self):
         held, self.held = self.held, []

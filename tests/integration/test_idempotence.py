@@ -100,8 +100,12 @@ def test_init_producer_id_on_the_wire(broker):
         assert init_pid(c, 3, producer_id=b.producer_id, producer_epoch=0).error_code == \
             ErrorCode.INVALID_PRODUCER_EPOCH
         assert init_pid(c, 4, producer_id=b.producer_id).error_code == ErrorCode.INVALID_REQUEST
+        # a transactional id goes to its transaction coordinator, found with FindCoordinator
+        f = c.request("FindCoordinator", 4, key_type=1, coordinator_keys=["my-txn"]).coordinators[0]
+        assert (f.error_code, f.node_id) == (0, 1)
         t = init_pid(c, 4, transactional_id="my-txn")
-        assert (t.error_code, t.producer_id) == (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1)
+        assert (t.error_code, t.producer_epoch) == (0, 0) and t.producer_id >= 0
+        assert init_pid(c, 4, transactional_id="").error_code == ErrorCode.INVALID_REQUEST
 
 
 def test_produce_duplicate_gap_and_stale_epoch(broker):

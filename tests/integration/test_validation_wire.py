@@ -23,11 +23,13 @@ def sarama_shaped(recs, codec=R.NONE) -> bytes:
     return bytes(buf)
 
 
-def produce_raw(c: WireClient, topic: str, batch: bytes, version: int = 9, acks: int = -1):
+def produce_raw(c: WireClient, topic: str, batch: bytes, version: int = 9, acks: int = -1,
+                transactional_id: str | None = None):
     Rq = api("Produce").request
     pd = Rq.struct("PartitionProduceData")(index=0, records=batch)
     td = Rq.struct("TopicProduceData")(name=topic, partition_data=[pd])
-    resp = c.request("Produce", version, transactional_id=None, acks=acks, timeout_ms=10000, topic_data=[td])
+    resp = c.request("Produce", version, transactional_id=transactional_id, acks=acks, timeout_ms=10000,
+                     topic_data=[td])
     return resp.responses[0].partition_responses[0]
 
 
@@ -107,7 +109,10 @@ def test_timestamp_bounds_refused_with_record_errors(bootstrap, topic):
 def test_client_control_batch_and_base_offset_refused(bootstrap, topic):
     with WireClient(bootstrap) as c:
         c.create_topic(topic)
-        pr = produce_raw(c, topic, R.build_control_batch(True, 1, 0, int(time.time() * 1000)))
+        marker = R.build_control_batch(True, 1, 0, int(time.time() * 1000))
+        # a marker is transactional: without a transactional id Kafka refuses the request first
+        assert produce_raw(c, topic, marker).error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        pr = produce_raw(c, topic, marker, transactional_id="t")
         assert pr.error_code == ErrorCode.INVALID_RECORD
         pr = produce_raw(c, topic, build_batch([(b"k", b"v", [], 1)], base_offset=3))
         assert pr.error_code == ErrorCode.INVALID_RECORD

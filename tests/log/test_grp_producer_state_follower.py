@@ -10,10 +10,12 @@ import os
 import pytest
 
 from kwire.codec.records import build_batch
+from kwire.log import producer_log as PL
 from kwire.log import producer_state as PS
 from kwire.log.config import LogConfig
 from kwire.log.partition_log import PartitionLog
-from kwire.log.producer_state import OutOfOrderSequence, producer_state_of
+from kwire.log.producer_log import producer_state_of
+from kwire.log.producer_state import OutOfOrderSequence
 from kwire.log.validator import CLIENT, REPLICATION
 
 NOW = 1_700_000_000_000
@@ -123,17 +125,17 @@ def test_replicated_state_survives_a_clean_close_and_a_crash(tmp_path):
 
     reopened = open_log(path, segment_bytes=300)
     scanned = []
-    real = PS.iter_log_headers
+    real = PL.iter_log_batches
 
     def spy(plog, from_offset):
         for h in real(plog, from_offset):
             scanned.append(h)
             yield h
-    PS.iter_log_headers = spy
+    PL.iter_log_batches = spy
     try:
         r = client(reopened, PID, EPOCH, 12)
     finally:
-        PS.iter_log_headers = real
+        PL.iter_log_batches = real
     assert (r.base_offset, r.last_offset) == written[6]
     assert scanned == []
     reopened.close()

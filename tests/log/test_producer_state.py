@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from kwire.codec.records import RecordBatch, build_batch
 from kwire.errors import CrcMismatch
+from kwire.log import producer_log as PL
 from kwire.log import producer_state as PS
 from kwire.log.config import LogConfig
 from kwire.log.partition_log import PartitionLog
@@ -20,9 +21,8 @@ from kwire.log.producer_state import (
     InvalidSequence,
     OutOfOrderSequence,
     ProducerStateManager,
-    append_idempotent,
-    producer_state_of,
 )
+from kwire.log.producer_log import append_idempotent, producer_state_of
 
 NOW = 1_700_000_000_000
 PID = 4000
@@ -238,8 +238,8 @@ def test_rebuilt_from_the_log_after_a_crash(tmp_path):
         append_idempotent(log, idem_batch(PID, 0, i * 2), now_ms=NOW)
     append_idempotent(log, idem_batch(PID + 1, 3, 0, n=1), now_ms=NOW)
     before = _states(log)
-    log.flush()  # a crash: no close, no snapshot
-    assert not [f for f in os.listdir(log.dir) if f.endswith(".snapshot")]
+    log.flush()  # a crash: no close, no snapshot but the one of the partition's first producer
+    assert [f for f in os.listdir(log.dir) if f.endswith(".snapshot")] == [PS.snapshot_name(2)]
     again = PartitionLog.open(log.dir, LogConfig(), now_ms=NOW)
     assert _states(again) == before
     dup = append_idempotent(again, idem_batch(PID, 0, 12), now_ms=NOW)
@@ -256,14 +256,14 @@ def test_clean_close_snapshots_and_reopen_reads_no_log(tmp_path, monkeypatch):
     log.close()
     assert os.path.exists(os.path.join(log.dir, PS.snapshot_name(12)))
     scanned = []
-    real = PS.iter_log_headers
+    real = PL.iter_log_batches
 
     def counting(plog, start):
         for t in real(plog, start):
             scanned.append(t)
             yield t
 
-    monkeypatch.setattr(PS, "iter_log_headers", counting)
+    monkeypatch.setattr(PL, "iter_log_batches", counting)
     again = PartitionLog.open(log.dir, LogConfig(), now_ms=NOW)
     assert _states(again) == before
     assert scanned == []
@@ -282,14 +282,14 @@ def test_roll_snapshots_and_recovery_scans_only_after_it(tmp_path, monkeypatch):
     before = _states(log)
     log.flush()
     scanned = []
-    real = PS.iter_log_headers
+    real = PL.iter_log_batches
 
     def counting(plog, start):
         for t in real(plog, start):
             scanned.append(t)
             yield t
 
-    monkeypatch.setattr(PS, "iter_log_headers", counting)
+    monkeypatch.setattr(PL, "iter_log_batches", counting)
     again = PartitionLog.open(log.dir, LogConfig(segment_bytes=400), now_ms=NOW)
     assert _states(again) == before
     assert len(scanned) == (again.log_end_offset - latest) // 2 < 20
@@ -340,7 +340,7 @@ def test_header_scan_matches_the_log(tmp_path):
     log = open_log(tmp_path, segment_bytes=300)
     for i in range(10):
         append_idempotent(log, idem_batch(PID, 0, i * 2), now_ms=NOW)
-    got = [(t[0], t[11]) for t in PS.iter_log_headers(log, 7)]
+    got = [(t[0], t[11]) for t in PL.iter_log_headers(log, 7)]
     assert got == [(i * 2, i * 2) for i in range(3, 10)]
     assert RecordBatch(idem_batch(PID, 0, 0)).producer_id == PID
     log.close()

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kwire.log import LogConfig, LogManager
+from kwire.log import producer_log as PL
 from kwire.log import producer_state as PS
 from kwire.log.manager import DiskWork
 from kwire.log.producer_state import ProducerStateManager
@@ -26,14 +27,19 @@ producer_st = st.tuples(st.integers(0, 2**63 - 1), st.integers(0, 2**15 - 1), st
                         st.lists(batch_st, min_size=1, max_size=5))
 
 
-def _by_hand(producers) -> bytes:
-    """The v100 layout, packed field by field (the format's definition in the module doc)."""
+def _by_hand(producers, version=101) -> bytes:
+    """The v101 layout (v100: without the transaction fields), packed field by field (the
+    format's definition in the module doc). A producer of ours has no marker yet
+    (coordinator epoch -1) and no transaction open (-1)."""
     body = struct.pack(">i", len(producers))
     for pid, epoch, last_ts, batches in producers:
-        body += struct.pack(">qhqb", pid, epoch, last_ts, len(batches))
+        if version == 101:
+            body += struct.pack(">qhqiqb", pid, epoch, last_ts, -1, -1, len(batches))
+        else:
+            body += struct.pack(">qhqb", pid, epoch, last_ts, len(batches))
         for b in batches:
             body += struct.pack(">iiqqq", *b)
-    return struct.pack(">hI", 100, crc32c(body)) + body
+    return struct.pack(">hI", version, crc32c(body)) + body
 
 
 def _manager(producers) -> ProducerStateManager:
@@ -49,9 +55,25 @@ def test_snapshot_bytes_match_the_format_and_round_trip(producers):
     m = _manager(producers)
     data = m.encode_snapshot()
     assert data == _by_hand(producers)
-    back = ProducerStateManager.decode_snapshot(_by_hand(producers))
-    assert {pid: (e.epoch, e.last_timestamp, [b._tuple() for b in e.batches]) for pid, e in back.items()} == \
-        {pid: (epoch, last_ts, [tuple(b) for b in batches]) for pid, epoch, last_ts, batches in producers}
+    want = {pid: (epoch, last_ts, [tuple(b) for b in batches]) for pid, epoch, last_ts, batches in producers}
+    for version in (101, 100):   # v100 files (before transactions) are still read
+        back = ProducerStateManager.decode_snapshot(_by_hand(producers, version))
+        assert {pid: (e.epoch, e.last_timestamp, [b._tuple() for b in e.batches]) for pid, e in back.items()} == want
+        assert all(e.current_txn_first_offset == -1 and e.coordinator_epoch == -1 for e in back.values())
+
+
+def test_snapshot_keeps_open_transactions():
+    m = ProducerStateManager(None)
+    m.update_batch(7, 2, 0, 10, 14, 99, True)       # a transaction opens at 10
+    m.update_batch(8, 1, -1, 15, 15, 99, True)      # a coordinator's batch (no sequence) at 15
+    m.update_marker(8, 1, 16, 100, True, 5)         # 8 commits
+    body = m.encode_snapshot()
+    back = ProducerStateManager(None)
+    back.producers = ProducerStateManager.decode_snapshot(body)
+    back._index_transactions()
+    assert back.ongoing_txns == {10: 7}
+    assert (back.producers[7].current_txn_first_offset, back.producers[8].coordinator_epoch) == (10, 5)
+    assert back.last_stable_offset(50) == 10
 
 
 @pytest.mark.parametrize("damage", ["short", "version", "crc", "trailing", "truncated"])
@@ -72,7 +94,7 @@ def test_roll_snapshot_is_fsynced_by_the_next_flush(tmp_path, monkeypatch):
     m = LogManager(str(tmp_path), LogConfig(), now_ms=NOW)
     log = m.create("t", 0, now_ms=NOW)
     log.append(make_batch(1), now_ms=NOW)
-    ps = PS.producer_state_of(log)
+    ps = PL.producer_state_of(log)
     path = ps.take_snapshot(1)           # as a roll does: renamed into place, not fsynced
     assert os.path.exists(path) and ps.unsynced == [path]
     synced = []

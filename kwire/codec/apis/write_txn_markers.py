@@ -1,0 +1,28 @@
+"""WriteTxnMarkers (key 27), versions 0-1 (v2 adds TransactionVersion for KIP-890 part 2)."""
+from kwire.codec.schema import F, Message
+
+REQUEST = Message("WriteTxnMarkersRequest", api_key=27, kind="request", valid="0-1", flexible="1+", fields=[
+    F("markers", "[]WritableTxnMarker", "0+", fields=[
+        F("producer_id", "int64", "0+"),
+        F("producer_epoch", "int16", "0+"),
+        F("transaction_result", "bool", "0+"),
+        F("topics", "[]WritableTxnMarkerTopic", "0+", fields=[
+            F("name", "string", "0+"),
+            F("partition_indexes", "[]int32", "0+"),
+        ]),
+        F("coordinator_epoch", "int32", "0+"),
+    ]),
+])
+
+RESPONSE = Message("WriteTxnMarkersResponse", api_key=27, kind="response", valid="0-1", flexible="1+", fields=[
+    F("markers", "[]WritableTxnMarkerResult", "0+", fields=[
+        F("producer_id", "int64", "0+"),
+        F("topics", "[]WritableTxnMarkerTopicResult", "0+", fields=[
+            F("name", "string", "0+"),
+            F("partitions", "[]WritableTxnMarkerPartitionResult", "0+", fields=[
+                F("partition_index", "int32", "0+"),
+                F("error_code", "int16", "0+"),
+            ]),
+        ]),
+    ]),
+])

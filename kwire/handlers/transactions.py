@@ -1,0 +1,280 @@
+"""Transaction coordinator APIs (kwire.transactions, wired in kwire.transactions.edge):
+AddPartitionsToTxn 0-5, AddOffsetsToTxn 0-4, EndTxn 0-4, DescribeTransactions 0,
+ListTransactions 0-2; and the transactional halves of InitProducerId (0-5, called from
+init_producer_id.py) and FindCoordinator key type 1 (called from groups.py).
+
+A transactional id is coordinated by the leader of its ``__transaction_state`` partition
+(FindCoordinator names it, creating the topic on first use as Kafka does); other brokers
+answer NOT_COORDINATOR, a new leader COORDINATOR_LOAD_IN_PROGRESS while it loads.
+
+Versions: PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below InitProducerId v4,
+AddPartitionsToTxn v2, AddOffsetsToTxn v2 and EndTxn v2 (KIP-588, as Kafka answers older
+clients). AddPartitionsToTxn v4+ (sent by brokers, batched) answers each transaction,
+``verify_only`` from the coordinator's state (KIP-890 part 1: NONE for a partition in the
+ongoing transaction, TRANSACTION_ABORTABLE for the others, INVALID_TXN_STATE below v5);
+unknown topics or partitions fail the whole transaction (UNKNOWN_TOPIC_OR_PARTITION for
+those, OPERATION_NOT_ATTEMPTED for the rest).
+
+Left out: transactions version 2 (KIP-890 part 2: EndTxn v5, an epoch bump per transaction,
+partitions added by the partition leaders), so EndTxn is served up to v4 and ApiVersions
+advertises no transaction.version feature; clients then use version 1, which every stock
+client supports. No authorizer yet: no TRANSACTIONAL_ID_AUTHORIZATION_FAILED, no CLUSTER_ACTION
+check on v4+.
+"""
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from kwire.errors import ErrorCode
+from kwire.groups.records import OFFSETS_TOPIC, partition_for as offsets_partition_for
+from kwire.handlers import RequestContext, handles
+from kwire.transactions.records import TRANSACTION_STATE_TOPIC
+
+E = ErrorCode
+log = logging.getLogger("kwire.transactions")
+
+#: how long FindCoordinator waits for __transaction_state to be created before answering
+CREATE_WAIT_S = 10.0
+
+
+async def _wait(p):
+    if not p.done:
+        ev = trio.Event()
+        p.add_done_callback(lambda _p: ev.set())
+        await ev.wait()
+    return p.result
+
+
+def _fenced(error: ErrorCode, version: int, first_fenced_version: int) -> ErrorCode:
+    """PRODUCER_FENCED for clients that know it, INVALID_PRODUCER_EPOCH for older ones."""
+    if error == E.PRODUCER_FENCED and version < first_fenced_version:
+        return E.INVALID_PRODUCER_EPOCH
+    return error
+
+
+def _edge(ctx: RequestContext):
+    return ctx.broker.txn_edge
+
+
+def _coordinator(ctx: RequestContext):
+    edge = _edge(ctx)
+    return edge.coordinator if edge is not None else None
+
+
+def _coordinator_for(ctx: RequestContext, transactional_id: str):
+    """(coordinator, None) when this node coordinates the id, else (None, error)."""
+    coord = _coordinator(ctx)
+    if coord is None:
+        return None, E.COORDINATOR_NOT_AVAILABLE
+    error = coord.coordinator_error(transactional_id)
+    if error is not None:
+        return None, error
+    return coord, None
+
+
+# ============================================================================ FindCoordinator
+async def ensure_transaction_topic(ctx: RequestContext) -> None:
+    """Create ``__transaction_state`` on the first look-up of a transaction coordinator
+    (bounded wait; the client retries COORDINATOR_NOT_AVAILABLE after that)."""
+    edge = _edge(ctx)
+    if edge is None or edge.coordinator is None or TRANSACTION_STATE_TOPIC in ctx.broker.image.topics:
+        return
+    with trio.move_on_after(CREATE_WAIT_S):
+        await edge.ensure_topic()
+
+
+def transaction_coordinator_node(ctx: RequestContext, transactional_id: str):
+    """FindCoordinator key type 1: (error, message, node) for a transactional id."""
+    b = ctx.broker
+    coord = _coordinator(ctx)
+    if not transactional_id:
+        return E.INVALID_REQUEST, "The transactional id is empty.", None
+    t = b.image.topics.get(TRANSACTION_STATE_TOPIC)
+    if coord is None or t is None:
+        return E.COORDINATOR_NOT_AVAILABLE, "The transaction coordinator is not available.", None
+    p = t.partitions.get(coord.partition_for(transactional_id))
+    node = b.image.brokers.get(p.leader) if p is not None else None
+    if node is None or node.fenced:
+        return E.COORDINATOR_NOT_AVAILABLE, "The transaction coordinator is not available.", None
+    return E.NONE, None, node
+
+
+# ============================================================================ InitProducerId
+async def init_transactional_producer_id(ctx: RequestContext, req):
+    """InitProducerId with a transactional id (init_producer_id.py hands it over)."""
+    from kwire.handlers.init_producer_id import ensure_producer_ids  # noqa: PLC0415
+
+    v = ctx.version
+
+    def answer(error, pid=-1, epoch=-1):
+        return ctx.response(throttle_time_ms=0, error_code=_fenced(error, v, 4), producer_id=pid,
+                            producer_epoch=epoch)
+
+    tid = req.transactional_id
+    if tid == "":
+        return answer(E.INVALID_REQUEST)
+    coord, error = _coordinator_for(ctx, tid)
+    if coord is None:
+        return answer(error)
+    try:   # a new transactional id (or an exhausted epoch) takes a fresh producer id
+        await ensure_producer_ids(ctx.broker, ctx.broker.producer_ids)
+    except Exception as exc:  # noqa: BLE001 - no controller, a failed commit: the client retries
+        log.warning("InitProducerId(%s) from %s: cannot allocate producer ids: %s", tid, ctx.peer, exc)
+        return answer(E.COORDINATOR_NOT_AVAILABLE)
+    r = await _wait(coord.init_producer_id(tid, req.transaction_timeout_ms,
+                                           req.producer_id if v >= 3 else -1,
+                                           req.producer_epoch if v >= 3 else -1))
+    if r.error:
+        log.info("InitProducerId(%s) from %s: %s", tid, ctx.peer, r.error.name)
+    return answer(r.error, r.producer_id, r.producer_epoch)
+
+
+# ============================================================================ AddPartitionsToTxn
+def _partition_errors(ctx: RequestContext, topics) -> tuple[list, dict]:
+    """(the partitions asked for, errors of those that do not exist: the others then
+    OPERATION_NOT_ATTEMPTED, as Kafka answers)."""
+    image = ctx.broker.image
+    tps, missing = [], {}
+    for t in topics:
+        ti = image.topics.get(t.name)
+        for p in t.partitions:
+            tps.append((t.name, p))
+            if ti is None or p not in ti.partitions:
+                missing[(t.name, p)] = E.UNKNOWN_TOPIC_OR_PARTITION
+    if missing:
+        return tps, {tp: missing.get(tp, E.OPERATION_NOT_ATTEMPTED) for tp in tps}
+    return tps, {}
+
+
+def _topic_results(ctx: RequestContext, errors: dict) -> list:
+    TR = ctx.struct("AddPartitionsToTxnTopicResult")
+    PR = ctx.struct("AddPartitionsToTxnPartitionResult")
+    by_topic: dict[str, list] = {}
+    for (topic, p), err in errors.items():
+        by_topic.setdefault(topic, []).append(PR(partition_index=p, partition_error_code=err))
+    return [TR(name=t, results_by_partition=ps) for t, ps in by_topic.items()]
+
+
+async def _add_one(ctx: RequestContext, tid: str, pid: int, epoch: int, topics, verify_only: bool) -> dict:
+    v = ctx.version
+    tps, errors = _partition_errors(ctx, topics)
+    if errors:
+        return errors
+    if not tid:
+        return {tp: E.INVALID_REQUEST for tp in tps}
+    coord, error = _coordinator_for(ctx, tid)
+    if coord is None:
+        return {tp: error for tp in tps}
+    if verify_only:
+        out = coord.verify_partitions(tid, pid, epoch, tps)
+        if v < 5:
+            out = {tp: E.INVALID_TXN_STATE if e == E.TRANSACTION_ABORTABLE else e for tp, e in out.items()}
+        return out
+    error = await _wait(coord.add_partitions(tid, pid, epoch, tps))
+    return {tp: _fenced(error, v, 2) for tp in tps}
+
+
+@handles("AddPartitionsToTxn", "0-5")
+async def add_partitions_to_txn(ctx: RequestContext, req):
+    v = ctx.version
+    if v < 4:
+        errors = await _add_one(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+                                req.v3_and_below_producer_epoch, req.v3_and_below_topics, False)
+        return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(ctx, errors))
+    R = ctx.struct("AddPartitionsToTxnResult")
+    ids = [t.transactional_id for t in req.transactions]
+    if len(set(ids)) != len(ids):   # Kafka: duplicate transactional ids fail the whole request
+        return ctx.response(throttle_time_ms=0, error_code=E.INVALID_REQUEST, results_by_transaction=[])
+    results = [None] * len(req.transactions)
+
+    async def one(i, t):
+        errors = await _add_one(ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics,
+                                t.verify_only)
+        results[i] = R(transactional_id=t.transactional_id, topic_results=_topic_results(ctx, errors))
+
+    async with trio.open_nursery() as n:
+        for i, t in enumerate(req.transactions):
+            n.start_soon(one, i, t)
+    return ctx.response(throttle_time_ms=0, error_code=0, results_by_transaction=results)
+
+
+# ============================================================================ AddOffsetsToTxn
+@handles("AddOffsetsToTxn", "0-4")
+async def add_offsets_to_txn(ctx: RequestContext, req):
+    """The group's __consumer_offsets partition joins the transaction (TxnOffsetCommit then
+    writes the offsets there)."""
+    v = ctx.version
+
+    def answer(error):
+        return ctx.response(throttle_time_ms=0, error_code=_fenced(error, v, 2))
+
+    coord, error = _coordinator_for(ctx, req.transactional_id)
+    if coord is None:
+        return answer(error)
+    groups = ctx.broker.groups
+    if groups is not None:
+        partition = groups.partition_for(req.group_id)
+    else:
+        t = ctx.broker.image.topics.get(OFFSETS_TOPIC)
+        if t is None:
+            return answer(E.COORDINATOR_NOT_AVAILABLE)
+        partition = offsets_partition_for(req.group_id, len(t.partitions))
+    error = await _wait(coord.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                                             [(OFFSETS_TOPIC, partition)]))
+    return answer(error)
+
+
+# ============================================================================ EndTxn
+@handles("EndTxn", "0-4")
+async def end_txn(ctx: RequestContext, req):
+    v = ctx.version
+    coord, error = _coordinator_for(ctx, req.transactional_id)
+    if coord is None:
+        return ctx.response(throttle_time_ms=0, error_code=error)
+    error = await _wait(coord.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed))
+    if error:
+        log.info("EndTxn(%s, %s) from %s: %s", req.transactional_id, "commit" if req.committed else "abort",
+                 ctx.peer, error.name)
+    return ctx.response(throttle_time_ms=0, error_code=_fenced(error, v, 2))
+
+
+# ============================================================================ operators
+@handles("DescribeTransactions", "0")
+async def describe_transactions(ctx: RequestContext, req):
+    TS = ctx.struct("TransactionState")
+    TD = ctx.struct("TopicData")
+    coord = _coordinator(ctx)
+    out = []
+    for tid in req.transactional_ids:
+        d = coord.describe(tid) if coord is not None else None
+        if d is None or d.error:
+            out.append(TS(error_code=d.error if d is not None else E.COORDINATOR_NOT_AVAILABLE,
+                          transactional_id=tid, transaction_state="", transaction_timeout_ms=0,
+                          transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[]))
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, p in d.partitions:
+            by_topic.setdefault(topic, []).append(p)
+        out.append(TS(error_code=0, transactional_id=tid, transaction_state=d.state,
+                      transaction_timeout_ms=d.timeout_ms, transaction_start_time_ms=d.start_time_ms,
+                      producer_id=d.producer_id, producer_epoch=d.producer_epoch,
+                      topics=[TD(topic=t, partitions=ps) for t, ps in by_topic.items()]))
+    return ctx.response(throttle_time_ms=0, transaction_states=out)
+
+
+@handles("ListTransactions", "0-2")
+async def list_transactions(ctx: RequestContext, req):
+    v = ctx.version
+    coord = _coordinator(ctx)
+    if coord is None:
+        return ctx.response(throttle_time_ms=0, error_code=E.COORDINATOR_NOT_AVAILABLE,
+                            unknown_state_filters=[], transaction_states=[])
+    r = coord.list_transactions(req.state_filters, req.producer_id_filters,
+                                req.duration_filter if v >= 1 else -1,
+                                req.transactional_id_pattern if v >= 2 else None)
+    TS = ctx.struct("TransactionState")
+    return ctx.response(throttle_time_ms=0, error_code=r.error, unknown_state_filters=list(r.unknown_state_filters),
+                        transaction_states=[TS(transactional_id=x.transactional_id, producer_id=x.producer_id,
+                                               transaction_state=x.state) for x in r.transactions])

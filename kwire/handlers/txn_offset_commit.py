@@ -1,0 +1,71 @@
+"""TxnOffsetCommit (key 28): versions 0-4 served.
+
+A transactional producer's ``sendOffsetsToTransaction``: the group's coordinator (the leader
+of its ``__consumer_offsets`` partition) writes the offsets as a transactional batch of the
+producer and keeps them pending until the transaction's marker lands (kwire.groups.txn_offsets);
+the answer comes once the write is replicated (acks=all). Per-partition errors as Kafka's
+KafkaApis.handleTxnOffsetCommitRequest: UNKNOWN_TOPIC_OR_PARTITION for a partition that does
+not exist; NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE / COORDINATOR_LOAD_IN_PROGRESS (as
+COORDINATOR_NOT_AVAILABLE below v2: 0.11-2.0 clients did not expect it) and INVALID_GROUP_ID
+for every partition; from v3 the group's member id, instance id and generation are checked
+(UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION); OFFSET_METADATA_TOO_LARGE; a
+producer id or epoch below 0 is INVALID_PRODUCER_ID_MAPPING (no transaction can hold the
+offsets); the log's verdict on the producer's epoch (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED)
+and append errors as an OffsetCommit's.
+
+Left out: v5 (transaction V2, KIP-890 part 2: the commit would add the offsets partition to
+the transaction itself); KIP-890 part 1 verification of the offsets partition with the
+transaction coordinator before the write (so TRANSACTION_ABORTABLE is never answered);
+authorization (kwire has no ACLs yet).
+"""
+from __future__ import annotations
+
+from kwire.errors import ErrorCode
+from kwire.handlers import RequestContext, handles
+from kwire.handlers.groups import _coordinator_for, _wait
+
+E = ErrorCode
+
+
+@handles("TxnOffsetCommit", "0-4")
+async def txn_offset_commit(ctx: RequestContext, req):
+    v = ctx.version
+    image = ctx.broker.image
+    coord, unavailable = _coordinator_for(ctx, req.group_id)
+    top_error = None
+    if coord is None:
+        top_error = unavailable
+        if v < 2 and top_error == E.COORDINATOR_LOAD_IN_PROGRESS:
+            top_error = E.COORDINATOR_NOT_AVAILABLE
+    elif not req.group_id:
+        top_error = E.INVALID_GROUP_ID
+    elif req.producer_id < 0 or req.producer_epoch < 0:
+        top_error = E.INVALID_PRODUCER_ID_MAPPING
+    errors: dict[tuple[str, int], int] = {}
+    valid = []
+    for t in req.topics:
+        topic = image.topics.get(t.name)
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if topic is None or p.partition_index not in topic.partitions:
+                errors[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
+            elif top_error is not None:
+                errors[tp] = top_error
+            else:
+                valid.append((t.name, p.partition_index, p.committed_offset,
+                              p.committed_leader_epoch, p.committed_metadata))
+    if valid:
+        pend = coord.commit_txn_offsets(
+            req.group_id, req.producer_id, req.producer_epoch, valid,
+            generation_id=req.generation_id, member_id=req.member_id,
+            group_instance_id=req.group_instance_id)
+        r = await _wait(pend)
+        errors.update(r.errors)
+    T = ctx.struct("TxnOffsetCommitResponseTopic")
+    Pn = ctx.struct("TxnOffsetCommitResponsePartition")
+    return ctx.response(throttle_time_ms=0, topics=[
+        T(name=t.name, partitions=[
+            Pn(partition_index=p.partition_index,
+               error_code=errors.get((t.name, p.partition_index), E.NONE))
+            for p in t.partitions])
+        for t in req.topics])

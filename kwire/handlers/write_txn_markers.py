@@ -1,0 +1,106 @@
+"""WriteTxnMarkers (key 27): versions 0-1, the broker side (Kafka's
+KafkaApis.handleWriteTxnMarkersRequest).
+
+A transaction coordinator ends a transaction by asking the leader of each partition in it to
+append a marker: a transactional control batch with one control record (commit or abort,
+the coordinator epoch; kwire.codec.records.build_control_batch) for the producer id and
+epoch. Each marker goes through the replica manager's one append path with origin
+COORDINATOR and acks=all, as Kafka does (the producer state ends the producer's transaction,
+an aborted one goes to the segment's .txnindex, the last stable offset moves once the high
+watermark passes the marker); the answer waits until the high watermark passed every marker
+(or request.timeout.ms). Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION,
+NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS(_AFTER_APPEND), REQUEST_TIMED_OUT,
+KAFKA_STORAGE_ERROR, INVALID_PRODUCER_EPOCH (a marker older than the producer's epoch) and
+TRANSACTION_COORDINATOR_FENCED (an older coordinator epoch than the last marker's).
+
+After a marker is in a ``__consumer_offsets`` partition (replicated), the group coordinator
+learns it (``complete_transaction``: the transaction's offset commits become visible, or
+vanish on abort), as Kafka's onTransactionCompleted.
+
+Left out: v2 (KIP-890 part 2, transaction version 2: markers that bump the epoch) and
+authorization (CLUSTER_ACTION on the cluster; kwire has no authorizer yet).
+"""
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from kwire.codec.records import build_control_batch
+from kwire.errors import ErrorCode, KafkaError
+from kwire.handlers import RequestContext, handles
+from kwire.log.validator import COORDINATOR
+
+log = logging.getLogger("kwire.txn_markers")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+@handles("WriteTxnMarkers", "0-1")
+async def write_txn_markers(ctx: RequestContext, req):
+    b = ctx.broker
+    rm = b.replica_manager
+    MR = ctx.struct("WritableTxnMarkerResult")
+    TR = ctx.struct("WritableTxnMarkerTopicResult")
+    PR = ctx.struct("WritableTxnMarkerPartitionResult")
+    now = b.clock.now_ms()
+    out = []
+    syncs = []     # (partition result, LogSync)
+    written = []   # (partition result, marker, topic, partition, marker offset, leader epoch, event)
+    for m in req.markers:
+        topics = []
+        out.append(MR(producer_id=m.producer_id, topics=topics))
+        for t in m.topics:
+            parts = []
+            topics.append(TR(name=t.name, partitions=parts))
+            for p in t.partition_indexes:
+                pr = PR(partition_index=p, error_code=0)
+                parts.append(pr)
+                batch = build_control_batch(m.transaction_result, m.producer_id, m.producer_epoch, now,
+                                            coordinator_epoch=m.coordinator_epoch)
+                try:
+                    res = rm.append_records(t.name, p, batch, now, origin=COORDINATOR, required_acks=-1)
+                except KafkaError as exc:
+                    pr.error_code = exc.code
+                    log.info("%s marker for producer %d epoch %d on %s-%d from %s refused: %s",
+                             "commit" if m.transaction_result else "abort", m.producer_id, m.producer_epoch,
+                             t.name, p, ctx.peer, exc)
+                    continue
+                sync = rm.log_sync_after_append(t.name, p, -1, now)
+                if sync is not None:
+                    syncs.append((pr, sync))
+                end = res.last_offset + 1
+                written.append((pr, m, t.name, p, res.base_offset, rm.leader_epoch(t.name, p),
+                                rm.wait_for_high_watermark(t.name, p, end)))
+    if syncs:
+        await trio.to_thread.run_sync(lambda: [s.run() for _, s in syncs])
+        for pr, s in syncs:
+            exc = s.error()
+            if exc is not None:
+                pr.error_code = exc.code
+    timeout = int(b.config.get("request.timeout.ms")) / 1000
+    with trio.move_on_after(timeout):
+        for *_, ev in written:
+            if ev is not None:
+                await ev.wait()
+    for pr, m, topic, p, offset, epoch, _ in written:
+        if pr.error_code:
+            continue
+        pr.error_code = rm.acks_all_error(topic, p, offset + 1, epoch)
+        if pr.error_code == ErrorCode.NONE and topic == OFFSETS_TOPIC:
+            await _complete_group_transaction(ctx, p, m, offset)
+    return ctx.response(markers=out)
+
+
+async def _complete_group_transaction(ctx: RequestContext, partition: int, m, offset: int) -> None:
+    """The group coordinator's part (txg: pending transactional offset commits of the
+    producer on this partition become committed, or are dropped)."""
+    groups = ctx.broker.groups
+    complete = getattr(groups, "complete_transaction", None) if groups is not None else None
+    if complete is None:
+        return
+    try:
+        await complete(partition, m.producer_id, m.producer_epoch, bool(m.transaction_result), offset)
+    except Exception:  # noqa: BLE001 - the marker is in the log; a reload applies it
+        log.exception("group coordinator failed to complete the transaction of producer %d on %s-%d at %d",
+                      m.producer_id, OFFSETS_TOPIC, partition, offset)

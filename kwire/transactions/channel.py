@@ -1,0 +1,56 @@
+"""Requests from this broker to another one (the transaction coordinator's WriteTxnMarkers to
+partition leaders, a partition leader's AddPartitionsToTxn verify_only to a coordinator):
+idle connections kept per broker and reused, one request at a time on each, a connection
+closed after any failure (the caller decides whether to retry)."""
+from __future__ import annotations
+
+import trio
+
+from kwire.codec.apis import api
+
+
+class BrokerChannel:
+    def __init__(self, broker, timeout_s: float, client_id: str):
+        self.broker = broker
+        self.timeout_s = timeout_s
+        self.client_id = client_id
+        self.idle: dict[int, list[tuple]] = {}
+
+    async def request(self, node: int, api_name: str, version: int, body):
+        """The response body of ``api_name`` v``version`` sent to broker ``node``; raises
+        OSError (no address, refused), trio.TooSlowError (request.timeout.ms) or a protocol
+        error."""
+        from kwire.codec.frame import NEED_DATA  # noqa: PLC0415
+        from kwire.connection import KafkaClientConnection  # noqa: PLC0415
+        from kwire.net import set_nodelay  # noqa: PLC0415
+
+        a = api(api_name)
+        pool = self.idle.setdefault(node, [])
+        held = pool.pop() if pool else None
+        try:
+            if held is None:
+                b = self.broker.image.brokers.get(node)
+                if b is None or not b.port:
+                    raise OSError(f"broker {node} has no address")
+                with trio.fail_after(self.timeout_s):
+                    stream = await trio.open_tcp_stream(b.host, b.port)
+                set_nodelay(stream)
+                held = (stream, KafkaClientConnection(self.client_id))
+            stream, conn = held
+            _, data = conn.send_request(a, version, body)
+            with trio.fail_after(self.timeout_s):
+                await stream.send_all(data)
+                while (resp := conn.next_response()) is NEED_DATA:
+                    conn.receive_data(await stream.receive_some(1 << 16))
+        except BaseException:
+            if held is not None:
+                await trio.aclose_forcefully(held[0])
+            raise
+        pool.append(held)
+        return resp.body
+
+    async def aclose(self) -> None:
+        for pool in self.idle.values():
+            for stream, _conn in pool:
+                await trio.aclose_forcefully(stream)
+        self.idle.clear()

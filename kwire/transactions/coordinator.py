@@ -1,0 +1,525 @@
+"""The transaction coordinator (Kafka's TransactionCoordinator, transactions version 1): the
+APIs of transactional producers and operators, over the state manager (state_manager.py) and
+the per-id state machine (metadata.py). Nothing here does I/O; time comes from ``clock``.
+
+The edge:
+- builds ``TransactionCoordinator(config, clock, writer, new_producer_id, owned_partitions=())``
+  (``new_producer_id()`` hands out a fresh producer id: the broker's block allocator, topped
+  up before each InitProducerId), sets ``send_markers`` (called with a ``TxnMarkerJob`` when a
+  transaction's markers are to be written) and ``wakeup`` (called when a timer was set earlier
+  than the deadline ``tick()`` last returned);
+- loads and unloads ``__transaction_state`` partitions as leadership moves (``begin_load``,
+  ``PartitionLoad.replay``, ``complete_load``; ``unload``);
+- runs a timer task: ``deadline = tick()`` (monotonic ms), sleep until then or ``wakeup``;
+- feeds the marker sender's results back: ``marker_job_live``, ``marker_written``.
+
+API methods answer a ``Pending`` (completed once the new state is durable) or a value.
+
+EndTxn writes PrepareCommit/PrepareAbort, answers the client, then hands the markers over;
+once every partition of the transaction has its marker the coordinator writes
+CompleteCommit/CompleteAbort (retrying while __transaction_state is unavailable). A new
+producer (InitProducerId) or a timeout fences the epoch of an ongoing transaction and aborts
+it the same way; InitProducerId answers CONCURRENT_TRANSACTIONS until the abort completes.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from kwire.errors import ErrorCode
+from kwire.groups.pending import Pending
+from kwire.groups.timers import Timers
+from kwire.transactions.metadata import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID, Fenced,
+                                         IllegalTransition, TopicPartition, TransactionMetadata,
+                                         TransactionState, TxnTransit, epoch_exhausted)
+from kwire.transactions.state_manager import (PartitionLoad, TransactionConfig,
+                                              TransactionStateManager, Writer)
+
+E = ErrorCode
+S = TransactionState
+log = logging.getLogger("kwire.transactions")
+
+#: how soon a CompleteCommit/CompleteAbort write is retried after COORDINATOR_NOT_AVAILABLE
+COMPLETE_RETRY_MS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class InitResult:
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(slots=True)
+class TxnMarkerJob:
+    """The markers of one transaction: written to the leader of each partition with
+    WriteTxnMarkers; ``partitions`` are those still without a marker."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    committed: bool
+    partitions: set[TopicPartition]
+    metadata: TransactionMetadata = field(repr=False)
+    complete: TxnTransit = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnDescription:
+    error: ErrorCode
+    transactional_id: str
+    state: str = ""
+    timeout_ms: int = 0
+    start_time_ms: int = -1
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    partitions: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TxnListing:
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    error: ErrorCode
+    unknown_state_filters: tuple[str, ...] = ()
+    transactions: tuple[TxnListing, ...] = ()
+
+
+class TransactionCoordinator:
+    def __init__(self, config: TransactionConfig | None = None, clock=None, writer: Writer | None = None,
+                 new_producer_id: Callable[[], int] | None = None, *,
+                 owned_partitions: Iterable[int] | None = None):
+        from kwire.clock import REAL_CLOCK  # noqa: PLC0415
+
+        self.config = config or TransactionConfig()
+        self.clock = clock or REAL_CLOCK
+        self.state = TransactionStateManager(self.config, writer, owned_partitions)
+        self.new_producer_id = new_producer_id
+        self.send_markers: Callable[[TxnMarkerJob], None] = lambda job: None
+        self.wakeup: Callable[[], None] = lambda: None
+        self.timers = Timers()
+        self._last_deadline: int | None = None
+        self._payloads: dict = {}   # timer key -> what it acts on (a marker job to complete)
+        now = self.clock.monotonic_ms()
+        self.timers.schedule(("abort_timed_out",), now + self.config.abort_timed_out_transaction_cleanup_interval_ms)
+        self.timers.schedule(("expire_ids",), now + self.config.remove_expired_transaction_cleanup_interval_ms)
+
+    # ================================================================== ownership ====
+    def partition_for(self, transactional_id: str) -> int:
+        return self.state.partition_for(transactional_id)
+
+    def coordinator_error(self, transactional_id: str) -> ErrorCode | None:
+        return self.state.coordinator_error(transactional_id)
+
+    def begin_load(self, partition: int, coordinator_epoch: int) -> PartitionLoad:
+        return self.state.begin_load(partition, coordinator_epoch)
+
+    def complete_load(self, load: PartitionLoad) -> bool:
+        """Serve the loaded ids; send the markers of transactions left in PrepareCommit or
+        PrepareAbort (the old coordinator may not have written them all). False when the
+        load was superseded."""
+        unfinished = self.state.complete_load(load)
+        if unfinished is None:
+            return False
+        now = self.clock.now_ms()
+        for md in unfinished:
+            complete = md.prepare_complete(now)
+            self._start_markers(md, load.coordinator_epoch, complete)
+        return True
+
+    def unload(self, partition: int) -> int:
+        return self.state.unload(partition)
+
+    def owns(self, partition: int) -> bool:
+        return self.state.owns(partition)
+
+    def is_loading(self, partition: int) -> bool:
+        return self.state.is_loading(partition)
+
+    # ================================================================== InitProducerId ====
+    def init_producer_id(self, transactional_id: str, transaction_timeout_ms: int,
+                         producer_id: int = NO_PRODUCER_ID,
+                         producer_epoch: int = NO_PRODUCER_EPOCH) -> Pending[InitResult]:
+        """InitProducerId with a transactional id. ``producer_id``/``producer_epoch`` are the
+        producer's current ones (v3+, KIP-360), or -1 for a new producer."""
+        p: Pending[InitResult] = Pending()
+        if not transactional_id:
+            return Pending.completed(InitResult(E.INVALID_REQUEST))
+        if not 0 < transaction_timeout_ms <= self.config.transaction_max_timeout_ms:
+            return Pending.completed(InitResult(E.INVALID_TRANSACTION_TIMEOUT))
+        if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
+            return Pending.completed(InitResult(E.INVALID_REQUEST))
+        expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
+        err, coordinator_epoch, md = self.state.state_of(transactional_id)
+        if err is not None:
+            return Pending.completed(InitResult(err))
+        if md is None:
+            md = self.state.put_if_absent(TransactionMetadata(
+                transactional_id, self._fresh_producer_id(), txn_timeout_ms=transaction_timeout_ms,
+                txn_last_update_timestamp=self.clock.now_ms()))
+        result = self._prepare_init(md, transaction_timeout_ms, expected)
+        if isinstance(result, ErrorCode):
+            if result == E.PRODUCER_FENCED:
+                log.info("InitProducerId(%s, %s): fenced", transactional_id, expected)
+            return Pending.completed(InitResult(result))
+        transit = result
+        if transit.state == S.PREPARE_EPOCH_FENCE:
+            # abort the ongoing transaction first; the producer retries on CONCURRENT_TRANSACTIONS
+            def aborted(error: ErrorCode) -> None:
+                p.set_result(InitResult(error if error != E.NONE else E.CONCURRENT_TRANSACTIONS))
+
+            log.info("InitProducerId(%s): fencing epoch %d of producer %d and aborting its ongoing "
+                     "transaction", transactional_id, md.producer_epoch, md.producer_id)
+            self._end_transaction(transactional_id, transit.producer_id, transit.producer_epoch,
+                                  committed=False, from_client=False).add_done_callback(
+                lambda q: aborted(q.result))
+            return p
+
+        def written(error: ErrorCode) -> None:
+            if error == E.NONE:
+                log.info("initialized transactional id %s with producer id %d epoch %d (%s-%d)",
+                         transactional_id, transit.producer_id, transit.producer_epoch,
+                         "__transaction_state", self.partition_for(transactional_id))
+                p.set_result(InitResult(E.NONE, transit.producer_id, transit.producer_epoch))
+            else:
+                p.set_result(InitResult(error))
+
+        self.state.append(transactional_id, coordinator_epoch, transit, written)
+        return p
+
+    def _fresh_producer_id(self) -> int:
+        if self.new_producer_id is None:
+            raise RuntimeError("no producer id source")
+        return self.new_producer_id()
+
+    def _prepare_init(self, md: TransactionMetadata, timeout_ms: int,
+                      expected: tuple[int, int] | None) -> TxnTransit | ErrorCode:
+        def valid_producer(pid: int, epoch: int) -> bool:
+            return md.producer_epoch == NO_PRODUCER_EPOCH or pid == md.producer_id or \
+                (pid == md.prev_producer_id and epoch_exhausted(epoch))
+
+        if md.pending_transition_in_progress:
+            return E.CONCURRENT_TRANSACTIONS
+        if expected is not None and not valid_producer(*expected):
+            return E.PRODUCER_FENCED
+        now = self.clock.now_ms()
+        if md.state in (S.PREPARE_ABORT, S.PREPARE_COMMIT):
+            return E.CONCURRENT_TRANSACTIONS
+        if md.state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT, S.EMPTY):
+            if md.producer_epoch_exhausted and (expected is None or expected[1] == md.producer_epoch):
+                return md.prepare_producer_id_rotation(self._fresh_producer_id(), timeout_ms, now,
+                                                       expected is not None)
+            try:
+                return md.prepare_increment_producer_epoch(timeout_ms, None if expected is None else expected[1], now)
+            except Fenced:
+                return E.PRODUCER_FENCED
+        if md.state == S.ONGOING:
+            return md.prepare_fence_producer_epoch()
+        raise IllegalTransition(f"transactional id {md.transactional_id} found in state {md.state.state_name}")
+
+    # ================================================================== AddPartitionsToTxn ====
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: Iterable[TopicPartition]) -> Pending[ErrorCode]:
+        """AddPartitionsToTxn (and AddOffsetsToTxn, with the group's __consumer_offsets
+        partition): the partitions join the transaction once the new state is durable."""
+        partitions = frozenset(partitions)
+        if not transactional_id:
+            return Pending.completed(E.INVALID_REQUEST)
+        err, coordinator_epoch, md = self.state.state_of(transactional_id)
+        if err is not None:
+            return Pending.completed(err)
+        if md is None or md.producer_id != producer_id:
+            return Pending.completed(E.INVALID_PRODUCER_ID_MAPPING)
+        if md.producer_epoch != producer_epoch:
+            return Pending.completed(E.PRODUCER_FENCED)
+        if md.pending_transition_in_progress or md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return Pending.completed(E.CONCURRENT_TRANSACTIONS)
+        if md.state == S.ONGOING and partitions <= md.topic_partitions:
+            return Pending.completed(E.NONE)
+        transit = md.prepare_add_partitions(partitions, self.clock.now_ms())
+        p: Pending[ErrorCode] = Pending()
+        self.state.append(transactional_id, coordinator_epoch, transit, p.set_result)
+        return p
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn with verify_only (a partition leader asking, KIP-890 part 1):
+        NONE for each partition in the ongoing transaction, TRANSACTION_ABORTABLE for the
+        others; one error for all when the producer does not match."""
+        partitions = list(partitions)
+
+        def all_(error: ErrorCode) -> dict[TopicPartition, ErrorCode]:
+            return {tp: error for tp in partitions}
+
+        if not transactional_id:
+            return all_(E.INVALID_REQUEST)
+        err, _epoch, md = self.state.state_of(transactional_id)
+        if err is not None:
+            return all_(err)
+        if md is None or md.producer_id != producer_id:
+            return all_(E.INVALID_PRODUCER_ID_MAPPING)
+        if md.producer_epoch != producer_epoch:
+            return all_(E.PRODUCER_FENCED)
+        if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return all_(E.CONCURRENT_TRANSACTIONS)
+        return {tp: E.NONE if tp in md.topic_partitions else E.TRANSACTION_ABORTABLE for tp in partitions}
+
+    # ================================================================== EndTxn ====
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                committed: bool) -> Pending[ErrorCode]:
+        """EndTxn: answered once PrepareCommit/PrepareAbort is durable; the markers follow."""
+        return self._end_transaction(transactional_id, producer_id, producer_epoch, committed, from_client=True)
+
+    def _end_transaction(self, tid: str, producer_id: int, producer_epoch: int, committed: bool,
+                         from_client: bool) -> Pending[ErrorCode]:
+        if not tid:
+            return Pending.completed(E.INVALID_REQUEST)
+        err, coordinator_epoch, md = self.state.state_of(tid)
+        if err is not None:
+            return Pending.completed(err)
+        if md is None or md.producer_id != producer_id:
+            return Pending.completed(E.INVALID_PRODUCER_ID_MAPPING)
+        # a client's epoch must be the current one; a fence (not from a client) carries the bumped one
+        if (from_client and producer_epoch != md.producer_epoch) or producer_epoch < md.producer_epoch:
+            return Pending.completed(E.PRODUCER_FENCED)
+        if md.pending_transition_in_progress and md.pending_state != S.PREPARE_EPOCH_FENCE:
+            return Pending.completed(E.CONCURRENT_TRANSACTIONS)
+        result = self._prepare_end(md, committed, producer_epoch)
+        if isinstance(result, ErrorCode):
+            return Pending.completed(result)
+        transit, is_epoch_fence = result
+        p: Pending[ErrorCode] = Pending()
+
+        def written(error: ErrorCode) -> None:
+            if error != E.NONE:
+                log.info("%s: writing %s failed (%s): EndTxn answers it", tid, transit.state.state_name,
+                         E(error).name)
+                if is_epoch_fence:
+                    err2, epoch2, md2 = self.state.state_of(tid)
+                    if err2 is None and md2 is not None and epoch2 == coordinator_epoch:
+                        md2.has_failed_epoch_fence = True   # the bumped epoch was never answered
+                p.set_result(error)
+                return
+            pre = self._prepare_send(tid, coordinator_epoch, producer_id, producer_epoch, committed)
+            if isinstance(pre, ErrorCode):
+                p.set_result(pre)
+                return
+            md2, complete = pre
+            p.set_result(E.NONE)   # answer first; the markers follow
+            self._start_markers(md2, coordinator_epoch, complete)
+
+        self.state.append(tid, coordinator_epoch, transit, written)
+        return p
+
+    def _prepare_end(self, md: TransactionMetadata, committed: bool,
+                     producer_epoch: int) -> tuple[TxnTransit, bool] | ErrorCode:
+        st = md.state
+        if st == S.ONGOING:
+            nxt = S.PREPARE_COMMIT if committed else S.PREPARE_ABORT
+            fence = False
+            if nxt == S.PREPARE_ABORT and md.pending_state == S.PREPARE_EPOCH_FENCE:
+                # the abort carries the fenced epoch: clear the fence's pending state, take the epoch
+                fence = True
+                md.pending_state = None
+                md.producer_epoch = producer_epoch
+                md.last_producer_epoch = NO_PRODUCER_EPOCH
+            return md.prepare_abort_or_commit(nxt, self.clock.now_ms()), fence
+        if st == S.COMPLETE_COMMIT:
+            return E.NONE if committed else self._invalid_state(md, committed)
+        if st == S.COMPLETE_ABORT:
+            return E.NONE if not committed else self._invalid_state(md, committed)
+        if st == S.PREPARE_COMMIT:
+            return E.CONCURRENT_TRANSACTIONS if committed else self._invalid_state(md, committed)
+        if st == S.PREPARE_ABORT:
+            return E.CONCURRENT_TRANSACTIONS if not committed else self._invalid_state(md, committed)
+        if st == S.EMPTY:
+            return self._invalid_state(md, committed)
+        raise IllegalTransition(f"transactional id {md.transactional_id} found in state {st.state_name}")
+
+    @staticmethod
+    def _invalid_state(md: TransactionMetadata, committed: bool) -> ErrorCode:
+        log.info("transactional id %s is %s, asked to %s: INVALID_TXN_STATE", md.transactional_id,
+                 md.state.state_name, "commit" if committed else "abort")
+        return E.INVALID_TXN_STATE
+
+    def _prepare_send(self, tid: str, coordinator_epoch: int, producer_id: int, producer_epoch: int,
+                      committed: bool) -> tuple[TransactionMetadata, TxnTransit] | ErrorCode:
+        """After PrepareCommit/PrepareAbort is durable: still ours, still that state?"""
+        err, epoch, md = self.state.state_of(tid)
+        if err is not None:
+            return err
+        if md is None or epoch != coordinator_epoch:
+            return E.NOT_COORDINATOR
+        if md.producer_id != producer_id:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if md.producer_epoch != producer_epoch:
+            return E.PRODUCER_FENCED
+        if md.pending_transition_in_progress:
+            return E.CONCURRENT_TRANSACTIONS
+        if md.state == (S.PREPARE_COMMIT if committed else S.PREPARE_ABORT):
+            return md, md.prepare_complete(self.clock.now_ms())
+        return self._invalid_state(md, committed)
+
+    # ================================================================== markers ====
+    def _start_markers(self, md: TransactionMetadata, coordinator_epoch: int, complete: TxnTransit) -> None:
+        job = TxnMarkerJob(md.transactional_id, md.producer_id, md.producer_epoch, coordinator_epoch,
+                           complete.state == S.COMPLETE_COMMIT, set(md.topic_partitions), md, complete)
+        if not job.partitions:
+            self._write_complete(job)
+            return
+        self.send_markers(job)
+
+    def marker_job_live(self, job: TxnMarkerJob) -> bool:
+        """Whether markers are still wanted: the id is still served here at the job's
+        coordinator epoch and still waits for them (else the sender drops the job: a new
+        coordinator finishes the transaction)."""
+        err, epoch, md = self.state.state_of(job.transactional_id)
+        return err is None and md is job.metadata and epoch == job.coordinator_epoch and \
+            md.pending_state == job.complete.state
+
+    def marker_written(self, job: TxnMarkerJob, tp: TopicPartition) -> None:
+        """The leader of ``tp`` wrote the marker (or the partition is gone): once every
+        partition has one, CompleteCommit/CompleteAbort is written."""
+        job.partitions.discard(tp)
+        if not self.marker_job_live(job):
+            return
+        md = job.metadata
+        if tp in md.topic_partitions:
+            md.remove_partition(tp)
+            if not md.topic_partitions:
+                log.debug("%s: all markers written", job.transactional_id)
+                self._write_complete(job)
+
+    def _write_complete(self, job: TxnMarkerJob) -> None:
+        tid = job.transactional_id
+
+        def written(error: ErrorCode) -> None:
+            if error == E.NONE:
+                log.debug("%s: %s", tid, job.complete.state.state_name)
+            elif error == E.COORDINATOR_NOT_AVAILABLE and self.marker_job_live(job):
+                self._schedule(("complete", tid, job.coordinator_epoch), COMPLETE_RETRY_MS, job)
+            else:
+                log.info("%s: writing %s failed (%s); the transaction's next coordinator completes it",
+                         tid, job.complete.state.state_name, E(error).name)
+
+        self.state.append(tid, job.coordinator_epoch, job.complete, written,
+                          retry_on_error=lambda e: e == E.COORDINATOR_NOT_AVAILABLE)
+
+    # ================================================================== operators ====
+    def describe(self, transactional_id: str) -> TxnDescription:
+        if not transactional_id:
+            return TxnDescription(E.INVALID_REQUEST, transactional_id or "")
+        err, _epoch, md = self.state.state_of(transactional_id)
+        if err is not None:
+            return TxnDescription(err, transactional_id)
+        if md is None or md.pending_state == S.DEAD:
+            return TxnDescription(E.TRANSACTIONAL_ID_NOT_FOUND, transactional_id)
+        return TxnDescription(E.NONE, transactional_id, md.state.state_name, md.txn_timeout_ms,
+                              md.txn_start_timestamp, md.producer_id, md.producer_epoch,
+                              tuple(sorted(md.topic_partitions)))
+
+    def list_transactions(self, state_filters: Iterable[str] = (), producer_id_filters: Iterable[int] = (),
+                          duration_filter_ms: int = -1, transactional_id_pattern: str | None = None) -> ListResult:
+        if self.state.loading:
+            return ListResult(E.COORDINATOR_LOAD_IN_PROGRESS)
+        states, unknown = set(), []
+        for name in state_filters:
+            s = S.from_name(name)
+            if s is None:
+                unknown.append(name)
+            else:
+                states.add(s)
+        pattern = None
+        if transactional_id_pattern:
+            try:
+                pattern = re.compile(transactional_id_pattern)
+            except re.error:
+                return ListResult(E.INVALID_REGULAR_EXPRESSION)
+        pids = set(producer_id_filters)
+        now = self.clock.now_ms()
+        out = []
+        for entry in self.state.served():
+            for tid, md in entry.transactions.items():
+                if md.state == S.DEAD or (pids and md.producer_id not in pids) or \
+                        (state_filters and md.state not in states) or \
+                        (duration_filter_ms >= 0 and now - md.txn_start_timestamp <= duration_filter_ms) or \
+                        (pattern is not None and pattern.fullmatch(tid) is None):
+                    continue
+                out.append(TxnListing(tid, md.producer_id, md.state.state_name))
+        return ListResult(E.NONE, tuple(unknown), tuple(out))
+
+    # ================================================================== timers ====
+    def _schedule(self, key, delay_ms: int, payload=None) -> None:
+        deadline = self.clock.monotonic_ms() + delay_ms
+        self.timers.schedule(key, deadline)
+        if payload is not None:
+            self._payloads[key] = payload
+        if self._last_deadline is None or deadline < self._last_deadline:
+            self.wakeup()
+
+    def tick(self) -> int | None:
+        """Run the timers that are due; the next deadline (monotonic ms)."""
+        now = self.clock.monotonic_ms()
+        while (key := self.timers.pop_expired(now)) is not None:
+            self._on_timer(key)
+        self._last_deadline = self.timers.next_deadline()
+        return self._last_deadline
+
+    def _on_timer(self, key) -> None:
+        kind = key[0]
+        if kind == "abort_timed_out":
+            self.abort_timed_out_transactions()
+            self._schedule(key, self.config.abort_timed_out_transaction_cleanup_interval_ms)
+        elif kind == "expire_ids":
+            self.expire_transactional_ids()
+            self._schedule(key, self.config.remove_expired_transaction_cleanup_interval_ms)
+        elif kind == "complete":
+            job = self._payloads.pop(key, None)
+            if job is not None and self.marker_job_live(job) and not job.metadata.topic_partitions:
+                self._write_complete(job)
+
+    def abort_timed_out_transactions(self) -> int:
+        """Fence and abort every Ongoing transaction older than its timeout (Kafka's
+        abortTimedOutTransactions); how many aborts started."""
+        now = self.clock.now_ms()
+        started = 0
+        for entry in self.state.served():
+            for tid, md in list(entry.transactions.items()):
+                if md.pending_transition_in_progress or md.state != S.ONGOING or \
+                        md.txn_start_timestamp + md.txn_timeout_ms >= now:
+                    continue
+                transit = md.prepare_fence_producer_epoch()
+                log.info("transaction of %s (producer %d epoch %d) timed out after %d ms: aborting it",
+                         tid, md.producer_id, md.producer_epoch, md.txn_timeout_ms)
+                started += 1
+                self._end_transaction(tid, transit.producer_id, transit.producer_epoch, committed=False,
+                                      from_client=False).add_done_callback(
+                    lambda q, tid=tid: q.result in (E.NONE, E.INVALID_PRODUCER_ID_MAPPING, E.PRODUCER_FENCED,
+                                                    E.CONCURRENT_TRANSACTIONS)
+                    or log.warning("aborting the timed-out transaction of %s failed: %s", tid,
+                                   E(q.result).name))
+        return started
+
+    def expire_transactional_ids(self) -> int:
+        """Forget ids idle for transactional.id.expiration.ms (tombstones in their partitions)."""
+        now = self.clock.now_ms()
+        limit = now - self.config.transactional_id_expiration_ms
+        n = 0
+        for entry in self.state.served():
+            doomed = []
+            for md in entry.transactions.values():
+                if md.state.expiration_allowed and not md.pending_transition_in_progress and \
+                        md.txn_last_update_timestamp <= limit:
+                    doomed.append((md, md.prepare_dead()))
+            if doomed:
+                n += len(doomed)
+                self.state.write_tombstones(entry.partition, entry.coordinator_epoch, doomed)
+        return n

@@ -1,0 +1,297 @@
+"""The Trio glue of the transaction coordinator: builds it from the broker's config, keeps its
+state in ``__transaction_state``, loads and unloads that topic's partitions as this broker's
+leadership of them moves (the partition's leader epoch is the coordinator epoch), drives its
+timers and sends its transaction markers (markers.py).
+
+The broker builds one ``TransactionEdge`` (``broker.txn_edge``); ``await start_transactions
+(broker, nursery)`` (from ``KafkaServer.start_background``) opens the coordinator, replaying
+the partitions this node leads, and starts the timer task. ``__transaction_state`` is created
+the first time a client looks for a transaction coordinator (``ensure_topic``, as Kafka
+creates it on the first FindCoordinator of type 1): compacted, uncompressed,
+``transaction.state.log.num.partitions`` partitions, replication factor
+min(transaction.state.log.replication.factor, live brokers), min.insync.replicas
+min(transaction.state.log.min.isr, that factor), segments of transaction.state.log.segment.bytes.
+
+Leadership: ``follow_image()`` (the broker calls it when a record changed who leads a
+``__transaction_state`` partition, and after a snapshot) loads the partitions led here (reads
+in a worker thread; COORDINATOR_LOAD_IN_PROGRESS meanwhile) and unloads the others
+(NOT_COORDINATOR from then on).
+
+The writer appends one batch through the replica manager and reports ``done`` once the high
+watermark passed it (acks=all, as Kafka's coordinator writes), REQUEST_TIMED_OUT after
+request.timeout.ms.
+"""
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from kwire.codec.records import build_batch, iter_batches
+from kwire.errors import ErrorCode, KafkaError
+from kwire.transactions.coordinator import TransactionCoordinator
+from kwire.transactions.channel import BrokerChannel
+from kwire.transactions.markers import TxnMarkerSender, in_process_transport
+from kwire.transactions.records import TRANSACTION_STATE_TOPIC
+from kwire.transactions.state_manager import PartitionLoad, TransactionConfig
+
+log = logging.getLogger("kwire.transactions")
+
+
+def transaction_config(broker) -> TransactionConfig:
+    c = broker.config
+    return TransactionConfig(
+        transactional_id_expiration_ms=int(c.get("transactional.id.expiration.ms")),
+        transaction_max_timeout_ms=int(c.get("transaction.max.timeout.ms")),
+        transaction_state_log_num_partitions=int(c.get("transaction.state.log.num.partitions")),
+        abort_timed_out_transaction_cleanup_interval_ms=int(
+            c.get("transaction.abort.timed.out.transaction.cleanup.interval.ms")),
+        remove_expired_transaction_cleanup_interval_ms=int(
+            c.get("transaction.remove.expired.transaction.cleanup.interval.ms")),
+    )
+
+
+def transaction_topic_replication_factor(broker) -> int:
+    """min(transaction.state.log.replication.factor, live brokers), as far as the controller
+    keeps copies (see kwire.groups.edge.offsets_topic_replication_factor)."""
+    from kwire.metadata import topic_changes  # noqa: PLC0415
+
+    rf = min(int(broker.config.get("transaction.state.log.replication.factor")),
+             max(1, len(broker.image.live_brokers())))
+    kept = getattr(topic_changes, "MAX_KEPT_REPLICAS", None)
+    return min(rf, kept) if kept is not None else rf
+
+
+class TransactionEdge:
+    def __init__(self, broker):
+        self.broker = broker
+        self.coordinator: TransactionCoordinator | None = None
+        self.sender: TxnMarkerSender | None = None
+        self.channel: BrokerChannel | None = None   # requests to other brokers
+        self._wake = trio.Event()
+        self._creating: trio.Event | None = None
+
+    # ------------------------------------------------------------------ startup
+    async def open(self, nursery) -> TransactionCoordinator:
+        b = self.broker
+        config = transaction_config(b)
+        t = b.image.topics.get(TRANSACTION_STATE_TOPIC)
+        if t is not None:   # the id -> partition map follows the topic as it is
+            config.transaction_state_log_num_partitions = len(t.partitions)
+        coord = TransactionCoordinator(config, b.clock, self._write, self._new_producer_id,
+                                       owned_partitions=())
+        self.channel = BrokerChannel(b, int(b.config.get("request.timeout.ms")) / 1000,
+                                     f"kwire-txn-coordinator-{b.node_id}")
+        self.sender = TxnMarkerSender(coord, lambda: b.image, in_process_transport(b, self.channel), nursery)
+        coord.send_markers = self.sender.submit
+        n = 0
+        if t is not None:
+            led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
+            n = sum(self._load_now(coord, p) for p in led)
+        coord.wakeup = self._wake.set
+        self.coordinator = coord
+        log.info("transaction coordinator open: %d records replayed from the %s partitions led here",
+                 n, TRANSACTION_STATE_TOPIC)
+        return coord
+
+    def _new_producer_id(self) -> int:
+        return self.broker.producer_ids.generate_producer_id()
+
+    async def ensure_topic(self) -> None:
+        """Create ``__transaction_state`` unless it exists (once at a time)."""
+        b = self.broker
+        if TRANSACTION_STATE_TOPIC in b.image.topics:
+            return
+        if self._creating is not None:
+            await self._creating.wait()
+            return
+        self._creating = trio.Event()
+        try:
+            rf = transaction_topic_replication_factor(b)
+            cfg = self.coordinator.config if self.coordinator else transaction_config(b)
+            min_isr = min(int(b.config.get("transaction.state.log.min.isr")), rf)
+            seg = int(b.config.get("transaction.state.log.segment.bytes"))
+            configs = {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                       "min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false",
+                       "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
+            res = await b.create_topic(TRANSACTION_STATE_TOPIC, cfg.transaction_state_log_num_partitions, rf,
+                                       configs)
+            if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+                log.warning("cannot create %s: %s %s", TRANSACTION_STATE_TOPIC, ErrorCode(res.code).name,
+                            res.message)
+            else:
+                t = b.image.topics.get(TRANSACTION_STATE_TOPIC)
+                if t is not None and self.coordinator is not None:
+                    self.coordinator.config.transaction_state_log_num_partitions = len(t.partitions)
+                self.follow_image()
+        finally:
+            self._creating.set()
+            self._creating = None
+
+    def _load_now(self, coord: TransactionCoordinator, partition: int) -> int:
+        """Load a partition with blocking reads (at startup, before anything is served)."""
+        load = coord.begin_load(partition, self._leader_epoch(partition))
+        try:
+            plog = self._log_of(partition)
+            end = plog.log_end_offset
+            offset = plog.log_start_offset
+            while offset < end:
+                data = plog.read(offset, self._chunk_bytes(), max_offset=end)
+                if data.size == 0:
+                    break
+                advanced = _replay_chunk(load, bytes(data), offset)
+                if advanced <= offset:
+                    break
+                offset = advanced
+        except Exception:  # noqa: BLE001 - one partition must not stop the broker
+            log.exception("loading the transactions of %s-%d failed", TRANSACTION_STATE_TOPIC, partition)
+            coord.unload(partition)
+            return 0
+        coord.complete_load(load)
+        return load.records
+
+    def _leader_epoch(self, partition: int) -> int:
+        """The coordinator epoch of a partition: its leader epoch."""
+        return max(0, self.broker.replica_manager.leader_epoch(TRANSACTION_STATE_TOPIC, partition))
+
+    def _log_of(self, partition: int):
+        plog = self.broker.replica_manager.local_log(TRANSACTION_STATE_TOPIC, partition)
+        if plog is None or plog.offline:
+            raise KafkaError(f"the log of {TRANSACTION_STATE_TOPIC}-{partition} is not available on this broker",
+                             ErrorCode.KAFKA_STORAGE_ERROR)
+        return plog
+
+    def _chunk_bytes(self) -> int:
+        return int(self.broker.config.get("transaction.state.log.load.buffer.size"))
+
+    # ------------------------------------------------------------------ leadership
+    def follow_image(self) -> None:
+        """Load the partitions the image says this node leads (again when their leader epoch
+        changed: a new coordinator epoch), unload the others. Idempotent."""
+        coord = self.coordinator
+        if coord is None:
+            return
+        b = self.broker
+        t = b.image.topics.get(TRANSACTION_STATE_TOPIC)
+        parts = t.partitions if t is not None else {}
+        if t is not None and coord.config.transaction_state_log_num_partitions != len(parts) and \
+                not coord.state.owned and not coord.state.loading:
+            coord.config.transaction_state_log_num_partitions = len(parts)
+        held = set(coord.state.loading) | set(coord.state.owned)
+        for p in sorted(held | set(parts)):
+            if p in parts and parts[p].leader == b.node_id:
+                epoch = self._leader_epoch(p)
+                current = coord.state.loading.get(p) or coord.state.owned.get(p)
+                if current is not None and current.coordinator_epoch == epoch:
+                    continue
+                load = coord.begin_load(p, epoch)
+                log.info("became leader of %s-%d (coordinator epoch %d): loading its transactions",
+                         TRANSACTION_STATE_TOPIC, p, epoch)
+                b._nursery.start_soon(self._load, load)
+            elif p in held:
+                coord.unload(p)
+                log.info("resigned as leader of %s-%d: its transactions are unloaded", TRANSACTION_STATE_TOPIC, p)
+
+    async def _load(self, load: PartitionLoad) -> None:
+        coord = self.coordinator
+        p = load.partition
+        try:
+            plog = self._log_of(p)
+            end = plog.log_end_offset
+            offset = plog.log_start_offset
+            while offset < end:
+                data = plog.read(offset, self._chunk_bytes(), max_offset=end)
+                if data.size == 0:
+                    break
+                buf = await trio.to_thread.run_sync(bytes, data)
+                if coord.state.loading.get(p) is not load:
+                    return   # resigned (or reloading) meanwhile
+                advanced = _replay_chunk(load, buf, offset)
+                if advanced <= offset:
+                    break
+                offset = advanced
+        except Exception:  # noqa: BLE001 - a failed load must not stop the broker
+            log.exception("loading the transactions of %s-%d failed", TRANSACTION_STATE_TOPIC, p)
+            if coord.state.loading.get(p) is load:
+                coord.unload(p)
+            return
+        coord.complete_load(load)
+
+    # ------------------------------------------------------------------ writer
+    def _write(self, partition: int, records, done) -> None:
+        """Append one batch as the partition's leader; ``done`` once the high watermark passes
+        it (acks=all), from a task on the broker's nursery when it has to wait."""
+        b = self.broker
+        rm = b.replica_manager
+        now = b.clock.now_ms()
+        try:
+            batch = build_batch([(k, v, None, now) for k, v in records])
+            res = rm.append_records(TRANSACTION_STATE_TOPIC, partition, bytearray(batch), now, required_acks=-1)
+        except KafkaError as exc:
+            log.warning("append to %s-%d failed: %s", TRANSACTION_STATE_TOPIC, partition, exc)
+            done(getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR))
+            return
+        except OSError as exc:
+            log.error("append to %s-%d failed: %s", TRANSACTION_STATE_TOPIC, partition, exc)
+            done(ErrorCode.KAFKA_STORAGE_ERROR)
+            return
+        offset = res.last_offset + 1
+        epoch = rm.leader_epoch(TRANSACTION_STATE_TOPIC, partition)
+        ev = rm.wait_for_high_watermark(TRANSACTION_STATE_TOPIC, partition, offset)
+        if ev is None:
+            done(self._acks_all_error(partition, offset, epoch))
+        else:
+            b._nursery.start_soon(self._await_replication, ev, partition, offset, epoch, done)
+
+    async def _await_replication(self, ev, partition: int, offset: int, epoch: int, done) -> None:
+        timeout_ms = int(self.broker.config.get("request.timeout.ms"))
+        with trio.move_on_after(timeout_ms / 1000) as scope:
+            await ev.wait()
+        error = ErrorCode.REQUEST_TIMED_OUT if scope.cancelled_caught else \
+            self._acks_all_error(partition, offset, epoch)
+        try:
+            done(error)
+        except Exception:  # noqa: BLE001 - a failed callback must not stop the broker
+            log.exception("transaction coordinator write callback failed")
+
+    def _acks_all_error(self, partition: int, offset: int, epoch: int) -> ErrorCode:
+        check = getattr(self.broker.replica_manager, "acks_all_error", None)
+        return ErrorCode.NONE if check is None else ErrorCode(check(TRANSACTION_STATE_TOPIC, partition, offset, epoch))
+
+    # ------------------------------------------------------------------ timers
+    async def run_timers(self) -> None:
+        coord = self.coordinator
+        clock = self.broker.clock
+        while True:
+            self._wake = trio.Event()
+            coord.wakeup = self._wake.set
+            try:
+                deadline = coord.tick()
+            except Exception:  # noqa: BLE001 - a failed tick must not stop the broker
+                log.exception("transaction coordinator tick failed")
+                deadline = clock.monotonic_ms() + 1000
+            if deadline is None:
+                await self._wake.wait()
+                continue
+            with trio.move_on_after(max(0, deadline - clock.monotonic_ms()) / 1000):
+                await self._wake.wait()
+
+
+def _replay_chunk(load: PartitionLoad, buf: bytes, offset: int) -> int:
+    advanced = offset
+    for batch in iter_batches(buf, allow_partial_tail=True):
+        advanced = batch.next_offset
+        if batch.is_control:
+            continue
+        for rec in batch.records():
+            if rec.key is None:
+                continue
+            load.replay(bytes(rec.key), None if rec.value is None else bytes(rec.value))
+    return advanced
+
+
+async def start_transactions(broker, nursery) -> TransactionEdge:
+    edge = broker.txn_edge
+    await edge.open(nursery)
+    nursery.start_soon(edge.run_timers)
+    return edge
