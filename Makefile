@@ -1,26 +1,36 @@
-PY ?= python3.11
+# Any Python >= 3.11 will do: the first of these found on PATH, or PY=/path/to/python.
+PY ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
+          command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+          && { echo $$p; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: serve test bench compat clean spark-example
+.PHONY: serve test bench compat dist deps docs clean spark-example
 
-$(VENV)/.installed: pyproject.toml setup.py kwire/log/_walk.c
-	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY)"; exit 1; }
+# .venv with kwire alone (what `make serve` needs), then the test extra on top (`make test`).
+$(VENV)/.base: pyproject.toml setup.py kwire/log/_walk.c
+	@test -n "$(PY)" || { echo "make: need Python >= 3.11 on PATH (or make PY=/path/to/python3.11)"; exit 1; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,spark]'
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.base
+	$(BIN)/python -m pip install -q -e '.[test,spark]'
 	touch $@
 
 .venv: $(VENV)/.installed
 
-serve: .venv
+serve: $(VENV)/.base
 	$(BIN)/kwire serve $(ARGS)
 
 tests/js/node_modules/.installed: tests/js/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "make: the KafkaJS tests need node and npm (make deps installs them)"; exit 1; }
 	cd tests/js && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 test: .venv tests/js/node_modules/.installed
+	@command -v kcat >/dev/null 2>&1 || echo "make: kcat not found: its tests will fail (make deps installs it)"
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=30 tests compat_tests
 
 compat: .venv
@@ -32,5 +42,28 @@ spark-example: .venv
 bench: .venv
 	$(BIN)/python -m bench
 
+# A wheel and an sdist in dist/ (pip install dist/kwire-*.whl elsewhere).
+dist: $(VENV)/.base
+	$(BIN)/python -m pip install -q build
+	$(BIN)/python -m build --outdir dist .
+
+# docs/config.md from the config table (which keys kwire honours, which it accepts and ignores).
+docs: $(VENV)/.base
+	$(BIN)/python -m kwire.config_keys.reference > docs/config.md
+
+# What the tests need beside Python: kcat, node/npm (KafkaJS), Java 17 (Java clients).
+deps:
+	@if command -v apt-get >/dev/null 2>&1; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    kcat nodejs npm openjdk-17-jre-headless; \
+	elif command -v brew >/dev/null 2>&1; then \
+	  brew install kcat node openjdk@17; \
+	else \
+	  echo "make deps: install kcat, node/npm and Java 17 with your package manager"; exit 1; \
+	fi
+
 clean:
-	rm -rf $(VENV) kwire-data .pytest_cache .hypothesis
+	rm -rf $(VENV) kwire-data .pytest_cache .hypothesis build dist kwire.egg-info \
+	  compat-report.md compat-report.json tests/js/node_modules kwire/log/_walk.*.so
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

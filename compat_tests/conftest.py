@@ -25,6 +25,9 @@ def pytest_addoption(parser):
     g.addoption("--bootstrap-no-autocreate", default=None, metavar="HOST:PORT",
                 help="with --bootstrap: a broker with auto.create.topics.enable=false for the auto-create-off scenario")
     g.addoption("--clients", default=None, help="comma-separated subset of: " + ",".join(adapters.CLIENT_NAMES))
+    g.addoption("--allow-skip", action="store_true",
+                help="when the target cannot be started (no Docker for --target kafka ...), skip every scenario "
+                     "instead of failing the run")
     g.addoption("--compat-report", default="compat-report", metavar="PREFIX",
                 help="write PREFIX.md and PREFIX.json (default: compat-report in the current directory)")
 
@@ -52,7 +55,8 @@ def pytest_configure(config):
     config._compat = state
     config.addinivalue_line("filterwarnings", "ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")
     if not hasattr(config, "workerinput"):  # under xdist only the controller writes the report
-        config.pluginmanager.register(CompatReport(config.getoption("compat_report"), state.name), "compat-report")
+        config.pluginmanager.register(CompatReport(config.getoption("compat_report"), state.name, config.rootpath),
+                                      "compat-report")
 
 
 def _client_names(config) -> list[str]:
@@ -90,6 +94,9 @@ def pytest_collection_modifyitems(config, items):
         scenario = scenario_of(item)
         client = cs.params["client_name"]
         item.user_properties.append(("compat", (scenario, client)))
+        doc = (getattr(item, "function", None).__doc__ or "").strip() if getattr(item, "function", None) else ""
+        if doc:
+            item.user_properties.append(("compat_doc", " ".join(doc.split("\n\n")[0].split())))
         if kwire:
             base = getattr(item, "originalname", item.name).removeprefix("test_")
             for key in (f"{scenario}[{client}]", f"{base}[{client}]", scenario, base):
@@ -118,6 +125,9 @@ def target(request):
                                        request.config.getoption("bootstrap_no_autocreate"))
         except TargetUnavailable as exc:
             state.error = str(exc)
+            if not request.config.getoption("allow_skip"):
+                pytest.exit(f"compat: the target cannot be started: {exc}. Nothing was tested; pass --allow-skip "
+                            f"to skip every scenario instead of failing.", returncode=1)
             pytest.skip(state.error)
     yield state.target
     state.target.close()

@@ -1,9 +1,13 @@
 """The compat report: one row per (target, client, scenario) with outcome and reason, written as
-compat-report.json (list of rows) and compat-report.md (matrix scenario x client) when the session ends.
+compat-report.json (meta, scenario docs, rows) and compat-report.md (matrix scenario x client, grouped
+reasons, what each scenario checks) when the session ends.
 Registered as a pytest plugin by compat_tests/conftest.py."""
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
+import subprocess
 from pathlib import Path
 
 # scenario files in the order the report lists them (pytest collects them alphabetically)
@@ -24,18 +28,89 @@ def _crash(report) -> str:
     return str(lr).strip().splitlines()[-1][:300]
 
 
+_NORMALISE = [
+    (re.compile(r"127\.0\.0\.1:\d+|localhost:\d+"), "HOST:PORT"),
+    (re.compile(r"compat-[0-9a-f]{12}"), "<topic>"),
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
+    (re.compile(r"\b0x[0-9a-f]+\b"), "0x..."),
+    (re.compile(r"\b\d+(?:\.\d+)?(\s*(?:ms|s|seconds|secs|milliseconds))\b"), r"N\1"),
+    (re.compile(r"(?<![\w.])\d{3,}(?![\w.])"), "N"),
+]
+
+
+def normalise(reason: str) -> str:
+    """One reason for every cell failing the same way: topic names, ids, durations, ports and
+    long numbers replaced by placeholders; pytest's assertion rewriting left out."""
+    text = reason.strip()
+    if text.startswith("AssertionError: "):
+        text = text[len("AssertionError: "):]
+    for pat, repl in _NORMALISE:
+        text = pat.sub(repl, text)
+    return text[:200]
+
+
+def client_versions() -> dict[str, str]:
+    """The stock clients and the libraries under them, as installed here."""
+    out: dict[str, str] = {}
+    try:
+        import confluent_kafka
+
+        out["confluent-kafka"] = f"{confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]})"
+    except ImportError:
+        out["confluent-kafka"] = "not installed"
+    for name, mod in (("kafka-python", "kafka"), ("aiokafka", "aiokafka")):
+        try:
+            out[name] = __import__(mod).__version__
+        except ImportError:
+            out[name] = "not installed"
+    try:
+        from compat_tests.clients.kcat import KCAT
+
+        if KCAT:
+            proc = subprocess.run([KCAT, "-V"], capture_output=True, text=True, timeout=10)
+            first = (proc.stdout or proc.stderr).strip().splitlines()[:1]
+            out["kcat"] = first[0] if first else "installed"
+        else:
+            out["kcat"] = "not installed"
+    except Exception as exc:  # noqa: BLE001 - a version we cannot read is reported as such
+        out["kcat"] = f"unknown ({exc})"
+    return out
+
+
+def kwire_version(root: Path | None = None) -> str:
+    import kwire
+
+    commit = ""
+    try:
+        proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                              cwd=root)
+        if proc.returncode == 0:
+            commit = proc.stdout.strip()
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                   text=True, timeout=10, cwd=root)
+            if dirty.stdout.strip():
+                commit += "+changes"
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return f"{kwire.__version__}" + (f" (commit {commit})" if commit else "")
+
+
 class CompatReport:
-    def __init__(self, path_prefix: str, target_name):
+    def __init__(self, path_prefix: str, target_name, root: Path | None = None):
         self.prefix = path_prefix
         self.target_name = target_name  # callable: the target's name is known once the session starts
+        self.root = root
         self.rows: dict[str, dict] = {}
         self.order: list[str] = []
+        self.docs: dict[str, str] = {}   # scenario -> what it checks (its test's docstring)
 
     def pytest_runtest_logreport(self, report):
         props = dict(report.user_properties)
         if "compat" not in props:
             return
         scenario, client = props["compat"]
+        if props.get("compat_doc"):
+            self.docs.setdefault(scenario.split("[")[0], props["compat_doc"])
         row = self.rows.get(report.nodeid)
         if row is None:
             row = {"target": self.target_name(), "client": client, "scenario": scenario,
@@ -75,8 +150,11 @@ class CompatReport:
         rows = self._sorted()
         if not rows:
             return
-        Path(f"{self.prefix}.json").write_text(json.dumps(rows, indent=1) + "\n")
-        Path(f"{self.prefix}.md").write_text(render_markdown(rows))
+        meta = {"target": rows[0]["target"], "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "kwire": kwire_version(self.root), "clients": client_versions()}
+        Path(f"{self.prefix}.json").write_text(json.dumps({"meta": meta, "scenarios": self.docs, "rows": rows},
+                                                          indent=1) + "\n")
+        Path(f"{self.prefix}.md").write_text(render_markdown(rows, meta, self.docs))
 
     def pytest_terminal_summary(self, terminalreporter):
         rows = [r for r in self.rows.values() if r["outcome"] is not None]
@@ -93,7 +171,7 @@ def _counts(rows) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: ORDER.get(kv[0], 9)))
 
 
-def render_markdown(rows: list[dict]) -> str:
+def render_markdown(rows: list[dict], meta: dict | None = None, docs: dict[str, str] | None = None) -> str:
     targets = sorted({r["target"] for r in rows})
     clients = []
     scenarios = []
@@ -104,15 +182,21 @@ def render_markdown(rows: list[dict]) -> str:
             scenarios.append(r["scenario"])
     cell = {(r["scenario"], r["client"]): r for r in rows}
     notes: list[str] = []
+    where: dict[str, list[str]] = {}
 
-    def note(reason: str) -> str:
+    def note(reason: str, s: str, c: str) -> str:
         if not reason:
             return ""
+        reason = normalise(reason)
         if reason not in notes:
             notes.append(reason)
+        where.setdefault(reason, []).append(f"{s} / {c}")
         return f" [{notes.index(reason) + 1}]"
 
     lines = [f"# Compatibility report: {', '.join(targets)}", ""]
+    if meta:
+        lines += [f"- target: {meta['target']}", f"- date: {meta['date']}", f"- kwire: {meta['kwire']}",
+                  "- clients: " + "; ".join(f"{k} {v}" for k, v in meta["clients"].items()), ""]
     lines.append("Totals: " + ", ".join(f"{n} {k}" for k, n in _counts(rows).items()) + ".")
     lines += ["", "| scenario | " + " | ".join(clients) + " |", "|---|" + "---|" * len(clients)]
     for s in scenarios:
@@ -123,9 +207,17 @@ def render_markdown(rows: list[dict]) -> str:
                 cells.append("")
                 continue
             word = r["outcome"].upper() if r["outcome"] in ("fail", "error", "xpass") else r["outcome"]
-            cells.append(word + note(r["reason"]))
+            cells.append(word + note(r["reason"], s, c))
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
     if notes:
-        lines += ["", "Reasons:", ""]
-        lines += [f"{i}. {n.replace('|', '/')}" for i, n in enumerate(notes, 1)]
+        lines += ["", "Reasons (numbers, ids and durations normalised; where each applies):", ""]
+        for i, n in enumerate(notes, 1):
+            cells = where[n]
+            shown = ", ".join(cells[:6]) + (f" and {len(cells) - 6} more" if len(cells) > 6 else "")
+            lines.append(f"{i}. {n.replace('|', '/')} ({len(cells)}: {shown})")
+    if docs:
+        lines += ["", "What each scenario checks:", ""]
+        for s in dict.fromkeys(x.split("[")[0] for x in scenarios):
+            if s in docs:
+                lines.append(f"- **{s}**: {docs[s]}")
     return "\n".join(lines) + "\n"

@@ -12,36 +12,12 @@ import signal
 import trio
 
 from kwire import link_faults
+from kwire.bind import bind, describe_address, listen
 from kwire.broker import Broker
 from kwire.config import BrokerConfig
 from kwire.server import KafkaServer
 
 log = logging.getLogger("kwire")
-
-
-def parse_hostport(text: str, default_port: int = 9092) -> tuple[str, int]:
-    text = text.split("://", 1)[-1]
-    if text.startswith("["):
-        host, _, port = text[1:].partition("]:")
-        return host, int(port or default_port)
-    host, _, port = text.rpartition(":")
-    if not host:
-        return text, default_port
-    return host, int(port)
-
-
-def parse_voters(text: str) -> dict[int, tuple[str, int]]:
-    """``1@host:port,2@host:port`` (controller.quorum.voters) -> {1: (host, port), ...}."""
-    out = {}
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        nid, _, addr = item.partition("@")
-        if not addr:
-            raise ValueError(f"controller quorum voter {item!r} is not ID@HOST:PORT")
-        out[int(nid)] = parse_hostport(addr)
-    return out
 
 
 _nofile_logged = False
@@ -62,48 +38,135 @@ def _raise_open_file_limit() -> None:
 async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: tuple[str, int] | None = None,
                      task_status=trio.TASK_STATUS_IGNORED, handle_signals: bool = False, on_ready=None,
                      controller_listen: tuple[str, int] | None = None,
-                     voters: dict[int, tuple[str, int]] | None = None, raft_config=None) -> None:
+                     voters: dict[int, tuple[str, int]] | None = None, raft_config=None,
+                     metrics_default: str | None = None) -> None:
     """Serve until cancelled. ``task_status.started((broker, server, port))`` once listening.
 
     ``voters`` (node id -> controller address) makes this node one of a KRaft quorum, with a
     controller listener on ``controller_listen`` (default: its own entry in ``voters``); the
     client listener opens once the node has caught up with the quorum and registered. Without
-    it, the node is a quorum of one."""
+    it, the node is a quorum of one.
+
+    ``metrics.listen`` (HOST:PORT) serves Prometheus metrics; when it is not configured,
+    ``metrics_default`` (kwire serve: 127.0.0.1:9464) is tried, and a port in use there is only
+    a warning."""
+    metrics_at = _metrics_address(config, metrics_default)
+    if handle_signals:   # from the start: a SIGTERM while starting is a shutdown once started
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            await _run(config, host, port, advertised, task_status, signals, on_ready, controller_listen, voters,
+                       raft_config, metrics_at)
+    else:
+        await _run(config, host, port, advertised, task_status, None, on_ready, controller_listen, voters,
+                   raft_config, metrics_at)
+
+
+def _metrics_address(config, default: str | None):
+    """(host, port, required) of the metrics listener, or None (off)."""
+    from kwire.errors import StartupError  # noqa: PLC0415
+    from kwire.listeners import ListenerError, parse_endpoint  # noqa: PLC0415
+
+    required = config.is_static("metrics.listen")
+    text = config.get("metrics.listen") if required else default
+    if not text:
+        return None
+    try:
+        ep = parse_endpoint(text, what="metrics.listen")
+    except ListenerError as exc:
+        raise StartupError(str(exc)) from None
+    return ep.host, ep.port, required
+
+
+async def _start_metrics(nursery, metrics_at, broker, server) -> None:
+    from kwire.errors import StartupError  # noqa: PLC0415
+    from kwire.metrics import BrokerMetrics, registry_for, serve_metrics  # noqa: PLC0415
+
+    host, port, required = metrics_at
+    try:
+        socks = await bind(host or None, port, what="metrics listener (metrics.listen)")
+        listeners = listen(socks, what="metrics listener (metrics.listen)")
+    except StartupError as exc:
+        if required:
+            raise
+        log.warning("%s; metrics are off (set metrics.listen=HOST:PORT, or empty to silence this)", exc)
+        return
+    server.metrics = BrokerMetrics()
+    # prometheus_client is imported by the serving task, after clients are being served
+    nursery.start_soon(serve_metrics, listeners, lambda: registry_for(broker, server, server.metrics))
+    bound = listeners[0].socket.getsockname()[1]
+    server.metrics_port = bound
+    log.info("Prometheus metrics at http://%s/metrics", describe_address(host or "0.0.0.0", bound))
+
+
+async def _run(config, host, port, advertised, task_status, signals, on_ready, controller_listen, voters,
+               raft_config, metrics_at) -> None:
+    handle_signals = signals is not None
     _raise_open_file_limit()
-    # Bind first so port 0 resolves before the broker registers its advertised address.
+    # The client port is bound first (so port 0 resolves before the broker registers its
+    # advertised address, and a port in use stops the start at once) but listens only once
+    # the broker can serve: until then a connect is refused.
     controller_listeners = None
-    if voters and len(voters) > 1:
-        if config.node_id in voters or controller_listen:
-            chost, cport = controller_listen or voters[config.node_id]
-            controller_listeners = await trio.open_tcp_listeners(cport, host=chost)
-        # else: a broker that is not a voter (process.roles=broker): an observer that follows the
-        # metadata log by fetching from the voters, and needs no controller listener
-    listeners = await trio.open_tcp_listeners(port, host=host)
-    bound_port = listeners[0].socket.getsockname()[1]
-    adv_host, adv_port = advertised or (host if host not in ("0.0.0.0", "::", "") else "127.0.0.1", bound_port)
-    if adv_port == 0:
-        adv_port = bound_port
-    broker = Broker(config, advertised_host=adv_host, advertised_port=adv_port,
-                    voters=dict(voters) if voters and len(voters) > 1 else None)
+    client_socks = await bind(host, port, what="client listener")
+    try:
+        if voters and len(voters) > 1:
+            if config.node_id in voters or controller_listen:
+                chost, cport = controller_listen or voters[config.node_id]
+                controller_listeners = listen(await bind(chost, cport, what="controller listener"),
+                                              what="controller listener")
+            # else: a broker that is not a voter (process.roles=broker): an observer that follows the
+            # metadata log by fetching from the voters, and needs no controller listener
+        bound_port = client_socks[0].getsockname()[1]
+        adv_host, adv_port = advertised or (host if host not in ("0.0.0.0", "::", "", None) else "127.0.0.1",
+                                            bound_port)
+        if adv_port == 0:
+            adv_port = bound_port
+        broker = Broker(config, advertised_host=adv_host, advertised_port=adv_port,
+                        voters=dict(voters) if voters and len(voters) > 1 else None)
+    except BaseException:
+        for s in client_socks:
+            s.close()
+        for lst in controller_listeners or ():
+            lst.socket.close()
+        raise
+    stop = trio.Event()
+    started = False
     try:
         async with trio.open_nursery() as nursery:
-            await broker.open(nursery, controller_listeners, raft_config)
+            if handle_signals:
+                async def watch_signals():
+                    async for sig in signals:
+                        log.info("received %s: shutting down", signal.Signals(sig).name)
+                        stop.set()
+                        if not started:    # still starting (waiting for the quorum): nothing to hand over
+                            nursery.cancel_scope.cancel()
+                        return
+                nursery.start_soon(watch_signals)
+            try:
+                await broker.open(nursery, controller_listeners, raft_config)
+                backlog = config.get("socket.listen.backlog.size") if config.is_static("socket.listen.backlog.size") \
+                    else None   # unset: the system's maximum, as Trio chooses
+                listeners = listen(client_socks, backlog, what="client listener")
+            except BaseException:
+                for s in client_socks:
+                    s.close()
+                raise
             server = KafkaServer(broker)
             unreachable = link_faults.from_config(config, broker.node_id)
             if unreachable is not None:   # tests: replica fetches from "unreachable" nodes are dropped
                 server.fault_hook = unreachable.server_hook
             await server.start_background(nursery)
+            if metrics_at is not None:
+                await _start_metrics(nursery, metrics_at, broker, server)
             nursery.start_soon(server.accept, listeners, nursery)
-            log.info("kwire broker %d serving on %s:%d (advertised %s:%d), data in %s",
-                     broker.node_id, host, bound_port, adv_host, adv_port, broker.data_dir)
+            log.info("kwire broker %d ready: serving clients on %s (advertised %s), data in %s",
+                     broker.node_id, describe_address(host or "", bound_port)
+                     if host else f"every interface, port {bound_port}",
+                     describe_address(adv_host, adv_port), broker.data_dir)
             if on_ready is not None:
                 on_ready(broker, server, bound_port)
+            started = True
             task_status.started((broker, server, bound_port))
             if handle_signals:
-                with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
-                    async for sig in sigs:
-                        log.info("received %s: shutting down", signal.Signals(sig).name)
-                        break
+                await stop.wait()
                 if broker.quorum is not None and broker.config.get("controlled.shutdown.enable"):
                     # hand leadership over first (bounded: the controller fences us after the session anyway)
                     await broker.quorum.controlled_shutdown(broker.quorum.session_timeout_ms / 1000)

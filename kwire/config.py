@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import javaproperties
-
 from kwire.config_keys import BROKER, BROKER_SYNONYMS, GROUP, TOPIC
 from kwire.configdef import ConfigError, ConfigKey, Type, to_string
 
@@ -32,6 +30,8 @@ TOPIC_CONFIGS = TOPIC
 
 def parse_properties(text: str) -> dict[str, str]:
     """A Java .properties text -> {key: value}, as java.util.Properties.load reads it."""
+    import javaproperties  # noqa: PLC0415 - ~30 ms (it pulls in urllib and xml); only a --config needs it
+
     return dict(javaproperties.loads(text))
 
 

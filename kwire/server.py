@@ -52,6 +52,7 @@ request_log = logging.getLogger("kwire.requests")
 
 _DEBUG = logging.DEBUG
 _PRODUCE_KEY = 0
+_FETCH_KEY = 1
 
 
 def _serves(api_key: int, version: int) -> bool:
@@ -100,6 +101,8 @@ class KafkaServer:
         self._idle: trio.Event | None = None
         self._accepting = trio.CancelScope()
         self.fault_hook = None  # testing: fault injection (kwire.testing)
+        self.metrics = None     # kwire.metrics.BrokerMetrics when metrics.listen is set
+        self.metrics_port: int | None = None   # where /metrics is served
 
     # ---------------------------------------------------------------- lifecycle
     async def start_background(self, nursery) -> None:
@@ -242,7 +245,8 @@ class KafkaServer:
     async def _process(self, stream, conn: KafkaConnection, req: Request) -> None:
         hdr = req.header
         logged = request_log.isEnabledFor(_DEBUG)
-        t0 = time.perf_counter() if logged else 0.0
+        metrics = self.metrics
+        t0 = time.perf_counter() if logged or metrics is not None else 0.0
         self.in_flight += 1
         try:
             ctx = RequestContext(self.broker, hdr, req.api, conn.peer, conn)
@@ -269,10 +273,35 @@ class KafkaServer:
             if logged:
                 codes = error_codes(req.api, hdr.api_version, resp) if resp is not None else Counter()
                 self._log_request(conn, hdr, req.size, time.perf_counter() - t0, codes)
+            if metrics is not None:
+                self._count(metrics, req, resp, time.perf_counter() - t0)
         finally:
             self.in_flight -= 1
             if not self.in_flight and self._idle is not None:
                 self._idle.set()
+
+    def _count(self, metrics, req: Request, resp, seconds: float) -> None:
+        """Metrics of one answered request (kwire.metrics); never fails the request."""
+        hdr = req.header
+        try:
+            metrics.request(req.api.name, hdr.api_version, seconds)
+            if hdr.api_key == _PRODUCE_KEY:
+                metrics.produced(req.body, resp, self._topic_name)
+            elif hdr.api_key == _FETCH_KEY and resp is not None and not isinstance(resp, str):
+                body = req.body
+                replica = body.replica_state.replica_id if hdr.api_version >= 15 and body.replica_state is not None \
+                    else body.replica_id
+                if replica < 0:      # consumers only, as Kafka's BytesOutPerSec
+                    metrics.fetched(resp, self._topic_name)
+        except Exception:  # noqa: BLE001 - metrics must never cost a client its answer
+            log.debug("metrics of %s failed", req.api.name, exc_info=True)
+
+    def _topic_name(self, t) -> str:
+        name = getattr(t, "name", None) or getattr(t, "topic", None)
+        if name:
+            return name
+        ti = self.broker.image.topics_by_id.get(getattr(t, "topic_id", None))
+        return ti.name if ti is not None else str(getattr(t, "topic_id", "?"))
 
     def _failed(self, conn: KafkaConnection, req: Request, exc: Exception):
         """A handler raised: log it once, and answer in the response's shape (or close)."""

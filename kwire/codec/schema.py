@@ -129,14 +129,30 @@ class Message:
         self.valid = Versions.parse(valid)
         self.flexible = Versions.parse(flexible)
         self.fields = fields
-        self.classes: dict[str, type] = {}
+        self._classes: dict[str, type] | None = None   # built on first use: imports stay cheap
         self._structs: dict[str, list[F]] = {}
-        self._register_struct(name, fields)
-        self.cls = self.classes[name]
         self._decoders: dict[int, Any] = {}
         self._encoders: dict[int, Any] = {}
 
     # -- classes ------------------------------------------------------------------------
+    @property
+    def classes(self) -> dict[str, type]:
+        """Struct name -> generated class, made on first use (making every API's classes at
+        import would cost tens of ms of start-up for APIs a process may never see)."""
+        if self._classes is None:
+            self._classes = {}
+            try:
+                self._register_struct(self.name, self.fields)
+            except BaseException:
+                self._classes = None
+                self._structs = {}
+                raise
+        return self._classes
+
+    @property
+    def cls(self) -> type:
+        return self.classes[self.name]
+
     def _register_struct(self, name: str, fields: list[F]) -> None:
         if name in self._structs:
             if [f.name for f in self._structs[name]] != [f.name for f in fields]:
@@ -146,7 +162,7 @@ class Message:
         for f in fields:
             if f.is_struct:
                 self._register_struct(f.elem, f.fields)
-        self.classes[name] = _make_class(name, fields, self)
+        self._classes[name] = _make_class(name, fields, self)
 
     def struct(self, name: str) -> type:
         return self.classes[name]
@@ -273,7 +289,7 @@ def _make_class(name: str, fields: list[F], msg: Message) -> type:
             ns[f"_D_{f.name}"] = d
             params.append(f"{f.name}=_D_{f.name}")
             body.append(f"    self.{f.name} = {f.name}")
-    ns["_CLS"] = msg.classes
+    ns["_CLS"] = msg._classes
     src = "def __init__(self, *, " + ", ".join(params) + "):\n" + ("\n".join(body) or "    pass") \
         if params else "def __init__(self):\n    pass"
     exec(src, ns)  # noqa: S102 - our own generated source

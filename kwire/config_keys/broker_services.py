@@ -272,6 +272,8 @@ _b("remote.list.offsets.request.timeout.ms", L, 30000, "Timeout of ListOffsets o
 # ------------------------------------------------------------------ kwire's own
 _b("cluster.id", S, None, "kwire: the cluster id a new data dir is formatted with (Kafka: kafka-storage "
    "format).", kwire=True)
+_b("metrics.listen", S, "", "kwire: HOST:PORT of the Prometheus text endpoint (GET /metrics); empty: off (kwire "
+   "serve's default is 127.0.0.1:9464, the in-process test broker's is off).", kwire=True)
 _b("metadata.snapshot.interval.entries", I, 10000, "kwire: committed metadata entries between snapshots.",
    at_least(1), kwire=True)
 

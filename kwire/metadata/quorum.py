@@ -24,8 +24,10 @@ here reach them from any node (kwire.metadata.controller_apis on the controller 
 """
 from __future__ import annotations
 
+import collections
 import logging
 import os
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -85,6 +87,8 @@ class MetadataQuorum:
                                            controller_apis=CA.handlers(self.controller),
                                            unreachable=link_faults.from_config(broker.config, self.node_id))
         self._pending_topics: set[str] = set()
+        # (monotonic time, ms) of recent commits on this node as active controller (kwire.metrics)
+        self.commit_latencies: collections.deque = collections.deque(maxlen=1024)
         self._pending_producer_ids: list[int] = []   # next_producer_id of ProducerIdsRecords in flight
         try:
             self.session_timeout_ms = int(broker.config.get("broker.session.timeout.ms"))
@@ -101,13 +105,39 @@ class MetadataQuorum:
             await nursery.start(self.transport.run, self.listeners)
         nursery.start_soon(self.controller.run)  # alone too: fences brokers registered before
 
-    async def wait_caught_up(self) -> None:
-        """Until a leader is known and this node applied what the quorum committed."""
+    async def wait_caught_up(self, first_report: float = 2.0, every: float = 10.0) -> None:
+        """Until a leader is known and this node applied what the quorum committed. A wait
+        longer than ``first_report`` seconds is logged then every ``every`` seconds, naming
+        what is missing (a leader, unreachable voters, how far the log is applied)."""
         d = self.driver
+        start = trio.current_time()
+        next_report = start + first_report
         while not (d.leader_id >= 0 and d.high_watermark > 0 and d.applied_offset >= d.high_watermark
                    and (not d.is_leader or d.high_watermark > d.core._epoch_start_offset)):
             with trio.move_on_after(0.05):
                 await d.wait_changed()
+            now = trio.current_time()
+            if now >= next_report:
+                next_report = now + every
+                log.info("node %d waiting for the metadata quorum (%.0f s): %s", self.node_id, now - start,
+                         self.wait_reason())
+        if trio.current_time() - start >= first_report:
+            log.info("node %d caught up with the metadata quorum after %.1f s: leader %d, epoch %d",
+                     self.node_id, trio.current_time() - start, d.leader_id, d.epoch)
+
+    def wait_reason(self) -> str:
+        """What a starting node still waits for, in words (start-up logs)."""
+        d = self.driver
+        missing = self.transport.unreachable_peers() if self.transport is not None else {}
+        need = len(self.voters) // 2 + 1
+        if d.leader_id < 0:
+            what = f"no leader elected yet (epoch {d.epoch}; a leader needs {need} of {len(self.voters)} voters)"
+        else:
+            what = (f"leader {d.leader_id} in epoch {d.epoch}; applied the metadata log up to "
+                    f"{d.applied_offset} of {d.high_watermark}")
+        if missing:
+            what += "; cannot reach " + ", ".join(f"voter {n} at {why}" for n, why in missing.items())
+        return what
 
     # ------------------------------------------------------------------ committing
     async def commit(self, values: list[bytes], timeout: float = 15.0) -> int:
@@ -196,8 +226,10 @@ class MetadataQuorum:
         pids = [obj.next_producer_id for msg, obj in decoded if msg is R.PRODUCER_IDS]
         self._pending_topics |= names
         self._pending_producer_ids += pids
+        t0 = trio.current_time()
         try:
             offset = await d.propose_and_wait(tuple(values), timeout)
+            self.commit_latencies.append((time.monotonic(), (trio.current_time() - t0) * 1000))
         except CommitFailed as exc:
             log.info("metadata proposal failed: %s", exc)
             return ErrorCode.NOT_CONTROLLER, -1, None

@@ -24,6 +24,7 @@ dropped: Raft retries on its own timers.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Awaitable, Callable
 
 import trio
@@ -240,12 +241,28 @@ def _offer(slot, value) -> None:
         pass
 
 
+def _why(exc: OSError) -> str:
+    """A failed connect in a few words (trio wraps the per-address errors in its own)."""
+    todo: list[BaseException] = [exc]
+    while todo:
+        e = todo.pop(0)
+        if isinstance(e, OSError) and e.errno:
+            return os.strerror(e.errno)
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+        if e.__cause__ is not None:
+            todo.append(e.__cause__)
+    return str(exc)
+
+
 class _Peer:
     def __init__(self, node_id: int, addr: tuple[str, int]):
         self.node_id = node_id
         self.addr = addr
         self.send_ch, self.recv_ch = trio.open_memory_channel(QUEUE)
         self.pending: dict[int, tuple[Any, Any, Any]] = {}   # corr -> (api, raft request | None, reply slot)
+        self.connected = False              # a connection to its controller listener is up
+        self.last_error: str | None = None  # why the last attempt to connect failed (start-up logs)
 
 
 class RaftTransport:
@@ -269,6 +286,11 @@ class RaftTransport:
         self._slots: dict[tuple, Any] = {}          # ("fetch", id) or (src, type name) -> [slots]
         driver.transport = self
         driver.reply_router = self._route_reply
+
+    def unreachable_peers(self) -> dict[int, str]:
+        """Voters this node has no connection to: node id -> "HOST:PORT: reason"."""
+        return {nid: f"{p.addr[0]}:{p.addr[1]}" + (f": {p.last_error}" if p.last_error else "")
+                for nid, p in sorted(self.peers.items()) if not p.connected}
 
     # ------------------------------------------------------------------ outgoing
     def send(self, dest: int, msg: Any) -> None:
@@ -309,18 +331,22 @@ class RaftTransport:
                 continue
             try:
                 stream = await trio.open_tcp_stream(*peer.addr)
-            except OSError:
+            except OSError as exc:
+                peer.last_error = _why(exc)
                 await self._drain_while_down(peer, backoff)
                 backoff = min(backoff * 2, 0.5)
                 continue
             backoff = 0.05
             set_nodelay(stream)
             conn = KafkaClientConnection(client_id=f"kwire-raft-{self.node_id}", max_frame_size=64 << 20)
+            peer.connected, peer.last_error = True, None
             try:
                 async with trio.open_nursery() as n:
                     n.start_soon(self._guard, peer, self._reader(peer, stream, conn), n.cancel_scope)
                     await self._guard(peer, self._writer(peer, stream, conn), n.cancel_scope)
             finally:
+                peer.connected = False
+                peer.last_error = peer.last_error or "connection lost"
                 await trio.aclose_forcefully(stream)
                 for _, _, slot in peer.pending.values():
                     if slot is not None:

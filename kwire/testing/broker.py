@@ -95,6 +95,7 @@ class Broker:
         self.overrides = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (overrides or {}).items()}
         self.log_level = log_level
         self.proc: subprocess.Popen | None = None
+        self.log_path: str | None = None   # process mode: the broker's stdout and stderr go here (appended)
         self._thread: threading.Thread | None = None
         self._trio_token = None
         self._cancel = None
@@ -126,12 +127,18 @@ class Broker:
     def _args(self) -> list[str]:
         args = [sys.executable, "-m", "kwire", "serve", "--listen", f"{self.host}:{self.port}",
                 "--data-dir", self.data_dir, "--log-level", self.log_level]
+        if "metrics.listen" not in self.overrides:
+            args += ["--override", "metrics.listen="]   # off, as in thread mode (kwire serve's default: on)
         for k, v in self.overrides.items():
             args += ["--override", f"{k}={v}"]
         return args
 
     def _start_process(self) -> None:
-        self.proc = subprocess.Popen(self._args(), stdin=subprocess.DEVNULL)
+        if self.log_path is not None:
+            with open(self.log_path, "ab") as out:
+                self.proc = subprocess.Popen(self._args(), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        else:
+            self.proc = subprocess.Popen(self._args(), stdin=subprocess.DEVNULL)
         # a test process that dies without cleanup() must not leave its broker behind
         atexit.register(_kill_orphan, self.proc)
         try:

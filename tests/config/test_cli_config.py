@@ -1,10 +1,11 @@
 """How ``kwire serve`` builds its config: server.properties, --override and flags are static
-broker configs; bad values stop it with a one-line ValueError."""
+broker configs; bad values stop it with a one-line UsageError."""
 from __future__ import annotations
 
 import pytest
 
-from kwire.cli import build_parser, config_from_args
+from kwire.cli import build_parser, config_from_args, plan_from_config
+from kwire.cli.args import UsageError
 
 
 def _cfg(tmp_path, props: str, *argv: str):
@@ -14,10 +15,10 @@ def _cfg(tmp_path, props: str, *argv: str):
 
 
 def test_properties_overrides_and_flags_are_static(tmp_path):
-    cfg, listen = _cfg(tmp_path, "num.partitions=2\nlog.retention.hours : 12\nbroker.rack=r\\u00e9\n",
+    cfg = _cfg(tmp_path, "num.partitions=2\nlog.retention.hours : 12\nbroker.rack=r\\u00e9\n",
                        "--override", "num.partitions=4", "--listen", "127.0.0.1:0",
                        "--advertised-listener", "localhost:9999", "--data-dir", str(tmp_path / "d"))
-    assert listen == "PLAINTEXT://127.0.0.1:0"
+    assert cfg.get("listeners") == ["PLAINTEXT://127.0.0.1:0"]
     assert cfg.get("num.partitions") == 4 and cfg.get("broker.rack") == "r\u00e9"
     assert cfg.topic_default("retention.ms") == 12 * 3600000
     assert cfg.is_static("advertised.listeners") and cfg.get("advertised.listeners") == ["PLAINTEXT://localhost:9999"]
@@ -26,7 +27,7 @@ def test_properties_overrides_and_flags_are_static(tmp_path):
 
 
 def test_voters_flag_is_a_list(tmp_path):
-    cfg, _ = _cfg(tmp_path, "", "--controller-quorum-voters", "1@127.0.0.1:9093,2@127.0.0.1:9193")
+    cfg = _cfg(tmp_path, "", "--controller-quorum-voters", "1@127.0.0.1:9093,2@127.0.0.1:9193")
     assert cfg.get("controller.quorum.voters") == ["1@127.0.0.1:9093", "2@127.0.0.1:9193"]
 
 
@@ -36,15 +37,16 @@ def test_voters_flag_is_a_list(tmp_path):
     ("log.segment.bytes=1000\n", (), "log.segment.bytes", "1000"),
 ])
 def test_bad_values_stop_the_start(tmp_path, props, argv, key, value):
-    with pytest.raises(ValueError) as ei:
+    with pytest.raises(UsageError) as ei:
         _cfg(tmp_path, props, *argv)
     msg = str(ei.value)
-    assert msg.startswith(f"Invalid value {value} for configuration {key}") and "\n" not in msg
+    assert msg.startswith(f"kwire serve: Invalid value {value} for configuration {key}") and "\n" not in msg
 
 
 def test_hostless_listener_binds_every_interface(tmp_path):
-    _, listen = _cfg(tmp_path, "listeners=PLAINTEXT://:19092\n")
-    assert listen == "PLAINTEXT://0.0.0.0:19092"
+    plan = plan_from_config(_cfg(tmp_path, "listeners=PLAINTEXT://:19092\n"))
+    assert (plan.client.name, plan.client.host, plan.client.port) == ("PLAINTEXT", "", 19092)
+    assert plan.client.bind_host is None          # every interface, IPv4 and IPv6
 
 
 def test_command_line_keys_are_static_broker_configs():

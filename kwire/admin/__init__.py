@@ -1,0 +1,4 @@
+"""``kwire topics | groups | configs | cluster | acls``: Kafka's admin tools (kafka-topics.sh,
+kafka-consumer-groups.sh, kafka-configs.sh, kafka-metadata-quorum.sh, kafka-acls.sh) with their
+flags and output shapes, on kwire's own wire client (kwire.admin.client), against any Kafka
+cluster. Nothing here is imported by the broker."""

@@ -1,0 +1,9 @@
+"""The admin subcommands' parsers, for kwire.cli."""
+from __future__ import annotations
+
+
+def add_admin_parsers(sub) -> None:
+    from kwire.admin import acls, cluster, configs, groups, topics  # noqa: PLC0415
+
+    for mod in (topics, groups, configs, cluster, acls):
+        mod.add_parser(sub)
