@@ -4,10 +4,13 @@ broker's leadership of them changes, and drives its timers.
 
 The broker's composition root builds one ``GroupEdge`` (``broker.group_edge``);
 ``await start_groups(broker, nursery)`` (from ``KafkaServer.start_background``) does the
-synchronous part at once, before the listeners serve: create ``__consumer_offsets`` if it is
-missing (compacted, ``offsets.topic.num.partitions`` partitions), replay every record of the
-partitions this broker leads into a fresh ``GroupCoordinator`` (``broker.groups`` from then
-on); then starts the timer task.
+synchronous part at once, before the listeners serve: replay every record of the
+``__consumer_offsets`` partitions this broker leads into a fresh ``GroupCoordinator``
+(``broker.groups`` from then on); then starts the timer task. ``__consumer_offsets`` is
+created the first time a client looks for a group coordinator (``ensure_topic``, as Kafka
+creates it on the first FindCoordinator of a group): compacted, ``offsets.topic.num.partitions``
+partitions, replication factor min(offsets.topic.replication.factor, live brokers). Until
+then a broker's data dir holds none of its partitions (a first start writes 50 fewer logs).
 
 Leadership (Kafka's GroupCoordinator.onElection / onResignation): the broker calls
 ``on_become_leader(p)`` / ``on_resign(p)`` (or ``follow_image()``, which works them out from
@@ -78,44 +81,81 @@ class GroupEdge:
         self.config: GroupConfig | None = None   # from the broker's config at open()
         self._wake = trio.Event()
         self.coordinator: GroupCoordinator | None = None
+        self._creating: trio.Event | None = None   # set once a creation of the topic ended
 
     # ------------------------------------------------------------------ startup
     async def open(self) -> GroupCoordinator:
         b = self.broker
         self.config = group_config(b)   # after the metadata replay: dynamic configs apply
         t = b.image.topics.get(OFFSETS_TOPIC)
-        if t is None and len(getattr(b, "voters", None) or ()) > 1:
-            # First start of a cluster: give the other voters a moment to register, so the
-            # offsets partitions (and with them the group coordinators) spread over them all.
-            with trio.move_on_after(5):
-                while not set(b.voters) <= {x.node_id for x in b.image.live_brokers()}:
-                    await trio.sleep(0.05)
-            t = b.image.topics.get(OFFSETS_TOPIC)
+        if t is not None:
+            # The partition of a group follows the topic as it is, whatever the config says now
+            # (until it exists: offsets.topic.num.partitions, which it is created with).
+            self.config.offsets_topic_num_partitions = len(t.partitions)
+        coord = GroupCoordinator(self.config, b.clock, self._write, owned_partitions=())
+        # before serving, at once: the partitions this node leads (the others load when it
+        # becomes their leader, in a task: on_become_leader)
+        led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id] if t is not None else []
+        n = sum(self._load_now(coord, p) for p in led)
+        coord.wakeup = self._wake.set
+        self.coordinator = coord
         if t is None:
+            log.info("group coordinator open: %s is created on the first FindCoordinator of a group",
+                     OFFSETS_TOPIC)
+        else:
+            log.info("group coordinator open: %d records replayed from the %d of %d %s partitions "
+                     "led here, %d groups", n, len(led), len(t.partitions), OFFSETS_TOPIC,
+                     len(coord.groups))
+        return coord
+
+    async def ensure_topic(self) -> None:
+        """Create ``__consumer_offsets`` unless it exists, and wait until it does (a first
+        FindCoordinator of a group, as Kafka creates it). The creation runs in a task of the
+        broker's nursery, once at a time: a caller that stops waiting (its request's bounded
+        wait) does not abandon it half way."""
+        b = self.broker
+        if OFFSETS_TOPIC in b.image.topics:
+            return
+        if self._creating is None:
+            self._creating = trio.Event()
+            b._nursery.start_soon(self._create_topic, self._creating)
+        await self._creating.wait()
+
+    async def _create_topic(self, done: trio.Event) -> None:
+        b = self.broker
+        try:
+            if len(getattr(b, "voters", None) or ()) > 1:
+                # First use in a cluster: give the other voters a moment to register, so the
+                # offsets partitions (and with them the group coordinators) spread over them all.
+                with trio.move_on_after(5):
+                    while not set(b.voters) <= {x.node_id for x in b.image.live_brokers()}:
+                        await trio.sleep(0.05)
+            if OFFSETS_TOPIC in b.image.topics:
+                return
             # Kafka's offsets topic configs: compact, compression as produced, and segments of
             # offsets.topic.segment.bytes (below segment.bytes' 1 MiB floor through Kafka 4's
             # internal.segment.bytes, so tests can roll them quickly)
             seg = int(b.config.get("offsets.topic.segment.bytes"))
             configs = {"cleanup.policy": "compact", "compression.type": "producer",
                        "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
-            res = await b.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
-                                       offsets_topic_replication_factor(b), configs)
+            try:
+                res = await b.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
+                                           offsets_topic_replication_factor(b), configs)
+            except KafkaError as exc:
+                log.warning("cannot create %s: %s", OFFSETS_TOPIC, exc)
+                return
             if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-                raise RuntimeError(f"cannot create {OFFSETS_TOPIC}: {res.code!r} {res.message}")
-            t = b.image.topics[OFFSETS_TOPIC]
-        # The partition of a group follows the topic as it is, whatever the config says now.
-        self.config.offsets_topic_num_partitions = len(t.partitions)
-        coord = GroupCoordinator(self.config, b.clock, self._write, owned_partitions=())
-        # before serving, at once: the partitions this node leads (the others load when it
-        # becomes their leader, in a task: on_become_leader)
-        led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
-        n = sum(self._load_now(coord, p) for p in led)
-        coord.wakeup = self._wake.set
-        self.coordinator = coord
-        log.info("group coordinator open: %d records replayed from the %d of %d %s partitions "
-                 "led here, %d groups", n, len(led), len(t.partitions), OFFSETS_TOPIC,
-                 len(coord.groups))
-        return coord
+                log.warning("cannot create %s: %s %s", OFFSETS_TOPIC, ErrorCode(res.code).name, res.message)
+                return
+            t = b.image.topics.get(OFFSETS_TOPIC)
+            coord = self.coordinator
+            if t is not None and coord is not None and not coord.groups:
+                # whole now (created here or, just before, by another node): groups map to its partitions
+                coord.config.offsets_topic_num_partitions = len(t.partitions)
+            self.follow_image()
+        finally:
+            self._creating = None
+            done.set()
 
     def _load_now(self, coord: GroupCoordinator, partition: int) -> int:
         """Load a partition with blocking reads (at startup, before anything is served);
@@ -164,7 +204,11 @@ class GroupEdge:
         if coord is None or coord.owns(partition) or coord.is_loading(partition):
             return
         load = coord.begin_load(partition)
-        log.info("became leader of %s-%d: loading its groups", OFFSETS_TOPIC, partition)
+        plog = self.broker.replica_manager.local_log(OFFSETS_TOPIC, partition)
+        empty = plog is not None and not plog.offline and plog.log_end_offset == plog.log_start_offset
+        # a new topic's 50 empty partitions are not news; a failover's loads are
+        log.log(logging.DEBUG if empty else logging.INFO, "became leader of %s-%d: loading its groups",
+                OFFSETS_TOPIC, partition)
         self.broker._nursery.start_soon(self._load, load)
 
     def on_resign(self, partition: int) -> None:
