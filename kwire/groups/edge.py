@@ -6,7 +6,8 @@ The broker's composition root builds one ``GroupEdge`` (``broker.group_edge``);
 ``await start_groups(broker, nursery)`` (from ``KafkaServer.start_background``) does the
 synchronous part at once, before the listeners serve: replay every record of the
 ``__consumer_offsets`` partitions this broker leads into a fresh ``GroupCoordinator``
-(``broker.groups`` from then on); then starts the timer task. ``__consumer_offsets`` is
+(``broker.groups`` from then on), whose timer task it starts; a broker without that topic
+builds its coordinator on first use (``GroupEdge.coordinator``). ``__consumer_offsets`` is
 created the first time a client looks for a group coordinator (``ensure_topic``, as Kafka
 creates it on the first FindCoordinator of a group): compacted, ``offsets.topic.num.partitions``
 partitions, replication factor min(offsets.topic.replication.factor, live brokers). Until
@@ -29,20 +30,27 @@ Loading replays data batches and the transaction markers of control batches
 from __future__ import annotations
 
 import logging
+import threading
 
 import trio
 
+from typing import TYPE_CHECKING
+
 from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import ErrorCode, KafkaError
-from kwire.groups.coordinator import GroupCoordinator
-from kwire.groups.loader import PartitionLoad
-from kwire.groups.membership import GroupConfig, Record
 from kwire.groups.records import OFFSETS_TOPIC
+
+if TYPE_CHECKING:   # the coordinator's modules load when it is built (see GroupEdge.coordinator)
+    from kwire.groups.coordinator import GroupCoordinator
+    from kwire.groups.loader import PartitionLoad
+    from kwire.groups.membership import GroupConfig, Record
 
 log = logging.getLogger("kwire.groups")
 
 
 def group_config(broker) -> GroupConfig:
+    from kwire.groups.membership import GroupConfig  # noqa: PLC0415
+
     c = broker.config
     return GroupConfig(
         group_min_session_timeout_ms=int(c.get("group.min.session.timeout.ms")),
@@ -80,32 +88,66 @@ class GroupEdge:
         self.broker = broker
         self.config: GroupConfig | None = None   # from the broker's config at open()
         self._wake = trio.Event()
-        self.coordinator: GroupCoordinator | None = None
+        self._coordinator: GroupCoordinator | None = None
+        self._nursery = None   # the broker's nursery, from open(): the timer task runs there
+        self._loop_thread: int | None = None   # the broker's Trio thread, and its token
+        self._trio_token = None
         self._creating: trio.Event | None = None   # set once a creation of the topic ended
 
+    @property
+    def coordinator(self) -> GroupCoordinator | None:
+        """The group coordinator; None before open(). A broker with no ``__consumer_offsets``
+        at open builds it on first use (a group request, the topic appearing, a scrape): until
+        then it would hold nothing, and its modules (~15 ms of imports) stay off the start."""
+        if self._coordinator is None and self._nursery is not None:
+            if threading.get_ident() == self._loop_thread:
+                self._build_on_use()
+            else:   # a test's or a tool's thread: build it on the broker's Trio thread
+                try:
+                    trio.from_thread.run_sync(self._build_on_use, trio_token=self._trio_token)
+                except trio.RunFinishedError:
+                    pass
+        return self._coordinator
+
+    def _build_on_use(self) -> None:
+        if self._coordinator is None:
+            self._build()
+            self.follow_image()   # partitions of a topic made meanwhile (by another node) load now
+
     # ------------------------------------------------------------------ startup
-    async def open(self) -> GroupCoordinator:
+    async def open(self, nursery) -> GroupCoordinator | None:
         b = self.broker
         self.config = group_config(b)   # after the metadata replay: dynamic configs apply
         t = b.image.topics.get(OFFSETS_TOPIC)
-        if t is not None:
-            # The partition of a group follows the topic as it is, whatever the config says now
-            # (until it exists: offsets.topic.num.partitions, which it is created with).
-            self.config.offsets_topic_num_partitions = len(t.partitions)
-        coord = GroupCoordinator(self.config, b.clock, self._write, owned_partitions=())
+        if t is None:
+            self._nursery = nursery
+            self._loop_thread = threading.get_ident()
+            self._trio_token = trio.lowlevel.current_trio_token()
+            log.info("group coordinator: %s is created on the first FindCoordinator of a group",
+                     OFFSETS_TOPIC)
+            return None
+        # The partition of a group follows the topic as it is, whatever the config says now
+        # (until it exists: offsets.topic.num.partitions, which it is created with).
+        self.config.offsets_topic_num_partitions = len(t.partitions)
+        coord = self._build(nursery)
         # before serving, at once: the partitions this node leads (the others load when it
         # becomes their leader, in a task: on_become_leader)
-        led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id] if t is not None else []
+        led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
         n = sum(self._load_now(coord, p) for p in led)
+        log.info("group coordinator open: %d records replayed from the %d of %d %s partitions "
+                 "led here, %d groups", n, len(led), len(t.partitions), OFFSETS_TOPIC,
+                 len(coord.groups))
+        return coord
+
+    def _build(self, nursery=None) -> GroupCoordinator:
+        """Make the coordinator (owning no partition yet) and start its timer task."""
+        from kwire.groups.coordinator import GroupCoordinator  # noqa: PLC0415
+
+        self._nursery = nursery or self._nursery
+        coord = GroupCoordinator(self.config, self.broker.clock, self._write, owned_partitions=())
         coord.wakeup = self._wake.set
-        self.coordinator = coord
-        if t is None:
-            log.info("group coordinator open: %s is created on the first FindCoordinator of a group",
-                     OFFSETS_TOPIC)
-        else:
-            log.info("group coordinator open: %d records replayed from the %d of %d %s partitions "
-                     "led here, %d groups", n, len(led), len(t.partitions), OFFSETS_TOPIC,
-                     len(coord.groups))
+        self._coordinator = coord
+        self._nursery.start_soon(self.run_timers)
         return coord
 
     async def ensure_topic(self) -> None:
@@ -148,7 +190,7 @@ class GroupEdge:
                 log.warning("cannot create %s: %s %s", OFFSETS_TOPIC, ErrorCode(res.code).name, res.message)
                 return
             t = b.image.topics.get(OFFSETS_TOPIC)
-            coord = self.coordinator
+            coord = self._coordinator
             if t is not None and coord is not None and not coord.groups:
                 # whole now (created here or, just before, by another node): groups map to its partitions
                 coord.config.offsets_topic_num_partitions = len(t.partitions)
@@ -329,7 +371,7 @@ class GroupEdge:
 
     # ------------------------------------------------------------------ timers
     async def run_timers(self) -> None:
-        coord = self.coordinator
+        coord = self._coordinator
         clock = self.broker.clock
         while True:
             self._wake = trio.Event()
@@ -358,8 +400,8 @@ def _replay_chunk(load: PartitionLoad, buf: bytes, offset: int) -> int:
 
 
 async def start_groups(broker, nursery) -> GroupEdge:
-    """Open the broker's coordinator (replay before serving) and start its timer task."""
+    """Open the broker's coordinator (replay before serving; its timer task runs in
+    ``nursery``), or, without __consumer_offsets, have it built on first use."""
     edge = broker.group_edge
-    await edge.open()
-    nursery.start_soon(edge.run_timers)
+    await edge.open(nursery)
     return edge
