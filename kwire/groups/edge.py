@@ -86,7 +86,7 @@ class GroupEdge:
 
     def __init__(self, broker):
         self.broker = broker
-        self.config: GroupConfig | None = None   # from the broker's config at open()
+        self.config: GroupConfig | None = None   # from the broker's config when the coordinator is built
         self._wake = trio.Event()
         self._coordinator: GroupCoordinator | None = None
         self._nursery = None   # the broker's nursery, from open(): the timer task runs there
@@ -109,6 +109,10 @@ class GroupEdge:
                     pass
         return self._coordinator
 
+    @coordinator.setter
+    def coordinator(self, coord: GroupCoordinator | None) -> None:   # tests: a coordinator of their own
+        self._coordinator = coord
+
     def _build_on_use(self) -> None:
         if self._coordinator is None:
             self._build()
@@ -117,15 +121,15 @@ class GroupEdge:
     # ------------------------------------------------------------------ startup
     async def open(self, nursery) -> GroupCoordinator | None:
         b = self.broker
-        self.config = group_config(b)   # after the metadata replay: dynamic configs apply
         t = b.image.topics.get(OFFSETS_TOPIC)
-        if t is None:
+        if t is None:   # (its config is read when it is built)
             self._nursery = nursery
             self._loop_thread = threading.get_ident()
             self._trio_token = trio.lowlevel.current_trio_token()
             log.info("group coordinator: %s is created on the first FindCoordinator of a group",
                      OFFSETS_TOPIC)
             return None
+        self.config = group_config(b)   # after the metadata replay: dynamic configs apply
         # The partition of a group follows the topic as it is, whatever the config says now
         # (until it exists: offsets.topic.num.partitions, which it is created with).
         self.config.offsets_topic_num_partitions = len(t.partitions)
@@ -144,6 +148,8 @@ class GroupEdge:
         from kwire.groups.coordinator import GroupCoordinator  # noqa: PLC0415
 
         self._nursery = nursery or self._nursery
+        if self.config is None:
+            self.config = group_config(self.broker)
         coord = GroupCoordinator(self.config, self.broker.clock, self._write, owned_partitions=())
         coord.wakeup = self._wake.set
         self._coordinator = coord
@@ -181,7 +187,8 @@ class GroupEdge:
             configs = {"cleanup.policy": "compact", "compression.type": "producer",
                        "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
             try:
-                res = await b.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
+                config = self.config or group_config(b)
+                res = await b.create_topic(OFFSETS_TOPIC, config.offsets_topic_num_partitions,
                                            offsets_topic_replication_factor(b), configs)
             except KafkaError as exc:
                 log.warning("cannot create %s: %s", OFFSETS_TOPIC, exc)

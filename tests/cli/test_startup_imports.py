@@ -1,14 +1,14 @@
 """What ``kwire serve`` imports before it answers its first request (issue 16's start-up budget,
 measured by bench/startup_bench.py): construct (the producer-state snapshot format) and
-prometheus_client load on first use, not at start, and so does the group coordinator of a
-broker without __consumer_offsets (kwire.groups.edge); the crc32c package is never imported (its
+prometheus_client load on first use, not at start, and so do the group and transaction
+coordinators of a broker without their internal topics (kwire.groups.edge, kwire.transactions.edge); the crc32c package is never imported (its
 ``__init__`` reads its installed metadata, 25-30 ms): its C extension is loaded directly."""
 from __future__ import annotations
 
 import subprocess
 import sys
 
-LAZY = ("construct", "crc32c", "prometheus_client", "kwire.groups.coordinator")
+LAZY = ("construct", "crc32c", "prometheus_client", "kwire.groups.coordinator", "kwire.transactions.coordinator")
 
 SERVE_AND_ASK = r"""
 import socket, sys, threading
