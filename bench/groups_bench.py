@@ -312,11 +312,13 @@ def bench_confluent_join(bootstrap: str) -> float | None:
 
 def warm_up(bootstrap: str) -> float:
     """One member joins, syncs, heartbeats and leaves a throwaway group; returns the first
-    request's round trip in ms. A fresh broker process answers its very first request (of any
+    request's round trip in ms (a FindCoordinator, which creates __consumer_offsets). A fresh broker process answers its very first request (of any
     API) 100-180 ms late (lazy imports and per-version codec compilation on first use), which
     is start-up cost, not rebalance cost: the measured rounds run after this."""
     m = WireMember(bootstrap, f"bench-warm-{uuid.uuid4().hex[:6]}", "bench-groups", "warm")
     try:
+        # as a client starts: FindCoordinator, whose first call creates __consumer_offsets
+        assert m.request("FindCoordinator", 3, key=m.group, key_type=0).error_code == E.NONE
         m.join_and_sync()
         m.heartbeat()
         m.leave()

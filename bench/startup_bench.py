@@ -2,8 +2,9 @@
 
 - exec -> Metadata: wall time from ``Popen`` of ``kwire serve`` (the console script) to an
   answered Metadata request on a fresh connection (polling connect every 2 ms); the same for
-  ``tansu broker`` (memory storage). Budget for kwire: median <= 300 ms, and no more than
-  150 ms above ``python -c "import trio"`` measured side by side in the same run.
+  ``tansu broker`` (memory storage). Budget for kwire: median <= 300 ms, and (issue 16) no
+  more than 150 ms above ``python -c "import trio"`` measured side by side: one such run just
+  before each kwire run, the verdict on the median of the run-by-run differences.
 - in-process start: ``kwire.testing.Broker().start()`` to an answered Metadata, in an
   interpreter that has imported kwire (a first broker was started and is still running: its
   start imports the modules and generates the codecs). Budget <= 30 ms. The cold figure (the
@@ -143,11 +144,23 @@ def _workload(port: int) -> None:
         assert len(got) == 1000
 
 
-def exec_to_metadata(which: str, runs: int, req: bytes, env: dict | None = None) -> tuple[list[float], float | None]:
+def exec_ms(cmd: list[str]) -> float:
+    """Wall time (ms) of a process from ``Popen`` to its exit."""
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, env=bench_env())
+    return (time.perf_counter() - t0) * 1000
+
+
+def exec_to_metadata(which: str, runs: int, req: bytes, env: dict | None = None,
+                     baseline: tuple[list[str], list[float]] | None = None) -> tuple[list[float], float | None]:
     """Exec-to-Metadata times (ms) over ``runs`` fresh processes; idle RSS after a workload in
-    the last one (MiB)."""
+    the last one (MiB). ``baseline`` (command, list): that command is timed (``exec_ms``) just
+    before each run and appended to the list, so a baseline and the runs it is compared with
+    share the machine's load (side by side, run by run)."""
     times, rss = [], None
     for i in range(runs):
+        if baseline is not None:
+            baseline[1].append(exec_ms(baseline[0]))
         port = _free_port()
         data = tempfile.mkdtemp(prefix="kwire-startup-")
         cmd = _kwire_cmd(port, data, which == "kwire-m") if which.startswith("kwire") else _tansu_cmd(port)
@@ -225,16 +238,11 @@ def run(quick: bool = False) -> list[tuple]:
 
     # imports
     imp = {m: _median([_py(_IMPORT, m) for _ in range(runs)]) for m in ("kwire", "kwire.testing", "kwire.app")}
-    bare = _median([(lambda t: (subprocess.run([sys.executable, "-c", "pass"], check=True, env=bench_env()),
-                                (time.perf_counter() - t) * 1000)[1])(time.perf_counter()) for _ in range(runs)])
+    bare = _median([exec_ms([sys.executable, "-c", "pass"]) for _ in range(runs)])
     row("startup.import kwire", imp["kwire"], "ms", "<= 150 ms", imp["kwire"] <= 150)
     row("startup.import kwire.testing (pytest plugin load)", imp["kwire.testing"], "ms")
     row("startup.import kwire.app (whole broker)", imp["kwire.app"], "ms")
     row("startup.python -c pass (interpreter, for scale)", bare, "ms")
-    with_trio = _median([(lambda t: (subprocess.run([sys.executable, "-c", "import trio"], check=True,
-                                                    env=bench_env()), (time.perf_counter() - t) * 1000)[1])(
-        time.perf_counter()) for _ in range(runs)])
-    row("startup.python -c 'import trio' (interpreter + trio)", with_trio, "ms")
 
     # in-process
     inp = [_py(_IN_PROCESS, req.hex()) for _ in range(runs)]
@@ -242,12 +250,20 @@ def run(quick: bool = False) -> list[tuple]:
     row("startup.in-process start to Metadata (after import)", start, "ms", "<= 30 ms", start <= 30)
     row("startup.in-process cold (first broker: imports + start)", _median([r["cold_ms"] for r in inp]), "ms")
 
-    # subprocess: kwire vs tansu
-    kw_times, kw_rss = exec_to_metadata("kwire", runs, req)
+    # subprocess: kwire vs tansu. Issue 16's budget: exec -> Metadata costs no more than the
+    # interpreter plus ``import trio`` plus 150 ms, measured side by side: a ``python -c "import
+    # trio"`` just before each kwire run; the verdict is on the median of the run-by-run
+    # differences (a load spike then moves both sides of a pair alike).
+    trio_times: list[float] = []
+    kw_times, kw_rss = exec_to_metadata("kwire", runs, req,
+                                        baseline=([sys.executable, "-c", "import trio"], trio_times))
     kw = _median(kw_times)
+    with_trio = _median(trio_times)
+    over = _median([k - t for k, t in zip(kw_times, trio_times)])
+    row("startup.python -c 'import trio' (interpreter + trio, beside each kwire run)", with_trio, "ms")
     row("startup.kwire serve exec to Metadata (median)", kw, "ms", "<= 300 ms", kw <= 300)
-    row("startup.kwire serve exec to Metadata minus (interpreter + trio)", kw - with_trio, "ms", "<= 150 ms",
-        kw - with_trio <= 150)
+    row("startup.kwire serve exec to Metadata minus (interpreter + trio), run by run", over, "ms", "<= 150 ms",
+        over <= 150)
     row("startup.kwire idle RSS after workload", kw_rss, "MiB", "<= 60 MiB", kw_rss <= 60)
     km_times, _ = exec_to_metadata("kwire-m", runs, req)
     row("startup.python -m kwire serve exec to Metadata (median)", _median(km_times), "ms")
@@ -266,6 +282,7 @@ def run(quick: bool = False) -> list[tuple]:
     for r in rows:
         print(f"{r[0].ljust(width)}  {r[1]!s:>9} {r[2]:<4} {r[3]:>10}  {r[4]}")
     print(f"kwire exec->Metadata runs (ms): {[round(t, 1) for t in kw_times]}")
+    print(f"import trio beside them (ms):   {[round(t, 1) for t in trio_times]}")
     return rows
 
 

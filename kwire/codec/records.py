@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import struct
 
-from crc32c import crc32c as _crc32c
-
 from kwire.codec import compression as _compression
 from kwire.codec.primitives import read_varint, read_varlong
 from kwire.errors import (
@@ -108,9 +106,46 @@ class RecordCountMismatch(InvalidRecord):
 DEFAULT_MAX_DECOMPRESSED_SIZE = _compression.DEFAULT_MAX_OUTPUT_SIZE
 
 
-def crc32c(data) -> int:
-    """CRC-32C (Castagnoli) of a bytes-like object, unsigned."""
-    return _crc32c(data)
+def _load_crc32c():
+    """The crc32c package's C function. Its extension module is loaded straight from the
+    package's directory: the package's ``__init__`` reads its own installed metadata for
+    ``__version__`` (importlib.metadata, email, zipfile, csv: 25-30 ms of every start, as
+    the metadata log's first batch needs a CRC). Any surprise: the ordinary import."""
+    import importlib.machinery  # noqa: PLC0415
+    import importlib.util  # noqa: PLC0415
+    import os  # noqa: PLC0415
+
+    try:
+        spec = importlib.util.find_spec("crc32c")   # finds the package without running it
+        for d in (spec.submodule_search_locations or ()) if spec else ():
+            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                path = os.path.join(d, "_crc32c" + suffix)
+                if os.path.exists(path):
+                    loader = importlib.machinery.ExtensionFileLoader("crc32c._crc32c", path)
+                    mod = importlib.util.module_from_spec(importlib.util.spec_from_loader("crc32c._crc32c", loader))
+                    loader.exec_module(mod)
+                    fn = mod.crc32c
+                    if fn(b"123456789") == 0xE3069283:   # the check value of CRC-32C
+                        return fn
+    except Exception:  # noqa: BLE001 - fall back to the package's own import
+        pass
+    from crc32c import crc32c as fn  # noqa: PLC0415
+
+    return fn
+
+
+def _crc32c(data, value: int = 0) -> int:
+    """The first CRC loads the C function (``_load_crc32c``) and rebinds this module's
+    ``_crc32c`` to it: no import cost before a CRC is needed, no wrapper after."""
+    global _crc32c
+    _crc32c = _load_crc32c()
+    return _crc32c(data, value)
+
+
+def crc32c(data, value: int = 0) -> int:
+    """CRC-32C (Castagnoli) of a bytes-like object, unsigned; ``value``: the CRC so far (to
+    continue it over more data)."""
+    return _crc32c(data, value)
 
 
 # --- the header view ----------------------------------------------------------------------

@@ -4,10 +4,14 @@ broker's leadership of them changes, and drives its timers.
 
 The broker's composition root builds one ``GroupEdge`` (``broker.group_edge``);
 ``await start_groups(broker, nursery)`` (from ``KafkaServer.start_background``) does the
-synchronous part at once, before the listeners serve: create ``__consumer_offsets`` if it is
-missing (compacted, ``offsets.topic.num.partitions`` partitions), replay every record of the
-partitions this broker leads into a fresh ``GroupCoordinator`` (``broker.groups`` from then
-on); then starts the timer task.
+synchronous part at once, before the listeners serve: replay every record of the
+``__consumer_offsets`` partitions this broker leads into a fresh ``GroupCoordinator``
+(``broker.groups`` from then on), whose timer task it starts; a broker without that topic
+builds its coordinator on first use (``GroupEdge.coordinator``). ``__consumer_offsets`` is
+created the first time a client looks for a group coordinator (``ensure_topic``, as Kafka
+creates it on the first FindCoordinator of a group): compacted, ``offsets.topic.num.partitions``
+partitions, replication factor min(offsets.topic.replication.factor, live brokers). Until
+then a broker's data dir holds none of its partitions (a first start writes 50 fewer logs).
 
 Leadership (Kafka's GroupCoordinator.onElection / onResignation): the broker calls
 ``on_become_leader(p)`` / ``on_resign(p)`` (or ``follow_image()``, which works them out from
@@ -26,20 +30,27 @@ Loading replays data batches and the transaction markers of control batches
 from __future__ import annotations
 
 import logging
+import threading
 
 import trio
 
+from typing import TYPE_CHECKING
+
 from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import ErrorCode, KafkaError
-from kwire.groups.coordinator import GroupCoordinator
-from kwire.groups.loader import PartitionLoad
-from kwire.groups.membership import GroupConfig, Record
 from kwire.groups.records import OFFSETS_TOPIC
+
+if TYPE_CHECKING:   # the coordinator's modules load when it is built (see GroupEdge.coordinator)
+    from kwire.groups.coordinator import GroupCoordinator
+    from kwire.groups.loader import PartitionLoad
+    from kwire.groups.membership import GroupConfig, Record
 
 log = logging.getLogger("kwire.groups")
 
 
 def group_config(broker) -> GroupConfig:
+    from kwire.groups.membership import GroupConfig  # noqa: PLC0415
+
     c = broker.config
     return GroupConfig(
         group_min_session_timeout_ms=int(c.get("group.min.session.timeout.ms")),
@@ -75,47 +86,125 @@ class GroupEdge:
 
     def __init__(self, broker):
         self.broker = broker
-        self.config: GroupConfig | None = None   # from the broker's config at open()
+        self.config: GroupConfig | None = None   # from the broker's config when the coordinator is built
         self._wake = trio.Event()
-        self.coordinator: GroupCoordinator | None = None
+        self._coordinator: GroupCoordinator | None = None
+        self._nursery = None   # the broker's nursery, from open(): the timer task runs there
+        self._loop_thread: int | None = None   # the broker's Trio thread, and its token
+        self._trio_token = None
+        self._creating: trio.Event | None = None   # set once a creation of the topic ended
+
+    @property
+    def coordinator(self) -> GroupCoordinator | None:
+        """The group coordinator; None before open(). A broker with no ``__consumer_offsets``
+        at open builds it on first use (a group request, the topic appearing, a scrape): until
+        then it would hold nothing, and its modules (~15 ms of imports) stay off the start."""
+        if self._coordinator is None and self._nursery is not None:
+            if threading.get_ident() == self._loop_thread:
+                self._build_on_use()
+            else:   # a test's or a tool's thread: build it on the broker's Trio thread
+                try:
+                    trio.from_thread.run_sync(self._build_on_use, trio_token=self._trio_token)
+                except trio.RunFinishedError:
+                    pass
+        return self._coordinator
+
+    @coordinator.setter
+    def coordinator(self, coord: GroupCoordinator | None) -> None:   # tests: a coordinator of their own
+        self._coordinator = coord
+
+    def _build_on_use(self) -> None:
+        if self._coordinator is None:
+            self._build()
+            self.follow_image()   # partitions of a topic made meanwhile (by another node) load now
 
     # ------------------------------------------------------------------ startup
-    async def open(self) -> GroupCoordinator:
+    async def open(self, nursery) -> GroupCoordinator | None:
         b = self.broker
-        self.config = group_config(b)   # after the metadata replay: dynamic configs apply
         t = b.image.topics.get(OFFSETS_TOPIC)
-        if t is None and len(getattr(b, "voters", None) or ()) > 1:
-            # First start of a cluster: give the other voters a moment to register, so the
-            # offsets partitions (and with them the group coordinators) spread over them all.
-            with trio.move_on_after(5):
-                while not set(b.voters) <= {x.node_id for x in b.image.live_brokers()}:
-                    await trio.sleep(0.05)
-            t = b.image.topics.get(OFFSETS_TOPIC)
-        if t is None:
+        if t is None:   # (its config is read when it is built)
+            self._nursery = nursery
+            self._loop_thread = threading.get_ident()
+            self._trio_token = trio.lowlevel.current_trio_token()
+            log.info("group coordinator: %s is created on the first FindCoordinator of a group",
+                     OFFSETS_TOPIC)
+            return None
+        self.config = group_config(b)   # after the metadata replay: dynamic configs apply
+        # The partition of a group follows the topic as it is, whatever the config says now
+        # (until it exists: offsets.topic.num.partitions, which it is created with).
+        self.config.offsets_topic_num_partitions = len(t.partitions)
+        coord = self._build(nursery)
+        # before serving, at once: the partitions this node leads (the others load when it
+        # becomes their leader, in a task: on_become_leader)
+        led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
+        n = sum(self._load_now(coord, p) for p in led)
+        log.info("group coordinator open: %d records replayed from the %d of %d %s partitions "
+                 "led here, %d groups", n, len(led), len(t.partitions), OFFSETS_TOPIC,
+                 len(coord.groups))
+        return coord
+
+    def _build(self, nursery=None) -> GroupCoordinator:
+        """Make the coordinator (owning no partition yet) and start its timer task."""
+        from kwire.groups.coordinator import GroupCoordinator  # noqa: PLC0415
+
+        self._nursery = nursery or self._nursery
+        if self.config is None:
+            self.config = group_config(self.broker)
+        coord = GroupCoordinator(self.config, self.broker.clock, self._write, owned_partitions=())
+        coord.wakeup = self._wake.set
+        self._coordinator = coord
+        self._nursery.start_soon(self.run_timers)
+        return coord
+
+    async def ensure_topic(self) -> None:
+        """Create ``__consumer_offsets`` unless it exists, and wait until it does (a first
+        FindCoordinator of a group, as Kafka creates it). The creation runs in a task of the
+        broker's nursery, once at a time: a caller that stops waiting (its request's bounded
+        wait) does not abandon it half way."""
+        b = self.broker
+        if OFFSETS_TOPIC in b.image.topics:
+            return
+        if self._creating is None:
+            self._creating = trio.Event()
+            b._nursery.start_soon(self._create_topic, self._creating)
+        await self._creating.wait()
+
+    async def _create_topic(self, done: trio.Event) -> None:
+        b = self.broker
+        try:
+            if len(getattr(b, "voters", None) or ()) > 1:
+                # First use in a cluster: give the other voters a moment to register, so the
+                # offsets partitions (and with them the group coordinators) spread over them all.
+                with trio.move_on_after(5):
+                    while not set(b.voters) <= {x.node_id for x in b.image.live_brokers()}:
+                        await trio.sleep(0.05)
+            if OFFSETS_TOPIC in b.image.topics:
+                return
             # Kafka's offsets topic configs: compact, compression as produced, and segments of
             # offsets.topic.segment.bytes (below segment.bytes' 1 MiB floor through Kafka 4's
             # internal.segment.bytes, so tests can roll them quickly)
             seg = int(b.config.get("offsets.topic.segment.bytes"))
             configs = {"cleanup.policy": "compact", "compression.type": "producer",
                        "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
-            res = await b.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
-                                       offsets_topic_replication_factor(b), configs)
+            try:
+                config = self.config or group_config(b)
+                res = await b.create_topic(OFFSETS_TOPIC, config.offsets_topic_num_partitions,
+                                           offsets_topic_replication_factor(b), configs)
+            except KafkaError as exc:
+                log.warning("cannot create %s: %s", OFFSETS_TOPIC, exc)
+                return
             if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-                raise RuntimeError(f"cannot create {OFFSETS_TOPIC}: {res.code!r} {res.message}")
-            t = b.image.topics[OFFSETS_TOPIC]
-        # The partition of a group follows the topic as it is, whatever the config says now.
-        self.config.offsets_topic_num_partitions = len(t.partitions)
-        coord = GroupCoordinator(self.config, b.clock, self._write, owned_partitions=())
-        # before serving, at once: the partitions this node leads (the others load when it
-        # becomes their leader, in a task: on_become_leader)
-        led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
-        n = sum(self._load_now(coord, p) for p in led)
-        coord.wakeup = self._wake.set
-        self.coordinator = coord
-        log.info("group coordinator open: %d records replayed from the %d of %d %s partitions "
-                 "led here, %d groups", n, len(led), len(t.partitions), OFFSETS_TOPIC,
-                 len(coord.groups))
-        return coord
+                log.warning("cannot create %s: %s %s", OFFSETS_TOPIC, ErrorCode(res.code).name, res.message)
+                return
+            t = b.image.topics.get(OFFSETS_TOPIC)
+            coord = self._coordinator
+            if t is not None and coord is not None and not coord.groups:
+                # whole now (created here or, just before, by another node): groups map to its partitions
+                coord.config.offsets_topic_num_partitions = len(t.partitions)
+            self.follow_image()
+        finally:
+            self._creating = None
+            done.set()
 
     def _load_now(self, coord: GroupCoordinator, partition: int) -> int:
         """Load a partition with blocking reads (at startup, before anything is served);
@@ -164,7 +253,11 @@ class GroupEdge:
         if coord is None or coord.owns(partition) or coord.is_loading(partition):
             return
         load = coord.begin_load(partition)
-        log.info("became leader of %s-%d: loading its groups", OFFSETS_TOPIC, partition)
+        plog = self.broker.replica_manager.local_log(OFFSETS_TOPIC, partition)
+        empty = plog is not None and not plog.offline and plog.log_end_offset == plog.log_start_offset
+        # a new topic's 50 empty partitions are not news; a failover's loads are
+        log.log(logging.DEBUG if empty else logging.INFO, "became leader of %s-%d: loading its groups",
+                OFFSETS_TOPIC, partition)
         self.broker._nursery.start_soon(self._load, load)
 
     def on_resign(self, partition: int) -> None:
@@ -285,7 +378,7 @@ class GroupEdge:
 
     # ------------------------------------------------------------------ timers
     async def run_timers(self) -> None:
-        coord = self.coordinator
+        coord = self._coordinator
         clock = self.broker.clock
         while True:
             self._wake = trio.Event()
@@ -314,8 +407,8 @@ def _replay_chunk(load: PartitionLoad, buf: bytes, offset: int) -> int:
 
 
 async def start_groups(broker, nursery) -> GroupEdge:
-    """Open the broker's coordinator (replay before serving) and start its timer task."""
+    """Open the broker's coordinator (replay before serving; its timer task runs in
+    ``nursery``), or, without __consumer_offsets, have it built on first use."""
     edge = broker.group_edge
-    await edge.open()
-    nursery.start_soon(edge.run_timers)
+    await edge.open(nursery)
     return edge

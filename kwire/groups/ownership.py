@@ -103,8 +103,9 @@ class PartitionOwnership:
                 self._schedule_heartbeat(g, m)
             for producer_id in g.offsets.open_producers():
                 self._txn_groups.setdefault(producer_id, set()).add(gid)
-        log.info("loaded %d groups of __consumer_offsets-%d (%d records)",
-                 len(load.groups), p, load.records)
+        # an empty partition (50 of them on a first start, most on a small cluster) is not news
+        log.log(logging.INFO if load.records else logging.DEBUG, "loaded %d groups of __consumer_offsets-%d "
+                "(%d records)", len(load.groups), p, load.records)
         return True
 
     def unload(self, partition: int) -> int:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from kwire.config import BrokerConfig
     from kwire.fetch_session import FetchSessionCache
     from kwire.groups.coordinator import GroupCoordinator
+    from kwire.groups.edge import GroupEdge
     from kwire.metadata.image import MetadataImage
     from kwire.metadata.quorum import MetadataQuorum
     from kwire.producers.ids import ProducerIdManager
@@ -51,6 +52,7 @@ class BrokerServices(Protocol):
     @property
     def groups(self) -> GroupCoordinator | None: ...   # None until __consumer_offsets replayed
 
+    group_edge: GroupEdge       # creates __consumer_offsets on a group's first FindCoordinator
     txn_edge: TransactionEdge   # the transaction coordinator (``txn_edge.coordinator``) and its topic
 
     def controller_id(self) -> int: ...

@@ -11,6 +11,7 @@ groups it has; as from Kafka, a Heartbeat gets NONE meanwhile and a SyncGroup
 REBALANCE_IN_PROGRESS, so members rejoin here without rediscovering the coordinator). DescribeGroups
 reports authorized operations when asked (no authorizer yet: all a group supports).
 FindCoordinator key type 1 names a transaction coordinator (kwire.handlers.transactions).
+The first FindCoordinator of a group creates ``__consumer_offsets`` (kwire.groups.edge), as Kafka.
 OffsetFetch with require_stable (v7+) answers UNSTABLE_OFFSET_COMMIT for a partition with a
 transactional offset commit still open (TxnOffsetCommit, kwire.handlers.txn_offset_commit).
 Left out: KIP-848 member epochs (OffsetFetch v9's member id/epoch are ignored). Before the coordinator
@@ -25,7 +26,7 @@ from kwire.errors import ErrorCode
 from kwire.groups.pending import Pending
 from kwire.groups.records import OFFSETS_TOPIC
 from kwire.handlers import RequestContext, handles
-from kwire.handlers.transactions import ensure_transaction_topic, transaction_coordinator_node
+from kwire.handlers.transactions import CREATE_WAIT_S, ensure_transaction_topic, transaction_coordinator_node
 from kwire.security.operations import authorized_operations
 
 E = ErrorCode
@@ -87,6 +88,17 @@ def _client_id(ctx: RequestContext) -> str:
 
 
 # ============================================================================ FindCoordinator
+async def ensure_offsets_topic(ctx: RequestContext) -> None:
+    """Create ``__consumer_offsets`` on the first look-up of a group coordinator, as Kafka
+    does (bounded wait; the client retries COORDINATOR_NOT_AVAILABLE after that, and the
+    creation goes on meanwhile)."""
+    edge = ctx.broker.group_edge
+    if edge is None or edge.coordinator is None or OFFSETS_TOPIC in ctx.broker.image.topics:
+        return
+    with trio.move_on_after(CREATE_WAIT_S):
+        await edge.ensure_topic()
+
+
 @handles("FindCoordinator", "0-5")
 async def find_coordinator(ctx: RequestContext, req):
     v = ctx.version
@@ -102,8 +114,11 @@ async def find_coordinator(ctx: RequestContext, req):
             return NOT_AVAILABLE, "The group coordinator is not available.", None
         return E.NONE, None, node
 
-    if v >= 1 and req.key_type == 1:
+    key_type = req.key_type if v >= 1 else 0
+    if key_type == 1:
         await ensure_transaction_topic(ctx)   # created on first use, as Kafka does
+    elif key_type == 0:
+        await ensure_offsets_topic(ctx)   # likewise __consumer_offsets
     if v < 4:
         err, msg, node = answer(req.key_type if v >= 1 else 0, req.key)
         if err:

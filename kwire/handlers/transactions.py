@@ -229,6 +229,9 @@ async def add_offsets_to_txn(ctx: RequestContext, req):
     coord, error = _coordinator_for(ctx, req.transactional_id)
     if coord is None:
         return answer(error)
+    from kwire.handlers.groups import ensure_offsets_topic  # noqa: PLC0415 - groups imports this module
+
+    await ensure_offsets_topic(ctx)   # the markers of this transaction go to the group's partition
     groups = ctx.broker.groups
     if groups is not None:
         partition = groups.partition_for(req.group_id)

@@ -18,14 +18,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from crc32c import crc32c
-
 from kwire.codec.records import (
     ATTRIBUTES_OFFSET,
     BATCH_HEADER_SIZE,
     CRC_OFFSET,
     HEADER,
     RecordBatch,
+    crc32c,
 )
 from kwire.errors import CorruptRecordBatch, ErrorCode, KafkaError
 from kwire.log import producer_log, producer_state

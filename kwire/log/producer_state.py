@@ -68,15 +68,14 @@ rebuild from the log (the CRC rejects a torn one). A clean close writes it durab
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import struct
 from collections import deque
 
-import construct as C
-from crc32c import crc32c
-
 from kwire.atomic import fsync_dir, write_atomic
+from kwire.codec.records import crc32c
 from kwire.errors import ErrorCode, KafkaError
 from kwire.log.txn_index import AbortedTxn
 
@@ -92,38 +91,44 @@ DEFAULT_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 
 _SNAPSHOT_FILE = re.compile(r"^(\d{20})\.snapshot$")
 
+
 # --- the snapshot file (cold path: written on roll and close, read once at open) ----------
-SNAPSHOT_BATCH = C.Struct(
-    "first_seq" / C.Int32sb,
-    "last_seq" / C.Int32sb,
-    "first_offset" / C.Int64sb,
-    "last_offset" / C.Int64sb,
-    "timestamp" / C.Int64sb,
-)
-SNAPSHOT_ENTRY = C.Struct(
-    "producer_id" / C.Int64sb,
-    "epoch" / C.Int16sb,
-    "last_timestamp" / C.Int64sb,
-    "coordinator_epoch" / C.Int32sb,
-    "current_txn_first_offset" / C.Int64sb,
-    "batches" / C.PrefixedArray(C.Int8sb, SNAPSHOT_BATCH),
-)
-SNAPSHOT_BODY = C.Struct("producers" / C.PrefixedArray(C.Int32sb, SNAPSHOT_ENTRY), C.Terminated)
-SNAPSHOT_ENTRY_V100 = C.Struct(
-    "producer_id" / C.Int64sb,
-    "epoch" / C.Int16sb,
-    "last_timestamp" / C.Int64sb,
-    "batches" / C.PrefixedArray(C.Int8sb, SNAPSHOT_BATCH),
-)
-SNAPSHOT_BODY_V100 = C.Struct("producers" / C.PrefixedArray(C.Int32sb, SNAPSHOT_ENTRY_V100), C.Terminated)
-SNAPSHOT_FILE = C.Struct(
-    "version" / C.Int16sb,
-    "crc" / C.Int32ub,       # CRC-32C of body
-    "body" / C.GreedyBytes,
-)
-_BODY = SNAPSHOT_BODY.compile()
-_BODY_V100 = SNAPSHOT_BODY_V100.compile()
-_FILE = SNAPSHOT_FILE.compile()
+@functools.lru_cache(maxsize=None)
+def _snapshot_codecs():
+    """(body, body v100, file) construct parsers of the snapshot format, compiled on the first
+    snapshot read or written: construct's import and compilation (~30-40 ms) stay off the start
+    of a broker that has none to read."""
+    import construct as C  # noqa: PLC0415
+
+    SNAPSHOT_BATCH = C.Struct(
+        "first_seq" / C.Int32sb,
+        "last_seq" / C.Int32sb,
+        "first_offset" / C.Int64sb,
+        "last_offset" / C.Int64sb,
+        "timestamp" / C.Int64sb,
+    )
+    SNAPSHOT_ENTRY = C.Struct(
+        "producer_id" / C.Int64sb,
+        "epoch" / C.Int16sb,
+        "last_timestamp" / C.Int64sb,
+        "coordinator_epoch" / C.Int32sb,
+        "current_txn_first_offset" / C.Int64sb,
+        "batches" / C.PrefixedArray(C.Int8sb, SNAPSHOT_BATCH),
+    )
+    SNAPSHOT_BODY = C.Struct("producers" / C.PrefixedArray(C.Int32sb, SNAPSHOT_ENTRY), C.Terminated)
+    SNAPSHOT_ENTRY_V100 = C.Struct(
+        "producer_id" / C.Int64sb,
+        "epoch" / C.Int16sb,
+        "last_timestamp" / C.Int64sb,
+        "batches" / C.PrefixedArray(C.Int8sb, SNAPSHOT_BATCH),
+    )
+    SNAPSHOT_BODY_V100 = C.Struct("producers" / C.PrefixedArray(C.Int32sb, SNAPSHOT_ENTRY_V100), C.Terminated)
+    SNAPSHOT_FILE = C.Struct(
+        "version" / C.Int16sb,
+        "crc" / C.Int32ub,       # CRC-32C of body
+        "body" / C.GreedyBytes,
+    )
+    return SNAPSHOT_BODY.compile(), SNAPSHOT_BODY_V100.compile(), SNAPSHOT_FILE.compile()
 
 
 class OutOfOrderSequence(KafkaError):
@@ -466,6 +471,7 @@ class ProducerStateManager:
 
     # --- snapshots ----------------------------------------------------------------------
     def encode_snapshot(self) -> bytes:
+        _BODY, _, _FILE = _snapshot_codecs()
         body = _BODY.build({"producers": [
             {"producer_id": e.producer_id, "epoch": e.epoch, "last_timestamp": e.last_timestamp,
              "coordinator_epoch": e.coordinator_epoch, "current_txn_first_offset": e.current_txn_first_offset,
@@ -477,6 +483,9 @@ class ProducerStateManager:
     @staticmethod
     def decode_snapshot(data: bytes) -> dict[int, ProducerStateEntry]:
         """Raises ValueError when the snapshot is not one of ours or is corrupt."""
+        import construct as C  # noqa: PLC0415
+
+        _BODY, _BODY_V100, _FILE = _snapshot_codecs()
         try:
             f = _FILE.parse(data)
         except (C.ConstructError, struct.error):  # compiled parsers raise struct.error

@@ -5,7 +5,8 @@ timers and sends its transaction markers (markers.py).
 
 The broker builds one ``TransactionEdge`` (``broker.txn_edge``); ``await start_transactions
 (broker, nursery)`` (from ``KafkaServer.start_background``) opens the coordinator, replaying
-the partitions this node leads, and starts the timer task. ``__transaction_state`` is created
+the partitions this node leads, and starts the timer task; a broker without
+``__transaction_state`` builds its coordinator on first use (``TransactionEdge.coordinator``). ``__transaction_state`` is created
 the first time a client looks for a transaction coordinator (``ensure_topic``, as Kafka
 creates it on the first FindCoordinator of type 1): compacted, uncompressed,
 ``transaction.state.log.num.partitions`` partitions, replication factor
@@ -29,21 +30,27 @@ request.timeout.ms.
 from __future__ import annotations
 
 import logging
+import threading
+from typing import TYPE_CHECKING
 
 import trio
 
 from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import ErrorCode, KafkaError
-from kwire.transactions.coordinator import TransactionCoordinator
-from kwire.transactions.channel import BrokerChannel
-from kwire.transactions.markers import TxnMarkerSender, in_process_transport
 from kwire.transactions.records import TRANSACTION_STATE_TOPIC
-from kwire.transactions.state_manager import PartitionLoad, TransactionConfig
+
+if TYPE_CHECKING:   # the coordinator's modules load when it is built (see TransactionEdge.coordinator)
+    from kwire.transactions.channel import BrokerChannel
+    from kwire.transactions.coordinator import TransactionCoordinator
+    from kwire.transactions.markers import TxnMarkerSender
+    from kwire.transactions.state_manager import PartitionLoad, TransactionConfig
 
 log = logging.getLogger("kwire.transactions")
 
 
 def transaction_config(broker) -> TransactionConfig:
+    from kwire.transactions.state_manager import TransactionConfig  # noqa: PLC0415
+
     c = broker.config
     return TransactionConfig(
         transactional_id_expiration_ms=int(c.get("transactional.id.expiration.ms")),
@@ -71,36 +78,79 @@ class TransactionEdge:
     def __init__(self, broker):
         self.broker = broker
         self._completions: dict[str, trio.Event] = {}   # id -> set once its transaction completes
-        self.coordinator: TransactionCoordinator | None = None
-        self.sender: TxnMarkerSender | None = None
-        self.channel: BrokerChannel | None = None   # requests to other brokers
+        self._coordinator: TransactionCoordinator | None = None
+        self.sender: TxnMarkerSender | None = None    # made with the coordinator
+        self.channel: BrokerChannel | None = None     # requests to other brokers; likewise
         self._wake = trio.Event()
         self._creating: trio.Event | None = None
         self._follow_scheduled = False
+        self._nursery = None   # the broker's nursery, from open(): timers and marker sends run there
+        self._loop_thread: int | None = None   # the broker's Trio thread, and its token
+        self._trio_token = None
+
+    @property
+    def coordinator(self) -> TransactionCoordinator | None:
+        """The transaction coordinator; None before open(). A broker with no
+        ``__transaction_state`` at open builds it (with its marker sender and broker channel)
+        on first use: until then it would hold nothing, and its modules stay off the start."""
+        if self._coordinator is None and self._nursery is not None:
+            if threading.get_ident() == self._loop_thread:
+                self._build_on_use()
+            else:   # a test's or a tool's thread: build it on the broker's Trio thread
+                try:
+                    trio.from_thread.run_sync(self._build_on_use, trio_token=self._trio_token)
+                except trio.RunFinishedError:
+                    pass
+        return self._coordinator
+
+    @coordinator.setter
+    def coordinator(self, coord: TransactionCoordinator | None) -> None:   # tests: a coordinator of their own
+        self._coordinator = coord
+
+    def _build_on_use(self) -> None:
+        if self._coordinator is None:
+            self._build(transaction_config(self.broker))
+            self.follow_image()   # partitions of a topic made meanwhile (by another node) load then
 
     # ------------------------------------------------------------------ startup
-    async def open(self, nursery) -> TransactionCoordinator:
+    async def open(self, nursery) -> TransactionCoordinator | None:
         b = self.broker
-        config = transaction_config(b)
+        self._nursery = nursery
         t = b.image.topics.get(TRANSACTION_STATE_TOPIC)
-        if t is not None:   # the id -> partition map follows the topic as it is
-            config.transaction_state_log_num_partitions = len(t.partitions)
+        if t is None:
+            self._loop_thread = threading.get_ident()
+            self._trio_token = trio.lowlevel.current_trio_token()
+            log.info("transaction coordinator: %s is created on the first FindCoordinator of a "
+                     "transactional id", TRANSACTION_STATE_TOPIC)
+            return None
+        config = transaction_config(b)
+        config.transaction_state_log_num_partitions = len(t.partitions)   # the id -> partition map follows the topic
+        coord = self._build(config)
+        led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
+        n = sum(self._load_now(coord, p) for p in led)
+        log.info("transaction coordinator open: %d records replayed from the %s partitions led here",
+                 n, TRANSACTION_STATE_TOPIC)
+        return coord
+
+    def _build(self, config: TransactionConfig) -> TransactionCoordinator:
+        """Make the coordinator (owning no partition yet), its marker sender and broker
+        channel, and start its timer task."""
+        from kwire.transactions.channel import BrokerChannel  # noqa: PLC0415
+        from kwire.transactions.coordinator import TransactionCoordinator  # noqa: PLC0415
+        from kwire.transactions.markers import TxnMarkerSender, in_process_transport  # noqa: PLC0415
+
+        b = self.broker
         coord = TransactionCoordinator(config, b.clock, self._write, self._new_producer_id,
                                        owned_partitions=())
         self.channel = BrokerChannel(b, int(b.config.get("request.timeout.ms")) / 1000,
                                      f"kwire-txn-coordinator-{b.node_id}")
-        self.sender = TxnMarkerSender(coord, lambda: b.image, in_process_transport(b, self.channel), nursery,
+        self.sender = TxnMarkerSender(coord, lambda: b.image, in_process_transport(b, self.channel), self._nursery,
                                       local_node=b.node_id)
         coord.send_markers = self.sender.submit
         coord.on_complete = self._completed
-        n = 0
-        if t is not None:
-            led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
-            n = sum(self._load_now(coord, p) for p in led)
         coord.wakeup = self._wake.set
-        self.coordinator = coord
-        log.info("transaction coordinator open: %d records replayed from the %s partitions led here",
-                 n, TRANSACTION_STATE_TOPIC)
+        self._coordinator = coord
+        self._nursery.start_soon(self.run_timers)
         return coord
 
     def _completed(self, transactional_id: str) -> None:
@@ -300,7 +350,7 @@ class TransactionEdge:
 
     # ------------------------------------------------------------------ timers
     async def run_timers(self) -> None:
-        coord = self.coordinator
+        coord = self._coordinator
         clock = self.broker.clock
         while True:
             self._wake = trio.Event()
@@ -331,7 +381,8 @@ def _replay_chunk(load: PartitionLoad, buf: bytes, offset: int) -> int:
 
 
 async def start_transactions(broker, nursery) -> TransactionEdge:
+    """Open the coordinator (replay before serving; its timer task runs in ``nursery``), or,
+    without __transaction_state, have it built on first use."""
     edge = broker.txn_edge
     await edge.open(nursery)
-    nursery.start_soon(edge.run_timers)
     return edge

@@ -43,6 +43,7 @@ def kw():
                           "offsets.commit.timeout.ms": 800}).start()
     try:
         b.create_topic("t", 2)
+        assert find_coordinator(b, G) == (E.NONE, b.broker.node_id)   # creates __consumer_offsets, as Kafka
         yield b
     finally:
         b.cleanup()

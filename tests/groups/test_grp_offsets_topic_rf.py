@@ -33,5 +33,9 @@ def test_bridge_to_a_controller_that_keeps_one_copy(monkeypatch):
 
 def test_single_broker_creates_it_with_one_replica():
     with Broker(overrides={"offsets.topic.num.partitions": 2}) as b:
+        assert OFFSETS_TOPIC not in b.broker.image.topics   # created on a group's first FindCoordinator
+        with b.client() as c:
+            r = c.request("FindCoordinator", 3, key="g", key_type=0)
+        assert (r.error_code, r.node_id) == (0, b.broker.node_id)
         t = b.broker.image.topics[OFFSETS_TOPIC]
         assert [len(p.replicas) for p in t.partitions.values()] == [1, 1]

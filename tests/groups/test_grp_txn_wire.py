@@ -29,6 +29,8 @@ def kw():
                           "offsets.commit.timeout.ms": 2000}).start()
     try:
         b.create_topic("t", 2)
+        with b.client() as c:   # a group's first FindCoordinator creates __consumer_offsets, as in Kafka
+            assert c.request("FindCoordinator", 3, key="g", key_type=0).error_code == E.NONE
         yield b
     finally:
         b.cleanup()

@@ -26,6 +26,8 @@ def broker(tmp_path):
     b = Broker(mode="thread", data_dir=str(tmp_path / "data"),
                overrides={"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 2})
     b.start()
+    with b.client() as c:   # a group's first FindCoordinator creates __consumer_offsets (an internal topic's logs)
+        assert c.request("FindCoordinator", 3, key="g", key_type=0).error_code == 0
     yield b
     b.stop()
 

@@ -160,5 +160,7 @@ def test_keyless_records_on_compacted_topic_kafka_python(bootstrap, topic):
 def test_consumer_offsets_is_compacted(kwire_broker):
     from kwire.groups.records import OFFSETS_TOPIC
 
+    with kwire_broker.client() as c:   # created on a group's first FindCoordinator, as in Kafka
+        assert c.request("FindCoordinator", 3, key="compacted", key_type=0).error_code == 0
     cfg = kwire_broker.broker.logs.get(OFFSETS_TOPIC, 0).config
     assert cfg.compact and not cfg.delete

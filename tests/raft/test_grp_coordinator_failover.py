@@ -83,7 +83,8 @@ def test_group_coordinator_and_producer_state_move_with_leadership(tmp_path):
                              for p in ports.values()), 20)
         any_port = ports[1]
         assert create_topic_rf(any_port, "orders", 2, 3) == E.NONE
-        # __consumer_offsets has three replicas, all in sync
+        # the group's first FindCoordinator creates __consumer_offsets, as in Kafka: three replicas, all in sync
+        wait_for(lambda: coordinator(any_port, GROUP), 20)
         offsets_topic = wait_for(lambda: (lambda m: m if m and all(len(isr) == 3 for _, _, isr in m.values())
                                           else None)(partitions_of(any_port, "__consumer_offsets")), 20)
         assert all(len(r) == 3 for _, r, _ in offsets_topic.values()), offsets_topic

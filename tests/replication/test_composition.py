@@ -21,7 +21,7 @@ def test_the_broker_offers_the_handlers_interface_built_before_serving():
         assert isinstance(broker.replica_manager, ReplicaManager)
         assert isinstance(broker.producer_ids, ProducerIdManager)
         assert isinstance(broker.fetch_sessions, FetchSessionCache)
-        assert broker.groups is not None          # replayed before the listener served
+        assert broker.groups is not None          # replayed before serving, or built on first use
 
 
 def test_handlers_use_only_the_declared_interface():
