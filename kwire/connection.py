@@ -30,6 +30,7 @@ from kwire.codec.apis import Api
 from kwire.codec.error_response import error_response, has_error_code
 from kwire.codec.frame import NEED_DATA, FrameDecoder, Request, RequestHeader
 from kwire.errors import CodecError, ErrorCode, UnknownApiKey, UnsupportedVersion
+from kwire.security.principal import ANONYMOUS
 
 __all__ = ["NEED_DATA", "CLOSED", "KafkaConnection", "KafkaClientConnection", "Request", "Reply", "Close", "Response",
            "ProtocolError"]
@@ -74,13 +75,16 @@ class KafkaConnection:
     """The server side of one connection. ``serves(api_key, version)`` says which requests a
     handler exists for (None: every version our schemas know)."""
 
-    __slots__ = ("peer", "requests", "reading_since", "_decoder", "_serves", "_closed", "_eof", "__weakref__")
+    __slots__ = ("peer", "requests", "reading_since", "principal", "listener", "_decoder", "_serves", "_closed",
+                 "_eof", "__weakref__")
 
     def __init__(self, max_frame_size: int = FR.DEFAULT_MAX_FRAME, *, max_queued: int | None = None,
                  serves: Callable[[int, int], bool] | None = None, peer: str = "?"):
         self.peer = peer
         self.requests = 0  # requests taken so far
         self.reading_since: float | None = None  # set by the edge's read loop (kwire.net.pump)
+        self.principal = ANONYMOUS   # who is on the other end (kwire.security.principal); set by TLS / SASL
+        self.listener: str | None = None   # the listener name it came in on (PLAINTEXT, SASL_SSL ...)
         self._decoder = FrameDecoder(max_frame_size, max_queued)
         self._serves = serves
         self._closed: Close | None = None
