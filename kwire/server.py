@@ -31,6 +31,7 @@ off, a request costs one ``isEnabledFor`` check.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -46,6 +47,7 @@ from kwire.transactions.edge import start_transactions
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import REGISTRY, RequestContext, load_all
 from kwire.net import peer_name, pump, send_parts, set_nodelay
+from kwire.security.edge import HandshakeFailed, secure
 
 log = logging.getLogger("kwire.server")
 request_log = logging.getLogger("kwire.requests")
@@ -126,13 +128,21 @@ class KafkaServer:
             except Exception:  # noqa: BLE001 - a failed pass must not stop the broker
                 log.exception("retention pass failed")
 
-    async def accept(self, listeners, handler_nursery=None) -> None:
+    async def accept(self, listeners, handler_nursery=None, *, security=None, more=()) -> None:
         """Accept connections until drain(). Connection tasks run in a nursery of their own
-        (``handler_nursery`` is not used: a connection must never reach the broker's)."""
+        (``handler_nursery`` is not used: a connection must never reach the broker's).
+        ``security`` (kwire.security.edge.ListenerSecurity; None: PLAINTEXT) is what
+        ``listeners`` ask of a connection; ``more`` is further (listeners, security) pairs,
+        one per further client listener."""
+        groups = [(listeners, security), *more]
         async with trio.open_nursery() as connections:
             connections.start_soon(self.watch_connections)
             with self._accepting:
-                await trio.serve_listeners(self.serve_connection, listeners, handler_nursery=connections)
+                async with trio.open_nursery() as acceptors:
+                    for lst, sec in groups:
+                        acceptors.start_soon(functools.partial(
+                            trio.serve_listeners, functools.partial(self.serve_connection, listener=sec), lst,
+                            handler_nursery=connections))
             # not accepting any more; the connections live on until the broker's nursery ends
 
     async def watch_connections(self) -> None:
@@ -188,9 +198,10 @@ class KafkaServer:
             return f"the broker has the configured maximum of {limit} connections (max.connections)"
         return None
 
-    async def serve_connection(self, stream, peer: str | None = None) -> None:
+    async def serve_connection(self, stream, peer: str | None = None, listener=None) -> None:
         """Serve one connection until it closes. Never raises (except Cancelled): whatever
-        goes wrong ends this connection only."""
+        goes wrong ends this connection only. ``listener``: the ListenerSecurity of the
+        listener it came in on (None: PLAINTEXT)."""
         peer = peer or peer_name(stream)
         host = _peer_host(peer)
         refused = self._refusal(host)
@@ -202,6 +213,8 @@ class KafkaServer:
         cfg = self.broker.config
         conn = KafkaConnection(int(cfg.get("socket.request.max.bytes")), max_queued=int(cfg.get("queued.max.requests")),
                                serves=_serves, peer=peer)
+        if listener is not None:
+            conn.listener = listener.name
         scope = trio.CancelScope()
         self.connections[conn] = scope
         self._per_ip[host] += 1
@@ -224,12 +237,17 @@ class KafkaServer:
 
         try:
             with scope:
+                if listener is not None and listener.tls:
+                    stream, conn.principal = await secure(stream, listener,
+                                                          min(10.0, _seconds(cfg.get("request.timeout.ms"))))
                 await pump(stream, conn, conn.next_request, on_event)
             if scope.cancelled_caught:
                 reason = self._timed_out.pop(conn, "timed out")
                 (log.info if conn.partial else log.debug)("closing connection from %s: %s", peer, reason)
         except _CloseConnection as exc:
             log.warning("closing connection from %s: %s", peer, exc)
+        except HandshakeFailed as exc:
+            log.info("closing connection from %s on listener %s: %s", peer, listener.name, exc)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as exc:
             log.debug("connection from %s lost: %s", peer, exc)
         except Exception:  # noqa: BLE001 - the error boundary: this connection ends, the broker does not
