@@ -75,8 +75,8 @@ class KafkaConnection:
     """The server side of one connection. ``serves(api_key, version)`` says which requests a
     handler exists for (None: every version our schemas know)."""
 
-    __slots__ = ("peer", "requests", "reading_since", "principal", "listener", "_decoder", "_serves", "_closed",
-                 "_eof", "__weakref__")
+    __slots__ = ("peer", "requests", "reading_since", "principal", "listener", "sasl", "close_after_response",
+                 "_decoder", "_serves", "_closed", "_eof", "__weakref__")
 
     def __init__(self, max_frame_size: int = FR.DEFAULT_MAX_FRAME, *, max_queued: int | None = None,
                  serves: Callable[[int, int], bool] | None = None, peer: str = "?"):
@@ -85,6 +85,8 @@ class KafkaConnection:
         self.reading_since: float | None = None  # set by the edge's read loop (kwire.net.pump)
         self.principal = ANONYMOUS   # who is on the other end (kwire.security.principal); set by TLS / SASL
         self.listener: str | None = None   # the listener name it came in on (PLAINTEXT, SASL_SSL ...)
+        self.sasl = None   # kwire.security.sasl.SaslAuthenticator on a SASL listener
+        self.close_after_response: str | None = None   # set by a handler: close (with this reason) once answered
         self._decoder = FrameDecoder(max_frame_size, max_queued)
         self._serves = serves
         self._closed: Close | None = None

@@ -48,6 +48,7 @@ from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import REGISTRY, RequestContext, load_all
 from kwire.net import peer_name, pump, send_parts, set_nodelay
 from kwire.security.edge import HandshakeFailed, secure
+from kwire.security.sasl import SaslAuthenticator
 
 log = logging.getLogger("kwire.server")
 request_log = logging.getLogger("kwire.requests")
@@ -215,6 +216,8 @@ class KafkaServer:
                                serves=_serves, peer=peer)
         if listener is not None:
             conn.listener = listener.name
+            if listener.sasl is not None:
+                conn.sasl = SaslAuthenticator(listener.sasl)
         scope = trio.CancelScope()
         self.connections[conn] = scope
         self._per_ip[host] += 1
@@ -267,6 +270,10 @@ class KafkaServer:
         t0 = time.perf_counter() if logged or metrics is not None else 0.0
         self.in_flight += 1
         try:
+            sasl = conn.sasl
+            if sasl is not None and not sasl.complete and not sasl.allowed(hdr.api_key):
+                raise _CloseConnection(f"{req.api.name} v{hdr.api_version} before SASL authentication "
+                                       f"(listener {conn.listener}; state {sasl.state})")
             ctx = RequestContext(self.broker, hdr, req.api, conn.peer, conn)
             resp = None
             try:
@@ -288,6 +295,8 @@ class KafkaServer:
                 resp, parts = self._failed(conn, req, exc)
             if parts is not None:
                 await send_parts(stream, parts)
+            if conn.close_after_response is not None:
+                raise _CloseConnection(conn.close_after_response)
             if logged:
                 codes = error_codes(req.api, hdr.api_version, resp) if resp is not None else Counter()
                 self._log_request(conn, hdr, req.size, time.perf_counter() - t0, codes)

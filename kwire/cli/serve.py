@@ -197,7 +197,7 @@ def plan_endpoints(cfg) -> tuple[Endpoint, Endpoint | None]:
     return clients[0].endpoint, controller
 
 
-SERVED_PROTOCOLS = ("PLAINTEXT", "SSL")
+SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 def plan_listeners(cfg) -> tuple[list[ClientListener], Endpoint | None]:

@@ -141,6 +141,7 @@ _MODULES = [
     "write_txn_markers",
     "transactions",
     "txn_offset_commit",
+    "sasl",
 ]
 
 

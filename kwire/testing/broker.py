@@ -279,13 +279,14 @@ class Broker:
             out.append(ClientListener(Endpoint("HARNESS", "127.0.0.1", self.harness_port), "PLAINTEXT"))
         return out
 
-    def client_config(self, client: str = "confluent", user: str | None = None) -> dict:
+    def client_config(self, client: str = "confluent", user: str | None = None, mechanism: str = "PLAIN") -> dict:
         """Ready settings for a stock client on this broker: ``client`` is "confluent"
         (confluent-kafka / librdkafka keys), "kafka-python" or "aiokafka" (their keyword
-        arguments); ``user`` picks one of ``users`` for SASL (default: the first)."""
+        arguments); ``user`` picks one of ``users`` for SASL (default: the first), with
+        ``mechanism`` (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)."""
         from kwire.testing.secured import client_config
 
-        return client_config(self, client, user)
+        return client_config(self, client, user, mechanism)
 
     # ------------------------------------------------------------------ helpers
     def client(self, timeout: float = 10.0):
