@@ -144,7 +144,7 @@ def _check_keys(cfg, where: dict, config_file: str | None) -> None:
     from kwire.config_keys import BROKER, TOPIC  # noqa: PLC0415
 
     for key in cfg.values:
-        if key in BROKER:
+        if key in BROKER or key.startswith("listener.name."):   # Kafka's per-listener overrides
             continue
         source = where.get(key) or (f"in {config_file}" if config_file else "")
         near = suggest(key, BROKER, 0.85)
@@ -243,9 +243,6 @@ def plan_from_config(cfg, controller_listen: str | None = None) -> ServePlan:
         client = cl.endpoint
         advertised = None
         mine = [e for e in adv_list if e.name == client.name]
-        if adv_list and not mine and not clients:
-            raise ListenerError(f"advertised.listeners has no entry for the client listener {client.name} "
-                                f"(got {', '.join(map(str, adv_list))})")
         if mine:
             if not mine[0].host:
                 raise ListenerError(f"advertised.listeners entry {mine[0]} has no host; clients need one "
