@@ -271,9 +271,11 @@ class KafkaServer:
         self.in_flight += 1
         try:
             sasl = conn.sasl
-            if sasl is not None and not sasl.complete and not sasl.allowed(hdr.api_key):
-                raise _CloseConnection(f"{req.api.name} v{hdr.api_version} before SASL authentication "
-                                       f"(listener {conn.listener}; state {sasl.state})")
+            if sasl is not None and (not sasl.complete or sasl.session_expires_ms is not None) \
+                    and not sasl.allowed(hdr.api_key, self.broker.clock.now_ms()):
+                raise _CloseConnection(f"{req.api.name} v{hdr.api_version} " + (
+                    "after the SASL session expired (connections.max.reauth.ms)" if sasl.complete else
+                    f"before SASL authentication (listener {conn.listener}; state {sasl.state})"))
             ctx = RequestContext(self.broker, hdr, req.api, conn.peer, conn)
             resp = None
             try:

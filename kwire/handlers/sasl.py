@@ -6,8 +6,10 @@ then SaslAuthenticate are served (anything else closes the connection, kwire.ser
 unsupported mechanism is answered UNSUPPORTED_SASL_MECHANISM with the enabled ones and the
 connection closed; wrong credentials are answered SASL_AUTHENTICATION_FAILED with the reason,
 and the connection closed. On a listener without SASL, or once authenticated, both are
-answered ILLEGAL_SASL_STATE (re-authentication, KIP-368, is not served: session_lifetime_ms
-is 0, so clients never re-authenticate).
+answered ILLEGAL_SASL_STATE, unless ``connections.max.reauth.ms`` (KIP-368) is set: then
+SaslAuthenticate answers ``session_lifetime_ms`` and the client re-authenticates on the same
+connection (same mechanism, same principal) before the session expires; after expiry any
+other request closes the connection (kwire.server).
 
 Left out: SaslHandshake v0's unframed tokens (clients that find SaslAuthenticate in
 ApiVersions, as librdkafka, kafka-python, aiokafka, the Java client and KafkaJS all do, use
@@ -28,8 +30,14 @@ log = logging.getLogger("kwire.security")
 async def sasl_handshake(ctx: RequestContext, req):
     conn = ctx.connection
     auth = getattr(conn, "sasl", None)
-    if auth is None or auth.state != "handshake":
+    if auth is None or auth.state not in ("handshake", "complete") \
+            or (auth.state == "complete" and not auth.config.reauth_ms):
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
+    if auth.complete and req.mechanism != auth.mechanism:
+        conn.close_after_response = (f"re-authentication with SASL mechanism {req.mechanism!r} instead of "
+                                     f"{auth.mechanism!r}")
+        auth.state = "failed"
+        return ctx.response(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=[auth.mechanism])
     if not auth.handshake(req.mechanism or "", ctx.version):
         conn.close_after_response = (f"SASL mechanism {req.mechanism!r} is not enabled "
                                      f"(enabled: {','.join(auth.config.mechanisms)})")
@@ -49,7 +57,7 @@ async def sasl_authenticate(ctx: RequestContext, req):
                             error_message="SaslAuthenticate is not expected now", auth_bytes=b"",
                             session_lifetime_ms=0)
     try:
-        out = auth.authenticate(req.auth_bytes or b"")
+        out = auth.authenticate(req.auth_bytes or b"", ctx.broker.clock.now_ms())
     except SaslAuthenticationFailed as exc:
         conn.close_after_response = f"SASL {auth.mechanism} authentication failed: {exc}"
         return ctx.response(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=str(exc),
@@ -57,4 +65,4 @@ async def sasl_authenticate(ctx: RequestContext, req):
     if auth.complete:
         conn.principal = auth.principal
         log.debug("connection from %s authenticated as %s (%s)", ctx.peer, auth.principal, auth.mechanism)
-    return ctx.response(error_code=0, error_message=None, auth_bytes=out, session_lifetime_ms=0)
+    return ctx.response(error_code=0, error_message=None, auth_bytes=out, session_lifetime_ms=auth.session_lifetime_ms)

@@ -83,6 +83,7 @@ class SaslServerConfig:
     plain_users: dict[str, str] = field(default_factory=dict)
     scram: dict[str, dict[str, ScramCredential]] = field(default_factory=dict)   # mechanism -> user -> credential
     max_receive_size: int = 524288     # sasl.server.max.receive.size
+    reauth_ms: int = 0                 # connections.max.reauth.ms (KIP-368); 0: sessions never expire
 
 
 def _setting(config, listener: str | None, key: str):
@@ -110,7 +111,8 @@ def server_config(config, listener: str | None = None) -> SaslServerConfig:
                               + ", ".join(MECHANISMS) + (f" (not {', '.join(bad)})" if bad else ""))
     default_users = parse_jaas_users(_setting(config, listener, "sasl.jaas.config"))
     plain_users = parse_jaas_users(_setting(config, listener, "plain.sasl.jaas.config")) or default_users
-    out = SaslServerConfig(mechs, max_receive_size=int(config.get("sasl.server.max.receive.size") or 524288))
+    out = SaslServerConfig(mechs, max_receive_size=int(config.get("sasl.server.max.receive.size") or 524288),
+                           reauth_ms=int(_setting(config, listener, "connections.max.reauth.ms") or 0))
     if "PLAIN" in mechs:
         out.plain_users = plain_users
     for m in mechs:
@@ -265,31 +267,52 @@ API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 
 class SaslAuthenticator:
     """One connection's SASL state (Kafka's SaslServerAuthenticator): ``handshake`` then
-    ``authenticate`` until ``complete``; ``allowed(api_key)`` says what may be sent now."""
+    ``authenticate`` until ``complete``; ``allowed(api_key, now_ms)`` says what may be sent now.
+
+    With ``connections.max.reauth.ms`` (KIP-368) a session lasts that long from its
+    authentication (``session_lifetime_ms`` tells the client); the client re-authenticates on
+    the same connection with SaslHandshake + SaslAuthenticate, as the same principal and with
+    the same mechanism; once expired, any other request ends the connection."""
 
     def __init__(self, config: SaslServerConfig):
         self.config = config
-        self.state = "handshake"    # handshake -> authenticate -> complete | failed
+        self.state = "handshake"    # handshake -> authenticate -> complete (-> authenticate: re-auth) | failed
         self.mechanism: str | None = None
         self.handshake_version: int | None = None
         self.principal: str | None = None
+        self.session_expires_ms: int | None = None
+        self.authentications = 0     # completed exchanges on this connection (re-authentications counted)
         self._server: PlainServer | ScramServer | None = None
 
     @property
     def complete(self) -> bool:
         return self.state == "complete"
 
-    def allowed(self, api_key: int) -> bool:
+    @property
+    def reauthenticating(self) -> bool:
+        return self.principal is not None and self.state == "authenticate"
+
+    def expired(self, now_ms: int) -> bool:
+        return self.session_expires_ms is not None and now_ms >= self.session_expires_ms
+
+    def allowed(self, api_key: int, now_ms: int = 0) -> bool:
         if self.state == "handshake":
             return api_key in (API_VERSIONS, SASL_HANDSHAKE)
         if self.state == "authenticate":
             return api_key == SASL_AUTHENTICATE
-        return self.state == "complete"
+        if self.state == "complete":
+            return not self.expired(now_ms) or api_key == SASL_HANDSHAKE
+        return False
 
     def handshake(self, mechanism: str, version: int) -> bool:
         """True when ``mechanism`` is enabled (the exchange starts); False: answer
-        UNSUPPORTED_SASL_MECHANISM with ``config.mechanisms`` and close."""
-        if mechanism not in self.config.mechanisms:
+        UNSUPPORTED_SASL_MECHANISM with ``config.mechanisms`` and close. In state complete
+        this starts a re-authentication (allowed only with connections.max.reauth.ms)."""
+        if self.state == "complete":
+            if not self.config.reauth_ms or mechanism != self.mechanism:
+                self.state = "failed"
+                return False
+        elif self.state != "handshake" or mechanism not in self.config.mechanisms:
             self.state = "failed"
             return False
         self.mechanism, self.handshake_version = mechanism, version
@@ -300,7 +323,7 @@ class SaslAuthenticator:
         self.state = "authenticate"
         return True
 
-    def authenticate(self, token: bytes) -> bytes:
+    def authenticate(self, token: bytes, now_ms: int = 0) -> bytes:
         """The server's answer to one client token; SaslAuthenticationFailed ends the exchange."""
         if self.state != "authenticate" or self._server is None:
             raise SaslAuthenticationFailed("Unexpected SASL token")
@@ -314,6 +337,17 @@ class SaslAuthenticator:
             self.state = "failed"
             raise
         if self._server.complete:
+            principal = user_principal(self._server.authorization_id)
+            if self.principal is not None and principal != self.principal:
+                self.state = "failed"
+                raise SaslAuthenticationFailed("Cannot change principals during re-authentication from "
+                                               f"{self.principal}: {principal}")
             self.state = "complete"
-            self.principal = user_principal(self._server.authorization_id)
+            self.authentications += 1
+            self.principal = principal
+            self.session_expires_ms = now_ms + self.config.reauth_ms if self.config.reauth_ms else None
         return out
+
+    @property
+    def session_lifetime_ms(self) -> int:
+        return self.config.reauth_ms if self.complete else 0

@@ -131,3 +131,30 @@ def test_plaintext_sasl_handshake_is_illegal_state():
             conn = KafkaClientConnection()
             assert _call(s, conn, "SaslHandshake", 1, mechanism="PLAIN").error_code == 34   # ILLEGAL_SASL_STATE
             assert _call(s, conn, "Metadata", 1, topics=None).brokers
+
+
+def test_reauthentication_with_confluent_and_expiry_on_the_wire():
+    """connections.max.reauth.ms: librdkafka re-authenticates on its open connections and keeps
+    working; a client that does not is cut off at its first request after expiry."""
+    with Broker(security="SASL_PLAINTEXT", users=USERS, overrides={"connections.max.reauth.ms": 1500}) as b:
+        b.create_topic("reauth", 1)
+        from confluent_kafka import Producer
+        p = Producer({**b.client_config("confluent", "alice", "SCRAM-SHA-256"), "acks": "all"})
+        p.produce("reauth", b"before")
+        assert p.flush(10) == 0
+        time.sleep(3.5)
+        p.poll(0)
+        p.produce("reauth", b"after")
+        assert p.flush(10) == 0
+        assert any(c.sasl is not None and c.sasl.authentications >= 2 for c in list(b.server.connections))
+        assert [r.value for r in b.consume("reauth", 2)] == [b"before", b"after"]
+        with _open(b) as s:
+            conn = KafkaClientConnection()
+            _call(s, conn, "SaslHandshake", 1, mechanism="PLAIN")
+            r = _call(s, conn, "SaslAuthenticate", 1, auth_bytes=b"\x00alice\x00alice-secret")
+            assert r.error_code == 0 and r.session_lifetime_ms == 1500
+            assert _call(s, conn, "Metadata", 1, topics=None).brokers
+            time.sleep(1.7)
+            a = api("Metadata")
+            s.sendall(conn.send_request(a, 1, a.request.cls(topics=None))[1])
+            assert _closed(s)

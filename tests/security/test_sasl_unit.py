@@ -89,3 +89,30 @@ def test_connection_state_machine():
     c.handshake("PLAIN", 1)
     with pytest.raises(SaslAuthenticationFailed, match="max.receive.size"):
         c.authenticate(b"\x00" * (cfg.max_receive_size + 1))
+
+
+def test_reauthentication_state_machine():
+    """KIP-368: a session lasts connections.max.reauth.ms; re-authentication keeps the
+    mechanism and the principal; after expiry only SaslHandshake is allowed."""
+    jaas = 'x required user_alice="pw" user_bob="pw2";'
+    cfg = server_config(BrokerConfig.from_properties("", {"sasl.jaas.config": jaas, "connections.max.reauth.ms": "1000"}))
+    a = SaslAuthenticator(cfg)
+    a.handshake("PLAIN", 1)
+    a.authenticate(b"\x00alice\x00pw", now_ms=10_000)
+    assert a.session_lifetime_ms == 1000 and a.allowed(3, 10_999) and not a.allowed(3, 11_000)
+    assert a.allowed(17, 11_000)
+    assert a.handshake("PLAIN", 1) and a.reauthenticating
+    a.authenticate(b"\x00alice\x00pw", now_ms=11_500)
+    assert a.complete and a.allowed(3, 12_000) and a.authentications == 2
+    a.handshake("PLAIN", 1)
+    with pytest.raises(SaslAuthenticationFailed, match="Cannot change principals"):
+        a.authenticate(b"\x00bob\x00pw2", now_ms=12_000)
+    b = SaslAuthenticator(cfg)
+    b.handshake("PLAIN", 1)
+    b.authenticate(b"\x00alice\x00pw")
+    assert not b.handshake("SCRAM-SHA-256", 1)     # re-authentication must keep the mechanism
+    no_reauth = SaslAuthenticator(server_config(BrokerConfig.from_properties("", {"sasl.jaas.config": jaas})))
+    no_reauth.handshake("PLAIN", 1)
+    no_reauth.authenticate(b"\x00alice\x00pw")
+    assert no_reauth.session_lifetime_ms == 0 and no_reauth.allowed(3, 10**15)
+    assert not no_reauth.handshake("PLAIN", 1)
