@@ -97,3 +97,30 @@ def _api_versions_request() -> bytes:
     client = b"t"
     body = struct.pack(">hhih", 18, 0, 7, len(client)) + client
     return struct.pack(">i", len(body)) + body
+
+
+def test_stalled_or_truncated_handshakes_are_dropped():
+    """A peer that starts a TLS handshake and stops, or sends half a ClientHello and closes,
+    costs one connection for at most the handshake deadline (min(10 s, request.timeout.ms))."""
+    import time
+    with Broker(security="SSL", overrides={"request.timeout.ms": 800}) as b:
+        with socket.create_connection((b.host, b.port), timeout=5) as s:
+            s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")    # the start of a ClientHello
+            t0 = time.monotonic()
+            s.settimeout(5)
+            try:
+                while s.recv(100):
+                    pass
+            except ConnectionResetError:
+                pass
+            assert time.monotonic() - t0 < 3
+        with socket.create_connection((b.host, b.port), timeout=5) as s:
+            s.sendall(b"\x16\x03\x01\xff\xff" + b"\x00" * 1000)
+        deadline = time.monotonic() + 5
+        while b.server.connections and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not b.server.connections
+        ctx = ssl.create_default_context(cafile=b.tls.ca_file)
+        with socket.create_connection((b.host, b.port), timeout=5) as raw, \
+                ctx.wrap_socket(raw, server_hostname="localhost") as s:
+            assert s.version() in ("TLSv1.2", "TLSv1.3")
