@@ -41,14 +41,14 @@ import trio
 
 from kwire.codec.apis import APIS
 from kwire.codec.error_response import error_codes, error_response, has_error_code
-from kwire.connection import CLOSED, Close, KafkaConnection, Reply, Request
+from kwire.connection import CLOSED, Close, KafkaConnection, RawToken, Reply, Request
 from kwire.groups.edge import start_groups
 from kwire.transactions.edge import start_transactions
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import REGISTRY, RequestContext, load_all
 from kwire.net import peer_name, pump, send_parts, set_nodelay
 from kwire.security.edge import HandshakeFailed, secure
-from kwire.security.sasl import SaslAuthenticator
+from kwire.security.sasl import SaslAuthenticationFailed, SaslAuthenticator
 
 log = logging.getLogger("kwire.server")
 request_log = logging.getLogger("kwire.requests")
@@ -230,6 +230,9 @@ class KafkaServer:
             if ev is CLOSED:
                 log.debug("connection from %s closed by peer after %d requests", peer, conn.requests)
                 return True
+            if ev.__class__ is RawToken:
+                await self._raw_sasl_token(stream, conn, ev.data)
+                return False
             if ev.__class__ is Reply:
                 if request_log.isEnabledFor(_DEBUG):
                     self._log_request(conn, ev.header, ev.size, 0.0, Counter({ErrorCode.UNSUPPORTED_VERSION: 1}))
@@ -262,6 +265,19 @@ class KafkaServer:
             if self._per_ip[host] <= 0:
                 del self._per_ip[host]
             await trio.aclose_forcefully(stream)
+
+    async def _raw_sasl_token(self, stream, conn: KafkaConnection, token: bytes) -> None:
+        """SaslHandshake v0's exchange: bare size-prefixed tokens each way until the mechanism
+        is done; a failure closes the connection (v0 has no way to say why)."""
+        auth = conn.sasl
+        try:
+            out = auth.authenticate(token, self.broker.clock.now_ms())
+        except SaslAuthenticationFailed as exc:
+            raise _CloseConnection(f"SASL {auth.mechanism} authentication failed: {exc}") from None
+        await send_parts(stream, [len(out).to_bytes(4, "big"), out])
+        if auth.complete:
+            conn.raw_tokens = False
+            conn.principal = auth.principal
 
     async def _process(self, stream, conn: KafkaConnection, req: Request) -> None:
         hdr = req.header

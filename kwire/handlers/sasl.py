@@ -11,9 +11,10 @@ SaslAuthenticate answers ``session_lifetime_ms`` and the client re-authenticates
 connection (same mechanism, same principal) before the session expires; after expiry any
 other request closes the connection (kwire.server).
 
-Left out: SaslHandshake v0's unframed tokens (clients that find SaslAuthenticate in
-ApiVersions, as librdkafka, kafka-python, aiokafka, the Java client and KafkaJS all do, use
-v1); GSSAPI and OAUTHBEARER.
+After SaslHandshake v0 the tokens come bare (size-prefixed, no Kafka header) and are answered
+the same way by kwire.server; a failure there closes the connection, as v0 cannot say why.
+
+Left out: GSSAPI and OAUTHBEARER.
 """
 from __future__ import annotations
 
@@ -43,8 +44,7 @@ async def sasl_handshake(ctx: RequestContext, req):
                                      f"(enabled: {','.join(auth.config.mechanisms)})")
         return ctx.response(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=list(auth.config.mechanisms))
     if ctx.version == 0:
-        # v0 would be followed by unframed tokens, which kwire does not read
-        conn.close_after_response = "SaslHandshake v0 (unframed SASL tokens) is not served; use v1"
+        conn.raw_tokens = True     # v0: bare size-prefixed tokens follow (kwire.server reads them)
     return ctx.response(error_code=0, mechanisms=list(auth.config.mechanisms))
 
 

@@ -158,3 +158,21 @@ def test_reauthentication_with_confluent_and_expiry_on_the_wire():
             a = api("Metadata")
             s.sendall(conn.send_request(a, 1, a.request.cls(topics=None))[1])
             assert _closed(s)
+
+
+def test_handshake_v0_with_bare_tokens(sasl_broker):
+    """SaslHandshake v0: the tokens that follow have no Kafka header, only a size prefix."""
+    b = sasl_broker
+    with _open(b) as s:
+        conn = KafkaClientConnection()
+        assert _call(s, conn, "SaslHandshake", 0, mechanism="PLAIN").error_code == 0
+        token = b"\x00alice\x00alice-secret"
+        s.sendall(len(token).to_bytes(4, "big") + token)
+        assert s.recv(4) == b"\x00\x00\x00\x00"          # an empty server token: done
+        assert _call(s, conn, "Metadata", 1, topics=None).brokers
+    with _open(b) as s:
+        conn = KafkaClientConnection()
+        _call(s, conn, "SaslHandshake", 0, mechanism="PLAIN")
+        token = b"\x00alice\x00wrong"
+        s.sendall(len(token).to_bytes(4, "big") + token)
+        assert _closed(s)
