@@ -237,7 +237,9 @@ class ScramServer:
         if not sep:
             raise SaslAuthenticationFailed("Invalid SCRAM client final message: no proof")
         attrs = _attributes(without_proof)
-        if attrs.get("r") != self._full_nonce:
+        # Kafka's rule (ScramSaslServer): the final nonce must END with the server-first nonce.
+        # Older librdkafka (e.g. Debian's kcat) sends its own nonce twice in front of it.
+        if not attrs.get("r", "").endswith(self._full_nonce):
             raise SaslAuthenticationFailed("Invalid SCRAM client final message: the nonce does not match")
         try:
             cbind = base64.b64decode(attrs.get("c", ""), validate=True)

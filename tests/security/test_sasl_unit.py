@@ -47,6 +47,11 @@ def test_scram_wrong_password_and_nonce(mech):
     sf = s.evaluate(b"n,,n=alice,r=abc")
     assert s.evaluate(_client_final(mech, "secret", b"n=alice,r=abc", sf)).startswith(b"v=")
     s = ScramServer(mech, creds)
+    sf = s.evaluate(b"n,,n=alice,r=abc")
+    cf = _client_final(mech, "secret", b"n=alice,r=abc", sf)
+    with pytest.raises(SaslAuthenticationFailed, match="nonce"):
+        s.evaluate(cf.replace(b",r=abc", b",r=abX"))     # a nonce that does not end with the server's
+    s = ScramServer(mech, creds)
     with pytest.raises(SaslAuthenticationFailed):
         s.evaluate(b"n,,n=bob,r=abc")           # unknown user
     for bad in [b"", b"garbage", b"p=tls-unique,,n=alice,r=x", b"n,,n=alice", b"n,,n=alice,r=x,tokenauth=true",
