@@ -7,8 +7,8 @@ connection (bounded by a deadline: a peer that never finishes it is dropped) and
 stream to serve and the principal of the client certificate, if any.
 
 On TLS connections the records of a Fetch go out through the buffered path of kwire.net
-(``trio.SSLStream`` has no ``socket``, so ``os.sendfile`` is never used there): the bytes
-must pass through the TLS record layer.
+(kwire.security.tls_stream.TlsStream has no ``socket``, so ``os.sendfile`` is never used
+there): the bytes must pass through the TLS record layer.
 """
 from __future__ import annotations
 
@@ -70,7 +70,9 @@ async def secure(stream, sec: ListenerSecurity, timeout_s: float):
         return stream, ANONYMOUS
     from kwire.security.tls import certificate_principal  # noqa: PLC0415
 
-    tls = trio.SSLStream(stream, sec.ssl_context, server_side=True)
+    from kwire.security.tls_stream import TlsStream  # noqa: PLC0415
+
+    tls = TlsStream(stream, sec.ssl_context)
     try:
         with trio.fail_after(timeout_s):
             await tls.do_handshake()
