@@ -6,6 +6,7 @@ controller moves this broker's leaderships away - then stop accepting, finish, w
 checkpoints)."""
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 
@@ -39,7 +40,7 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
                      task_status=trio.TASK_STATUS_IGNORED, handle_signals: bool = False, on_ready=None,
                      controller_listen: tuple[str, int] | None = None,
                      voters: dict[int, tuple[str, int]] | None = None, raft_config=None,
-                     metrics_default: str | None = None) -> None:
+                     metrics_default: str | None = None, listeners=None) -> None:
     """Serve until cancelled. ``task_status.started((broker, server, port))`` once listening.
 
     ``voters`` (node id -> controller address) makes this node one of a KRaft quorum, with a
@@ -49,15 +50,23 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
 
     ``metrics.listen`` (HOST:PORT) serves Prometheus metrics; when it is not configured,
     ``metrics_default`` (kwire serve: 127.0.0.1:9464) is tried, and a port in use there is only
-    a warning."""
+    a warning.
+
+    ``listeners`` (kwire.listeners.ClientListener, the first being ``host:port``) are every
+    client listener with its security protocol and advertised address; None: one PLAINTEXT
+    listener on ``host:port``."""
     metrics_at = _metrics_address(config, metrics_default)
+    if not listeners:
+        from kwire.listeners import ClientListener, Endpoint  # noqa: PLC0415
+        listeners = [ClientListener(Endpoint("PLAINTEXT", host or "", port), "PLAINTEXT", advertised)]
+
     if handle_signals:   # from the start: a SIGTERM while starting is a shutdown once started
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             await _run(config, host, port, advertised, task_status, signals, on_ready, controller_listen, voters,
-                       raft_config, metrics_at)
+                       raft_config, metrics_at, listeners)
     else:
         await _run(config, host, port, advertised, task_status, None, on_ready, controller_listen, voters,
-                   raft_config, metrics_at)
+                   raft_config, metrics_at, listeners)
 
 
 def _metrics_address(config, default: str | None):
@@ -98,15 +107,23 @@ async def _start_metrics(nursery, metrics_at, broker, server) -> None:
 
 
 async def _run(config, host, port, advertised, task_status, signals, on_ready, controller_listen, voters,
-               raft_config, metrics_at) -> None:
+               raft_config, metrics_at, client_listeners) -> None:
     handle_signals = signals is not None
     _raise_open_file_limit()
     # The client port is bound first (so port 0 resolves before the broker registers its
     # advertised address, and a port in use stops the start at once) but listens only once
     # the broker can serve: until then a connect is refused.
+    from kwire.listeners import PROTOCOL_IDS  # noqa: PLC0415
+    from kwire.security.edge import for_listener  # noqa: PLC0415
+
     controller_listeners = None
+    securities = [for_listener(config, cl) for cl in client_listeners]   # bad TLS/SASL settings stop here
     client_socks = await bind(host, port, what="client listener")
+    more_socks: list = []
     try:
+        for cl in client_listeners[1:]:
+            more_socks.append(await bind(cl.endpoint.bind_host, cl.endpoint.port,
+                                         what=f"client listener {cl.name}"))
         if voters and len(voters) > 1:
             if config.node_id in voters or controller_listen:
                 chost, cport = controller_listen or voters[config.node_id]
@@ -121,8 +138,15 @@ async def _run(config, host, port, advertised, task_status, signals, on_ready, c
             adv_port = bound_port
         broker = Broker(config, advertised_host=adv_host, advertised_port=adv_port,
                         voters=dict(voters) if voters and len(voters) > 1 else None)
+        broker.listener_endpoints = [(client_listeners[0].name, adv_host, adv_port,
+                                      PROTOCOL_IDS[client_listeners[0].protocol])]
+        for cl, socks in zip(client_listeners[1:], more_socks):
+            bound = socks[0].getsockname()[1]
+            ah, ap = cl.advertised or (cl.endpoint.host if cl.endpoint.host not in ("0.0.0.0", "::", "")
+                                       else "127.0.0.1", bound)
+            broker.listener_endpoints.append((cl.name, ah, ap or bound, PROTOCOL_IDS[cl.protocol]))
     except BaseException:
-        for s in client_socks:
+        for s in client_socks + [x for socks in more_socks for x in socks]:
             s.close()
         for lst in controller_listeners or ():
             lst.socket.close()
@@ -145,8 +169,10 @@ async def _run(config, host, port, advertised, task_status, signals, on_ready, c
                 backlog = config.get("socket.listen.backlog.size") if config.is_static("socket.listen.backlog.size") \
                     else None   # unset: the system's maximum, as Trio chooses
                 listeners = listen(client_socks, backlog, what="client listener")
+                more = [(listen(socks, backlog, what=f"client listener {cl.name}"), sec)
+                        for cl, socks, sec in zip(client_listeners[1:], more_socks, securities[1:])]
             except BaseException:
-                for s in client_socks:
+                for s in client_socks + [x for socks in more_socks for x in socks]:
                     s.close()
                 raise
             server = KafkaServer(broker)
@@ -156,7 +182,10 @@ async def _run(config, host, port, advertised, task_status, signals, on_ready, c
             await server.start_background(nursery)
             if metrics_at is not None:
                 await _start_metrics(nursery, metrics_at, broker, server)
-            nursery.start_soon(server.accept, listeners, nursery)
+            nursery.start_soon(functools.partial(server.accept, listeners, nursery, security=securities[0],
+                                                 more=more))
+            for name, h, p, _ in broker.listener_endpoints[1:]:
+                log.info("kwire broker %d: listener %s advertised as %s", broker.node_id, name, describe_address(h, p))
             log.info("kwire broker %d ready: serving clients on %s (advertised %s), data in %s",
                      broker.node_id, describe_address(host or "", bound_port)
                      if host else f"every interface, port {bound_port}",

@@ -49,6 +49,9 @@ class Broker:
         self.node_id = config.node_id
         self.advertised_host = advertised_host
         self.advertised_port = advertised_port
+        # every client listener as registered: [(name, advertised host, port, security protocol code)],
+        # the first being advertised_host/port (kwire.app sets it; empty: one PLAINTEXT listener)
+        self.listener_endpoints: list[tuple[str, str, int, int]] = []
         self.data_dir = os.path.abspath(config.data_dir)
         os.makedirs(self.data_dir, exist_ok=True)
         self.voters = voters or {self.node_id: None}
@@ -174,14 +177,15 @@ class Broker:
         # clean-shutdown marker: the log may have lost an unflushed tail) it takes this broker
         # out of the ISRs others share until it has caught up (the controller's
         # _registration_effects)
+        endpoints = self.listener_endpoints or [("PLAINTEXT", self.advertised_host, self.advertised_port, 0)]
         if b is None or (b.host, b.port) != (self.advertised_host, self.advertised_port) or b.fenced \
+                or b.endpoints != {n: (h, p, sp) for n, h, p, sp in endpoints} \
                 or b.in_controlled_shutdown or (len(self.voters) > 1 and not self.logs.was_clean_shutdown):
             rec = (R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
                 broker_id=self.node_id, incarnation_id=uuid.uuid4(),
                 broker_epoch=(b.epoch + 1) if b else 1,
-                end_points=[R.REGISTER_BROKER.struct("BrokerEndpoint")(
-                    name="PLAINTEXT", host=self.advertised_host, port=self.advertised_port,
-                    security_protocol=0)],
+                end_points=[R.REGISTER_BROKER.struct("BrokerEndpoint")(name=n, host=h, port=p, security_protocol=sp)
+                            for n, h, p, sp in endpoints],
                 rack=self.config.get("broker.rack"), fenced=False))
             while True:
                 try:

@@ -30,8 +30,10 @@ from kwire.codec.apis import Api
 from kwire.codec.error_response import error_response, has_error_code
 from kwire.codec.frame import NEED_DATA, FrameDecoder, Request, RequestHeader
 from kwire.errors import CodecError, ErrorCode, UnknownApiKey, UnsupportedVersion
+from kwire.security.principal import ANONYMOUS
 
-__all__ = ["NEED_DATA", "CLOSED", "KafkaConnection", "KafkaClientConnection", "Request", "Reply", "Close", "Response",
+__all__ = ["NEED_DATA", "CLOSED", "KafkaConnection", "KafkaClientConnection", "Request", "Reply", "Close", "RawToken",
+           "Response",
            "ProtocolError"]
 
 
@@ -41,6 +43,12 @@ class Reply:
     header: RequestHeader
     parts: list
     size: int
+
+
+@dataclass(slots=True)
+class RawToken:
+    """A size-prefixed SASL token with no Kafka header (after SaslHandshake v0)."""
+    data: bytes
 
 
 @dataclass(slots=True)
@@ -74,13 +82,19 @@ class KafkaConnection:
     """The server side of one connection. ``serves(api_key, version)`` says which requests a
     handler exists for (None: every version our schemas know)."""
 
-    __slots__ = ("peer", "requests", "reading_since", "_decoder", "_serves", "_closed", "_eof", "__weakref__")
+    __slots__ = ("peer", "requests", "reading_since", "principal", "listener", "sasl", "close_after_response",
+                 "raw_tokens", "_decoder", "_serves", "_closed", "_eof", "__weakref__")
 
     def __init__(self, max_frame_size: int = FR.DEFAULT_MAX_FRAME, *, max_queued: int | None = None,
                  serves: Callable[[int, int], bool] | None = None, peer: str = "?"):
         self.peer = peer
         self.requests = 0  # requests taken so far
         self.reading_since: float | None = None  # set by the edge's read loop (kwire.net.pump)
+        self.principal = ANONYMOUS   # who is on the other end (kwire.security.principal); set by TLS / SASL
+        self.listener: str | None = None   # the listener name it came in on (PLAINTEXT, SASL_SSL ...)
+        self.sasl = None   # kwire.security.sasl.SaslAuthenticator on a SASL listener
+        self.close_after_response: str | None = None   # set by a handler: close (with this reason) once answered
+        self.raw_tokens = False   # after SaslHandshake v0: frames are bare SASL tokens (RawToken), not requests
         self._decoder = FrameDecoder(max_frame_size, max_queued)
         self._serves = serves
         self._closed: Close | None = None
@@ -125,6 +139,8 @@ class KafkaConnection:
             return self._closed
         if frame is NEED_DATA:
             return CLOSED if self._eof else NEED_DATA
+        if self.raw_tokens:
+            return RawToken(bytes(frame))
         self.requests += 1
         try:
             req = FR.decode_request(frame)

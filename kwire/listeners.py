@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Endpoint", "ListenerError", "parse_endpoint", "parse_listeners", "parse_voters",
+__all__ = ["Endpoint", "ClientListener", "PROTOCOL_IDS", "ListenerError", "parse_endpoint", "parse_listeners", "parse_voters",
            "parse_protocol_map", "DEFAULT_PROTOCOL_MAP"]
 
 DEFAULT_PROTOCOL_MAP = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT",
@@ -151,3 +151,27 @@ def parse_protocol_map(text: str) -> dict[str, str]:
             raise ListenerError(f"listener.security.protocol.map entry {item!r} is not NAME:PROTOCOL")
         out[name.strip().upper()] = proto.strip().upper()
     return out
+
+
+# Kafka's SecurityProtocol ids (BrokerEndpoint.security_protocol in RegisterBrokerRecord)
+PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+
+@dataclass(frozen=True)
+class ClientListener:
+    """One client listener: where it binds, its security protocol, what it advertises."""
+    endpoint: Endpoint
+    protocol: str = "PLAINTEXT"
+    advertised: tuple[str, int] | None = None   # None: the bound address (127.0.0.1 for every interface)
+
+    @property
+    def name(self) -> str:
+        return self.endpoint.name
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")

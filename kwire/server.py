@@ -31,6 +31,7 @@ off, a request costs one ``isEnabledFor`` check.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -40,12 +41,14 @@ import trio
 
 from kwire.codec.apis import APIS
 from kwire.codec.error_response import error_codes, error_response, has_error_code
-from kwire.connection import CLOSED, Close, KafkaConnection, Reply, Request
+from kwire.connection import CLOSED, Close, KafkaConnection, RawToken, Reply, Request
 from kwire.groups.edge import start_groups
 from kwire.transactions.edge import start_transactions
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import REGISTRY, RequestContext, load_all
 from kwire.net import peer_name, pump, send_parts, set_nodelay
+from kwire.security.edge import HandshakeFailed, secure
+from kwire.security.sasl import SaslAuthenticationFailed, SaslAuthenticator
 
 log = logging.getLogger("kwire.server")
 request_log = logging.getLogger("kwire.requests")
@@ -126,13 +129,21 @@ class KafkaServer:
             except Exception:  # noqa: BLE001 - a failed pass must not stop the broker
                 log.exception("retention pass failed")
 
-    async def accept(self, listeners, handler_nursery=None) -> None:
+    async def accept(self, listeners, handler_nursery=None, *, security=None, more=()) -> None:
         """Accept connections until drain(). Connection tasks run in a nursery of their own
-        (``handler_nursery`` is not used: a connection must never reach the broker's)."""
+        (``handler_nursery`` is not used: a connection must never reach the broker's).
+        ``security`` (kwire.security.edge.ListenerSecurity; None: PLAINTEXT) is what
+        ``listeners`` ask of a connection; ``more`` is further (listeners, security) pairs,
+        one per further client listener."""
+        groups = [(listeners, security), *more]
         async with trio.open_nursery() as connections:
             connections.start_soon(self.watch_connections)
             with self._accepting:
-                await trio.serve_listeners(self.serve_connection, listeners, handler_nursery=connections)
+                async with trio.open_nursery() as acceptors:
+                    for lst, sec in groups:
+                        acceptors.start_soon(functools.partial(
+                            trio.serve_listeners, functools.partial(self.serve_connection, listener=sec), lst,
+                            handler_nursery=connections))
             # not accepting any more; the connections live on until the broker's nursery ends
 
     async def watch_connections(self) -> None:
@@ -188,9 +199,10 @@ class KafkaServer:
             return f"the broker has the configured maximum of {limit} connections (max.connections)"
         return None
 
-    async def serve_connection(self, stream, peer: str | None = None) -> None:
+    async def serve_connection(self, stream, peer: str | None = None, listener=None) -> None:
         """Serve one connection until it closes. Never raises (except Cancelled): whatever
-        goes wrong ends this connection only."""
+        goes wrong ends this connection only. ``listener``: the ListenerSecurity of the
+        listener it came in on (None: PLAINTEXT)."""
         peer = peer or peer_name(stream)
         host = _peer_host(peer)
         refused = self._refusal(host)
@@ -202,6 +214,10 @@ class KafkaServer:
         cfg = self.broker.config
         conn = KafkaConnection(int(cfg.get("socket.request.max.bytes")), max_queued=int(cfg.get("queued.max.requests")),
                                serves=_serves, peer=peer)
+        if listener is not None:
+            conn.listener = listener.name
+            if listener.sasl is not None:
+                conn.sasl = SaslAuthenticator(listener.sasl)
         scope = trio.CancelScope()
         self.connections[conn] = scope
         self._per_ip[host] += 1
@@ -214,6 +230,9 @@ class KafkaServer:
             if ev is CLOSED:
                 log.debug("connection from %s closed by peer after %d requests", peer, conn.requests)
                 return True
+            if ev.__class__ is RawToken:
+                await self._raw_sasl_token(stream, conn, ev.data)
+                return False
             if ev.__class__ is Reply:
                 if request_log.isEnabledFor(_DEBUG):
                     self._log_request(conn, ev.header, ev.size, 0.0, Counter({ErrorCode.UNSUPPORTED_VERSION: 1}))
@@ -224,12 +243,17 @@ class KafkaServer:
 
         try:
             with scope:
+                if listener is not None and listener.tls:
+                    stream, conn.principal = await secure(stream, listener,
+                                                          min(10.0, _seconds(cfg.get("request.timeout.ms"))))
                 await pump(stream, conn, conn.next_request, on_event)
             if scope.cancelled_caught:
                 reason = self._timed_out.pop(conn, "timed out")
                 (log.info if conn.partial else log.debug)("closing connection from %s: %s", peer, reason)
         except _CloseConnection as exc:
             log.warning("closing connection from %s: %s", peer, exc)
+        except HandshakeFailed as exc:
+            log.info("closing connection from %s on listener %s: %s", peer, listener.name, exc)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as exc:
             log.debug("connection from %s lost: %s", peer, exc)
         except Exception:  # noqa: BLE001 - the error boundary: this connection ends, the broker does not
@@ -242,6 +266,19 @@ class KafkaServer:
                 del self._per_ip[host]
             await trio.aclose_forcefully(stream)
 
+    async def _raw_sasl_token(self, stream, conn: KafkaConnection, token: bytes) -> None:
+        """SaslHandshake v0's exchange: bare size-prefixed tokens each way until the mechanism
+        is done; a failure closes the connection (v0 has no way to say why)."""
+        auth = conn.sasl
+        try:
+            out = auth.authenticate(token, self.broker.clock.now_ms())
+        except SaslAuthenticationFailed as exc:
+            raise _CloseConnection(f"SASL {auth.mechanism} authentication failed: {exc}") from None
+        await send_parts(stream, [len(out).to_bytes(4, "big"), out])
+        if auth.complete:
+            conn.raw_tokens = False
+            conn.principal = auth.principal
+
     async def _process(self, stream, conn: KafkaConnection, req: Request) -> None:
         hdr = req.header
         logged = request_log.isEnabledFor(_DEBUG)
@@ -249,6 +286,12 @@ class KafkaServer:
         t0 = time.perf_counter() if logged or metrics is not None else 0.0
         self.in_flight += 1
         try:
+            sasl = conn.sasl
+            if sasl is not None and (not sasl.complete or sasl.session_expires_ms is not None) \
+                    and not sasl.allowed(hdr.api_key, self.broker.clock.now_ms()):
+                raise _CloseConnection(f"{req.api.name} v{hdr.api_version} " + (
+                    "after the SASL session expired (connections.max.reauth.ms)" if sasl.complete else
+                    f"before SASL authentication (listener {conn.listener}; state {sasl.state})"))
             ctx = RequestContext(self.broker, hdr, req.api, conn.peer, conn)
             resp = None
             try:
@@ -270,6 +313,8 @@ class KafkaServer:
                 resp, parts = self._failed(conn, req, exc)
             if parts is not None:
                 await send_parts(stream, parts)
+            if conn.close_after_response is not None:
+                raise _CloseConnection(conn.close_after_response)
             if logged:
                 codes = error_codes(req.api, hdr.api_version, resp) if resp is not None else Counter()
                 self._log_request(conn, hdr, req.size, time.perf_counter() - t0, codes)

@@ -18,8 +18,8 @@ import os
 from dataclasses import dataclass, field
 
 from kwire.cli.args import RuntimeFailure, UsageError, suggest
-from kwire.listeners import (DEFAULT_PROTOCOL_MAP, Endpoint, ListenerError, parse_endpoint, parse_listeners,
-                             parse_protocol_map, parse_voters)
+from kwire.listeners import (DEFAULT_PROTOCOL_MAP, PROTOCOL_IDS, ClientListener, Endpoint, ListenerError,
+                             parse_endpoint, parse_listeners, parse_protocol_map, parse_voters)
 
 log = logging.getLogger("kwire")
 
@@ -144,7 +144,7 @@ def _check_keys(cfg, where: dict, config_file: str | None) -> None:
     from kwire.config_keys import BROKER, TOPIC  # noqa: PLC0415
 
     for key in cfg.values:
-        if key in BROKER:
+        if key in BROKER or key.startswith("listener.name."):   # Kafka's per-listener overrides
             continue
         source = where.get(key) or (f"in {config_file}" if config_file else "")
         near = suggest(key, BROKER, 0.85)
@@ -163,7 +163,10 @@ def _apply_listen_flags(cfg, args) -> None:
     if args.listen is not None:
         new = parse_endpoint(args.listen, what="--listen")
         current = parse_listeners(cfg.get("listeners") or [])
-        kept = [e for e in current if e.name in controller_names and e.name != new.name]
+        clients = [e for e in current if e.name not in controller_names]
+        # replaced: the client listener of the same name, else the first; the others are kept
+        replaced = next((e for e in clients if e.name == new.name), clients[0] if clients else None)
+        kept = [e for e in current if e is not replaced and e.name != new.name]
         cfg.set("listeners", ",".join(str(e) for e in [new, *kept]))
     if args.advertised_listener is not None:
         adv = parse_endpoint(args.advertised_listener, what="--advertised-listener")
@@ -171,7 +174,9 @@ def _apply_listen_flags(cfg, args) -> None:
             raise ListenerError(f"--advertised-listener {args.advertised_listener!r} needs a host clients "
                                 f"can reach, e.g. localhost:{adv.port}")
         client = plan_endpoints(cfg)[0]
-        cfg.set("advertised.listeners", str(Endpoint(client.name, adv.host, adv.port)))
+        others = [e for e in parse_listeners(cfg.get("advertised.listeners") or [], key="advertised.listeners")
+                  if e.name != client.name]
+        cfg.set("advertised.listeners", ",".join(str(e) for e in [Endpoint(client.name, adv.host, adv.port), *others]))
 
 
 # ---------------------------------------------------------------------------- plan
@@ -182,11 +187,21 @@ class ServePlan:
     controller: tuple[str, int] | None     # this node's controller listener, if named
     voters: dict[int, tuple[str, int]] | None
     notes: list[str] = field(default_factory=list)   # warnings to log once logging is set up
+    clients: list[ClientListener] = field(default_factory=list)   # every client listener; [0] is `client`
 
 
 def plan_endpoints(cfg) -> tuple[Endpoint, Endpoint | None]:
-    """(client listener, controller listener or None) from ``listeners``, as Kafka splits
+    """(first client listener, controller listener or None) from ``listeners``, as Kafka splits
     them by ``controller.listener.names``; ListenerError when kwire cannot serve them."""
+    clients, controller = plan_listeners(cfg)
+    return clients[0].endpoint, controller
+
+
+SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def plan_listeners(cfg) -> tuple[list[ClientListener], Endpoint | None]:
+    """(client listeners with their security protocols, controller listener or None)."""
     listeners = parse_listeners(cfg.get("listeners") or [])
     controller_names = [n.upper() for n in (cfg.get("controller.listener.names") or [])]
     proto_map = dict(DEFAULT_PROTOCOL_MAP)
@@ -196,43 +211,52 @@ def plan_endpoints(cfg) -> tuple[Endpoint, Endpoint | None]:
     if not clients:
         raise ListenerError("listeners has no client listener (only the controller's: "
                             + ", ".join(map(str, controllers)) + "); add one, e.g. PLAINTEXT://:9092")
-    if len(clients) > 1:
-        raise ListenerError("kwire serves one client listener; listeners has "
-                            + ", ".join(map(str, clients)) + " (keep one)")
-    client = clients[0]
-    proto = proto_map.get(client.name)
-    if proto is None:
-        raise ListenerError(f"listener {client}: no security protocol for the name {client.name} in "
-                            f"listener.security.protocol.map (add {client.name}:PLAINTEXT)")
-    if proto != "PLAINTEXT":
-        raise ListenerError(f"listener {client} uses {proto}; kwire serves PLAINTEXT only (TLS and SASL "
-                            f"are not supported yet)")
-    return client, (controllers[0] if controllers else None)
+    ports = [e.port for e in listeners if e.port]
+    dup = sorted({p for p in ports if ports.count(p) > 1})
+    if dup:
+        raise ListenerError(f"listeners: port {dup[0]} is used by more than one listener "
+                            f"(each listener needs its own port)")
+    out: list[ClientListener] = []
+    for client in clients:
+        proto = proto_map.get(client.name)
+        if proto is None:
+            raise ListenerError(f"listener {client}: no security protocol for the name {client.name} in "
+                                f"listener.security.protocol.map (add {client.name}:PLAINTEXT)")
+        if proto not in PROTOCOL_IDS:
+            raise ListenerError(f"listener {client}: {proto} is not a security protocol (write PLAINTEXT, SSL, "
+                                f"SASL_PLAINTEXT or SASL_SSL)")
+        if proto not in SERVED_PROTOCOLS:
+            raise ListenerError(f"listener {client} uses {proto}; kwire serves "
+                                + ", ".join(SERVED_PROTOCOLS) + " listeners")
+        out.append(ClientListener(client, proto))
+    return out, (controllers[0] if controllers else None)
 
 
 def plan_from_config(cfg, controller_listen: str | None = None) -> ServePlan:
     """Where to listen, what to advertise, who the voters are; ListenerError (one line) when
     the config names something kwire cannot do."""
-    client, controller_ep = plan_endpoints(cfg)
+    planned, controller_ep = plan_listeners(cfg)
     notes: list[str] = []
-    advertised = None
     adv_list = parse_listeners(cfg.get("advertised.listeners") or [], key="advertised.listeners")
-    if adv_list:
+    clients: list[ClientListener] = []
+    for cl in planned:
+        client = cl.endpoint
+        advertised = None
         mine = [e for e in adv_list if e.name == client.name]
-        if not mine:
-            raise ListenerError(f"advertised.listeners has no entry for the client listener {client.name} "
-                                f"(got {', '.join(map(str, adv_list))})")
-        if not mine[0].host:
-            raise ListenerError(f"advertised.listeners entry {mine[0]} has no host; clients need one "
-                                f"they can reach, e.g. {client.name}://localhost:{mine[0].port}")
-        if mine[0].host in ("0.0.0.0", "::"):
-            raise ListenerError(f"advertised.listeners entry {mine[0]} uses the non-routable meta-address "
-                                f"{mine[0].host}; advertise an address clients can reach")
-        advertised = (mine[0].host, mine[0].port)
-    elif not client.host or client.host in ("0.0.0.0", "::"):
-        notes.append(f"listener {client} binds every interface and advertised.listeners is not set: clients "
-                     f"are told 127.0.0.1:{client.port}, which only this machine reaches; set "
-                     f"advertised.listeners={client.name}://HOST:{client.port} for others")
+        if mine:
+            if not mine[0].host:
+                raise ListenerError(f"advertised.listeners entry {mine[0]} has no host; clients need one "
+                                    f"they can reach, e.g. {client.name}://localhost:{mine[0].port}")
+            if mine[0].host in ("0.0.0.0", "::"):
+                raise ListenerError(f"advertised.listeners entry {mine[0]} uses the non-routable meta-address "
+                                    f"{mine[0].host}; advertise an address clients can reach")
+            advertised = (mine[0].host, mine[0].port)
+        elif not client.host or client.host in ("0.0.0.0", "::"):
+            notes.append(f"listener {client} binds every interface and advertised.listeners has no entry for "
+                         f"it: clients are told 127.0.0.1:{client.port}, which only this machine reaches; set "
+                         f"advertised.listeners={client.name}://HOST:{client.port} for others")
+        clients.append(ClientListener(client, cl.protocol, advertised))
+    client, advertised = clients[0].endpoint, clients[0].advertised
     controller = None
     if controller_listen:
         ep = parse_endpoint(controller_listen, what="--controller-listen")
@@ -270,7 +294,7 @@ def plan_from_config(cfg, controller_listen: str | None = None) -> ServePlan:
     if voters is None and controller_ep is not None:
         notes.append(f"controller listener {controller_ep} not opened: this node is a quorum of one")
         controller = None
-    return ServePlan(client, advertised, controller, voters, notes)
+    return ServePlan(client, advertised, controller, voters, notes, clients)
 
 
 # ---------------------------------------------------------------------------- data dir
@@ -315,6 +339,14 @@ def run_serve(args) -> int:
         raise UsageError(f"kwire serve: {exc}") from None
     for note in plan.notes:
         log.warning("%s", note)
+    if any(c.protocol != "PLAINTEXT" for c in plan.clients):
+        from kwire.errors import StartupError  # noqa: PLC0415
+        from kwire.security.edge import for_listener  # noqa: PLC0415
+        try:   # TLS keystores and SASL users: a bad setting is a usage error, said before anything starts
+            for c in plan.clients:
+                for_listener(cfg, c)
+        except StartupError as exc:
+            raise UsageError(f"kwire serve: {exc}") from None
     check_data_dir(cfg.data_dir)
 
     import trio  # noqa: PLC0415 - not needed for --help and usage errors
@@ -324,6 +356,7 @@ def run_serve(args) -> int:
 
     try:
         trio.run(lambda: run_broker(cfg, host=plan.client.host, port=plan.client.port, advertised=plan.advertised,
+                                    listeners=plan.clients,
                                     handle_signals=True, controller_listen=plan.controller, voters=plan.voters,
                                     metrics_default=DEFAULT_METRICS))
     except KeyboardInterrupt:

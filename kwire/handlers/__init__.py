@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, runtime_ch
 
 from kwire.codec.apis import Api, api as api_by
 from kwire.codec.frame import RequestHeader
+from kwire.security.principal import ANONYMOUS
 
 if TYPE_CHECKING:
     from kwire.broker import TopicError
@@ -114,6 +115,18 @@ class RequestContext:
     def client_id(self) -> str | None:
         return self.header.client_id
 
+    @property
+    def principal(self) -> str:
+        """Who sent the request, as Kafka's ``KafkaPrincipal.toString``: ``User:ANONYMOUS`` on
+        PLAINTEXT, ``User:alice`` after SASL, ``User:CN=...`` for a TLS client certificate
+        (kept on the connection: kwire.connection.KafkaConnection.principal)."""
+        return getattr(self.connection, "principal", None) or ANONYMOUS
+
+    @property
+    def listener(self) -> str | None:
+        """The name of the listener the request came in on (PLAINTEXT, SASL_SSL, ...), or None."""
+        return getattr(self.connection, "listener", None)
+
     def response(self, **kw):
         return self.api.response.cls(**kw)
 
@@ -130,6 +143,7 @@ _MODULES = [
     "write_txn_markers",
     "transactions",
     "txn_offset_commit",
+    "sasl",
 ]
 
 

@@ -31,7 +31,8 @@ async def describe_cluster(ctx: RequestContext, req):
                             error_message="The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER",
                             endpoint_type=req.endpoint_type, cluster_id=b.cluster_id, controller_id=-1, brokers=[])
     B = ctx.struct("DescribeClusterBroker")
-    brokers = [B(broker_id=x.node_id, host=x.host, port=x.port, rack=x.rack) for x in b.image.live_brokers()]
+    brokers = [B(broker_id=x.node_id, host=h, port=p, rack=x.rack)
+               for x in b.image.live_brokers() for h, p in (x.address(ctx.listener),)]
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
                         cluster_id=b.cluster_id, controller_id=b.controller_id(), brokers=brokers,
                         cluster_authorized_operations=ops)

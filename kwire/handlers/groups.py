@@ -124,8 +124,9 @@ async def find_coordinator(ctx: RequestContext, req):
         if err:
             return ctx.response(throttle_time_ms=0, error_code=err, error_message=msg,
                                 node_id=-1, host="", port=-1)
+        host, port = node.address(ctx.listener)
         return ctx.response(throttle_time_ms=0, error_code=0, error_message=None,
-                            node_id=node.node_id, host=node.host, port=node.port)
+                            node_id=node.node_id, host=host, port=port)
     C = ctx.struct("Coordinator")
     out = []
     for key in req.coordinator_keys:
@@ -133,8 +134,8 @@ async def find_coordinator(ctx: RequestContext, req):
         if err:
             out.append(C(key=key, node_id=-1, host="", port=-1, error_code=err, error_message=msg))
         else:
-            out.append(C(key=key, node_id=node.node_id, host=node.host, port=node.port,
-                         error_code=0, error_message=None))
+            host, port = node.address(ctx.listener)
+            out.append(C(key=key, node_id=node.node_id, host=host, port=port, error_code=0, error_message=None))
     return ctx.response(throttle_time_ms=0, coordinators=out)
 
 

@@ -69,7 +69,8 @@ async def metadata(ctx: RequestContext, req):
             if t.error_code == 0:
                 t.topic_authorized_operations = ops
     B = ctx.struct("MetadataResponseBroker")
-    brokers = [B(node_id=x.node_id, host=x.host, port=x.port, rack=x.rack) for x in image.live_brokers()]
+    brokers = [B(node_id=x.node_id, host=h, port=p, rack=x.rack)
+               for x in image.live_brokers() for h, p in (x.address(ctx.listener),)]
     return ctx.response(throttle_time_ms=0, brokers=brokers, cluster_id=b.cluster_id,
                         controller_id=b.controller_id(), topics=topics,
                         cluster_authorized_operations=authorized_operations(

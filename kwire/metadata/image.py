@@ -17,6 +17,14 @@ class BrokerImage:
     epoch: int = 0
     fenced: bool = False
     in_controlled_shutdown: bool = False   # until it registers again (a new broker epoch)
+    # every registered listener: name -> (host, port, security protocol code); the first is host/port
+    endpoints: dict = field(default_factory=dict)
+
+    def address(self, listener: str | None) -> tuple[str, int]:
+        """(host, port) of this broker's listener ``listener`` (Kafka answers Metadata with the
+        endpoints of the listener the request came in on); the first listener's otherwise."""
+        ep = self.endpoints.get(listener) if listener else None
+        return (ep[0], ep[1]) if ep is not None else (self.host, self.port)
 
     @property
     def active(self) -> bool:
@@ -88,8 +96,9 @@ class MetadataImage:
     def apply(self, msg, obj) -> None:
         if msg is R.REGISTER_BROKER:
             ep = obj.end_points[0] if obj.end_points else None
-            self.brokers[obj.broker_id] = BrokerImage(obj.broker_id, ep.host if ep else "", ep.port if ep else 0,
-                                                      obj.rack, obj.broker_epoch, obj.fenced)
+            self.brokers[obj.broker_id] = BrokerImage(
+                obj.broker_id, ep.host if ep else "", ep.port if ep else 0, obj.rack, obj.broker_epoch, obj.fenced,
+                endpoints={e.name: (e.host, e.port, e.security_protocol) for e in obj.end_points or ()})
         elif msg is R.UNREGISTER_BROKER:
             self.brokers.pop(obj.broker_id, None)
         elif msg is R.FENCE_BROKER or msg is R.UNFENCE_BROKER:
@@ -165,8 +174,8 @@ def image_records(image: MetadataImage) -> list:
     for b in sorted(image.brokers.values(), key=lambda b: b.node_id):
         out.append((R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
             broker_id=b.node_id, incarnation_id=_uuid.UUID(int=0), broker_epoch=b.epoch,
-            end_points=[R.REGISTER_BROKER.struct("BrokerEndpoint")(name="PLAINTEXT", host=b.host, port=b.port,
-                                                                  security_protocol=0)],
+            end_points=[R.REGISTER_BROKER.struct("BrokerEndpoint")(name=n, host=h, port=p, security_protocol=sp)
+                        for n, (h, p, sp) in (b.endpoints or {"PLAINTEXT": (b.host, b.port, 0)}).items()],
             rack=b.rack, fenced=b.fenced)))
         if b.in_controlled_shutdown:
             out.append((R.BROKER_REGISTRATION_CHANGE, R.BROKER_REGISTRATION_CHANGE.cls(

@@ -80,7 +80,8 @@ class Broker:
 
     def __init__(self, *, mode: str = "thread", host: str = "127.0.0.1", port: int | None = None,
                  data_dir: str | None = None, overrides: dict[str, object] | None = None,
-                 log_level: str = "WARNING", storage: str = "disk"):
+                 log_level: str = "WARNING", storage: str = "disk", security: str = "PLAINTEXT",
+                 users: dict[str, str] | None = None, client_auth: str = "none"):
         if mode not in ("thread", "process"):
             raise ValueError(f"mode is 'thread' or 'process', not {mode!r}")
         if storage not in ("disk", "memory"):
@@ -103,6 +104,13 @@ class Broker:
         self._faults = None
         self.broker = None  # the kwire.broker.Broker in thread mode
         self.server = None  # the kwire.server.KafkaServer in thread mode
+        self.security = security.upper()
+        self.users = dict(users or {})
+        self.tls = None          # kwire.testing.certs.CertificateAuthority of an SSL / SASL_SSL broker
+        self.harness_port = None  # a PLAINTEXT listener for this object's own helpers on a secured broker
+        if self.security != "PLAINTEXT":
+            from kwire.testing.secured import configure
+            configure(self, client_auth)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -125,7 +133,7 @@ class Broker:
         return self
 
     def _args(self) -> list[str]:
-        args = [sys.executable, "-m", "kwire", "serve", "--listen", f"{self.host}:{self.port}",
+        args = [sys.executable, "-m", "kwire", "serve", "--listen", f"{self.security}://{self.host}:{self.port}",
                 "--data-dir", self.data_dir, "--log-level", self.log_level]
         if "metrics.listen" not in self.overrides:
             args += ["--override", "metrics.listen="]   # off, as in thread mode (kwire serve's default: on)
@@ -170,7 +178,8 @@ class Broker:
                         server.fault_hook = self._faults
                     ready.set()
 
-                await run_broker(cfg, host=self.host, port=self.port, on_ready=on_ready)
+                await run_broker(cfg, host=self.host, port=self.port, on_ready=on_ready,
+                                 listeners=self._client_listeners())
 
         def runner():
             try:
@@ -262,11 +271,31 @@ class Broker:
                 self.server.fault_hook = self._faults
         return self._faults
 
+    def _client_listeners(self):
+        from kwire.listeners import ClientListener, Endpoint
+
+        out = [ClientListener(Endpoint(self.security, self.host, self.port), self.security)]
+        if self.harness_port is not None:
+            out.append(ClientListener(Endpoint("HARNESS", "127.0.0.1", self.harness_port), "PLAINTEXT"))
+        return out
+
+    def client_config(self, client: str = "confluent", user: str | None = None, mechanism: str = "PLAIN") -> dict:
+        """Ready settings for a stock client on this broker: ``client`` is "confluent"
+        (confluent-kafka / librdkafka keys), "kafka-python" or "aiokafka" (their keyword
+        arguments); ``user`` picks one of ``users`` for SASL (default: the first), with
+        ``mechanism`` (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)."""
+        from kwire.testing.secured import client_config
+
+        return client_config(self, client, user, mechanism)
+
     # ------------------------------------------------------------------ helpers
     def client(self, timeout: float = 10.0):
-        """A :class:`kwire.testing.client.WireClient` connected to this broker."""
+        """A :class:`kwire.testing.client.WireClient` connected to this broker (on a secured
+        broker: to its PLAINTEXT harness listener on 127.0.0.1)."""
         from kwire.testing.client import WireClient
 
+        if self.harness_port is not None:
+            return WireClient(f"127.0.0.1:{self.harness_port}", timeout=timeout)
         return WireClient(self.bootstrap_servers, timeout=timeout)
 
     def create_topic(self, name: str, partitions: int = 1, config: dict | None = None, *,

@@ -7,10 +7,16 @@ Fixtures
 - ``kafka_topic``: a fresh topic per test (unique name, created before the test);
   ``@pytest.mark.kafka_topic(partitions=3, config={"cleanup.policy": "compact"})`` shapes it.
 - ``kafka_faults``: the broker's fault-injection hooks, cleared after the test.
+- ``kafka_client_config``: ready client settings for ``kafka_broker``, secured or not:
+  ``kafka_client_config()`` (confluent-kafka keys), ``kafka_client_config("kafka-python")``,
+  ``kafka_client_config("aiokafka", mechanism="SCRAM-SHA-512")``.
 
 Options (command line, or ini keys ``kwire_mode`` / ``kwire_storage``):
 ``--kwire-mode thread|process``, ``--kwire-storage memory|disk``,
-``--kwire-override KEY=VALUE`` (repeatable; Kafka config names).
+``--kwire-override KEY=VALUE`` (repeatable; Kafka config names),
+``--kwire-security PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL`` (ini ``kwire_security``: a secured
+broker with a throwaway CA), ``--kwire-user NAME=PASSWORD`` (repeatable; SASL users, default
+``kwire=kwire-secret``), ``--kwire-client-auth none|requested|required`` (mutual TLS).
 
 Only the standard library is imported when pytest loads this plugin; the broker starts the
 first time a test asks for it.
@@ -35,6 +41,13 @@ def pytest_addoption(parser):
                     help="log on tmpfs (memory, default) or in a temporary directory on disk")
     group.addoption("--kwire-override", action="append", default=[], metavar="KEY=VALUE",
                     help="broker config (Kafka names), e.g. --kwire-override num.partitions=3")
+    group.addoption("--kwire-security", choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), default=None,
+                    help="the broker's client listener: PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL")
+    group.addoption("--kwire-user", action="append", default=[], metavar="NAME=PASSWORD",
+                    help="a SASL user (repeatable; default kwire=kwire-secret)")
+    group.addoption("--kwire-client-auth", choices=("none", "requested", "required"), default="none",
+                    help="mutual TLS on SSL / SASL_SSL brokers")
+    parser.addini("kwire_security", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", default="PLAINTEXT")
     parser.addini("kwire_mode", "thread or process", default="thread")
     parser.addini("kwire_storage", "memory or disk", default="memory")
 
@@ -56,8 +69,18 @@ def kafka_broker(pytestconfig):
         if not sep:
             raise pytest.UsageError(f"--kwire-override needs KEY=VALUE, got {item!r}")
         overrides[key.strip()] = value.strip()
+    users = {}
+    for item in pytestconfig.getoption("--kwire-user"):
+        name, sep, password = item.partition("=")
+        if not sep or not name:
+            raise pytest.UsageError(f"--kwire-user needs NAME=PASSWORD, got {item!r}")
+        users[name] = password
+    security = _option(pytestconfig, "security").upper()
+    if security.startswith("SASL") and not users:
+        users = {"kwire": "kwire-secret"}
     broker = Broker(mode=_option(pytestconfig, "mode"), storage=_option(pytestconfig, "storage"),
-                    overrides=overrides)
+                    overrides=overrides, security=security, users=users,
+                    client_auth=pytestconfig.getoption("--kwire-client-auth"))
     with broker:
         yield broker
 
@@ -65,6 +88,12 @@ def kafka_broker(pytestconfig):
 @pytest.fixture
 def kafka_bootstrap(kafka_broker) -> str:
     return kafka_broker.bootstrap_servers
+
+
+@pytest.fixture
+def kafka_client_config(kafka_broker):
+    """``(client="confluent", user=None, mechanism="PLAIN") -> dict`` of ready client settings."""
+    return kafka_broker.client_config
 
 
 @pytest.fixture

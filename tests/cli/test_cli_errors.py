@@ -43,7 +43,7 @@ USAGE_CASES = [
                                                                "No such file"]),
     (["serve", "--listen", "127.0.0.1:abc"], ["--listen '127.0.0.1:abc'", "'abc' is not a number"]),
     (["serve", "--listen", "99999"], ["port 99999 is out of range"]),
-    (["serve", "--listen", "SSL://:9093"], ["uses SSL", "PLAINTEXT only"]),
+    (["serve", "--listen", "SSL://127.0.0.1:9093"], ["SSL://127.0.0.1:9093", "ssl.keystore.location"]),
     (["serve", "--controller-quorum-voters", "1@127.0.0.1"], ["'1@127.0.0.1' is not ID@HOST:PORT",
                                                               "1@127.0.0.1:9093"]),
     (["serve", "--controller-quorum-voters", "1@127.0.0.1:9093,2@127.0.0.1"], ["'2@127.0.0.1'"]),

@@ -101,9 +101,10 @@ def test_three_voters_with_controller_listener(tmp_path):
 
 
 @pytest.mark.parametrize("props,words", [
-    ("listeners=SSL://:9093\n", ["uses SSL", "PLAINTEXT only"]),
-    ("listeners=PLAINTEXT://:9092,EXTERNAL://:29092\nlistener.security.protocol.map=PLAINTEXT:PLAINTEXT,"
-     "EXTERNAL:PLAINTEXT\n", ["one client listener"]),
+    ("listeners=PLAINTEXT://:9092,EXTERNAL://:9092\nlistener.security.protocol.map=PLAINTEXT:PLAINTEXT,"
+     "EXTERNAL:SSL\n", ["port 9092", "more than one listener"]),
+    ("listeners=EXTERNAL://:9092\nlistener.security.protocol.map=EXTERNAL:KERBEROS\n",
+     ["KERBEROS is not a security protocol"]),
     ("listeners=EXTERNAL://:9092\n", ["no security protocol", "EXTERNAL:PLAINTEXT"]),
     ("listeners=CONTROLLER://:9093\ncontroller.listener.names=CONTROLLER\n", ["no client listener"]),
     ("process.roles=controller\n", ["always brokers"]),
@@ -122,3 +123,23 @@ def test_configs_kwire_cannot_serve_are_refused(tmp_path, props, words):
 def test_default_config_listens_on_loopback():
     plan = plan_from_config(BrokerConfig())
     assert plan.client == Endpoint("PLAINTEXT", "127.0.0.1", 9092) and plan.notes == []
+
+
+def test_several_typed_client_listeners(tmp_path):
+    """Kafka's syntax: several client listeners, each with its protocol (by name or through
+    listener.security.protocol.map) and its own advertised address."""
+    props = ("listeners=PLAINTEXT://127.0.0.1:9092,SSL://:9094,INTERNAL://127.0.0.1:9095,CONTROLLER://:9093\n"
+             "controller.listener.names=CONTROLLER\n"
+             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,INTERNAL:SSL,CONTROLLER:PLAINTEXT\n"
+             "advertised.listeners=PLAINTEXT://localhost:9092,SSL://kafka.example:19094\n")
+    plan = _plan(props=props, tmp_path=tmp_path)
+    assert [(c.name, c.protocol, c.advertised) for c in plan.clients] == [
+        ("PLAINTEXT", "PLAINTEXT", ("localhost", 9092)), ("SSL", "SSL", ("kafka.example", 19094)),
+        ("INTERNAL", "SSL", None)]
+    assert plan.client == Endpoint("PLAINTEXT", "127.0.0.1", 9092) and plan.advertised == ("localhost", 9092)
+    # --listen replaces the listener of its name and keeps the others
+    path = tmp_path / "server.properties"
+    parsed = build_parser().parse_args(["serve", "--config", str(path), "--listen", "SSL://127.0.0.1:19094",
+                                        "--advertised-listener", "SSL://h:1"])
+    cfg = config_from_args(parsed)
+    assert cfg.get("listeners")[0] == "SSL://127.0.0.1:19094" and "PLAINTEXT://127.0.0.1:9092" in cfg.get("listeners")

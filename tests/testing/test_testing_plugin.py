@@ -116,3 +116,30 @@ def test_where(kafka_broker, i):
     assert sorted(per_worker) == ["gw0", "gw1"]
     (pid0, addr0), (pid1, addr1) = per_worker.values()
     assert pid0 != pid1 and addr0 != addr1
+
+
+def test_plugin_secured_broker(pytester, tmp_path, monkeypatch):
+    """--kwire-security SASL_SSL: the session broker is secured, kafka_client_config has the settings."""
+    for var in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(var, raising=False)
+    pytester.makepyfile(test_secured='''
+def test_scram_over_sasl_ssl(kafka_broker, kafka_topic, kafka_client_config):
+    from confluent_kafka import Producer
+    conf = kafka_client_config(mechanism="SCRAM-SHA-256")
+    assert conf["security.protocol"] == "SASL_SSL" and conf["sasl.username"] == "ann"
+    p = Producer(conf)
+    p.produce(kafka_topic, b"s")
+    assert p.flush(10) == 0
+    assert [r.value for r in kafka_broker.consume(kafka_topic, 1)] == [b"s"]
+
+
+def test_wrong_password_is_refused(kafka_client_config):
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+    import pytest
+    with pytest.raises(KafkaException):
+        AdminClient({**kafka_client_config(), "sasl.password": "x"}).list_topics(timeout=2)
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kwire-security", "SASL_SSL",
+                                           "--kwire-user", "ann=a-pw")
+    result.assert_outcomes(passed=2)

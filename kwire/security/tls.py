@@ -1,0 +1,132 @@
+"""TLS for SSL and SASL_SSL listeners: a server ``ssl.SSLContext`` from Kafka's settings, and
+the principal of a client certificate. No I/O beyond reading the PEM files at start.
+
+Served: ``ssl.keystore.type=PEM`` with ``ssl.keystore.location`` (certificate chain and private
+key in one PEM file; ``ssl.key.password`` when the key is encrypted) or the inline
+``ssl.keystore.certificate.chain`` / ``ssl.keystore.key``; ``ssl.truststore.location`` (PEM CA
+certificates; ``ssl.truststore.type=PEM``) or inline ``ssl.truststore.certificates``;
+``ssl.client.auth=required|requested|none``; ``ssl.enabled.protocols`` narrowed to TLSv1.2 and
+TLSv1.3 (older protocols are never served); ``ssl.cipher.suites`` as an OpenSSL cipher list
+(TLSv1.2 only, as OpenSSL applies it). Each key may be given per listener with Kafka's prefix
+``listener.name.<name lower case>.ssl.*``.
+
+Left out: JKS and PKCS12 keystores (Java formats: convert them to PEM), keystore reloading,
+``ssl.principal.mapping.rules`` other than DEFAULT.
+
+The principal of a client certificate is Kafka's DEFAULT mapping: ``User:`` + the subject as
+RFC 2253 writes it (``X500Principal.getName()``: most specific RDN first, e.g.
+``User:CN=alice,O=acme``).
+"""
+from __future__ import annotations
+
+import ssl
+import tempfile
+import os
+
+from kwire.security.principal import user
+
+__all__ = ["TlsConfigError", "server_context", "certificate_principal", "listener_setting"]
+
+_PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+
+
+class TlsConfigError(ValueError):
+    """TLS settings the broker cannot use (one line naming the key)."""
+
+
+def listener_setting(config, listener: str | None, key: str):
+    """``listener.name.<listener>.<key>`` when set, else ``<key>`` (Kafka's per-listener override)."""
+    if listener:
+        v = config.get(f"listener.name.{listener.lower()}.{key}")
+        if v not in (None, ""):
+            return v
+    return config.get(key)
+
+
+def server_context(config, listener: str | None = None) -> ssl.SSLContext:
+    """The server context of one TLS listener; TlsConfigError when the settings are unusable."""
+    get = lambda key: listener_setting(config, listener, key)  # noqa: E731
+    ks_type = str(get("ssl.keystore.type") or "PEM").upper()
+    location, chain, key = get("ssl.keystore.location"), get("ssl.keystore.certificate.chain"), get("ssl.keystore.key")
+    if not location and not chain:
+        raise TlsConfigError(f"listener {listener or ''}: TLS needs ssl.keystore.location (a PEM file with the "
+                             f"certificate chain and private key; ssl.keystore.type=PEM)")
+    if location and ks_type != "PEM":
+        raise TlsConfigError(f"ssl.keystore.type={ks_type} is not supported; kwire reads PEM keystores "
+                             f"(set ssl.keystore.type=PEM, e.g. `openssl pkcs12 -in ks.p12 -nodes > ks.pem`)")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    enabled = [p for p in (get("ssl.enabled.protocols") or ["TLSv1.2", "TLSv1.3"]) if p]
+    versions = sorted(_PROTOCOLS[p] for p in enabled if p in _PROTOCOLS)
+    if not versions:
+        raise TlsConfigError(f"ssl.enabled.protocols={','.join(enabled)}: kwire serves TLSv1.2 and TLSv1.3 only")
+    ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+    password = get("ssl.key.password") or get("ssl.keystore.password") or None
+    try:
+        if location:
+            ctx.load_cert_chain(location, password=password)
+        else:
+            _load_inline(ctx, str(chain), str(key or ""), password)
+    except (OSError, ssl.SSLError) as exc:
+        where = location or "ssl.keystore.certificate.chain"
+        raise TlsConfigError(f"cannot load the TLS keystore {where}: {exc}") from None
+    trust = get("ssl.truststore.location")
+    trust_pem = get("ssl.truststore.certificates")
+    try:
+        if trust:
+            ctx.load_verify_locations(cafile=trust)
+        elif trust_pem:
+            ctx.load_verify_locations(cadata=str(trust_pem))
+    except (OSError, ssl.SSLError) as exc:
+        raise TlsConfigError(f"cannot load the TLS truststore {trust or 'ssl.truststore.certificates'}: {exc}") \
+            from None
+    auth = str(get("ssl.client.auth") or "none").lower()
+    if auth not in ("required", "requested", "none"):
+        raise TlsConfigError(f"ssl.client.auth={auth}: write required, requested or none")
+    if auth != "none" and not (trust or trust_pem):
+        raise TlsConfigError(f"ssl.client.auth={auth} needs ssl.truststore.location (the CA that signs "
+                             f"client certificates)")
+    ctx.verify_mode = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}[auth]
+    ciphers = [c for c in (get("ssl.cipher.suites") or []) if c]
+    if ciphers:
+        try:
+            ctx.set_ciphers(":".join(ciphers))
+        except ssl.SSLError as exc:
+            raise TlsConfigError(f"ssl.cipher.suites: {exc}") from None
+    ctx.options |= ssl.OP_NO_COMPRESSION
+    return ctx
+
+
+def _load_inline(ctx: ssl.SSLContext, chain: str, key: str, password) -> None:
+    """ssl.keystore.certificate.chain / ssl.keystore.key given inline (the stdlib reads files only)."""
+    fd, path = tempfile.mkstemp(prefix="kwire-keystore-", suffix=".pem")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(chain.strip() + "\n" + key.strip() + "\n")
+        ctx.load_cert_chain(path, password=password)
+    finally:
+        os.unlink(path)
+
+
+_RFC2253_KEYS = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
+                 "countryName": "C", "stateOrProvinceName": "ST", "localityName": "L",
+                 "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}
+
+
+def _escape(value: str) -> str:
+    out = []
+    for i, ch in enumerate(value):
+        if ch in ',+"\\<>;' or (ch == "#" and i == 0) or (ch == " " and i in (0, len(value) - 1)):
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def certificate_principal(peercert: dict | None) -> str | None:
+    """``User:<subject, RFC 2253>`` of ``SSLObject.getpeercert()``, or None (no certificate)."""
+    if not peercert:
+        return None
+    rdns = []
+    for rdn in reversed(peercert.get("subject", ())):
+        rdns.append("+".join(f"{_RFC2253_KEYS.get(k, k)}={_escape(v)}" for k, v in rdn))
+    return user(",".join(rdns)) if rdns else None
