@@ -1,6 +1,6 @@
 """``kwire acls --list``: kafka-acls.sh's listing, from DescribeAcls. A cluster without an
-authorizer (kwire keeps no ACLs) says so in one line, as kafka-acls.sh's SecurityDisabledException
-does. Left out: --add and --remove (kwire has no authorizer to test them against)."""
+authorizer (``authorizer.class.name`` unset) says so in one line, as kafka-acls.sh's
+SecurityDisabledException does. Left out: --add and --remove (use a stock admin client)."""
 from __future__ import annotations
 
 from kwire.admin.common import add_common, client, run

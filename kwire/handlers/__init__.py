@@ -46,6 +46,7 @@ class BrokerServices(Protocol):
     replica_manager: ReplicaManager
     producer_ids: ProducerIdManager
     producer_ids_lock: trio.Lock
+    authorizer: Any                # kwire.security.authorizer.Authorizer, None without authorizer.class.name
     fetch_sessions: FetchSessionCache
 
     @property
@@ -128,6 +129,7 @@ _MODULES = [
     "write_txn_markers",
     "transactions",
     "txn_offset_commit",
+    "acls",
 ]
 
 

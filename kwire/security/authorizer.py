@@ -209,13 +209,14 @@ def parse_bool(value) -> bool:
 class Authorizer:
     """Decides a principal's requests from the ACLs in ``store`` (the metadata image's)."""
 
-    def __init__(self, store: AclStore, super_users=(), allow_everyone_if_no_acl_found: bool = False):
-        self.store = store
+    def __init__(self, store, super_users=(), allow_everyone_if_no_acl_found: bool = False):
+        # an AclStore, or a callable giving the current one (the broker's image is replaced by snapshots)
+        self._store = store if callable(store) else (lambda: store)
         self.super_users = parse_super_users(super_users)
         self.allow_everyone = allow_everyone_if_no_acl_found
 
     @classmethod
-    def from_config(cls, cfg, store: AclStore) -> "Authorizer | None":
+    def from_config(cls, cfg, store) -> "Authorizer | None":
         """The authorizer ``authorizer.class.name`` asks for, or None (no authorization)."""
         name = (cfg.get("authorizer.class.name") or "").strip()
         if not name:
@@ -231,7 +232,7 @@ class Authorizer:
         principals = (principal, WILDCARD_PRINCIPAL)
         found = False
         allowed = False
-        for b in self.store.applicable(resource_type, name):
+        for b in self._store().applicable(resource_type, name):
             found = True
             r = _result(b, principals, host, op)
             if r == DENY:
@@ -251,7 +252,7 @@ class Authorizer:
         denied_literal: set[str] = set()
         denied_prefix: list[str] = []
         allows: list[AclBinding] = []
-        for b in self.store.by_id.values():
+        for b in self._store().by_id.values():
             if b.resource_type != resource_type:
                 continue
             r = _result(b, principals, host, op)
@@ -272,3 +273,26 @@ class Authorizer:
     def operations(self, principal: str, host: str, resource_type: int, name: str, supported) -> list[int]:
         """The operations of ``supported`` the principal may perform (authorized operations fields)."""
         return [op for op in supported if self.authorize(principal, host, op, resource_type, name)]
+
+
+# ------------------------------------------------------------------ the handlers' side
+
+
+def principal_of(ctx) -> str:
+    """The request's principal: ``User:ANONYMOUS`` on a PLAINTEXT listener (until SASL/TLS set one)."""
+    return getattr(ctx, "principal", None) or ANONYMOUS
+
+
+def host_of(ctx) -> str:
+    """The client's address, as ACL hosts name it (no port)."""
+    peer = ctx.peer or ""
+    host = peer.rpartition(":")[0] if ":" in peer else peer
+    return host.strip("[]")
+
+
+def allowed(ctx, op: int, resource_type: int, name: str) -> bool:
+    """May the request's principal do ``op`` on the resource? Always, without an authorizer."""
+    a = ctx.broker.authorizer
+    if a is None:
+        return True
+    return a.authorize(principal_of(ctx), host_of(ctx), op, resource_type, name)
