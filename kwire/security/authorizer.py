@@ -296,3 +296,18 @@ def allowed(ctx, op: int, resource_type: int, name: str) -> bool:
     if a is None:
         return True
     return a.authorize(principal_of(ctx), host_of(ctx), op, resource_type, name)
+
+
+_TYPE_CODES = {"topic": TOPIC, "group": GROUP, "cluster": CLUSTER}
+
+
+def operations_field(ctx, resource_type: str, name: str, requested: bool) -> int:
+    """The authorized operations field of a response (Metadata, DescribeCluster, DescribeGroups):
+    every supported operation without an authorizer, else those the principal may perform."""
+    from kwire.security.operations import NOT_REQUESTED, SUPPORTED, authorized_operations, bitfield  # noqa: PLC0415
+
+    a = ctx.broker.authorizer
+    if a is None or not requested:
+        return authorized_operations(resource_type, requested) if requested else NOT_REQUESTED
+    return bitfield(a.operations(principal_of(ctx), host_of(ctx), _TYPE_CODES[resource_type], name,
+                                 SUPPORTED[resource_type]))

@@ -1,0 +1,163 @@
+"""Authorization in the handlers, on a PLAINTEXT broker (every client is User:ANONYMOUS) with the
+StandardAuthorizer: ACLs for User:ANONYMOUS allow, then deny; stock clients see Kafka's errors.
+
+allow.everyone.if.no.acl.found is on so the test can manage ACLs and topics (no ACL names the
+cluster until the test adds one); each check then names the resource it is about."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from kwire.errors import ErrorCode
+from kwire.testing import Broker
+from kwire.testing.client import KafkaWireError, WireClient
+
+AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "allow.everyone.if.no.acl.found": True, "group.initial.rebalance.delay.ms": 0,
+              "offsets.topic.num.partitions": 1}
+ANON = "User:ANONYMOUS"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = Broker(mode="thread", data_dir=str(tmp_path_factory.mktemp("acl") / "data"), overrides=AUTHORIZER)
+    b.start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture
+def admin(broker):
+    from confluent_kafka.admin import AdminClient  # noqa: PLC0415
+    return AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+
+
+def _binding(rtype, name, op, perm, pattern="LITERAL"):
+    from confluent_kafka.admin import (  # noqa: PLC0415
+        AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType,
+    )
+    return AclBinding(getattr(ResourceType, rtype), name, getattr(ResourcePatternType, pattern), ANON, "*",
+                      getattr(AclOperation, op), getattr(AclPermissionType, perm))
+
+
+def add(admin, *bindings):
+    for f in admin.create_acls(list(bindings), request_timeout=10).values():
+        f.result(10)
+
+
+def remove(admin, *bindings):
+    from confluent_kafka.admin import AclBindingFilter  # noqa: PLC0415
+    filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation,
+                                b.permission_type) for b in bindings]
+    for f in admin.delete_acls(filters, request_timeout=10).values():
+        f.result(10)
+
+
+def _topic(broker, partitions=1) -> str:
+    name = f"acl-{uuid.uuid4().hex[:8]}"
+    with WireClient(broker.bootstrap_servers) as c:
+        c.create_topic(name, partitions)
+    return name
+
+
+def test_produce_write_allow_then_deny(broker, admin):
+    t = _topic(broker)
+    allow = _binding("TOPIC", t, "WRITE", "ALLOW")
+    add(admin, allow)
+    with WireClient(broker.bootstrap_servers) as c:
+        assert c.produce(t, [b"a", b"b"]) == [0, 1]
+    deny = _binding("TOPIC", t, "WRITE", "DENY")
+    add(admin, deny)
+    with WireClient(broker.bootstrap_servers) as c:
+        with pytest.raises(KafkaWireError) as e:
+            c.produce(t, [b"c"])
+        assert e.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    # a stock producer gets the error for its message
+    from confluent_kafka import KafkaError, Producer  # noqa: PLC0415
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "message.timeout.ms": 5000})
+    errors = []
+    p.produce(t, b"x", on_delivery=lambda err, msg: errors.append(err))
+    p.flush(10)
+    assert errors and errors[0] is not None and errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    remove(admin, deny)
+    with WireClient(broker.bootstrap_servers) as c:
+        assert c.produce(t, [b"d"]) == [2]
+
+
+def test_fetch_needs_read(broker, admin):
+    t = _topic(broker)
+    add(admin, _binding("TOPIC", t, "WRITE", "ALLOW"))
+    with WireClient(broker.bootstrap_servers) as c:
+        c.produce(t, [b"1", b"2"])
+        with pytest.raises(KafkaWireError) as e:    # the topic has ACLs, none of them READ
+            c.consume(t, 2, timeout=5)
+        assert e.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    add(admin, _binding("TOPIC", t, "READ", "ALLOW"))
+    with WireClient(broker.bootstrap_servers) as c:
+        assert [r.value for r in c.consume(t, 2, timeout=5)] == [b"1", b"2"]
+    add(admin, _binding("TOPIC", t, "READ", "DENY"))
+    with WireClient(broker.bootstrap_servers) as c:
+        with pytest.raises(KafkaWireError) as e:
+            c.consume(t, 2, timeout=5)
+        assert e.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_kafka_python_consumer_refused(broker, admin):
+    import kafka.errors as Errors  # noqa: PLC0415
+    from kafka import KafkaConsumer, TopicPartition  # noqa: PLC0415
+    t = _topic(broker)
+    add(admin, _binding("TOPIC", t, "WRITE", "ALLOW"), _binding("TOPIC", t, "READ", "DENY"))
+    with WireClient(broker.bootstrap_servers) as c:
+        c.produce(t, [b"1"])
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, consumer_timeout_ms=3000)
+    try:
+        consumer.assign([TopicPartition(t, 0)])
+        consumer.seek(TopicPartition(t, 0), 0)
+        with pytest.raises(Errors.TopicAuthorizationFailedError):
+            for _ in range(20):
+                consumer.poll(timeout_ms=500)
+    finally:
+        consumer.close()
+
+
+def test_metadata_hides_topics_not_described(broker, admin):
+    visible, hidden = _topic(broker), _topic(broker)
+    add(admin, _binding("TOPIC", hidden, "ALL", "DENY"))
+    listed = admin.list_topics(timeout=10).topics
+    assert visible in listed and hidden not in listed
+    md = admin.list_topics(topic=hidden, timeout=10).topics[hidden]
+    assert md.error is not None and md.error.code() == 29   # TOPIC_AUTHORIZATION_FAILED
+
+
+def test_auto_create_needs_create(broker, admin):
+    # from here on an ACL names the cluster: ANONYMOUS may ALTER it (manage ACLs), not CREATE
+    add(admin, _binding("BROKER", "kafka-cluster", "ALTER", "ALLOW"),
+        _binding("TOPIC", "auto-", "DESCRIBE", "ALLOW", "PREFIXED"))
+    from kwire.codec.apis import api  # noqa: PLC0415
+    MT = api("Metadata").request.struct("MetadataRequestTopic")
+    with WireClient(broker.bootstrap_servers) as c:
+        r = c.request("Metadata", 9, topics=[MT(name="auto-x")], allow_auto_topic_creation=True,
+                      include_cluster_authorized_operations=False, include_topic_authorized_operations=False)
+        assert r.topics[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        add(admin, _binding("TOPIC", "auto-", "CREATE", "ALLOW", "PREFIXED"))
+        r = c.request("Metadata", 9, topics=[MT(name="auto-x")], allow_auto_topic_creation=True,
+                      include_cluster_authorized_operations=False, include_topic_authorized_operations=False)
+        assert r.topics[0].error_code == 0 and r.topics[0].partitions
+
+
+def test_list_offsets_needs_describe(broker, admin):
+    from kwire.codec.apis import api  # noqa: PLC0415
+    t = _topic(broker)
+    Rq = api("ListOffsets").request
+    T, P = Rq.struct("ListOffsetsTopic"), Rq.struct("ListOffsetsPartition")
+
+    def list_offsets(c):
+        r = c.request("ListOffsets", 5, replica_id=-1, isolation_level=0,
+                      topics=[T(name=t, partitions=[P(partition_index=0, current_leader_epoch=-1, timestamp=-1)])])
+        return r.topics[0].partitions[0]
+
+    with WireClient(broker.bootstrap_servers) as c:
+        assert list_offsets(c).error_code == 0
+        add(admin, _binding("TOPIC", t, "DESCRIBE", "DENY"))
+        assert list_offsets(c).error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
