@@ -161,3 +161,86 @@ def test_list_offsets_needs_describe(broker, admin):
         assert list_offsets(c).error_code == 0
         add(admin, _binding("TOPIC", t, "DESCRIBE", "DENY"))
         assert list_offsets(c).error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def _consume_error(broker, topic, group, timeout=10.0):
+    """The first error a confluent consumer in ``group`` gets (or the messages it read)."""
+    import time  # noqa: PLC0415
+
+    from confluent_kafka import Consumer  # noqa: PLC0415
+    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group, "auto.offset.reset": "earliest",
+                  "session.timeout.ms": 6000})
+    got = []
+    try:
+        c.subscribe([topic])
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                return m.error().code(), got
+            got.append(m.value())
+            if len(got) == 1:
+                c.commit(asynchronous=False)
+                return None, got
+    finally:
+        c.close()
+    return None, got
+
+
+def test_consumer_group_read_allow_then_deny(broker, admin):
+    from confluent_kafka import KafkaError  # noqa: PLC0415
+    t = _topic(broker)
+    g = f"g-{t}"
+    add(admin, _binding("TOPIC", t, "WRITE", "ALLOW"), _binding("TOPIC", t, "READ", "ALLOW"),
+        _binding("GROUP", g, "READ", "ALLOW"))
+    with WireClient(broker.bootstrap_servers) as c:
+        c.produce(t, [b"v"])
+    assert _consume_error(broker, t, g) == (None, [b"v"])
+    add(admin, _binding("GROUP", g, "READ", "DENY"))
+    err, got = _consume_error(broker, t, g)
+    assert got == [] and err == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+
+def test_kafka_python_group_denied(broker, admin):
+    import kafka.errors as Errors  # noqa: PLC0415
+    from kafka import KafkaConsumer  # noqa: PLC0415
+    t = _topic(broker)
+    g = f"kg-{t}"
+    add(admin, _binding("TOPIC", t, "READ", "ALLOW"), _binding("GROUP", g, "ALL", "DENY"))
+    consumer = KafkaConsumer(t, bootstrap_servers=broker.bootstrap_servers, group_id=g, consumer_timeout_ms=3000)
+    try:
+        with pytest.raises((Errors.GroupAuthorizationFailedError, Errors.KafkaError)) as e:
+            for _ in range(20):
+                consumer.poll(timeout_ms=500)
+        assert "GroupAuthorizationFailed" in type(e.value).__name__ or "GROUP_AUTHORIZATION" in str(e.value).upper()
+    finally:
+        consumer.close()
+
+
+def test_list_and_describe_groups_filtered(broker, admin):
+    from confluent_kafka import KafkaError  # noqa: PLC0415
+    t = _topic(broker)
+    ok, hidden = f"ok-{t}", f"hid-{t}"
+    add(admin, _binding("TOPIC", t, "ALL", "ALLOW"), _binding("GROUP", ok, "READ", "ALLOW"),
+        _binding("GROUP", hidden, "READ", "ALLOW"))
+    with WireClient(broker.bootstrap_servers) as c:
+        c.produce(t, [b"v"])
+    for g in (ok, hidden):
+        assert _consume_error(broker, t, g)[0] is None
+    add(admin, _binding("GROUP", hidden, "DESCRIBE", "DENY"))
+    # DESCRIBE on the cluster lists every group; without it, only those the principal may describe
+    no_cluster_describe = _binding("BROKER", "kafka-cluster", "DESCRIBE", "DENY")
+    add(admin, no_cluster_describe)
+    try:
+        ids = {g.group_id for g in admin.list_consumer_groups(request_timeout=10).result(10).valid}
+        assert ok in ids and hidden not in ids
+    finally:
+        remove(admin, no_cluster_describe)
+    ids = {g.group_id for g in admin.list_consumer_groups(request_timeout=10).result(10).valid}
+    assert ok in ids and hidden in ids
+    [f] = admin.describe_consumer_groups([hidden], request_timeout=10).values()
+    with pytest.raises(Exception) as e:
+        f.result(10)
+    assert e.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
