@@ -311,3 +311,16 @@ def operations_field(ctx, resource_type: str, name: str, requested: bool) -> int
         return authorized_operations(resource_type, requested) if requested else NOT_REQUESTED
     return bitfield(a.operations(principal_of(ctx), host_of(ctx), _TYPE_CODES[resource_type], name,
                                  SUPPORTED[resource_type]))
+
+
+def config_resource_error(ctx, config_resource_type: int, name: str, op: int) -> int:
+    """0, or Kafka's error for a Describe/AlterConfigs resource the principal may not ``op``:
+    a topic (2) TOPIC_AUTHORIZATION_FAILED, a broker (4: the cluster) CLUSTER_AUTHORIZATION_FAILED,
+    a group (32) GROUP_AUTHORIZATION_FAILED."""
+    if ctx.broker.authorizer is None:
+        return 0
+    rtype, err = {2: (TOPIC, 29), 4: (CLUSTER, 31), 8: (CLUSTER, 31), 32: (GROUP, 30)}.get(
+        config_resource_type, (None, 0))
+    if rtype is None:
+        return 0
+    return 0 if allowed(ctx, op, rtype, CLUSTER_NAME if rtype == CLUSTER else name) else err

@@ -244,3 +244,56 @@ def test_list_and_describe_groups_filtered(broker, admin):
     with pytest.raises(Exception) as e:
         f.result(10)
     assert e.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+
+def test_topic_admin_needs_create_delete_alter(broker, admin):
+    from confluent_kafka import KafkaError  # noqa: PLC0415
+    from confluent_kafka.admin import NewPartitions, NewTopic  # noqa: PLC0415
+    # the cluster has an ACL (ALTER, from test_auto_create_needs_create or here): no CREATE on it
+    add(admin, _binding("BROKER", "kafka-cluster", "ALTER", "ALLOW"))
+    name = f"adm-{uuid.uuid4().hex[:8]}"
+    add(admin, _binding("TOPIC", name, "DESCRIBE", "ALLOW"))
+    [f] = admin.create_topics([NewTopic(name, 1, 1)], request_timeout=10).values()
+    with pytest.raises(Exception) as e:
+        f.result(10)
+    assert e.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    add(admin, _binding("TOPIC", name, "CREATE", "ALLOW"))
+    [f] = admin.create_topics([NewTopic(name, 1, 1)], request_timeout=10).values()
+    assert f.result(10) is None
+    [f] = admin.create_partitions([NewPartitions(name, 2)], request_timeout=10).values()
+    with pytest.raises(Exception) as e:
+        f.result(10)
+    assert e.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    add(admin, _binding("TOPIC", name, "ALTER", "ALLOW"))
+    [f] = admin.create_partitions([NewPartitions(name, 2)], request_timeout=10).values()
+    assert f.result(10) is None
+    [f] = admin.delete_topics([name], request_timeout=10).values()
+    with pytest.raises(Exception) as e:
+        f.result(10)
+    assert e.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    add(admin, _binding("TOPIC", name, "DELETE", "ALLOW"))
+    [f] = admin.delete_topics([name], request_timeout=10).values()
+    assert f.result(10) is None
+
+
+def test_configs_need_describe_and_alter_configs(broker, admin):
+    from confluent_kafka import KafkaError  # noqa: PLC0415
+    from confluent_kafka.admin import ConfigResource  # noqa: PLC0415
+    t = _topic(broker)
+    add(admin, _binding("TOPIC", t, "DESCRIBE", "ALLOW"))
+    res = ConfigResource("topic", t, set_config={"retention.ms": "1000"})
+    for fut in (list(admin.describe_configs([ConfigResource("topic", t)], request_timeout=10).values())[0],
+                list(admin.alter_configs([res], request_timeout=10).values())[0]):
+        with pytest.raises(Exception) as e:
+            fut.result(10)
+        assert e.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    add(admin, _binding("TOPIC", t, "ALTER_CONFIGS", "ALLOW"))   # implies DESCRIBE_CONFIGS
+    assert list(admin.alter_configs([res], request_timeout=10).values())[0].result(10) is None
+    got = list(admin.describe_configs([ConfigResource("topic", t)], request_timeout=10).values())[0].result(10)
+    assert got["retention.ms"].value == "1000"
+    # broker configs are the cluster's: ANONYMOUS may ALTER the cluster, not DESCRIBE_CONFIGS it
+    add(admin, _binding("BROKER", "kafka-cluster", "ALTER", "ALLOW"))
+    [f] = admin.describe_configs([ConfigResource("broker", "1")], request_timeout=10).values()
+    with pytest.raises(Exception) as e:
+        f.result(10)
+    assert e.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
