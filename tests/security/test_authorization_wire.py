@@ -297,3 +297,24 @@ def test_configs_need_describe_and_alter_configs(broker, admin):
     with pytest.raises(Exception) as e:
         f.result(10)
     assert e.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_transactional_id_write_deny_then_allow(broker, admin):
+    from confluent_kafka import KafkaException, Producer  # noqa: PLC0415
+    t = _topic(broker)
+    tid = f"tx-{t}"
+    add(admin, _binding("TOPIC", t, "WRITE", "ALLOW"), _binding("TRANSACTIONAL_ID", tid, "DESCRIBE", "ALLOW"))
+    conf = {"bootstrap.servers": broker.bootstrap_servers, "transactional.id": tid, "transaction.timeout.ms": 10000}
+    p = Producer(conf)
+    with pytest.raises(KafkaException) as e:
+        p.init_transactions(10)
+    assert e.value.args[0].code() == 53   # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    add(admin, _binding("TRANSACTIONAL_ID", tid, "WRITE", "ALLOW"))
+    p = Producer(conf)
+    p.init_transactions(10)
+    p.begin_transaction()
+    p.produce(t, b"in-txn")
+    p.commit_transaction(10)
+    with WireClient(broker.bootstrap_servers) as c:
+        add(admin, _binding("TOPIC", t, "READ", "ALLOW"))
+        assert [r.value for r in c.consume(t, 1, timeout=5)] == [b"in-txn"]
