@@ -318,3 +318,23 @@ def test_transactional_id_write_deny_then_allow(broker, admin):
     with WireClient(broker.bootstrap_servers) as c:
         add(admin, _binding("TOPIC", t, "READ", "ALLOW"))
         assert [r.value for r in c.consume(t, 1, timeout=5)] == [b"in-txn"]
+
+
+def test_cluster_apis_and_authorized_operations(broker, admin):
+    from kwire.security.operations import AclOperation as Op  # noqa: PLC0415
+    with WireClient(broker.bootstrap_servers) as c:
+        # the cluster's ACLs by now: ANONYMOUS may ALTER it (implies DESCRIBE); nothing else
+        add(admin, _binding("BROKER", "kafka-cluster", "ALTER", "ALLOW"))
+        r = c.request("DescribeCluster", 0, include_cluster_authorized_operations=True)
+        ops = {op for op in Op if r.cluster_authorized_operations & (1 << int(op))}
+        assert ops == {Op.ALTER, Op.DESCRIBE}
+        assert c.request("DescribeLogDirs", 4, topics=None).error_code == 0
+        deny = _binding("BROKER", "kafka-cluster", "DESCRIBE", "DENY")
+        add(admin, deny)
+        try:
+            r = c.request("DescribeLogDirs", 4, topics=None)
+            assert r.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED and r.results == []
+            r = c.request("ListPartitionReassignments", 0, timeout_ms=1000, topics=None)
+            assert r.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        finally:
+            remove(admin, deny)
