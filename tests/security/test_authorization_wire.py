@@ -338,3 +338,24 @@ def test_cluster_apis_and_authorized_operations(broker, admin):
             assert r.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         finally:
             remove(admin, deny)
+
+
+def test_aiokafka_producer_refused(broker, admin):
+    import asyncio  # noqa: PLC0415
+
+    from aiokafka import AIOKafkaProducer  # noqa: PLC0415
+    from aiokafka.errors import TopicAuthorizationFailedError  # noqa: PLC0415
+    t = _topic(broker)
+    # DESCRIBE allowed (Metadata answers), WRITE denied: the Produce itself is refused
+    add(admin, _binding("TOPIC", t, "DESCRIBE", "ALLOW"), _binding("TOPIC", t, "WRITE", "DENY"))
+
+    async def main():
+        p = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=5000)
+        await p.start()
+        try:
+            await p.send_and_wait(t, b"x")
+        finally:
+            await p.stop()
+
+    with pytest.raises(TopicAuthorizationFailedError):
+        asyncio.run(asyncio.wait_for(main(), 20))
