@@ -359,3 +359,39 @@ def test_aiokafka_producer_refused(broker, admin):
 
     with pytest.raises(TopicAuthorizationFailedError):
         asyncio.run(asyncio.wait_for(main(), 20))
+
+
+def test_inter_broker_apis_need_cluster_action(broker, admin):
+    """A client posing as a follower or a transaction coordinator is refused without
+    CLUSTER_ACTION (the cluster's ACLs here grant ANONYMOUS only ALTER), allowed with it."""
+    from kwire.codec.apis import api  # noqa: PLC0415
+    t = _topic(broker)
+    add(admin, _binding("BROKER", "kafka-cluster", "ALTER", "ALLOW"), _binding("TOPIC", t, "ALL", "ALLOW"))
+    F = api("Fetch").request
+    W = api("WriteTxnMarkers").request
+
+    def follower_fetch(c):
+        tp = F.struct("FetchTopic")(topic=t, topic_id=None, partitions=[F.struct("FetchPartition")(
+            partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1, log_start_offset=-1,
+            partition_max_bytes=1 << 20)])
+        r = c.request("Fetch", 11, replica_id=7, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                      session_id=0, session_epoch=-1, topics=[tp], forgotten_topics_data=[], rack_id="")
+        return r.responses[0].partitions[0].error_code
+
+    def markers(c):
+        m = W.struct("WritableTxnMarker")(producer_id=1, producer_epoch=0, transaction_result=False,
+                                          coordinator_epoch=0, topics=[
+            W.struct("WritableTxnMarkerTopic")(name=t, partition_indexes=[0])])
+        return c.request("WriteTxnMarkers", 1, markers=[m]).markers[0].topics[0].partitions[0].error_code
+
+    with WireClient(broker.bootstrap_servers) as c:
+        assert follower_fetch(c) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert markers(c) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        grant = _binding("BROKER", "kafka-cluster", "CLUSTER_ACTION", "ALLOW")
+        add(admin, grant)
+        try:
+            # past the check: the follower path's own answer (7 is no replica: NOT_LEADER_OR_FOLLOWER)
+            assert follower_fetch(c) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            assert markers(c) != ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        finally:
+            remove(admin, grant)
