@@ -395,3 +395,30 @@ def test_inter_broker_apis_need_cluster_action(broker, admin):
             assert markers(c) != ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         finally:
             remove(admin, grant)
+
+
+def test_idempotent_producer_needs_idempotent_write_or_a_topic_write(tmp_path):
+    from confluent_kafka import Producer  # noqa: PLC0415
+    from confluent_kafka.admin import AdminClient  # noqa: PLC0415
+    b = Broker(mode="thread", data_dir=str(tmp_path / "data"), overrides=AUTHORIZER)
+    b.start()
+    try:
+        a = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+        t = _topic(b)
+        # the cluster and the topic have ACLs; ANONYMOUS may not write anything
+        add(a, _binding("BROKER", "kafka-cluster", "ALTER", "ALLOW"), _binding("TOPIC", t, "DESCRIBE", "ALLOW"))
+
+        from confluent_kafka import KafkaException  # noqa: PLC0415
+        conf = {"bootstrap.servers": b.bootstrap_servers, "enable.idempotence": True, "message.timeout.ms": 5000}
+        p = Producer(conf)
+        p.produce(t, b"x")
+        with pytest.raises(KafkaException) as e:   # librdkafka raises the fatal InitProducerId error
+            p.flush(10)
+        assert e.value.args[0].code() == 31 and e.value.args[0].fatal()   # CLUSTER_AUTHORIZATION_FAILED
+        add(a, _binding("BROKER", "kafka-cluster", "IDEMPOTENT_WRITE", "ALLOW"), _binding("TOPIC", t, "WRITE", "ALLOW"))
+        p, delivered = Producer(conf), []
+        p.produce(t, b"y", on_delivery=lambda err, msg: delivered.append(err))
+        p.flush(10)
+        assert delivered == [None]
+    finally:
+        b.stop()
