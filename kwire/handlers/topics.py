@@ -7,7 +7,8 @@ assignments, -1 for the broker defaults (v4+), and reports the effective configs
 DeleteTopics by name and, from v6, by topic id. CreatePartitions with or without
 assignments (null: placed; a list: one per new partition). With an authorizer: CreateTopics
 needs CREATE on the cluster or the topic, DeleteTopics DELETE and CreatePartitions ALTER on the
-topic (TOPIC_AUTHORIZATION_FAILED).
+topic (TOPIC_AUTHORIZATION_FAILED); a topic created without DESCRIBE_CONFIGS on it is answered
+without its configs (topic_config_error_code TOPIC_AUTHORIZATION_FAILED), as Kafka.
 
 Placement: any node takes the request and hands the intent to the active controller, which
 checks it against its own image, places the replicas (kwire.metadata.placement: leaders
@@ -74,6 +75,9 @@ async def create_topics(ctx: RequestContext, req):
             else:  # validate_only: what the controller would have made
                 r.num_partitions, r.replication_factor = res.num_partitions, res.replication_factor
                 topic = None
+            if _topic_denied(ctx, Op.DESCRIBE_CONFIGS, t.name):   # Kafka: created, its configs not shown
+                r.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             r.configs = [C(name=e.name, value=e.value, read_only=False, config_source=e.source, is_sensitive=False)
                          for e in describe_topic_entries(b, topic, overrides=configs if topic is None else None)]
     return ctx.response(throttle_time_ms=0, topics=out)

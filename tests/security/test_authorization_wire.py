@@ -248,6 +248,8 @@ def test_list_and_describe_groups_filtered(broker, admin):
 
 def test_topic_admin_needs_create_delete_alter(broker, admin):
     from confluent_kafka import KafkaError  # noqa: PLC0415
+
+    from kwire.codec.apis import api  # noqa: PLC0415
     from confluent_kafka.admin import NewPartitions, NewTopic  # noqa: PLC0415
     # the cluster has an ACL (ALTER, from test_auto_create_needs_create or here): no CREATE on it
     add(admin, _binding("BROKER", "kafka-cluster", "ALTER", "ALLOW"))
@@ -258,6 +260,12 @@ def test_topic_admin_needs_create_delete_alter(broker, admin):
         f.result(10)
     assert e.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     add(admin, _binding("TOPIC", name, "CREATE", "ALLOW"))
+    with WireClient(broker.bootstrap_servers) as c:   # validate_only: created, its configs not shown
+        CT = api("CreateTopics").request.struct("CreatableTopic")
+        r = c.request("CreateTopics", 7, topics=[CT(name=name, num_partitions=1, replication_factor=1, assignments=[],
+                                                     configs=[])], timeout_ms=10000, validate_only=True)
+        assert r.topics[0].error_code == 0 and r.topics[0].configs == []
+        assert r.topics[0].topic_config_error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     [f] = admin.create_topics([NewTopic(name, 1, 1)], request_timeout=10).values()
     assert f.result(10) is None
     [f] = admin.create_partitions([NewPartitions(name, 2)], request_timeout=10).values()
