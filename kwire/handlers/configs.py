@@ -354,6 +354,8 @@ async def list_config_resources(ctx: RequestContext, req):
     filtered by resource type (empty: all)."""
     b = ctx.broker
     C = ctx.struct("ConfigResource")
+    if config_resource_error(ctx, RESOURCE_BROKER, "", Op.DESCRIBE_CONFIGS):   # Kafka: on the cluster
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, config_resources=[])
     if ctx.version == 0:
         return ctx.response(throttle_time_ms=0, error_code=0, config_resources=[])
     types = list(req.resource_types) or list(SUPPORTED_LIST_TYPES)

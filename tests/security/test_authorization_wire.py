@@ -333,6 +333,7 @@ def test_cluster_apis_and_authorized_operations(broker, admin):
     with WireClient(broker.bootstrap_servers) as c:
         # the cluster's ACLs by now: ANONYMOUS may ALTER it (implies DESCRIBE); nothing else
         add(admin, _binding("BROKER", "kafka-cluster", "ALTER", "ALLOW"))
+        assert c.request("DescribeQuorum", 0, topics=[]).error_code == 0
         r = c.request("DescribeCluster", 0, include_cluster_authorized_operations=True)
         ops = {op for op in Op if r.cluster_authorized_operations & (1 << int(op))}
         assert ops == {Op.ALTER, Op.DESCRIBE}
@@ -344,6 +345,7 @@ def test_cluster_apis_and_authorized_operations(broker, admin):
             assert r.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED and r.results == []
             r = c.request("ListPartitionReassignments", 0, timeout_ms=1000, topics=None)
             assert r.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            assert c.request("DescribeQuorum", 0, topics=[]).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         finally:
             remove(admin, deny)
 
