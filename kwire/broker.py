@@ -56,6 +56,8 @@ class Broker:
         os.makedirs(self.data_dir, exist_ok=True)
         self.voters = voters or {self.node_id: None}
         self.image = MetadataImage()
+        from kwire.security.authorizer import Authorizer  # noqa: PLC0415
+        self.authorizer = Authorizer.from_config(config, lambda: self.image.acls)   # None: no authorization
         # dynamic broker configs (AlterConfigs) take precedence over the static ones
         config.dynamic = lambda: (self.image.broker_configs.get(str(self.node_id), {}),
                                   self.image.broker_configs.get("", {}))

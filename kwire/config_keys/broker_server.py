@@ -26,7 +26,12 @@ _b("request.timeout.ms", I, 30000, "How long the broker waits for an answer to a
    "connection whose half-sent request has made no progress for this long.")
 _b("socket.connection.setup.timeout.ms", L, 10000, "How long to wait for an outgoing connection.")
 _b("socket.connection.setup.timeout.max.ms", L, 30000, "Upper bound of the connection setup backoff.")
-_b("authorizer.class.name", S, "", "Class that authorizes requests; empty: no authorization.")
+_b("authorizer.class.name", S, "", "Class that authorizes requests; empty: no authorization (kwire has "
+   "org.apache.kafka.metadata.authorizer.StandardAuthorizer).",
+   one_of("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+          "kwire.security.authorizer.StandardAuthorizer"))
+_b("super.users", S, None, "Principals allowed everything by the authorizer, ';'-separated (User:admin;User:ops).")
+_b("allow.everyone.if.no.acl.found", B, False, "The authorizer allows a request on a resource no ACL names.")
 _b("early.start.listeners", S, None, "Listeners started before the authorizer is ready.")
 _b("broker.rack", S, None, "Rack of this broker, for rack-aware replica placement.")
 _b("controlled.shutdown.enable", B, True, "Move leadership away before shutting down.")

@@ -48,6 +48,7 @@ class BrokerServices(Protocol):
     replica_manager: ReplicaManager
     producer_ids: ProducerIdManager
     producer_ids_lock: trio.Lock
+    authorizer: Any                # kwire.security.authorizer.Authorizer, None without authorizer.class.name
     fetch_sessions: FetchSessionCache
 
     @property
@@ -144,6 +145,7 @@ _MODULES = [
     "transactions",
     "txn_offset_commit",
     "sasl",
+    "acls",
 ]
 
 

@@ -1,7 +1,7 @@
 """DescribeCluster (key 60): versions 0-1; UnregisterBroker (key 64): version 0.
 
 DescribeCluster: cluster id, controller and live brokers from the metadata image, and the
-cluster's authorized operations when asked (no authorizer yet: every operation a cluster
+cluster's authorized operations when asked (without an authorizer: every operation a cluster
 supports). endpoint_type 1 (brokers) only; a request for controllers (2) gets
 UNSUPPORTED_ENDPOINT_TYPE, as Kafka does on a broker listener.
 
@@ -10,14 +10,16 @@ UnregisterBroker: removes a broker's registration through the active controller
 and DescribeCluster. BROKER_ID_NOT_REGISTERED for an id that is not registered. Unlike Kafka
 (whose live brokers re-register at their next heartbeat), a broker that is alive (not fenced)
 is refused with INVALID_REQUEST: stop it first; the controller fences it after
-broker.session.timeout.ms.
+broker.session.timeout.ms. With an authorizer it needs ALTER on the cluster
+(CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
 from kwire.metadata import records as R
-from kwire.security.operations import authorized_operations
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, allowed, operations_field
+from kwire.security.operations import AclOperation as Op
 
 UNSUPPORTED_ENDPOINT_TYPE = 115
 
@@ -25,7 +27,7 @@ UNSUPPORTED_ENDPOINT_TYPE = 115
 @handles("DescribeCluster")
 async def describe_cluster(ctx: RequestContext, req):
     b = ctx.broker
-    ops = authorized_operations("cluster", req.include_cluster_authorized_operations)
+    ops = operations_field(ctx, "cluster", CLUSTER_NAME, req.include_cluster_authorized_operations)
     if ctx.version >= 1 and req.endpoint_type != 1:
         return ctx.response(throttle_time_ms=0, error_code=UNSUPPORTED_ENDPOINT_TYPE,
                             error_message="The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER",
@@ -41,6 +43,8 @@ async def describe_cluster(ctx: RequestContext, req):
 @handles("UnregisterBroker")
 async def unregister_broker(ctx: RequestContext, req):
     b = ctx.broker
+    if b.authorizer is not None and not allowed(ctx, Op.ALTER, CLUSTER, CLUSTER_NAME):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None)
     reg = b.image.brokers.get(req.broker_id)
     if reg is None:
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.BROKER_ID_NOT_REGISTERED,

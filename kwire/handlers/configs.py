@@ -19,6 +19,9 @@ validated, stored and described. Topic and group keys: unknown names and bad val
 INVALID_CONFIG with Kafka's messages. message.format.version (Kafka 3.x) is accepted and stored,
 and changes nothing. Changes are ConfigRecords in the metadata log.
 
+With an authorizer: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, the cluster (broker
+resources) or the group (TOPIC_, CLUSTER_, GROUP_AUTHORIZATION_FAILED).
+
 Left out: broker logger configs (type 8), client metrics resources (type 16), listener-prefixed
 broker keys (listener.name.X.key), config providers and alter-config policies.
 """
@@ -33,6 +36,8 @@ from kwire.handlers.config_entries import (
     DEFAULT_CONFIG, Describer, config_type, describe_topic_entries,
 )
 from kwire.metadata.records import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
+from kwire.security.authorizer import config_resource_error
+from kwire.security.operations import AclOperation as Op
 
 RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS = 8, 16
 RESOURCE_NAMES = {RESOURCE_TOPIC: "TOPIC", RESOURCE_BROKER: "BROKER", RESOURCE_BROKER_LOGGER: "BROKER_LOGGER",
@@ -78,6 +83,10 @@ async def describe_configs(ctx: RequestContext, req):
               resource_name=res.resource_name, configs=[])
         out.append(r)
         name = res.resource_name
+        denied = config_resource_error(ctx, res.resource_type, name, Op.DESCRIBE_CONFIGS)
+        if denied:
+            r.error_code = denied
+            continue
         if res.resource_type == RESOURCE_TOPIC:
             err = validate_topic_name(name)
             if err:
@@ -249,6 +258,10 @@ async def _apply(ctx: RequestContext, req, changes_for):
     for res in req.resources:
         r = R(error_code=0, error_message=None, resource_type=res.resource_type, resource_name=res.resource_name)
         out.append(r)
+        denied = config_resource_error(ctx, res.resource_type, res.resource_name, Op.ALTER_CONFIGS)
+        if denied:
+            r.error_code = denied
+            continue
         try:
             _check_resource(b, res.resource_type, res.resource_name)
             cur = _current(b, res.resource_type, res.resource_name)
@@ -341,6 +354,8 @@ async def list_config_resources(ctx: RequestContext, req):
     filtered by resource type (empty: all)."""
     b = ctx.broker
     C = ctx.struct("ConfigResource")
+    if config_resource_error(ctx, RESOURCE_BROKER, "", Op.DESCRIBE_CONFIGS):   # Kafka: on the cluster
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, config_resources=[])
     if ctx.version == 0:
         return ctx.response(throttle_time_ms=0, error_code=0, config_resources=[])
     types = list(req.resource_types) or list(SUPPORTED_LIST_TYPES)

@@ -10,8 +10,9 @@ every log is the current one). ``topics`` null describes every local log, a list
 partitions it names that are here; a topic with none of them is left out, as Kafka does.
 
 Left out: future logs (AlterReplicaLogDirs moves logs between dirs; kwire has one dir), so
-is_future_key is always false; cordoned dirs (KIP-1066), so is_cordoned is false; the
-CLUSTER DESCRIBE authorization check (kwire has no ACLs yet).
+is_future_key is always false; cordoned dirs (KIP-1066), so is_cordoned is false.
+With an authorizer: DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED; v1-2 have no
+top-level error code and get an empty answer, as Kafka's).
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ import trio
 
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, allowed
+from kwire.security.operations import AclOperation as Op
 
 log = logging.getLogger("kwire.describe_log_dirs")
 
@@ -37,6 +40,8 @@ def file_store_bytes(path: str) -> tuple[int, int]:
 
 @handles("DescribeLogDirs")
 async def describe_log_dirs(ctx: RequestContext, req):
+    if ctx.broker.authorizer is not None and not allowed(ctx, Op.DESCRIBE, CLUSTER, CLUSTER_NAME):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])
     wanted = None
     if req.topics is not None:
         wanted = {(t.topic, p) for t in req.topics for p in t.partitions}

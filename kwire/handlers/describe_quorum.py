@@ -5,7 +5,8 @@ the voters' and observers' log end offsets and fetch times (their lag behind the
 The leader answers from its own bookkeeping; another node asks the leader over the
 controller listener and relays its answer; if the leader cannot be reached it answers
 NOT_LEADER_OR_FOLLOWER with the leader and epoch it knows. Left out: the v2 ``nodes``
-listeners and directory ids (kwire voters have none), reported empty.
+listeners and directory ids (kwire voters have none), reported empty. With an authorizer:
+DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import trio
 
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, allowed
+from kwire.security.operations import AclOperation as Op
 
 log = logging.getLogger("kwire.describe_quorum")
 
@@ -39,6 +42,8 @@ def _answer(ctx: RequestContext, d: dict, error: int):
 @handles("DescribeQuorum")
 async def describe_quorum(ctx: RequestContext, req):
     b = ctx.broker
+    if b.authorizer is not None and not allowed(ctx, Op.DESCRIBE, CLUSTER, CLUSTER_NAME):
+        return ctx.response(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, topics=[], nodes=[])
     wanted = [(t.topic_name, p.partition_index) for t in req.topics for p in t.partitions]
     if wanted and wanted != [(METADATA_TOPIC, 0)]:
         return ctx.response(error_code=ErrorCode.INVALID_REQUEST, topics=[], nodes=[])

@@ -13,8 +13,9 @@ Partitions as Metadata gives them (kwire.handlers.partition_state), with a parti
 of 0 even when leaderless (leader -1), as Kafka answers here.
 
 Left out: eligible_leader_replicas and last_known_elr are empty (kwire has no ELR, KIP-966's
-controller side); no authorizer yet, so every topic is described and
-topic_authorized_operations holds every operation a topic supports.
+controller side). With an authorizer, topics the principal may not DESCRIBE are left out of
+an all-topics answer and TOPIC_AUTHORIZATION_FAILED when named; topic_authorized_operations
+holds the principal's operations (every supported one without an authorizer).
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.partition_state import partition_states
 from kwire.metadata.topic_changes import validate_topic_name
-from kwire.security.operations import authorized_operations
+from kwire.security.authorizer import TOPIC, allowed, operations_field
+from kwire.security.operations import AclOperation as Op
 
 
 @handles("DescribeTopicPartitions")
@@ -42,7 +44,7 @@ async def describe_topic_partitions(ctx: RequestContext, req):
             for t in req.topics])
 
     P = ctx.struct("DescribeTopicPartitionsResponsePartition")
-    ops = authorized_operations("topic", True)
+    auth = b.authorizer
     remaining = min(int(b.config.get("max.request.partition.size.limit")), req.response_partition_limit)
     topics, next_cursor = [], None
     for name in names:
@@ -51,6 +53,11 @@ async def describe_topic_partitions(ctx: RequestContext, req):
             break
         if remaining < 0:
             break
+        if auth is not None and not allowed(ctx, Op.DESCRIBE, TOPIC, name):
+            if not fetch_all:
+                topics.append(T(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=ZERO_UUID,
+                                is_internal=name.startswith("__"), partitions=[]))
+            continue
         topic = image.topics.get(name)
         if topic is None:
             if not fetch_all:
@@ -67,7 +74,7 @@ async def describe_topic_partitions(ctx: RequestContext, req):
                    last_known_elr=[], offline_replicas=s.offline_replicas)
                  for s in partition_states(b, topic, page)]
         topics.append(T(error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal,
-                        partitions=parts, topic_authorized_operations=ops))
+                        partitions=parts, topic_authorized_operations=operations_field(ctx, "topic", name, True)))
         if rest:
             next_cursor = _cursor(ctx, name, rest[0])
             break

@@ -11,13 +11,15 @@ ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION, with Kafka's message
 topic_partitions means every partition, and then those that need no election are left out,
 as Kafka does. An unknown election type is INVALID_REQUEST. A controller that does not answer
 within timeout_ms gives REQUEST_TIMED_OUT for every partition asked.
-Left out: authorization (ALTER on the cluster; kwire has no authorizer yet).
+With an authorizer: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED for every partition asked).
 """
 from __future__ import annotations
 
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.metadata.controller_apis import ELECTION_TYPES, elect_leaders_response
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, allowed
+from kwire.security.operations import AclOperation as Op
 
 DEFAULT_MESSAGES = {ErrorCode.REQUEST_TIMED_OUT: "The request timed out.",
                     ErrorCode.INVALID_REQUEST: "This most likely occurs because of a request being malformed by the "
@@ -34,6 +36,9 @@ def _all_failed(req, code: ErrorCode, message: str | None) -> dict:
 
 @handles("ElectLeaders")
 async def elect_leaders(ctx: RequestContext, req):
+    if ctx.broker.authorizer is not None and not allowed(ctx, Op.ALTER, CLUSTER, CLUSTER_NAME):
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return elect_leaders_response(code, _all_failed(req, code, None), ctx.version)
     election = ELECTION_TYPES.get(req.election_type if ctx.version >= 1 else 0)
     if election is None:
         code = ErrorCode.INVALID_REQUEST

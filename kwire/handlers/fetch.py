@@ -20,6 +20,9 @@ offset, not the high watermark; the fetch offset is the follower's log end offse
 replica manager records (high watermark, ISR expansion); a follower whose last fetched epoch
 (v12+) ends earlier on the leader gets ``diverging_epoch`` and no records; sessionless, woken
 by every append (replica.fetch.wait.max.ms is the follower's max_wait_ms).
+With an authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions, kept
+out of the session); a follower needs CLUSTER_ACTION on the cluster (TOPIC_AUTHORIZATION_FAILED
+everywhere otherwise, as Kafka).
 Left out: v0-3 (message formats v0/v1), fetch sessions for followers (they fetch
 sessionless), rack-aware preferred read replicas (-1).
 """
@@ -31,6 +34,8 @@ from kwire.errors import ErrorCode
 from kwire.fetch_session import FetchSessionCache
 from kwire.handlers import RequestContext, handles
 from kwire.codec.primitives import ZERO_UUID
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
+from kwire.security.operations import AclOperation as Op
 
 FINAL_EPOCH = -1
 INITIAL_EPOCH = 0
@@ -55,7 +60,10 @@ async def fetch(ctx: RequestContext, req):
     b = ctx.broker
     v = ctx.version
     replica_id = req.replica_state.replica_id if v >= 15 else req.replica_id
+    auth = b.authorizer   # None: no authorization
     if replica_id >= 0:
+        if auth is not None and not allowed(ctx, Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+            return _all_denied(ctx, req)
         return await _replica_fetch(ctx, req, replica_id)
     now = b.clock.monotonic_ms()
     rm = b.replica_manager
@@ -64,10 +72,15 @@ async def fetch(ctx: RequestContext, req):
     # wanted: ordered (name, partition) -> [fetch_offset, partition_max_bytes, topic_id, current_leader_epoch]
     wanted: dict[tuple, list] = {}
     unknown_ids: list = []
+    denied: list = []   # (name, topic_id, partition) not READable by the principal
     for name, tid, parts in topics:
+        no_read = auth is not None and name is not None and not allowed(ctx, Op.READ, TOPIC, name)
         for p in parts:
             if name is None:
                 unknown_ids.append((tid, p.partition))
+                continue
+            if no_read:
+                denied.append((name, tid, p.partition))
                 continue
             wanted[(name, p.partition)] = [p.fetch_offset, p.partition_max_bytes, tid, p.current_leader_epoch]
     session = None
@@ -142,7 +155,19 @@ async def fetch(ctx: RequestContext, req):
     for tid, p in unknown_ids:
         out.append(T(topic="", topic_id=tid, partitions=[PD(partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
                                                              high_watermark=-1, records=b"")]))
+    for name, tid, p in denied:
+        out.append(T(topic=name, topic_id=tid, partitions=[PD(
+            partition_index=p, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, high_watermark=-1, records=b"")]))
     return ctx.response(throttle_time_ms=0, error_code=0, session_id=session_id, responses=out)
+
+
+def _all_denied(ctx: RequestContext, req):
+    """Kafka's answer to a follower without CLUSTER_ACTION: TOPIC_AUTHORIZATION_FAILED everywhere."""
+    T, PD = ctx.struct("FetchableTopicResponse"), ctx.struct("PartitionData")
+    out = [T(topic=name or "", topic_id=tid, partitions=[PD(
+        partition_index=p.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, high_watermark=-1,
+        records=b"") for p in parts]) for name, tid, parts in _resolve_topics(ctx, req)]
+    return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=out)
 
 
 def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committed: bool, session,

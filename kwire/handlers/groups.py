@@ -9,7 +9,13 @@ names it; other brokers answer NOT_COORDINATOR, so clients rediscover it); a new
 answers COORDINATOR_LOAD_IN_PROGRESS while it loads the partition (ListGroups too, with the
 groups it has; as from Kafka, a Heartbeat gets NONE meanwhile and a SyncGroup
 REBALANCE_IN_PROGRESS, so members rejoin here without rediscovering the coordinator). DescribeGroups
-reports authorized operations when asked (no authorizer yet: all a group supports).
+reports authorized operations when asked (without an authorizer: all a group supports).
+With an authorizer (kwire.security.authorizer), as Kafka: FindCoordinator needs DESCRIBE on the
+group (or transactional id); Join/Sync/Heartbeat/Leave and OffsetCommit READ on the group,
+OffsetCommit READ on each topic; OffsetFetch and DescribeGroups DESCRIBE on the group (and
+topics: others are left out of an all-topics fetch, TOPIC_AUTHORIZATION_FAILED when named);
+ListGroups lists only groups the principal may DESCRIBE (all with DESCRIBE on the cluster);
+DeleteGroups and OffsetDelete need DELETE on the group. GROUP_AUTHORIZATION_FAILED otherwise.
 FindCoordinator key type 1 names a transaction coordinator (kwire.handlers.transactions).
 The first FindCoordinator of a group creates ``__consumer_offsets`` (kwire.groups.edge), as Kafka.
 OffsetFetch with require_stable (v7+) answers UNSTABLE_OFFSET_COMMIT for a partition with a
@@ -27,7 +33,9 @@ from kwire.groups.pending import Pending
 from kwire.groups.records import OFFSETS_TOPIC
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.transactions import CREATE_WAIT_S, ensure_transaction_topic, transaction_coordinator_node
-from kwire.security.operations import authorized_operations
+from kwire.groups.results import FetchedOffset
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, allowed, operations_field
+from kwire.security.operations import AclOperation as Op
 
 E = ErrorCode
 NOT_AVAILABLE = E.COORDINATOR_NOT_AVAILABLE
@@ -78,6 +86,14 @@ def _coordinator_for(ctx: RequestContext, group_id: str):
     return coord, None
 
 
+def _group_denied(ctx: RequestContext, group_id: str, op: int = Op.READ) -> bool:
+    return ctx.broker.authorizer is not None and not allowed(ctx, op, GROUP, group_id)
+
+
+def _topic_denied(ctx: RequestContext, name: str, op: int) -> bool:
+    return ctx.broker.authorizer is not None and not allowed(ctx, op, TOPIC, name)
+
+
 def _client_host(ctx: RequestContext) -> str:
     host = ctx.peer.rpartition(":")[0] if ":" in ctx.peer else ctx.peer
     return "/" + host
@@ -106,9 +122,13 @@ async def find_coordinator(ctx: RequestContext, req):
     def answer(key_type: int, key: str):
         """(error, message, coordinating broker)"""
         if key_type == 1:
+            if ctx.broker.authorizer is not None and not allowed(ctx, Op.DESCRIBE, TRANSACTIONAL_ID, key):
+                return E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, None
             return transaction_coordinator_node(ctx, key)
         if key_type != 0:
             return E.INVALID_REQUEST, f"Unknown coordinator key type {key_type}.", None
+        if _group_denied(ctx, key, Op.DESCRIBE):
+            return E.GROUP_AUTHORIZATION_FAILED, None, None
         node = _coordinator_node(ctx, key)
         if node is None:
             return NOT_AVAILABLE, "The group coordinator is not available.", None
@@ -144,6 +164,8 @@ async def find_coordinator(ctx: RequestContext, req):
 async def join_group(ctx: RequestContext, req):
     v = ctx.version
     coord, unavailable = _coordinator_for(ctx, req.group_id)
+    if _group_denied(ctx, req.group_id):
+        coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=unavailable, generation_id=-1,
                             protocol_type=None, protocol_name=None if v >= 7 else "",
@@ -178,6 +200,8 @@ async def sync_group(ctx: RequestContext, req):
         # the rebalance in progress is lost with the old coordinator: rejoin here (as Kafka;
         # older clients do not know COORDINATOR_LOAD_IN_PROGRESS on SyncGroup)
         unavailable = E.REBALANCE_IN_PROGRESS
+    if _group_denied(ctx, req.group_id):
+        coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=unavailable, assignment=b"")
     p = coord.sync_group(
@@ -196,6 +220,8 @@ async def heartbeat(ctx: RequestContext, req):
     coord, unavailable = _coordinator_for(ctx, req.group_id)
     if unavailable == E.COORDINATOR_LOAD_IN_PROGRESS:
         unavailable = E.NONE   # the group is still loading: Kafka answers blindly
+    if _group_denied(ctx, req.group_id):
+        coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=unavailable)
     err = coord.heartbeat(req.group_id, req.generation_id, req.member_id, req.group_instance_id)
@@ -207,6 +233,8 @@ async def heartbeat(ctx: RequestContext, req):
 async def leave_group(ctx: RequestContext, req):
     v = ctx.version
     coord, unavailable = _coordinator_for(ctx, req.group_id)
+    if _group_denied(ctx, req.group_id):
+        coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=unavailable, members=[])
     if v < 3:
@@ -232,14 +260,19 @@ async def offset_commit(ctx: RequestContext, req):
         top_error = unavailable
     elif not req.group_id:
         top_error = E.INVALID_GROUP_ID
+    if _group_denied(ctx, req.group_id):
+        top_error = E.GROUP_AUTHORIZATION_FAILED
     errors: dict[tuple[str, int], int] = {}
     valid = []
     for t in req.topics:
         topic = image.topics.get(t.name)
+        no_read = top_error is None and _topic_denied(ctx, t.name, Op.READ)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             if top_error is not None:
                 errors[tp] = top_error
+            elif no_read:
+                errors[tp] = E.TOPIC_AUTHORIZATION_FAILED
             elif topic is None or p.partition_index not in topic.partitions:
                 errors[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
             else:
@@ -265,6 +298,8 @@ async def offset_commit(ctx: RequestContext, req):
 def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: bool):
     """(group error, {(topic, partition): FetchedOffset}) with ``topics`` None for all."""
     coord, unavailable = _coordinator_for(ctx, group_id)
+    if _group_denied(ctx, group_id, Op.DESCRIBE):
+        return E.GROUP_AUTHORIZATION_FAILED, {}
     if coord is None:
         return unavailable, {}
     if not group_id:
@@ -272,7 +307,17 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: boo
     parts = None if topics is None else \
         [(t.name, i) for t in topics for i in t.partition_indexes]
     r = coord.fetch_offsets(group_id, parts, require_stable)
-    return r.error, r.offsets
+    if ctx.broker.authorizer is None:
+        return r.error, r.offsets
+    offsets = {}
+    denied: dict[str, bool] = {}
+    for (t, p), fo in r.offsets.items():
+        if denied.setdefault(t, _topic_denied(ctx, t, Op.DESCRIBE)):
+            if topics is not None:   # named: refused; all topics: left out
+                offsets[(t, p)] = FetchedOffset(error=E.TOPIC_AUTHORIZATION_FAILED)
+        else:
+            offsets[(t, p)] = fo
+    return r.error, offsets
 
 
 def _by_topic(offsets) -> dict[str, list]:
@@ -325,18 +370,21 @@ async def describe_groups(ctx: RequestContext, req):
     owned, elsewhere = [], {}
     for gid in req.groups:
         coord, unavailable = _coordinator_for(ctx, gid)
+        if _group_denied(ctx, gid, Op.DESCRIBE):
+            coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
         if coord is None:
             elsewhere[gid] = unavailable
         else:
             owned.append(gid)
-    ops = authorized_operations("group", ctx.version >= 3 and req.include_authorized_operations)
+    want_ops = ctx.version >= 3 and req.include_authorized_operations
     described = {}
     for d in (_coordinator(ctx).describe_groups(owned) if owned else []):
         err = d.error
         if err == E.GROUP_ID_NOT_FOUND and ctx.version < 6:
             err = E.NONE  # Kafka answers an unknown group as Dead without error below v6
         described[d.group_id] = G(
-            error_code=err, group_id=d.group_id, group_state=d.state, authorized_operations=ops,
+            error_code=err, group_id=d.group_id, group_state=d.state,
+            authorized_operations=operations_field(ctx, "group", d.group_id, want_ops),
             protocol_type=d.protocol_type, protocol_data=d.protocol,
             members=[M(member_id=m.member_id, group_instance_id=m.group_instance_id,
                        client_id=m.client_id, client_host=m.client_host,
@@ -359,9 +407,12 @@ async def list_groups(ctx: RequestContext, req):
     types = req.types_filter if ctx.version >= 5 else None
     # while a partition loads, its groups are left out and the answer says so (as Kafka)
     err = E.COORDINATOR_LOAD_IN_PROGRESS if coord.loading else E.NONE
+    groups = coord.list_groups(states, types)
+    if ctx.broker.authorizer is not None and not allowed(ctx, Op.DESCRIBE, CLUSTER, CLUSTER_NAME):
+        groups = [g for g in groups if allowed(ctx, Op.DESCRIBE, GROUP, g.group_id)]
     return ctx.response(throttle_time_ms=0, error_code=err, groups=[
         L(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state, group_type=CLASSIC_GROUP_TYPE)
-        for g in coord.list_groups(states, types)])
+        for g in groups])
 
 
 # ============================================================================ DeleteGroups
@@ -371,6 +422,8 @@ async def delete_groups(ctx: RequestContext, req):
     errors, owned = {}, []
     for g in req.groups_names:
         coord, unavailable = _coordinator_for(ctx, g)
+        if _group_denied(ctx, g, Op.DELETE):
+            coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
         if coord is None:
             errors[g] = unavailable
         else:
@@ -387,6 +440,8 @@ async def offset_delete(ctx: RequestContext, req):
     coord, unavailable = _coordinator_for(ctx, req.group_id)
     T = ctx.struct("OffsetDeleteResponseTopic")
     Pn = ctx.struct("OffsetDeleteResponsePartition")
+    if _group_denied(ctx, req.group_id, Op.DELETE):
+        coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
     if coord is None:
         return ctx.response(error_code=unavailable, throttle_time_ms=0, topics=[])
     image = ctx.broker.image
@@ -394,8 +449,11 @@ async def offset_delete(ctx: RequestContext, req):
     valid = []
     for t in req.topics:
         topic = image.topics.get(t.name)
+        no_read = _topic_denied(ctx, t.name, Op.READ)
         for p in t.partitions:
-            if topic is None or p.partition_index not in topic.partitions:
+            if no_read:
+                errors[(t.name, p.partition_index)] = E.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None or p.partition_index not in topic.partitions:
                 errors[(t.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 valid.append((t.name, p.partition_index))

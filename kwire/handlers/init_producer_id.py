@@ -9,6 +9,8 @@ below v4, as Kafka answers older clients). Only one of id and epoch set: INVALID
 
 With a transactional.id the transaction coordinator answers (kwire.handlers.transactions:
 epoch bump, fencing of zombies, recovery of the previous producer's ongoing transaction).
+With an authorizer: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on
+some topic (CLUSTER_AUTHORIZATION_FAILED), a transactional one WRITE on its transactional id.
 Block allocation goes through ``broker.submit_metadata`` (the active controller in a cluster);
 the block start is read from this node's image (no controller-side AllocateProducerIds yet).
 """
@@ -20,6 +22,8 @@ from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.metadata import records as R
 from kwire.producers.ids import ProducerIdManager
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed, host_of, principal_of
+from kwire.security.operations import AclOperation as Op
 
 log = logging.getLogger("kwire.init_producer_id")
 
@@ -48,6 +52,10 @@ async def init_producer_id(ctx: RequestContext, req):
     pid = req.producer_id if v >= 3 else -1
     epoch = req.producer_epoch if v >= 3 else -1
     b = ctx.broker
+    if b.authorizer is not None and not allowed(ctx, Op.IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME) \
+            and not b.authorizer.authorize_any(principal_of(ctx), host_of(ctx), Op.WRITE, TOPIC):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            producer_id=-1, producer_epoch=-1)
     m = b.producer_ids
     try:
         await ensure_producer_ids(b, m)

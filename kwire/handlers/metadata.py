@@ -6,8 +6,10 @@ default.replication.factor; topics by id from v10 (UNKNOWN_TOPIC_ID when unknown
 asked for by id when its id is non-zero, whatever the name says (the Java client 4.x sends an
 empty name, not null, beside the id). Auto-created topics are created before the answer, so the
 client sees them at once instead of retrying on LEADER_NOT_AVAILABLE. Topic and (v8-10)
-cluster authorized operations when asked for (kwire.security.operations: no authorizer yet,
-so every supported operation).
+cluster authorized operations when asked for (every supported operation without an authorizer).
+With an authorizer (kwire.security.authorizer): a null topic list lists only the topics the
+principal may DESCRIBE; a named topic it may not describe answers TOPIC_AUTHORIZATION_FAILED,
+and auto-creation needs CREATE on the cluster or the topic (TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.partition_state import partition_states
 from kwire.codec.primitives import ZERO_UUID
-from kwire.security.operations import authorized_operations
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed, operations_field
+from kwire.security.operations import AclOperation as Op
 
 
 def topic_metadata(ctx: RequestContext, topic, name: str | None = None, error: int = 0):
@@ -38,9 +41,11 @@ async def metadata(ctx: RequestContext, req):
     v = ctx.version
     allow_auto = (req.allow_auto_topic_creation if v >= 4 else True) and bool(b.config.get("auto.create.topics.enable"))
     topics = []
+    auth = b.authorizer   # None: no authorization
     if req.topics is None or (v == 0 and not req.topics):
         for name in sorted(image.topics):
-            topics.append(topic_metadata(ctx, image.topics[name]))
+            if auth is None or allowed(ctx, Op.DESCRIBE, TOPIC, name):
+                topics.append(topic_metadata(ctx, image.topics[name]))
     else:
         for rt in req.topics:
             name = rt.name
@@ -49,10 +54,20 @@ async def metadata(ctx: RequestContext, req):
                 if t is None:
                     topics.append(topic_metadata(ctx, None, None, ErrorCode.UNKNOWN_TOPIC_ID))
                     topics[-1].topic_id = rt.topic_id
+                elif auth is not None and not allowed(ctx, Op.DESCRIBE, TOPIC, t.name):
+                    topics.append(topic_metadata(ctx, None, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                    topics[-1].topic_id = rt.topic_id
                 else:
                     topics.append(topic_metadata(ctx, t))
                 continue
+            if auth is not None and not allowed(ctx, Op.DESCRIBE, TOPIC, name):
+                topics.append(topic_metadata(ctx, None, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             t = image.topics.get(name)
+            if t is None and allow_auto and not name.startswith("__") and auth is not None \
+                    and not allowed(ctx, Op.CREATE, CLUSTER, CLUSTER_NAME) and not allowed(ctx, Op.CREATE, TOPIC, name):
+                topics.append(topic_metadata(ctx, None, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             if t is None and allow_auto and not name.startswith("__"):
                 res = await b.create_topic(name, -1, -1, {})
                 if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
@@ -64,14 +79,13 @@ async def metadata(ctx: RequestContext, req):
             else:
                 topics.append(topic_metadata(ctx, t))
     if v >= 8 and req.include_topic_authorized_operations:
-        ops = authorized_operations("topic", True)
         for t in topics:
             if t.error_code == 0:
-                t.topic_authorized_operations = ops
+                t.topic_authorized_operations = operations_field(ctx, "topic", t.name, True)
     B = ctx.struct("MetadataResponseBroker")
     brokers = [B(node_id=x.node_id, host=h, port=p, rack=x.rack)
                for x in image.live_brokers() for h, p in (x.address(ctx.listener),)]
     return ctx.response(throttle_time_ms=0, brokers=brokers, cluster_id=b.cluster_id,
                         controller_id=b.controller_id(), topics=topics,
-                        cluster_authorized_operations=authorized_operations(
-                            "cluster", 8 <= v <= 10 and req.include_cluster_authorized_operations))
+                        cluster_authorized_operations=operations_field(
+                            ctx, "cluster", CLUSTER_NAME, 8 <= v <= 10 and req.include_cluster_authorized_operations))

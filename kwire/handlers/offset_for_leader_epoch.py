@@ -11,14 +11,16 @@ Unknown epochs answer NONE with leader_epoch / end_offset -1 (UNDEFINED), as Kaf
 Errors as Kafka's: current_leader_epoch older than ours FENCED_LEADER_EPOCH, newer
 UNKNOWN_LEADER_EPOCH (-1 skips the check); a partition led elsewhere NOT_LEADER_OR_FOLLOWER
 (Kafka requires the leader for every replica id); an unknown one UNKNOWN_TOPIC_OR_PARTITION;
-an offline log dir KAFKA_STORAGE_ERROR. ``replica_id`` (v3+) is accepted from followers
-and consumers alike: there is no authorizer yet (Kafka asks for CLUSTER_ACTION or topic
-DESCRIBE), so nothing is refused on its account.
+an offline log dir KAFKA_STORAGE_ERROR. With an authorizer, as Kafka: a follower (replica_id
+>= 0, v3+) needs CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED), a client
+DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
+from kwire.security.operations import AclOperation as Op
 
 def partition_end_offset(b, topic: str, partition: int, current_leader_epoch: int,
                          leader_epoch: int) -> tuple[int, int, int]:
@@ -41,9 +43,18 @@ async def offset_for_leader_epoch(ctx: RequestContext, req):
     T = ctx.struct("OffsetForLeaderTopicResult")
     P = ctx.struct("EpochEndOffset")
     out = []
+    follower = ctx.version >= 3 and req.replica_id >= 0
+    cluster_denied = b.authorizer is not None and follower and not allowed(ctx, Op.CLUSTER_ACTION, CLUSTER,
+                                                                            CLUSTER_NAME)
     for t in req.topics:
         parts = []
+        denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED if cluster_denied else \
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED if b.authorizer is not None and not follower \
+            and not allowed(ctx, Op.DESCRIBE, TOPIC, t.topic) else 0
         for p in t.partitions:
+            if denied:
+                parts.append(P(error_code=denied, partition=p.partition, leader_epoch=-1, end_offset=-1))
+                continue
             err, epoch, end = partition_end_offset(b, t.topic, p.partition, p.current_leader_epoch,
                                                    p.leader_epoch)
             parts.append(P(error_code=err, partition=p.partition, leader_epoch=epoch, end_offset=end))

@@ -43,10 +43,11 @@ retriable NOT_ENOUGH_REPLICAS ("Unable to verify the partition has been added to
 transaction. Underlying error: ..."); INVALID_PRODUCER_ID_MAPPING as is; transactional
 batches of more than one producer in one request: INVALID_PRODUCER_ID_MAPPING for the whole
 request.
+With an authorizer (kwire.security.authorizer): WRITE on each topic (TOPIC_AUTHORIZATION_FAILED
+for its partitions) and on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for all).
 Left out: Produce v12 (transaction version 2: the leader adds the partition itself), Kafka's
 batching of concurrent verifications into one request per coordinator node (kwire sends one
-per Produce request), the verification entry's lowest-sequence check, and authorization of
-the transactional id (no authorizer yet).
+per Produce request), and the verification entry's lowest-sequence check.
 """
 from __future__ import annotations
 
@@ -58,6 +59,8 @@ from kwire.codec.records import BATCH_HEADER_SIZE, HEADER
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
 from kwire.log.validator import CLIENT
+from kwire.security.authorizer import TOPIC, TRANSACTIONAL_ID, allowed
+from kwire.security.operations import AclOperation as Op
 from kwire.transactions.verify import verify_transaction
 
 log = logging.getLogger("kwire.produce")
@@ -78,6 +81,10 @@ async def produce(ctx: RequestContext, req):
         global_error = ErrorCode.INVALID_REQUIRED_ACKS
     elif req.transactional_id is None and _has_transactional_records(req):
         global_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    auth = b.authorizer   # None: no authorization (one attribute check on the hot path)
+    if auth is not None and not global_error and req.transactional_id is not None \
+            and not allowed(ctx, Op.WRITE, TRANSACTIONAL_ID, req.transactional_id):
+        global_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     rm = b.replica_manager
     verifying = (not global_error and req.transactional_id is not None
                  and bool(b.config.get("transaction.partition.verification.enable")))
@@ -95,11 +102,12 @@ async def produce(ctx: RequestContext, req):
     to_replicate = []  # acks=all: events set once the high watermark passes the appended records
     for td in req.topic_data:
         parts = []
+        denied = auth is not None and not global_error and not allowed(ctx, Op.WRITE, TOPIC, td.name)
         for pd in td.partition_data:
             pr = Pr(index=pd.index, error_code=0, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
             parts.append(pr)
-            if global_error:
-                pr.error_code = global_error
+            if global_error or denied:
+                pr.error_code = global_error or ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 continue
             if pd.records is None or len(pd.records) == 0:
                 err = rm.leader_error(td.name, pd.index)

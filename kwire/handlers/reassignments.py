@@ -15,13 +15,16 @@ INVALID_REPLICATION_FACTOR. The answer comes once this node has applied the chan
 ListPartitionReassignments answers from this node's image (which holds every change this
 node answered for): partitions with a reassignment in progress, of the topics asked (null:
 all); unknown topics and partitions are left out, as Kafka does.
-Left out: authorization (ALTER / DESCRIBE on the cluster; kwire has no authorizer yet).
+With an authorizer: ALTER (Alter...) and DESCRIBE (List...) on the cluster
+(CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.metadata import replication_control as RC
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, allowed
+from kwire.security.operations import AclOperation as Op
 from kwire.metadata.controller_apis import reassignment_intent, reassignments_response
 
 
@@ -29,6 +32,10 @@ from kwire.metadata.controller_apis import reassignment_intent, reassignments_re
 async def alter_partition_reassignments(ctx: RequestContext, req):
     allow = bool(req.allow_replication_factor_change) if ctx.version >= 1 else True
     topics = reassignment_intent(req)
+    if ctx.broker.authorizer is not None and not allowed(ctx, Op.ALTER, CLUSTER, CLUSTER_NAME):
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return reassignments_response(code, {name: [(pid, code, None) for pid, _ in parts]
+                                             for name, parts in topics.items()}, None)
     timeout = max(req.timeout_ms, 0) / 1000 or 30.0
     code, results = await ctx.broker.quorum.alter_reassignments(topics, allow, timeout=timeout)
     if code != ErrorCode.NONE:   # Kafka's getErrorResponse: the error for every partition asked
@@ -40,6 +47,9 @@ async def alter_partition_reassignments(ctx: RequestContext, req):
 
 @handles("ListPartitionReassignments")
 async def list_partition_reassignments(ctx: RequestContext, req):
+    if ctx.broker.authorizer is not None and not allowed(ctx, Op.DESCRIBE, CLUSTER, CLUSTER_NAME):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            error_message=None, topics=[])
     asked = None if req.topics is None else {t.name: list(t.partition_indexes) for t in req.topics}
     T, P = ctx.struct("OngoingTopicReassignment"), ctx.struct("OngoingPartitionReassignment")
     topics = [T(name=name, partitions=[P(partition_index=p.index, replicas=list(p.replicas),

@@ -5,8 +5,10 @@ RemoveTopicRecord) committed to the metadata log, then applied. CreateTopics hon
 validate_only, configs (validated with Kafka's names; INVALID_CONFIG otherwise), manual
 assignments, -1 for the broker defaults (v4+), and reports the effective configs (v5+).
 DeleteTopics by name and, from v6, by topic id. CreatePartitions with or without
-assignments (null: placed; a list: one per new partition). Left out: ACL checks (no
-authorizer).
+assignments (null: placed; a list: one per new partition). With an authorizer: CreateTopics
+needs CREATE on the cluster or the topic, DeleteTopics DELETE and CreatePartitions ALTER on the
+topic (TOPIC_AUTHORIZATION_FAILED); a topic created without DESCRIBE_CONFIGS on it is answered
+without its configs (topic_config_error_code TOPIC_AUTHORIZATION_FAILED), as Kafka.
 
 Placement: any node takes the request and hands the intent to the active controller, which
 checks it against its own image, places the replicas (kwire.metadata.placement: leaders
@@ -21,6 +23,12 @@ from kwire.config import TOPIC_CONFIGS
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.configs import config_type, describe_topic_entries
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
+from kwire.security.operations import AclOperation as Op
+
+
+def _topic_denied(ctx: RequestContext, op: int, name: str) -> bool:
+    return ctx.broker.authorizer is not None and not allowed(ctx, op, TOPIC, name)
 
 
 @handles("CreateTopics")
@@ -32,11 +40,16 @@ async def create_topics(ctx: RequestContext, req):
     for t in req.topics:
         seen[t.name] = seen.get(t.name, 0) + 1
     out = []
+    cluster_create = b.authorizer is None or allowed(ctx, Op.CREATE, CLUSTER, CLUSTER_NAME)
     for t in req.topics:
         r = R(name=t.name, error_code=0, error_message=None)
         out.append(r)
         if seen[t.name] > 1:
             r.error_code, r.error_message = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
+            continue
+        if not cluster_create and _topic_denied(ctx, Op.CREATE, t.name):
+            r.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            r.error_message = "Authorization failed."
             continue
         assignments = None
         if t.assignments:   # checked by the controller, with Kafka's messages
@@ -62,6 +75,9 @@ async def create_topics(ctx: RequestContext, req):
             else:  # validate_only: what the controller would have made
                 r.num_partitions, r.replication_factor = res.num_partitions, res.replication_factor
                 topic = None
+            if _topic_denied(ctx, Op.DESCRIBE_CONFIGS, t.name):   # Kafka: created, its configs not shown
+                r.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             r.configs = [C(name=e.name, value=e.value, read_only=False, config_source=e.source, is_sensitive=False)
                          for e in describe_topic_entries(b, topic, overrides=configs if topic is None else None)]
     return ctx.response(throttle_time_ms=0, topics=out)
@@ -86,6 +102,12 @@ async def delete_topics(ctx: RequestContext, req):
             name = t.name
         t = b.image.topics.get(name)
         topic_id = t.topic_id if t else (tid or None)
+        if _topic_denied(ctx, Op.DELETE, name):
+            r = R(name=name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message="Authorization failed.")
+            if topic_id is not None:
+                r.topic_id = topic_id
+            out.append(r)
+            continue
         res = await b.delete_topic(name)
         r = R(name=name, error_code=res.code, error_message=res.message if res.code else None)
         if topic_id is not None:
@@ -102,6 +124,10 @@ async def create_partitions(ctx: RequestContext, req):
     for t in req.topics:
         # null: the controller places them; an empty list is a (too short) manual assignment
         assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
+        if _topic_denied(ctx, Op.ALTER, t.name):
+            out.append(R(name=t.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                         error_message="Authorization failed."))
+            continue
         res = await b.create_partitions(t.name, t.count, validate_only=req.validate_only, assignments=assignments)
         out.append(R(name=t.name, error_code=res.code, error_message=res.message if res.code else None))
     return ctx.response(throttle_time_ms=0, results=out)

@@ -18,8 +18,13 @@ those, OPERATION_NOT_ATTEMPTED for the rest).
 Left out: transactions version 2 (KIP-890 part 2: EndTxn v5, an epoch bump per transaction,
 partitions added by the partition leaders), so EndTxn is served up to v4 and ApiVersions
 advertises no transaction.version feature; clients then use version 1, which every stock
-client supports. No authorizer yet: no TRANSACTIONAL_ID_AUTHORIZATION_FAILED, no CLUSTER_ACTION
-check on v4+.
+client supports.
+
+With an authorizer (kwire.security.authorizer), as Kafka: WRITE on the transactional id for
+InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+DESCRIBE for DescribeTransactions (ListTransactions lists only those); AddPartitionsToTxn needs
+WRITE on each topic (TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED) and, v4+
+(brokers' verification), CLUSTER_ACTION on the cluster; AddOffsetsToTxn READ on the group.
 """
 from __future__ import annotations
 
@@ -30,6 +35,8 @@ import trio
 from kwire.errors import ErrorCode
 from kwire.groups.records import OFFSETS_TOPIC, partition_for as offsets_partition_for
 from kwire.handlers import RequestContext, handles
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, allowed
+from kwire.security.operations import AclOperation as Op
 from kwire.transactions.records import TRANSACTION_STATE_TOPIC
 
 E = ErrorCode
@@ -64,6 +71,10 @@ def _edge(ctx: RequestContext):
 def _coordinator(ctx: RequestContext):
     edge = _edge(ctx)
     return edge.coordinator if edge is not None else None
+
+
+def _txn_denied(ctx: RequestContext, transactional_id: str, op: int = Op.WRITE) -> bool:
+    return ctx.broker.authorizer is not None and not allowed(ctx, op, TRANSACTIONAL_ID, transactional_id)
 
 
 def _coordinator_for(ctx: RequestContext, transactional_id: str):
@@ -118,6 +129,8 @@ async def init_transactional_producer_id(ctx: RequestContext, req):
     tid = req.transactional_id
     if tid == "":
         return answer(E.INVALID_REQUEST)
+    if _txn_denied(ctx, tid):
+        return answer(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     coord, error = _coordinator_for(ctx, tid)
     if coord is None:
         return answer(error)
@@ -162,6 +175,13 @@ def _topic_results(ctx: RequestContext, errors: dict) -> list:
 
 async def _add_one(ctx: RequestContext, tid: str, pid: int, epoch: int, topics, verify_only: bool) -> dict:
     v = ctx.version
+    if v < 4 and ctx.broker.authorizer is not None:
+        tps = [(t.name, p) for t in topics for p in t.partitions]
+        if _txn_denied(ctx, tid):
+            return {tp: E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in tps}
+        denied = {t.name for t in topics if not allowed(ctx, Op.WRITE, TOPIC, t.name)}
+        if denied:
+            return {tp: E.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied else E.OPERATION_NOT_ATTEMPTED for tp in tps}
     tps, errors = _partition_errors(ctx, topics)
     if errors:
         return errors
@@ -200,6 +220,8 @@ async def add_partitions_to_txn(ctx: RequestContext, req):
                                 req.v3_and_below_producer_epoch, req.v3_and_below_topics, False)
         return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(ctx, errors))
     R = ctx.struct("AddPartitionsToTxnResult")
+    if ctx.broker.authorizer is not None and not allowed(ctx, Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+        return ctx.response(throttle_time_ms=0, error_code=E.CLUSTER_AUTHORIZATION_FAILED, results_by_transaction=[])
     ids = [t.transactional_id for t in req.transactions]
     if len(set(ids)) != len(ids):   # Kafka: duplicate transactional ids fail the whole request
         return ctx.response(throttle_time_ms=0, error_code=E.INVALID_REQUEST, results_by_transaction=[])
@@ -226,6 +248,10 @@ async def add_offsets_to_txn(ctx: RequestContext, req):
     def answer(error):
         return ctx.response(throttle_time_ms=0, error_code=_fenced(error, v, 2))
 
+    if _txn_denied(ctx, req.transactional_id):
+        return answer(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if ctx.broker.authorizer is not None and not allowed(ctx, Op.READ, GROUP, req.group_id):
+        return answer(E.GROUP_AUTHORIZATION_FAILED)
     coord, error = _coordinator_for(ctx, req.transactional_id)
     if coord is None:
         return answer(error)
@@ -249,6 +275,8 @@ async def add_offsets_to_txn(ctx: RequestContext, req):
 @handles("EndTxn", "0-4")
 async def end_txn(ctx: RequestContext, req):
     v = ctx.version
+    if _txn_denied(ctx, req.transactional_id):
+        return ctx.response(throttle_time_ms=0, error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     coord, error = _coordinator_for(ctx, req.transactional_id)
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=error)
@@ -270,6 +298,11 @@ async def describe_transactions(ctx: RequestContext, req):
     coord = _coordinator(ctx)
     out = []
     for tid in req.transactional_ids:
+        if _txn_denied(ctx, tid, Op.DESCRIBE):
+            out.append(TS(error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, transactional_id=tid,
+                          transaction_state="", transaction_timeout_ms=0, transaction_start_time_ms=-1,
+                          producer_id=-1, producer_epoch=-1, topics=[]))
+            continue
         d = coord.describe(tid) if coord is not None else None
         if d is None or d.error:
             out.append(TS(error_code=d.error if d is not None else E.COORDINATOR_NOT_AVAILABLE,
@@ -297,6 +330,7 @@ async def list_transactions(ctx: RequestContext, req):
                                 req.duration_filter if v >= 1 else -1,
                                 req.transactional_id_pattern if v >= 2 else None)
     TS = ctx.struct("TransactionState")
+    txns = [x for x in r.transactions if not _txn_denied(ctx, x.transactional_id, Op.DESCRIBE)]
     return ctx.response(throttle_time_ms=0, error_code=r.error, unknown_state_filters=list(r.unknown_state_filters),
                         transaction_states=[TS(transactional_id=x.transactional_id, producer_id=x.producer_id,
-                                               transaction_state=x.state) for x in r.transactions])
+                                               transaction_state=x.state) for x in txns])

@@ -15,14 +15,16 @@ and append errors as an OffsetCommit's.
 
 Left out: v5 (transaction V2, KIP-890 part 2: the commit would add the offsets partition to
 the transaction itself); KIP-890 part 1 verification of the offsets partition with the
-transaction coordinator before the write (so TRANSACTION_ABORTABLE is never answered);
-authorization (kwire has no ACLs yet).
+transaction coordinator before the write (so TRANSACTION_ABORTABLE is never answered).
+With an authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED everywhere) and on each topic
+(TOPIC_AUTHORIZATION_FAILED), as Kafka.
 """
 from __future__ import annotations
 
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
-from kwire.handlers.groups import _coordinator_for, _wait
+from kwire.handlers.groups import _coordinator_for, _group_denied, _topic_denied, _wait
+from kwire.security.operations import AclOperation as Op
 
 E = ErrorCode
 
@@ -41,13 +43,20 @@ async def txn_offset_commit(ctx: RequestContext, req):
         top_error = E.INVALID_GROUP_ID
     elif req.producer_id < 0 or req.producer_epoch < 0:
         top_error = E.INVALID_PRODUCER_ID_MAPPING
+    if _group_denied(ctx, req.group_id):
+        top_error = E.GROUP_AUTHORIZATION_FAILED
     errors: dict[tuple[str, int], int] = {}
     valid = []
     for t in req.topics:
         topic = image.topics.get(t.name)
+        no_read = top_error is None and _topic_denied(ctx, t.name, Op.READ)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if topic is None or p.partition_index not in topic.partitions:
+            if top_error == E.GROUP_AUTHORIZATION_FAILED:
+                errors[tp] = top_error
+            elif no_read:
+                errors[tp] = E.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None or p.partition_index not in topic.partitions:
                 errors[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
             elif top_error is not None:
                 errors[tp] = top_error

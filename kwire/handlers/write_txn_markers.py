@@ -17,8 +17,8 @@ After a marker is in a ``__consumer_offsets`` partition (replicated), the group 
 learns it (``complete_transaction``: the transaction's offset commits become visible, or
 vanish on abort), as Kafka's onTransactionCompleted.
 
-Left out: v2 (KIP-890 part 2, transaction version 2: markers that bump the epoch) and
-authorization (CLUSTER_ACTION on the cluster; kwire has no authorizer yet).
+With an authorizer: CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED everywhere).
+Left out: v2 (KIP-890 part 2, transaction version 2: markers that bump the epoch).
 """
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ from kwire.codec.records import build_control_batch
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
 from kwire.log.validator import COORDINATOR
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, allowed
+from kwire.security.operations import AclOperation as Op
 
 log = logging.getLogger("kwire.txn_markers")
 
@@ -45,6 +47,10 @@ async def write_txn_markers(ctx: RequestContext, req):
     PR = ctx.struct("WritableTxnMarkerPartitionResult")
     now = b.clock.now_ms()
     out = []
+    if b.authorizer is not None and not allowed(ctx, Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+        return ctx.response(markers=[MR(producer_id=m.producer_id, topics=[TR(name=t.name, partitions=[
+            PR(partition_index=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED) for p in t.partition_indexes])
+            for t in m.topics]) for m in req.markers])
     syncs = []     # (partition result, LogSync)
     written = []   # (partition result, marker, topic, partition, marker offset, leader epoch, event)
     for m in req.markers:

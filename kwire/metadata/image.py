@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from kwire.metadata import records as R
+from kwire.security.authorizer import AclBinding, AclStore
 
 
 @dataclass
@@ -90,6 +91,7 @@ class MetadataImage:
         self.group_configs: dict[str, dict[str, str]] = {}   # group id -> its configs
         self.features: dict[str, int] = {}
         self.next_producer_id = 0
+        self.acls = AclStore()   # AccessControlEntryRecords by id (kwire.security.authorizer)
         self.offset = -1  # the last applied record offset
         self.listeners: list = []  # callables(msg, obj) notified after each applied record
 
@@ -153,6 +155,11 @@ class MetadataImage:
             self.features[obj.name] = obj.feature_level
         elif msg is R.PRODUCER_IDS:
             self.next_producer_id = obj.next_producer_id
+        elif msg is R.ACCESS_CONTROL_ENTRY:
+            self.acls.add(obj.id, AclBinding(obj.resource_type, obj.resource_name, obj.pattern_type, obj.principal,
+                                             obj.host, obj.operation, obj.permission_type))
+        elif msg is R.REMOVE_ACCESS_CONTROL_ENTRY:
+            self.acls.remove(obj.id)
         for fn in self.listeners:
             fn(msg, obj)
 
@@ -194,6 +201,10 @@ def image_records(image: MetadataImage) -> list:
         for res, configs in sorted(by_name.items()):
             for k, v in sorted(configs.items()):
                 out.append((R.CONFIG, R.CONFIG.cls(resource_type=rtype, resource_name=res, name=k, value=v)))
+    for acl_id, b in sorted(image.acls.by_id.items(), key=lambda kv: kv[0]):
+        out.append((R.ACCESS_CONTROL_ENTRY, R.ACCESS_CONTROL_ENTRY.cls(
+            id=acl_id, resource_type=b.resource_type, resource_name=b.resource_name, pattern_type=b.pattern_type,
+            principal=b.principal, host=b.host, operation=b.operation, permission_type=b.permission_type)))
     if image.next_producer_id:
         out.append((R.PRODUCER_IDS, R.PRODUCER_IDS.cls(broker_id=-1, broker_epoch=-1,
                                                        next_producer_id=image.next_producer_id)))

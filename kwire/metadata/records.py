@@ -84,10 +84,22 @@ PRODUCER_IDS = _rec("ProducerIdsRecord", 15, [
     F("broker_epoch", "int64"),
     F("next_producer_id", "int64"),
 ])
+ACCESS_CONTROL_ENTRY = _rec("AccessControlEntryRecord", 18, [
+    F("id", "uuid"),
+    F("resource_type", "int8"),
+    F("resource_name", "string"),
+    F("pattern_type", "int8"),
+    F("principal", "string"),
+    F("host", "string"),
+    F("operation", "int8"),
+    F("permission_type", "int8"),
+])
+REMOVE_ACCESS_CONTROL_ENTRY = _rec("RemoveAccessControlEntryRecord", 19, [F("id", "uuid")])
 
 BY_TYPE: dict[int, Message] = {m.type_id: m for m in (  # type: ignore[attr-defined]
     REGISTER_BROKER, UNREGISTER_BROKER, TOPIC, PARTITION, CONFIG, PARTITION_CHANGE, FENCE_BROKER,
-    UNFENCE_BROKER, REMOVE_TOPIC, FEATURE_LEVEL, NO_OP, PRODUCER_IDS, BROKER_REGISTRATION_CHANGE)}
+    UNFENCE_BROKER, REMOVE_TOPIC, FEATURE_LEVEL, NO_OP, PRODUCER_IDS, BROKER_REGISTRATION_CHANGE,
+    ACCESS_CONTROL_ENTRY, REMOVE_ACCESS_CONTROL_ENTRY)}
 
 # ConfigResource types, as in Kafka's ConfigResource.Type
 RESOURCE_TOPIC = 2

@@ -2,9 +2,9 @@
 
 A response carries a 32-bit field with bit ``code`` set for every ACL operation the caller may
 perform on the resource (Kafka's AclOperation codes). Kafka answers INT32_MIN when the request
-did not ask. kwire has no authorizer yet, so every caller may do everything a resource type
-supports (Kafka's AclEntry.supportedOperations), which is what Kafka reports with no
-authorizer configured.
+did not ask. Without an authorizer every caller may do everything a resource type supports
+(Kafka's AclEntry.supportedOperations), which is what Kafka reports with no authorizer
+configured; with one, kwire.security.authorizer.operations_field asks it.
 """
 from __future__ import annotations
 

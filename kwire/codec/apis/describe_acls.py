@@ -1,5 +1,4 @@
-"""DescribeAcls (key 29), versions 1-3: for ``kwire acls --list`` against a cluster with an
-authorizer. kwire itself keeps no ACLs and does not serve it (no handler, not in ApiVersions)."""
+"""DescribeAcls (key 29), versions 1-3 (Kafka 4 dropped v0, which lacked the pattern type)."""
 from kwire.codec.schema import F, Message
 
 REQUEST = Message("DescribeAclsRequest", api_key=29, kind="request", valid="1-3", flexible="2+", fields=[
