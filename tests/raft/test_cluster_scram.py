@@ -6,12 +6,11 @@ everywhere."""
 from __future__ import annotations
 
 import os
-import time
 
 from kwire.codec.apis import api
 from kwire.security.sasl import salted_password
 from kwire.testing.broker import free_port
-from tests.security.clients import confluent_roundtrip
+from tests.security.clients import confluent_roundtrip, login_error
 
 from .cluster import Cluster, call, wait_for
 from .test_ctl_replication import controller_of, create
@@ -33,23 +32,8 @@ def _described(port):
 
 def _authenticates(sasl_port: int, user: str, password: str, mech: str) -> str | None:
     """None when ``user`` authenticates on ``sasl_port``; else librdkafka's error."""
-    from confluent_kafka import Producer
-
-    errors: list = []
-    p = Producer({"bootstrap.servers": f"127.0.0.1:{sasl_port}", "security.protocol": "SASL_PLAINTEXT",
-                  "sasl.mechanism": mech, "sasl.username": user, "sasl.password": password,
-                  "error_cb": errors.append})
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        try:
-            if p.list_topics(timeout=0.5).brokers:
-                return None
-        except Exception:  # noqa: BLE001 - not yet, or refused: error_cb says which
-            pass
-        p.poll(0.1)
-        if errors:
-            return str(errors[0])
-    return "neither authenticated nor refused"
+    return login_error({"bootstrap.servers": f"127.0.0.1:{sasl_port}", "security.protocol": "SASL_PLAINTEXT",
+                        "sasl.mechanism": mech, "sasl.username": user, "sasl.password": password})
 
 
 def test_scram_user_created_on_one_node_authenticates_on_every_node(tmp_path):

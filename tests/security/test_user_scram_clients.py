@@ -5,12 +5,10 @@ deleted user are refused with SASL_AUTHENTICATION_FAILED; with an authorizer onl
 with ALTER / DESCRIBE on the cluster may manage them; credentials survive a restart."""
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from kwire.testing.broker import Broker
-from tests.security.clients import confluent_roundtrip, kafka_python_roundtrip
+from tests.security.clients import confluent_roundtrip, kafka_python_roundtrip, login_error
 
 ADMIN = {"admin": "admin-secret"}
 
@@ -29,18 +27,9 @@ def _as(conf: dict, user: str, password: str, mech: str | None = None) -> dict:
 
 
 def _auth_error(conf: dict) -> str:
-    """The authentication error librdkafka reports for ``conf`` (a SASL_AUTHENTICATION_FAILED
-    from the broker becomes its local _AUTHENTICATION error, carrying the broker's message)."""
-    from confluent_kafka import KafkaError, Producer
-
-    errors = []
-    p = Producer({**conf, "error_cb": errors.append})
-    deadline = time.monotonic() + 10
-    while not errors and time.monotonic() < deadline:
-        p.poll(0.1)
-    assert errors, "no error reported"
-    assert errors[0].code() == KafkaError._AUTHENTICATION, errors[0]
-    return errors[0].str()
+    err = login_error(conf)
+    assert err is not None and "code=_AUTHENTICATION" in err, err     # librdkafka's name for a refused login
+    return err
 
 
 def test_confluent_admin_creates_users_that_authenticate(broker):
