@@ -12,7 +12,9 @@ none is named). With an authorizer, Describe needs DESCRIBE and Alter needs ALTE
 cluster (CLUSTER_AUTHORIZATION_FAILED otherwise: Describe's top-level error, Alter's on each
 user); without one, as Kafka, anyone may. Only the quorum's credentials are described or
 deleted, never those kwire derives from JAAS passwords (see kwire.security.sasl).
-Left out: nothing of version 0.
+One difference: the request is validated against this node's image, not the controller's
+(as CreateAcls here), so a deletion sent to a node that has not yet applied the credential's
+record may be answered RESOURCE_NOT_FOUND. Left out: nothing of version 0.
 """
 from __future__ import annotations
 
