@@ -146,6 +146,7 @@ _MODULES = [
     "txn_offset_commit",
     "sasl",
     "acls",
+    "user_scram",
 ]
 
 
