@@ -91,14 +91,14 @@ rootLogger.appenderRef.err.ref = err
 def build(javac: str, jars: list[Path]) -> Path:
     """Compile the driver once per source/jar set; returns the directory holding KwireDriver.class."""
     h = hashlib.sha256(SOURCE.read_bytes())
-    for j in jars:
-        h.update(j.name.encode())
+    for part in [j.name for j in jars] + [_LOG4J, "--release 17"]:
+        h.update(part.encode())
     out = Path(tempfile.gettempdir()) / "kwire-java-driver" / h.hexdigest()[:16]
     if (out / "KwireDriver.class").exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=out.parent))
-    proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-d", str(work),
+    proc = subprocess.run([javac, "--release", "17", "-nowarn", "-encoding", "UTF-8", "-d", str(work),
                            "-cp", os.pathsep.join(map(str, jars)), str(SOURCE)],
                           capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
