@@ -115,13 +115,13 @@ def build(javac: str, jars: list[Path]) -> Path:
 class Driver:
     """One driver JVM; ``call`` is thread-safe and answers are matched to calls by id."""
 
-    def __init__(self):
+    def __init__(self, log_name: str | None = None):
         java, javac = _tools()
         jars = classpath_jars()
         classes = build(javac, jars)
         # the JVM's stderr (the client's WARN/ERROR log lines): one file per pytest-xdist worker, rewritten each run
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        self.log_path = Path(tempfile.gettempdir()) / "kwire-java-driver" / f"driver-{worker}.log"
+        log_name = log_name or f"driver-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+        self.log_path = Path(tempfile.gettempdir()) / "kwire-java-driver" / f"{log_name}.log"
         self._log = open(self.log_path, "wb")
         cp = os.pathsep.join([str(classes)] + [str(j) for j in jars])
         self.proc = subprocess.Popen(

@@ -36,7 +36,7 @@ def test_missing_wheel_fails_the_rows(fresh, monkeypatch):
 
 
 def test_driver_answers_errors_and_dies_cleanly():
-    d = jv.Driver()
+    d = jv.Driver(log_name="driver-selftest")  # not the session driver's log file
     try:
         assert d.versions["kafka_clients"].startswith("4.")
         with pytest.raises(KafkaOpError) as ei:
