@@ -26,9 +26,14 @@ from kwire.errors import ErrorCode
 from kwire.testing.broker import free_port
 from kwire.testing.certs import CertificateAuthority
 from kwire.testing.client import WireClient
-from kwire.testing.wait import wait_until
+from kwire.testing.wait import wait_until as _wait_until
 
 pytestmark = pytest.mark.timeout(120)
+
+
+def wait_until(predicate, timeout: float) -> object:
+    """Poll a cluster whose nodes may be down or not agreed yet."""
+    return _wait_until(predicate, timeout, ignore=(OSError, ConnectionError, KeyError, IndexError))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
         'password="{password}" user_broker="broker-secret";')
@@ -61,7 +66,7 @@ class Node:
             "super.users=User:broker;User:CN=node1;User:CN=node2;User:CN=node3",
             "allow.everyone.if.no.acl.found=true",
             "broker.session.timeout.ms=2000", "broker.heartbeat.interval.ms=500",
-            "replica.fetch.backoff.ms=200", ""])
+            "replica.fetch.backoff.ms=200", "transaction.state.log.num.partitions=1", ""])
 
     def start(self, voters: str, password: str = "broker-secret") -> None:
         path = self.dir + ".properties"
@@ -156,7 +161,7 @@ def test_secured_inter_broker_and_controller_listeners(cluster):
         p.poll(0)
     assert p.flush(30) == 0 and len(acked) == 500
     # followers fetch through the SASL_SSL listener as User:broker: the ISR is whole
-    assert wait_until(lambda: all(isr == [1, 2, 3] for _, isr in partition_state(any_node, "secured").values()), 15)
+    assert wait_until(lambda: list(partition_state(any_node, "secured").values())[0][1] == [1, 2, 3], 15)
 
     # an ordinary principal's replica fetch is refused (CLUSTER_ACTION)
     leader = partition_state(any_node, "secured")[0][0]
@@ -170,6 +175,32 @@ def test_secured_inter_broker_and_controller_listeners(cluster):
                   partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1, log_start_offset=-1,
                   partition_max_bytes=1 << 20)])], forgotten_topics_data=[], rack_id="")
     assert [pd.error_code for t in fr.responses for pd in t.partitions] == [ErrorCode.TOPIC_AUTHORIZATION_FAILED]
+
+    # transaction markers travel the SASL_SSL listener too: the coordinator writes them to a
+    # partition another broker leads, and a read_committed consumer sees the records only then
+    tp = ck.Producer({"bootstrap.servers": bootstrap(nodes), "transactional.id": "secured-tx"})
+    tp.init_transactions(20)
+    coordinator = call(any_node, "FindCoordinator", 4, key_type=1, coordinator_keys=["secured-tx"]) \
+        .coordinators[0].node_id
+    other = next(i for i in nodes if i != coordinator)
+    admin.create_topics([NewTopic("secured-tx", 1, -1, replica_assignment=[[other, coordinator]])])["secured-tx"] \
+        .result(20)
+    assert wait_until(lambda: partition_state(any_node, "secured-tx")[0][0] == other, 10)
+    tp.begin_transaction()
+    for i in range(10):
+        tp.produce("secured-tx", b"t%d" % i)
+    tp.commit_transaction(20)
+    rc = ck.Consumer({"bootstrap.servers": bootstrap(nodes), "group.id": "tx-reader", "isolation.level":
+                      "read_committed", "enable.auto.commit": False})
+    rc.assign([ck.TopicPartition("secured-tx", 0, 0)])
+    seen = []
+    deadline = time.monotonic() + 15
+    while len(seen) < 10 and time.monotonic() < deadline:
+        m = rc.poll(0.5)
+        if m is not None and m.error() is None:
+            seen.append(m.value())
+    rc.close()
+    assert seen == [b"t%d" % i for i in range(10)]
 
     # the leader dies; a new one (from the ISR) serves every acknowledged record
     nodes[leader].kill()
