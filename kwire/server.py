@@ -218,6 +218,8 @@ class KafkaServer:
             conn.listener = listener.name
             if listener.sasl is not None:
                 conn.sasl = SaslAuthenticator(listener.sasl, self._scram_credentials)
+                # as Kafka: until authenticated, frames are held to sasl.server.max.receive.size
+                conn.max_frame_size = min(conn.max_frame_size, listener.sasl.max_receive_size)
         scope = trio.CancelScope()
         self.connections[conn] = scope
         self._per_ip[host] += 1
@@ -282,6 +284,7 @@ class KafkaServer:
         if auth.complete:
             conn.raw_tokens = False
             conn.principal = auth.principal
+            conn.max_frame_size = int(self.broker.config.get("socket.request.max.bytes"))
 
     async def _process(self, stream, conn: KafkaConnection, req: Request) -> None:
         hdr = req.header
@@ -317,6 +320,8 @@ class KafkaServer:
                 resp, parts = self._failed(conn, req, exc)
             if parts is not None:
                 await send_parts(stream, parts)
+            if sasl is not None and sasl.complete:   # authenticated: frames up to socket.request.max.bytes
+                conn.max_frame_size = int(self.broker.config.get("socket.request.max.bytes"))
             if conn.close_after_response is not None:
                 raise _CloseConnection(conn.close_after_response)
             if logged:
