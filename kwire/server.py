@@ -47,6 +47,7 @@ from kwire.transactions.edge import start_transactions
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import REGISTRY, RequestContext, load_all
 from kwire.net import peer_name, pump, send_parts, set_nodelay
+from kwire.quota import edge as quota_edge
 from kwire.security.edge import HandshakeFailed, secure
 from kwire.security.sasl import SaslAuthenticationFailed, SaslAuthenticator
 
@@ -284,6 +285,9 @@ class KafkaServer:
         logged = request_log.isEnabledFor(_DEBUG)
         metrics = self.metrics
         t0 = time.perf_counter() if logged or metrics is not None else 0.0
+        quotas = self.broker.quotas if self.broker.quotas.enabled else None   # kwire.quota: off until configured
+        task = None
+        throttle_ms = 0
         self.in_flight += 1
         try:
             sasl = conn.sasl
@@ -294,6 +298,8 @@ class KafkaServer:
                     f"before SASL authentication (listener {conn.listener}; state {sasl.state})"))
             ctx = RequestContext(self.broker, hdr, req.api, conn.peer, conn)
             resp = None
+            if quotas is not None and quotas.request.enabled:
+                task = quota_edge.start_timing(quotas)
             try:
                 if self.fault_hook is not None:
                     resp = await self.fault_hook(ctx, req.body)
@@ -306,12 +312,17 @@ class KafkaServer:
                 elif isinstance(resp, str) and resp == "drop":  # test switch: the work was done, the answer is lost
                     raise _CloseConnection("fault injection: dropped after handling")
                 else:
+                    if quotas is not None:
+                        throttle_ms = quota_edge.after_request(quotas, ctx, req, resp, task, self.broker.clock.now_ms())
                     parts = conn.send_response(req, resp)
             except _CloseConnection:
                 raise
             except Exception as exc:  # noqa: BLE001 - the per-request error boundary
                 resp, parts = self._failed(conn, req, exc)
             if parts is not None:
+                if throttle_ms > 0 and not quota_edge.client_throttles(hdr.api_key, hdr.api_version):
+                    await trio.sleep(throttle_ms / 1000)   # an old client: Kafka holds the answer back instead
+                    throttle_ms = 0
                 await send_parts(stream, parts)
             if conn.close_after_response is not None:
                 raise _CloseConnection(conn.close_after_response)
@@ -321,9 +332,14 @@ class KafkaServer:
             if metrics is not None:
                 self._count(metrics, req, resp, time.perf_counter() - t0)
         finally:
+            if task is not None:
+                quotas.timer.stop(task)
             self.in_flight -= 1
             if not self.in_flight and self._idle is not None:
                 self._idle.set()
+        if throttle_ms > 0:
+            # a quota was violated: the channel is muted (no request read from it) that long
+            await trio.sleep(throttle_ms / 1000)
 
     def _count(self, metrics, req: Request, resp, seconds: float) -> None:
         """Metrics of one answered request (kwire.metrics); never fails the request."""

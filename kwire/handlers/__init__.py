@@ -50,6 +50,7 @@ class BrokerServices(Protocol):
     producer_ids_lock: trio.Lock
     authorizer: Any                # kwire.security.authorizer.Authorizer, None without authorizer.class.name
     fetch_sessions: FetchSessionCache
+    quotas: Any                    # kwire.quota.manager.ClientQuotas
 
     @property
     def groups(self) -> GroupCoordinator | None: ...   # None until __consumer_offsets replayed
@@ -107,6 +108,8 @@ class RequestContext:
     api: Api
     peer: str
     connection: Any = None
+    # set by a handler that recorded its own quotas (Fetch): the throttle time it answered
+    throttle_time_ms: int | None = None
 
     @property
     def version(self) -> int:
@@ -146,6 +149,7 @@ _MODULES = [
     "txn_offset_commit",
     "sasl",
     "acls",
+    "client_quotas",
 ]
 
 

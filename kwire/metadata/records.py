@@ -95,11 +95,18 @@ ACCESS_CONTROL_ENTRY = _rec("AccessControlEntryRecord", 18, [
     F("permission_type", "int8"),
 ])
 REMOVE_ACCESS_CONTROL_ENTRY = _rec("RemoveAccessControlEntryRecord", 19, [F("id", "uuid")])
+# one quota key of one entity (user / client-id, name null for the default), set or removed
+CLIENT_QUOTA = _rec("ClientQuotaRecord", 14, [
+    F("entity", "[]EntityData", fields=[F("entity_type", "string"), F("entity_name", "string", nullable="0+")]),
+    F("key", "string"),
+    F("value", "float64"),
+    F("remove", "bool"),
+])
 
 BY_TYPE: dict[int, Message] = {m.type_id: m for m in (  # type: ignore[attr-defined]
     REGISTER_BROKER, UNREGISTER_BROKER, TOPIC, PARTITION, CONFIG, PARTITION_CHANGE, FENCE_BROKER,
     UNFENCE_BROKER, REMOVE_TOPIC, FEATURE_LEVEL, NO_OP, PRODUCER_IDS, BROKER_REGISTRATION_CHANGE,
-    ACCESS_CONTROL_ENTRY, REMOVE_ACCESS_CONTROL_ENTRY)}
+    ACCESS_CONTROL_ENTRY, REMOVE_ACCESS_CONTROL_ENTRY, CLIENT_QUOTA)}
 
 # ConfigResource types, as in Kafka's ConfigResource.Type
 RESOURCE_TOPIC = 2
