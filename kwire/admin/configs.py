@@ -4,11 +4,12 @@
 ``  name=value sensitive=false synonyms={SOURCE:name=value, ...}`` per config, sorted by name;
 --alter --add-config k=v,k2=[a,b] --delete-config k3 sends IncrementalAlterConfigs and prints
 ``Completed updating config for topic t.``. Broker configs are asked of the broker itself
-(--entity-name ID) or set cluster-wide (--entity-default). Left out: users, clients, IPs and
-client-metrics entities (quotas and client metrics are not kept by kwire), --add-config-file.
+(--entity-name ID) or set cluster-wide (--entity-default). Users and clients: client quotas
+(kwire.admin.quotas). Left out: IPs and client-metrics entities, --add-config-file.
 """
 from __future__ import annotations
 
+from kwire.admin import quotas
 from kwire.admin.common import add_common, client, run
 from kwire.cli.args import UsageError
 
@@ -40,9 +41,11 @@ def add_parser(sub) -> None:
     act = p.add_mutually_exclusive_group(required=True)
     act.add_argument("--describe", action="store_true", help="show configs (dynamic ones, or --all)")
     act.add_argument("--alter", action="store_true", help="set (--add-config) or remove (--delete-config) configs")
-    p.add_argument("--entity-type", choices=sorted(TYPES), help="topics, brokers or groups")
+    p.add_argument("--entity-type", choices=sorted([*TYPES, *quotas.ENTITY_TYPES]),
+                   help="topics, brokers, groups; users or clients (client quotas)")
     p.add_argument("--entity-name", metavar="NAME", help="the topic, broker id or group")
-    p.add_argument("--entity-default", action="store_true", help="brokers: the cluster-wide default")
+    p.add_argument("--entity-default", action="store_true",
+                   help="brokers: the cluster-wide default; users / clients: the default quota entity")
     p.add_argument("--topic", metavar="TOPIC", help="short for --entity-type topics --entity-name TOPIC")
     p.add_argument("--broker", metavar="ID", help="short for --entity-type brokers --entity-name ID")
     p.add_argument("--broker-defaults", action="store_true", help="short for --entity-type brokers --entity-default")
@@ -97,8 +100,8 @@ def _entity(args) -> tuple[str, str | None]:
                          "--broker, --group)")
     name = args.topic or args.broker or args.group or args.entity_name
     if args.broker_defaults or args.entity_default:
-        if etype != "brokers":
-            raise UsageError("kwire configs: --entity-default is for brokers only")
+        if etype not in ("brokers", *quotas.ENTITY_TYPES):
+            raise UsageError("kwire configs: --entity-default is for brokers, users and clients only")
         name = ""
     if etype == "brokers" and name and not name.isdigit():
         raise UsageError(f"kwire configs: broker {name!r} is not a broker id (an integer)")
@@ -108,6 +111,8 @@ def _entity(args) -> tuple[str, str | None]:
 def _main(args) -> int:
     etype, name = _entity(args)
     with client(args, "configs") as c:
+        if etype in quotas.ENTITY_TYPES:
+            return quotas.main(c, args, etype, name)
         if args.describe:
             names = [name] if name is not None else _all_names(c, etype)
             for n in names:
