@@ -11,6 +11,7 @@ KB shows the steady rate within seconds instead of after Kafka's 10 s burst allo
 """
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -64,12 +65,16 @@ def describe(b, components=(), strict=False):
             for e in r.entries}
 
 
-def produce_timed(b, client_id: str, total: int, size: int = 1000):
-    """Produce ``total`` bytes of values with confluent-kafka; (seconds, throttle events ms)."""
+def produce_timed(b, client_id: str, total: int, size: int = 1000, stats: list | None = None):
+    """Produce ``total`` bytes of values with confluent-kafka; (seconds, throttle events ms).
+    ``stats``: librdkafka's statistics (JSON) are appended to it."""
     from confluent_kafka import Producer  # noqa: PLC0415
     throttles: list[float] = []
-    p = Producer({"bootstrap.servers": b.bootstrap_servers, "client.id": client_id, "batch.size": 16 * KB,
-                  "linger.ms": 5, "throttle_cb": lambda ev: throttles.append(ev.throttle_time * 1000)})
+    conf = {"bootstrap.servers": b.bootstrap_servers, "client.id": client_id, "batch.size": 16 * KB,
+            "linger.ms": 5, "throttle_cb": lambda ev: throttles.append(ev.throttle_time * 1000)}
+    if stats is not None:
+        conf.update({"statistics.interval.ms": 200, "stats_cb": stats.append})
+    p = Producer(conf)
     payload = b"x" * size
     t0 = time.monotonic()
     for _ in range(total // size):
@@ -114,8 +119,12 @@ def test_producer_is_throttled_to_its_byte_rate(broker):
     rate = 100 * KB
     assert alter(broker, {"client-id": "slow"}, {"producer_byte_rate": rate}) == [(0, None)]
     total = 400 * 1000
-    seconds, throttles = produce_timed(broker, "slow", total)
+    stats: list[str] = []
+    seconds, throttles = produce_timed(broker, "slow", total, stats=stats)
     assert throttles and max(throttles) > 0, "librdkafka saw no throttle_time_ms"
+    # librdkafka's per-broker 'throttle' window in its statistics saw it too
+    seen = [bs["throttle"]["max"] for s in stats for bs in json.loads(s)["brokers"].values() if bs["nodeid"] >= 0]
+    assert max(seen) > 0
     # what the quota allows: one window's burst, then the rate (Kafka's tolerance: the quota
     # over the window; allow 25 % for the last throttled request and timer slack)
     allowed = rate * (WINDOW["quota.window.num"] - 1)
@@ -161,6 +170,30 @@ def test_consumer_is_throttled_to_its_byte_rate(broker):
     assert throttles, "librdkafka saw no throttle_time_ms"
     allowed = rate * (WINDOW["quota.window.num"] - 1)
     assert (total - allowed) / seconds <= rate * 1.25, f"{total / seconds / KB:.0f} KB/s in {seconds:.2f}s"
+
+
+def test_kafka_python_consumer_throttled_gets_every_record_once(broker):
+    """kafka-python's consumer (fetch sessions) through throttled, empty Fetch answers."""
+    from kafka import KafkaConsumer  # noqa: PLC0415
+    n = 200
+    produce_timed(broker, "loader", n * 1000)
+    assert alter(broker, {"client-id": "kp-reader"}, {"consumer_byte_rate": 100 * KB}) == [(0, None)]
+    c = KafkaConsumer("quota-topic", bootstrap_servers=broker.bootstrap_servers, client_id="kp-reader",
+                      auto_offset_reset="earliest", enable_auto_commit=False)
+    t0 = time.monotonic()
+    offsets: list = []
+    try:
+        while len(offsets) < n and time.monotonic() - t0 < 15:
+            for recs in c.poll(timeout_ms=200).values():
+                offsets += [(m.partition, m.offset) for m in recs]
+        time.sleep(0.3)     # nothing more comes
+        for recs in c.poll(timeout_ms=200).values():
+            offsets += [(m.partition, m.offset) for m in recs]
+    finally:
+        c.close()
+    assert len(offsets) == n and len(set(offsets)) == n
+    # the broker did throttle it (empty answers with throttle_time_ms)
+    assert broker.server.broker.quotas.fetch.sensors[("", "kp-reader")].throttle_total_ms > 0
 
 
 def test_quotas_survive_a_restart(tmp_path):
