@@ -25,6 +25,12 @@ what one connection sent ahead of being answered, and nothing more is read from 
 they are (backpressure, not an error). Accepting past the open-file limit (EMFILE) is
 Trio's ``serve_listeners``' business: it logs and sleeps 0.1 s, and the listener lives on.
 
+Client quotas (kwire.quota.edge), once one is configured: a handled request is recorded on its
+user's / client id's quotas; when one is violated the throttle time goes into the response's
+throttle_time_ms and, after the answer is written, nothing more is read from that connection
+for that long (Kafka mutes the channel); older Produce / Fetch versions get the answer held
+back instead. Until a quota exists this costs one attribute check per request.
+
 One DEBUG line per request on the logger ``kwire.requests`` (API, version, correlation id,
 client id, peer, size, time taken, non-zero error codes of the response); when that level is
 off, a request costs one ``isEnabledFor`` check.
