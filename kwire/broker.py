@@ -41,7 +41,7 @@ class TopicError:
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Clock = REAL_CLOCK, *,
                  advertised_host: str = "127.0.0.1", advertised_port: int = 9092,
-                 voters: dict[int, tuple[str, int] | None] | None = None):
+                 voters: dict[int, tuple[str, int] | None] | None = None, peer_security=None):
         from kwire.log.manager import LogManager  # noqa: PLC0415 - keep import kwire light
 
         self.config = config
@@ -55,6 +55,10 @@ class Broker:
         self.data_dir = os.path.abspath(config.data_dir)
         os.makedirs(self.data_dir, exist_ok=True)
         self.voters = voters or {self.node_id: None}
+        # how this node reaches the others' inter-broker and controller listeners, and what its own
+        # controller listener asks (kwire.security.peers.PeerSecurity; default: PLAINTEXT everywhere)
+        from kwire.security.peers import PeerSecurity  # noqa: PLC0415
+        self.peer_security = peer_security or PeerSecurity()
         self.image = MetadataImage()
         from kwire.security.authorizer import Authorizer  # noqa: PLC0415
         self.authorizer = Authorizer.from_config(config, lambda: self.image.acls)   # None: no authorization
@@ -125,7 +129,7 @@ class Broker:
         # follower fetchers (one per leader broker) and the ISR changes sent to the controller
         self.replica_fetchers = ReplicaFetcherManager(
             self.node_id, self.replica_manager, lambda: self.image, self.config, self.clock.now_ms,
-            self._broker_epoch)
+            self._broker_epoch, link=self.peer_security.inter_broker)
         self.isr_changes = IsrChanges(self.node_id, self.replica_manager, lambda: self.image, lambda: self.quorum,
                                       int(self.config.get("replica.lag.time.max.ms")))
         # the group coordinator's Trio edge: it replays __consumer_offsets in start_groups

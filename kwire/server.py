@@ -224,7 +224,7 @@ class KafkaServer:
         if listener is not None:
             conn.listener = listener.name
             if listener.sasl is not None:
-                conn.sasl = SaslAuthenticator(listener.sasl)
+                conn.sasl = SaslAuthenticator(listener.sasl, self._scram_credentials)
         scope = trio.CancelScope()
         self.connections[conn] = scope
         self._per_ip[host] += 1
@@ -272,6 +272,10 @@ class KafkaServer:
             if self._per_ip[host] <= 0:
                 del self._per_ip[host]
             await trio.aclose_forcefully(stream)
+
+    def _scram_credentials(self):
+        """The SCRAM credentials of the metadata quorum (the current image's: a snapshot replaces it)."""
+        return getattr(self.broker.image, "scram", None)
 
     async def _raw_sasl_token(self, stream, conn: KafkaConnection, token: bytes) -> None:
         """SaslHandshake v0's exchange: bare size-prefixed tokens each way until the mechanism

@@ -49,7 +49,10 @@ def entity_text(pairs) -> str:
     return ", ".join(parts)
 
 
-def main(c, args, etype: str, name: str | None) -> int:
+def main(c, args, etype: str, name: str | None, scram=None) -> int:
+    """``scram``: kwire.admin.user_scram for users (their SCRAM credentials are described after
+    the quotas, and SCRAM-SHA-* keys of --add-config / --delete-config go to it), as
+    kafka-configs.sh handles both for ``--entity-type users``."""
     from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
 
     qtype = ENTITY_TYPES[etype]
@@ -67,21 +70,45 @@ def main(c, args, etype: str, name: str | None) -> int:
         for e in body.entries or ():
             values = ", ".join(f"{v.key}={java_double(v.value)}" for v in e.values)
             print(f"Quota configs for {entity_text((x.entity_type, x.entity_name) for x in e.entity)} are {values}")
+        if scram is not None:
+            scram.describe(c, name)    # named users only, as kafka-configs.sh
         return 0
     from kwire.admin.configs import parse_add_config  # noqa: PLC0415
 
     if name is None:
         raise UsageError(f"kwire configs: --alter --entity-type {etype} needs --entity-name or --entity-default")
-    adds: dict[str, float] = {}
+    raw: dict[str, str] = {}
     for a in args.add_config:
-        for k, v in parse_add_config(a).items():
-            try:
-                adds[k] = float(v)
-            except ValueError:
-                raise UsageError(f"kwire configs: quota {k}={v!r} is not a number") from None
+        raw.update(parse_add_config(a))
     deletes = [k.strip() for d in args.delete_config for k in d.split(",") if k.strip()]
-    if not adds and not deletes:
+    if not raw and not deletes:
         raise UsageError("kwire configs: --alter needs --add-config or --delete-config")
+    done = False    # the completion line already printed
+    if scram is not None:
+        s_adds = {k: v for k, v in raw.items() if k in scram.MECHANISMS}
+        s_dels = [k for k in deletes if k in scram.MECHANISMS]
+        if s_adds or s_dels:
+            scram.alter(c, name, s_adds, s_dels)     # prints kafka-configs' completion line
+            done = True
+            raw = {k: v for k, v in raw.items() if k not in s_adds}
+            deletes = [k for k in deletes if k not in s_dels]
+            if not raw and not deletes:
+                return 0
+    if deletes:   # kafka-configs.sh: only keys the entity has may be deleted
+        C = c.struct("DescribeClientQuotas", "ComponentData")
+        comp = C(entity_type=qtype, match_type=MATCH_EXACT, match=name) if name else \
+            C(entity_type=qtype, match_type=MATCH_DEFAULT, match=None)
+        body, _ = c.call("DescribeClientQuotas", components=[comp], strict=True)
+        have = {v.key for e in (body.entries or ()) for v in e.values}
+        missing = [k for k in deletes if k not in have]
+        if missing:
+            raise UsageError(f"kwire configs: Invalid config(s): {','.join(missing)}")
+    adds: dict[str, float] = {}
+    for k, v in raw.items():
+        try:
+            adds[k] = float(v)
+        except ValueError:
+            raise UsageError(f"kwire configs: quota {k}={v!r} is not a number") from None
     E, Ent, Op = (c.struct("AlterClientQuotas", s) for s in ("EntryData", "EntityData", "OpData"))
     ops = [Op(key=k, value=v, remove=False) for k, v in adds.items()]
     ops += [Op(key=k, value=0.0, remove=True) for k in deletes]
@@ -90,6 +117,8 @@ def main(c, args, etype: str, name: str | None) -> int:
     r = body.entries[0]
     if r.error_code:
         raise AdminError(f"{error_name(r.error_code)}: {r.error_message or ''}", r.error_code)
+    if done:
+        return 0
     if name == "":
         print(f"Completed updating default config for {etype} in the cluster.")
     else:

@@ -160,7 +160,8 @@ _b("ssl.client.auth", S, "none", "Whether TLS clients must present a certificate
    one_of("required", "requested", "none"), PB)
 _b("ssl.principal.mapping.rules", S, "DEFAULT", "Rules from certificate names to principals.")
 _b("sasl.enabled.mechanisms", LI, ["GSSAPI"], "SASL mechanisms served.", None, PB)
-_b("sasl.mechanism.inter.broker.protocol", S, "GSSAPI", "SASL mechanism between brokers.", None, PB)
+_b("sasl.mechanism.inter.broker.protocol", S, "GSSAPI", "SASL mechanism between brokers on a SASL "
+   "inter-broker listener (kwire: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).", None, PB)
 _b("sasl.kerberos.principal.to.local.rules", LI, ["DEFAULT"], "Rules from Kerberos principals to short "
    "names.", None, PB)
 _b("sasl.server.callback.handler.class", C, None, "SASL server callback handler class.")

@@ -150,6 +150,7 @@ _MODULES = [
     "sasl",
     "acls",
     "client_quotas",
+    "user_scram",
 ]
 
 

@@ -1,4 +1,4 @@
-"""A server-side TLS stream over ``ssl.SSLObject`` and memory BIOs, for kwire's one-task-per-
+"""A TLS stream over ``ssl.SSLObject`` and memory BIOs, for kwire's one-task-per-
 connection edge (reads and writes of one connection never overlap: the read loop hands each
 request to its handler and writes the answer before reading again).
 
@@ -9,6 +9,7 @@ response part in one write.
 """
 from __future__ import annotations
 
+import os
 import ssl
 
 import trio
@@ -19,11 +20,13 @@ _READ = 256 * 1024
 
 
 class TlsStream(trio.abc.Stream):
-    def __init__(self, transport: trio.abc.Stream, context: ssl.SSLContext):
+    def __init__(self, transport: trio.abc.Stream, context: ssl.SSLContext, *, server_side: bool = True,
+                 server_hostname: str | None = None):
         self.transport_stream = transport
         self._in = ssl.MemoryBIO()
         self._out = ssl.MemoryBIO()
-        self._obj = context.wrap_bio(self._in, self._out, server_side=True)
+        self._obj = context.wrap_bio(self._in, self._out, server_side=server_side,
+                                     server_hostname=None if server_side else server_hostname)
         self._eof = False
 
     # ------------------------------------------------------------------ plumbing
@@ -72,7 +75,8 @@ class TlsStream(trio.abc.Stream):
             try:
                 while size < want:
                     chunk = self._obj.read(want - size)
-                    if not chunk:
+                    if not chunk:          # CPython's SSLObject.read: b"" after the peer's close_notify
+                        self._eof = True
                         break
                     chunks.append(chunk)
                     size += len(chunk)
@@ -109,4 +113,18 @@ class TlsStream(trio.abc.Stream):
         raise NotImplementedError
 
     async def aclose(self) -> None:
+        """Our close_notify (a peer may wait for it: asyncio's SSL transport waits up to 30 s),
+        written without waiting (the server closes connections with trio.aclose_forcefully),
+        then the TCP close."""
+        try:
+            self._obj.unwrap()
+        except (ssl.SSLError, ValueError):
+            pass                           # SSLWantReadError: the peer's close_notify not (yet) read
+        alert = self._out.read()
+        sock = getattr(self.transport_stream, "socket", None)
+        if alert and sock is not None:
+            try:
+                os.write(sock.fileno(), alert)   # a few dozen bytes into a non-blocking socket: best effort
+            except OSError:
+                pass
         await self.transport_stream.aclose()

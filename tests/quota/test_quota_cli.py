@@ -64,3 +64,15 @@ def test_errors(kafka, kw):
     bad = kw(kafka, "--alter", "--entity-type", "users", "--entity-name", "bob",
              "--add-config", "producer_byte_rate=fast", ok=False)
     assert bad.returncode != 0 and "not a number" in bad.stderr
+    bad = kw(kafka, "--alter", "--entity-type", "clients", "--entity-name", "zed", "--delete-config",
+             "producer_byte_rate", ok=False)
+    assert bad.returncode == 2 and "Invalid config(s): producer_byte_rate" in bad.stderr
+
+
+def test_users_take_quotas_and_scram_credentials_in_one_command(kafka, kw):
+    out = kw(kafka, "--alter", "--entity-type", "users", "--entity-name", "carol", "--add-config",
+             "SCRAM-SHA-256=[iterations=4096,password=pw],consumer_byte_rate=4096").stdout
+    assert out == "Completed updating config for user carol.\n"
+    out = kw(kafka, "--describe", "--entity-type", "users", "--entity-name", "carol").stdout
+    assert out == ("Quota configs for user-principal 'carol' are consumer_byte_rate=4096.0\n"
+                   "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-256=iterations=4096\n")
