@@ -139,7 +139,7 @@ def test_default_client_quota_applies_and_removal_stops_throttling(broker):
     assert alter(broker, {"client-id": None}, {"producer_byte_rate": None}) == [(0, None)]
     assert describe(broker) == {}
     seconds, throttles = produce_timed(broker, "any-client-2", 250 * KB)
-    assert not throttles and seconds < 1.0
+    assert not throttles
 
 
 def test_consumer_is_throttled_to_its_byte_rate(broker):
@@ -175,9 +175,10 @@ def test_consumer_is_throttled_to_its_byte_rate(broker):
 def test_kafka_python_consumer_throttled_gets_every_record_once(broker):
     """kafka-python's consumer (fetch sessions) through throttled, empty Fetch answers."""
     from kafka import KafkaConsumer  # noqa: PLC0415
-    n = 200
+    n = 60
     produce_timed(broker, "loader", n * 1000)
-    assert alter(broker, {"client-id": "kp-reader"}, {"consumer_byte_rate": 100 * KB}) == [(0, None)]
+    # 20 KB/s: a slow consumer on a loaded machine still goes over it (60 KB in well under 3 s)
+    assert alter(broker, {"client-id": "kp-reader"}, {"consumer_byte_rate": 20 * KB}) == [(0, None)]
     c = KafkaConsumer("quota-topic", bootstrap_servers=broker.bootstrap_servers, client_id="kp-reader",
                       auto_offset_reset="earliest", enable_auto_commit=False)
     t0 = time.monotonic()

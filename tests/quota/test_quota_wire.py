@@ -52,7 +52,7 @@ def test_throttled_connection_is_muted(tmp_path):
             with WireClient(b.bootstrap_servers, client_id="free") as other:
                 t0 = time.monotonic()
                 other.request("Metadata", 8, topics=None, allow_auto_topic_creation=False)
-                assert time.monotonic() - t0 < 0.5
+                assert time.monotonic() - t0 < 1.0   # not held for the other's 1.5 s
         with WireClient(b.bootstrap_servers, client_id="muted-old") as c:
             assert alter(b, {"client-id": "muted-old"}, {"producer_byte_rate": 10000}) == [(0, None)]
             # Produce v5: the client does not throttle itself, so the answer itself waits
