@@ -296,7 +296,6 @@ class KafkaServer:
         metrics = self.metrics
         t0 = time.perf_counter() if logged or metrics is not None else 0.0
         quotas = self.broker.quotas if self.broker.quotas.enabled else None   # kwire.quota: off until configured
-        task = None
         throttle_ms = 0
         self.in_flight += 1
         try:
@@ -308,22 +307,23 @@ class KafkaServer:
                     f"before SASL authentication (listener {conn.listener}; state {sasl.state})"))
             ctx = RequestContext(self.broker, hdr, req.api, conn.peer, conn)
             resp = None
-            if quotas is not None and quotas.request.enabled:
-                task = quota_edge.start_timing(quotas)
             try:
                 if self.fault_hook is not None:
                     resp = await self.fault_hook(ctx, req.body)
                     if isinstance(resp, str):  # "drop"
                         raise _CloseConnection("fault injection: dropped")
                 if resp is None:
-                    resp = await REGISTRY[hdr.api_key].fn(ctx, req.body)
+                    if quotas is not None and quotas.request.enabled:   # request_percentage: time the handler
+                        resp = await quota_edge.timed(ctx, REGISTRY[hdr.api_key].fn(ctx, req.body))
+                    else:
+                        resp = await REGISTRY[hdr.api_key].fn(ctx, req.body)
                 if resp is None:  # Produce with acks=0: no answer
                     parts = None
                 elif isinstance(resp, str) and resp == "drop":  # test switch: the work was done, the answer is lost
                     raise _CloseConnection("fault injection: dropped after handling")
                 else:
                     if quotas is not None:
-                        throttle_ms = quota_edge.after_request(quotas, ctx, req, resp, task, self.broker.clock.now_ms())
+                        throttle_ms = quota_edge.after_request(quotas, ctx, req, resp, self.broker.clock.now_ms())
                     parts = conn.send_response(req, resp)
             except _CloseConnection:
                 raise
@@ -342,8 +342,6 @@ class KafkaServer:
             if metrics is not None:
                 self._count(metrics, req, resp, time.perf_counter() - t0)
         finally:
-            if task is not None:
-                quotas.timer.stop(task)
             self.in_flight -= 1
             if not self.in_flight and self._idle is not None:
                 self._idle.set()

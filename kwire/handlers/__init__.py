@@ -110,6 +110,7 @@ class RequestContext:
     connection: Any = None
     # set by a handler that recorded its own quotas (Fetch): the throttle time it answered
     throttle_time_ms: int | None = None
+    request_timer: Any = None   # kwire.quota.manager.TimedCoroutine while a request quota exists
 
     @property
     def version(self) -> int:

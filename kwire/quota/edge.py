@@ -7,7 +7,7 @@ Per request, once a quota exists (``broker.quotas.enabled``; before that the edg
   response's record bytes on consumer_byte_rate and, when throttled, takes them back and answers
   an empty response (:func:`fetch_quota`, as KafkaApis.handleFetchRequest);
 - every request but the exempt ones (ApiVersions, SASL, replica fetches, WriteTxnMarkers) records
-  the time its connection task ran (:class:`kwire.quota.manager.TaskTimer`) on request_percentage
+  the time its handler ran (:class:`kwire.quota.manager.TimedCoroutine`) on request_percentage
   (not Produce with acks=0, as Kafka).
 The larger throttle time goes into the response's throttle_time_ms; the edge then sends the
 answer and reads nothing more from that connection for that long (Kafka mutes the channel).
@@ -16,9 +16,7 @@ shouldClientThrottle) get the answer held back instead.
 """
 from __future__ import annotations
 
-import trio
-
-from kwire.quota.manager import ClientQuotas, user_of
+from kwire.quota.manager import ClientQuotas, TimedCoroutine, user_of
 
 _PRODUCE, _FETCH = 0, 1
 EXEMPT = frozenset({17, 18, 27, 36})   # SaslHandshake, ApiVersions, WriteTxnMarkers, SaslAuthenticate
@@ -29,23 +27,19 @@ def client_throttles(api_key: int, version: int) -> bool:
     return version >= _CLIENT_THROTTLES_FROM.get(api_key, 0)
 
 
-def start_timing(quotas: ClientQuotas):
-    """Start counting the current task's run time for request_percentage; returns the task."""
-    timer = quotas.timer
-    if not timer.installed:
-        timer.install()
-    task = trio.lowlevel.current_task()
-    timer.start(task)
-    return task
+def timed(ctx, coro) -> TimedCoroutine:
+    """Await the handler's ``coro`` timed (request_percentage); the timer is kept on ``ctx``."""
+    ctx.request_timer = TimedCoroutine(coro)
+    return ctx.request_timer
 
 
-def _request_throttle(quotas: ClientQuotas, user: str, client_id: str, task, now_ms: int) -> int:
-    if task is None:
+def _request_throttle(quotas: ClientQuotas, user: str, client_id: str, timer, now_ms: int) -> int:
+    if timer is None:
         return 0
-    return quotas.request.record(user, client_id, quotas.request_percentage(quotas.timer.elapsed(task)), now_ms)
+    return quotas.request.record(user, client_id, quotas.request_percentage(timer.elapsed()), now_ms)
 
 
-def after_request(quotas: ClientQuotas, ctx, req, resp, task, now_ms: int) -> int:
+def after_request(quotas: ClientQuotas, ctx, req, resp, now_ms: int) -> int:
     """Record a handled request on its quotas; the throttle time (ms), also set in ``resp``."""
     if ctx.throttle_time_ms is not None:    # the handler recorded its quotas (Fetch)
         return ctx.throttle_time_ms
@@ -53,12 +47,13 @@ def after_request(quotas: ClientQuotas, ctx, req, resp, task, now_ms: int) -> in
     if hdr.api_key in EXEMPT:
         return 0
     user, client_id = user_of(ctx.principal), hdr.client_id or ""
+    timer = ctx.request_timer
     bandwidth = 0
     if hdr.api_key == _PRODUCE:
         bandwidth = quotas.produce.record(user, client_id, req.size, now_ms)
-        requested = 0 if resp is None else _request_throttle(quotas, user, client_id, task, now_ms)
+        requested = 0 if resp is None else _request_throttle(quotas, user, client_id, timer, now_ms)
     else:
-        requested = _request_throttle(quotas, user, client_id, task, now_ms)
+        requested = _request_throttle(quotas, user, client_id, timer, now_ms)
     throttle = max(bandwidth, requested)
     if throttle > 0:
         (quotas.produce if bandwidth > requested else quotas.request).throttled(user, client_id, throttle, now_ms)
@@ -79,8 +74,7 @@ def fetch_quota(quotas: ClientQuotas, ctx, response_bytes: int, now_ms: int) -> 
     """Record a consumer Fetch's answer (bandwidth and request time); when either quota is
     violated the bytes are taken back and the caller answers an empty response."""
     user, client_id = user_of(ctx.principal), ctx.client_id or ""
-    task = trio.lowlevel.current_task() if quotas.request.enabled else None
-    requested = _request_throttle(quotas, user, client_id, task, now_ms)
+    requested = _request_throttle(quotas, user, client_id, ctx.request_timer, now_ms)
     bandwidth = quotas.fetch.record(user, client_id, response_bytes, now_ms)
     throttle = max(bandwidth, requested)
     if throttle > 0:

@@ -9,10 +9,10 @@ check. Sensors are keyed by the metric tags :meth:`ClientQuotaStore.resolve` giv
 windowed Rate (quota.window.num samples of quota.window.size.seconds) and the average throttle
 time, and are dropped after an hour unused. Nothing here reads a clock: callers pass ``now_ms``.
 
-:class:`TaskTimer` measures "request handler thread time" for request_percentage: kwire
-handles a connection's request in that connection's Trio task, so the time is the sum of that
-task's steps while the request is handled (a Trio instrument, installed only once a request
-quota exists; waiting, e.g. a long-poll Fetch, is not counted, as in Kafka's purgatory).
+:class:`TimedCoroutine` measures "request handler thread time" for request_percentage: the
+edge awaits the handler through it once a request quota exists, and it adds up the time the
+handler's coroutine runs between its awaits (waiting, e.g. a long-poll Fetch or acks=all, is
+not counted, as in Kafka's purgatory).
 """
 from __future__ import annotations
 
@@ -116,45 +116,43 @@ class ClientQuotaManager:
             del self.sensors[tags]
 
 
-class TaskTimer:
-    """Time each tracked Trio task spends running (trio.abc.Instrument's step hooks)."""
+class TimedCoroutine:
+    """Await a handler's coroutine, adding up the time it runs (each step between its awaits):
+    Kafka's request handler thread time. Only the request's own steps are timed; Trio's traps
+    pass through unchanged."""
 
-    def __init__(self) -> None:
-        self.installed = False
-        self._spent: dict = {}
-        self._t0 = 0.0
-        self._running = None
+    __slots__ = ("_coro", "spent", "_t0")
 
-    def install(self) -> None:
-        import trio  # noqa: PLC0415
+    def __init__(self, coro) -> None:
+        self._coro = coro
+        self.spent = 0.0
+        self._t0 = 0.0     # start of the step running now (0: none)
 
-        trio.lowlevel.add_instrument(self)
-        self.installed = True
+    def elapsed(self) -> float:
+        """Seconds run so far, the current step included."""
+        return self.spent + (time.perf_counter() - self._t0 if self._t0 else 0.0)
 
-    def before_task_step(self, task) -> None:
-        self._running = task
-        self._t0 = time.perf_counter()
-
-    def after_task_step(self, task) -> None:
-        self._running = None
-        spent = self._spent
-        if task in spent:
-            spent[task] += time.perf_counter() - self._t0
-
-    def start(self, task) -> None:
-        self._spent[task] = 0.0
-
-    def elapsed(self, task) -> float:
-        """Seconds ``task`` has run since :meth:`start`, its current step included."""
-        s = self._spent.get(task, 0.0)
-        if self._running is task:
-            s += time.perf_counter() - self._t0
-        return s
-
-    def stop(self, task) -> float:
-        s = self.elapsed(task)
-        self._spent.pop(task, None)
-        return s
+    def __await__(self):
+        coro, clock = self._coro, time.perf_counter
+        send, error = None, None
+        while True:
+            self._t0 = clock()
+            try:
+                trap = coro.send(send) if error is None else coro.throw(error)
+            except StopIteration as stop:
+                self.spent += clock() - self._t0
+                self._t0 = 0.0
+                return stop.value
+            except BaseException:
+                self.spent += clock() - self._t0
+                self._t0 = 0.0
+                raise
+            self.spent += clock() - self._t0
+            self._t0 = 0.0
+            try:
+                send, error = (yield trap), None
+            except BaseException as exc:  # noqa: BLE001 - handed to the coroutine (Cancelled included)
+                send, error = None, exc
 
 
 def user_of(principal: str) -> str:
@@ -169,7 +167,6 @@ class ClientQuotas:
         self.produce = ClientQuotaManager("Produce", PRODUCER_BYTE_RATE, store_fn, samples, window_s)
         self.fetch = ClientQuotaManager("Fetch", CONSUMER_BYTE_RATE, store_fn, samples, window_s)
         self.request = ClientQuotaManager("Request", REQUEST_PERCENTAGE, store_fn, samples, window_s)
-        self.timer = TaskTimer()
         self.enabled = False
 
     @property

@@ -87,6 +87,9 @@ class Rate(SampledStat):
 
     def window_size_ms(self, now_ms: int) -> int:
         self.purge(now_ms)
+        return self._window(now_ms)
+
+    def _window(self, now_ms: int) -> int:
         elapsed = now_ms - self.oldest_start(now_ms)
         full = elapsed // self.window_ms
         min_full = self.samples - 1
@@ -95,8 +98,13 @@ class Rate(SampledStat):
         return max(elapsed, 1)
 
     def measure(self, now_ms: int) -> float:
-        total = self.total(now_ms)
-        return total / (self.window_size_ms(now_ms) / 1000.0)
+        return self.measure_and_window(now_ms)[0]
+
+    def measure_and_window(self, now_ms: int) -> tuple[float, int]:
+        """(rate per second, window ms), purging once."""
+        self.purge(now_ms)
+        w = self._window(now_ms)
+        return sum(s.value for s in self._list) / (w / 1000.0), w
 
 
 class Avg(SampledStat):
@@ -133,7 +141,7 @@ class QuotaSensor:
         self.last_record_ms = now_ms
         if not check or self.bound is None:
             return 0
-        observed = self.rate.measure(now_ms)
+        observed, window = self.rate.measure_and_window(now_ms)
         if observed <= self.bound:
             return 0
-        return throttle_time_ms(observed, self.bound, self.rate.window_size_ms(now_ms))
+        return throttle_time_ms(observed, self.bound, window)

@@ -73,3 +73,39 @@ def test_user_of():
     assert user_of("User:alice") == "alice"
     assert user_of("User:CN=x,O=y") == "CN=x,O=y"
     assert user_of("User:ANONYMOUS") == "ANONYMOUS"
+
+
+def test_timed_coroutine_counts_only_the_handlers_own_steps():
+    import time as _time
+
+    import trio
+
+    from kwire.quota.manager import TimedCoroutine
+
+    async def handler():
+        t0 = _time.perf_counter()
+        while _time.perf_counter() - t0 < 0.02:   # 20 ms of work
+            pass
+        await trio.sleep(0.2)                     # waiting: not counted
+        return "answer"
+
+    async def main():
+        timer = TimedCoroutine(handler())
+        assert await timer == "answer"
+        return timer.spent
+
+    spent = trio.run(main)
+    assert 0.02 <= spent < 0.1, spent
+
+
+def test_timed_coroutine_passes_cancellation_through():
+    import trio
+
+    from kwire.quota.manager import TimedCoroutine
+
+    async def main():
+        with trio.move_on_after(0.05) as scope:
+            await TimedCoroutine(trio.sleep(10))
+        return scope.cancelled_caught
+
+    assert trio.run(main)
