@@ -225,6 +225,8 @@ class KafkaServer:
             conn.listener = listener.name
             if listener.sasl is not None:
                 conn.sasl = SaslAuthenticator(listener.sasl, self._scram_credentials)
+                # as Kafka: until authenticated, frames are held to sasl.server.max.receive.size
+                conn.max_frame_size = min(conn.max_frame_size, listener.sasl.max_receive_size)
         scope = trio.CancelScope()
         self.connections[conn] = scope
         self._per_ip[host] += 1
@@ -289,6 +291,7 @@ class KafkaServer:
         if auth.complete:
             conn.raw_tokens = False
             conn.principal = auth.principal
+            conn.max_frame_size = int(self.broker.config.get("socket.request.max.bytes"))
 
     async def _process(self, stream, conn: KafkaConnection, req: Request) -> None:
         hdr = req.header
@@ -334,6 +337,8 @@ class KafkaServer:
                     await trio.sleep(throttle_ms / 1000)   # an old client: Kafka holds the answer back instead
                     throttle_ms = 0
                 await send_parts(stream, parts)
+            if sasl is not None and sasl.complete:   # authenticated: frames up to socket.request.max.bytes
+                conn.max_frame_size = int(self.broker.config.get("socket.request.max.bytes"))
             if conn.close_after_response is not None:
                 raise _CloseConnection(conn.close_after_response)
             if logged:
