@@ -43,6 +43,9 @@ retriable NOT_ENOUGH_REPLICAS ("Unable to verify the partition has been added to
 transaction. Underlying error: ..."); INVALID_PRODUCER_ID_MAPPING as is; transactional
 batches of more than one producer in one request: INVALID_PRODUCER_ID_MAPPING for the whole
 request.
+Client quotas: the request's size (producer_byte_rate) and time (request_percentage) are
+recorded at the connection edge when the answer is ready (kwire.quota.edge), which sets
+throttle_time_ms and mutes the connection; nothing here.
 With an authorizer (kwire.security.authorizer): WRITE on each topic (TOPIC_AUTHORIZATION_FAILED
 for its partitions) and on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for all).
 Left out: Produce v12 (transaction version 2: the leader adds the partition itself), Kafka's
