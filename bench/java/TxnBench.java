@@ -34,7 +34,7 @@ public class TxnBench {
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
             if (txn) producer.initTransactions();
             for (int round = 0; round < 2; round++) {
-                int records = round == 0 ? Math.min(n, Math.max(20 * k, 2000)) : n;
+                int records = n;   // the warm-up round as long as the timed one (JIT)
                 long t0 = System.nanoTime();
                 for (int done = 0; done < records; done += k) {
                     if (txn) producer.beginTransaction();

@@ -95,3 +95,40 @@ def test_java_client_stays_on_version_1_by_default(classes):
         r = subprocess.run(["java", "-cp", classes, "Tv2Check", b.bootstrap_servers, "commit", topic,
                             f"tv1-{uuid.uuid4().hex[:8]}"], capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "did not take transaction version 2" in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("scenario", ["commit", "offsets"])
+def test_java_client_transaction_version_2_across_brokers(classes, tmp_path, scenario):
+    """Two brokers; the partition's leader is not the transaction coordinator, so Produce v12
+    (and, when the group's coordinator is the other broker, TxnOffsetCommit v5) add the
+    partition with AddPartitionsToTxn v5 over the wire, and the markers carry the bumped
+    epoch to the other broker."""
+    from kwire.testing.client import WireClient
+    from tests.raft.cluster import Cluster, create_topic, metadata, wait_for
+
+    cluster = Cluster(str(tmp_path), size=2, extra_args=(
+        "--override", "transaction.version=2",
+        "--override", "transaction.state.log.replication.factor=1",
+        "--override", "transaction.state.log.num.partitions=4",
+        "--override", "offsets.topic.replication.factor=1",
+        "--override", "offsets.topic.num.partitions=4",
+        "--override", "group.initial.rebalance.delay.ms=0")).start()
+    try:
+        ports = {n.node_id: n.port for n in cluster.nodes.values()}
+        assert wait_for(lambda: all(metadata(p)[0] == [1, 2] for p in ports.values()), 20)
+        topic = f"x-{uuid.uuid4().hex[:6]}"
+        assert create_topic(ports[1], topic, 1) == 0
+        leader = wait_for(lambda: metadata(ports[1])[2].get(topic, {}).get(0), 20)
+        with WireClient(f"127.0.0.1:{ports[1]}") as c:
+            for i in range(64):   # a transactional id coordinated by the broker that does not lead the partition
+                tid = f"tv2x-{uuid.uuid4().hex[:6]}"
+                r = wait_for(lambda: (x := c.request("FindCoordinator", 4, key_type=1, coordinator_keys=[tid])
+                                      .coordinators[0]).error_code == 0 and x, 20)
+                if r.node_id != leader:
+                    break
+            assert r.node_id != leader
+        bootstrap = f"127.0.0.1:{ports[leader]}"
+        out = run(classes, bootstrap, scenario, topic, tid, f"g-{uuid.uuid4().hex[:8]}")
+        assert f"OK {scenario}" in out
+    finally:
+        cluster.stop()
