@@ -51,6 +51,10 @@ and the broker's CPU time per transaction (/proc/<pid>/stat).
 ``python -m bench transactions [--quick]``. ``python -m bench.transactions_bench --profile``
 (``profile_broker``) prints the broker's pid and runs the K=100 producer for
 KWIRE_PROFILE_SECONDS (20) for a profiler to attach, e.g. ``py-spy record -p <pid> -d 10 -r 250``.
+``python -m bench.transactions_bench --trace`` (``critical_path``): the K=100 loops of both
+clients against an in-process broker whose handlers note their times: each handler's time and
+each gap between an answer and the next request (median ms), i.e. the broker's share of a
+transaction against the client's.
 """
 from __future__ import annotations
 
@@ -417,8 +421,76 @@ def profile_broker(seconds: float = 20.0, k: int = 100) -> None:
         print(f"{done} records in transactions of {k}: last round {rate:,.0f} rec/s", flush=True)
 
 
+def critical_path(loop: str, n_txn: int = 200) -> dict[str, float]:
+    """Where one K=100 iteration's time goes, seen from the broker: an in-process kwire (this
+    process, transaction.version 2) whose Produce / AddPartitionsToTxn / EndTxn handlers note
+    their start and end; ``loop`` "librdkafka-txn", "librdkafka-idem", "java-txn" (transaction
+    version 2), "java-idem". Returns medians (ms) of each handler's time and of each gap between
+    one handler's end and the next request's start (the response's way out, the client's own
+    work, the next request's way in). ``python -m bench.transactions_bench --trace``."""
+    import collections
+    import dataclasses
+
+    import kwire.handlers as H
+    from kwire.testing import Broker
+
+    events: list = []
+    H.load_all()
+    saved = dict(H.REGISTRY)
+    for key, h in saved.items():
+        if h.api.name in ("Produce", "AddPartitionsToTxn", "EndTxn"):
+            def timed(ctx, req, fn=h.fn, name=h.api.name):
+                async def run():
+                    t0 = time.perf_counter()
+                    r = await fn(ctx, req)
+                    events.append((name, t0, time.perf_counter()))
+                    return r
+                return run()
+            H.REGISTRY[key] = dataclasses.replace(h, fn=timed)
+    try:
+        with Broker(overrides={"transaction.version": 2, "transaction.state.log.num.partitions": 1}) as b:
+            bs = b.bootstrap_servers
+            if loop.startswith("java"):
+                from bench.transactions_java import classpath, java_loop
+
+                with tempfile.TemporaryDirectory(prefix="kwire-java-trace-") as tmp:
+                    cp = classpath(tmp)
+                    if cp is None:
+                        raise RuntimeError("no JDK or no kafka-clients jar")
+                    java_loop(cp, bs, "txn" if loop == "java-txn" else "idem", 100, n_txn * 100)
+                events[:] = events[-n_txn * 2:]   # the timed round's end
+            else:
+                topic = f"trace-{uuid.uuid4().hex[:8]}"
+                _create_topic(bs, topic, 1)
+                txn = loop == "librdkafka-txn"
+                p = _producer(bs, **({"transactional.id": topic} if txn else {}), **{"enable.idempotence": True})
+                if txn:
+                    p.init_transactions(TIMEOUT)
+                for i in range(n_txn + 50):
+                    if i == 50:
+                        events.clear()
+                    if txn:
+                        p.begin_transaction()
+                    for _ in range(100):
+                        p.produce(topic, value=VALUE, partition=0)
+                    p.commit_transaction(TIMEOUT) if txn else p.flush(TIMEOUT)
+    finally:
+        H.REGISTRY.clear()
+        H.REGISTRY.update(saved)
+    spans: dict[str, list[float]] = collections.defaultdict(list)
+    for name, t0, t1 in events:
+        spans[f"in {name}"].append((t1 - t0) * 1000)
+    for (n1, _a, d1), (n2, a2, _d) in zip(events, events[1:]):
+        spans[f"{n1} answered -> {n2} arrives"].append((a2 - d1) * 1000)
+    return {k: statistics.median(v) for k, v in spans.items()}
+
+
 if __name__ == "__main__":
-    if "--profile" in sys.argv:
+    if "--trace" in sys.argv:
+        for lp in ("librdkafka-txn", "librdkafka-idem", "java-txn", "java-idem"):
+            spans = critical_path(lp)
+            print(f"{lp}: " + ", ".join(f"{k} {v:.2f} ms" for k, v in sorted(spans.items())), flush=True)
+    elif "--profile" in sys.argv:
         profile_broker(float(os.environ.get("KWIRE_PROFILE_SECONDS", "20")))
     else:
         run(quick="--quick" in sys.argv)
