@@ -425,9 +425,9 @@ def critical_path(loop: str, n_txn: int = 200) -> dict[str, float]:
     """Where one K=100 iteration's time goes, seen from the broker: an in-process kwire (this
     process, transaction.version 2) whose Produce / AddPartitionsToTxn / EndTxn handlers note
     their start and end; ``loop`` "librdkafka-txn", "librdkafka-idem", "java-txn" (transaction
-    version 2), "java-idem". Returns medians (ms) of each handler's time and of each gap between
-    one handler's end and the next request's start (the response's way out, the client's own
-    work, the next request's way in). ``python -m bench.transactions_bench --trace``."""
+    version 2), "java-idem". Returns (median, mean, p90) in ms of each handler's time and of each
+    gap between one handler's end and the next request's start (the response's way out, the
+    client's own work, the next request's way in). ``python -m bench.transactions_bench --trace``."""
     import collections
     import dataclasses
 
@@ -482,14 +482,16 @@ def critical_path(loop: str, n_txn: int = 200) -> dict[str, float]:
         spans[f"in {name}"].append((t1 - t0) * 1000)
     for (n1, _a, d1), (n2, a2, _d) in zip(events, events[1:]):
         spans[f"{n1} answered -> {n2} arrives"].append((a2 - d1) * 1000)
-    return {k: statistics.median(v) for k, v in spans.items()}
+    return {k: (statistics.median(v), statistics.fmean(v), _pct(v, 0.9)) for k, v in spans.items()}
 
 
 if __name__ == "__main__":
     if "--trace" in sys.argv:
         for lp in ("librdkafka-txn", "librdkafka-idem", "java-txn", "java-idem"):
             spans = critical_path(lp)
-            print(f"{lp}: " + ", ".join(f"{k} {v:.2f} ms" for k, v in sorted(spans.items())), flush=True)
+            print(f"{lp} (median / mean / p90 ms):", flush=True)
+            for k, (med, mean, p90) in sorted(spans.items()):
+                print(f"  {k:<44} {med:6.2f} {mean:6.2f} {p90:6.2f}", flush=True)
     elif "--profile" in sys.argv:
         profile_broker(float(os.environ.get("KWIRE_PROFILE_SECONDS", "20")))
     else:
