@@ -1,4 +1,4 @@
-"""Produce (key 0): versions 3-11 served; 0-2 advertised (librdkafka needs v0 in ApiVersions to
+"""Produce (key 0): versions 3-12 served; 0-2 advertised (librdkafka needs v0 in ApiVersions to
 enable compression) but answered with UNSUPPORTED_VERSION for every partition, since record
 batch v2 needs v3+.
 

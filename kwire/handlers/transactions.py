@@ -1,5 +1,5 @@
 """Transaction coordinator APIs (kwire.transactions, wired in kwire.transactions.edge):
-AddPartitionsToTxn 0-5, AddOffsetsToTxn 0-4, EndTxn 0-4, DescribeTransactions 0,
+AddPartitionsToTxn 0-5, AddOffsetsToTxn 0-4, EndTxn 0-5, DescribeTransactions 0,
 ListTransactions 0-2; and the transactional halves of InitProducerId (0-5, called from
 init_producer_id.py) and FindCoordinator key type 1 (called from groups.py).
 
