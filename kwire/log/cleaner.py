@@ -291,6 +291,7 @@ class CleanJob:
     end_offset: int = -1
     cleaned: list = field(default_factory=list)   # (old segments, cleaned segment)
     swapped: int = 0
+    groups: int = 0                                # groups cleaned by run()
     _txn: CleanedTransactionMetadata = field(default_factory=CleanedTransactionMetadata)
 
     # --- the worker's part ----------------------------------------------------------------
@@ -306,6 +307,7 @@ class CleanJob:
                     self.config.segment_bytes, self.config.segment_index_bytes,
                     self.config.index_interval_bytes, self.first_uncleanable):
                 self._clean_group(group)
+            self.groups = len(self.cleaned)
         except BaseException:
             self.discard()
             raise
