@@ -180,3 +180,33 @@ def test_alter_to_compact_and_null_key_refused(broker):
     assert passes and float(passes[0].split()[-1]) >= 1
     assert "kafka_log_logcleaner_max_clean_time_secs" in body
     assert "kafka_log_logcleanermanager_max_dirty_percent" in body
+
+
+def test_consumer_offsets_compacted_and_reloaded(tmp_path):
+    """__consumer_offsets is compact (as Kafka creates it): the cleaner compacts it, and after
+    a restart the group coordinator reloads the latest commit of every partition from the
+    compacted log (gaps and emptied batches included)."""
+    from kwire.groups.records import OFFSETS_TOPIC
+
+    overrides = {"log.cleaner.backoff.ms": 50, "offsets.topic.segment.bytes": 1024,
+                 "offsets.topic.num.partitions": 1, "group.initial.rebalance.delay.ms": 0}
+    with Broker(mode="thread", data_dir=str(tmp_path / "data"), overrides=overrides) as b:
+        b.create_topic("events", 2)
+        c = Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "g", "enable.auto.commit": False})
+        try:
+            for n in range(1, 41):
+                c.commit(offsets=[TopicPartition("events", 0, n), TopicPartition("events", 1, 100 + n)],
+                         asynchronous=False)
+        finally:
+            c.close()
+        lg = b.broker.logs.get(OFFSETS_TOPIC, 0)
+        wait_until(lambda: b.server.cleaner.checkpoints.get((OFFSETS_TOPIC, 0), 0) > 0, timeout=20,
+                   message="the cleaner compacts __consumer_offsets")
+        assert len(_read_log_keys(lg)) < 40
+        b.restart()
+        c = Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "g", "enable.auto.commit": False})
+        try:
+            got = c.committed([TopicPartition("events", 0), TopicPartition("events", 1)], timeout=10)
+            assert [tp.offset for tp in got] == [40, 140]
+        finally:
+            c.close()
