@@ -261,3 +261,30 @@ def test_choosing_the_dirtiest_log_and_compaction_lag(tmp_path):
     first_dirty, first_uncleanable, _ = cleanable_offsets(lagged, None, NOW + 5_000)
     assert first_uncleanable == 0
     assert cleanable_offsets(lagged, None, NOW + 20_000)[1] == lagged.segments[-1].base_offset
+
+
+def test_a_fetch_holding_a_replaced_segment_keeps_reading_it(tmp_path):
+    log = _dirty_log(tmp_path / "t-0")
+    held = log.read(0, 1 << 20)                 # FileRegions of the first segment (sendfile's input)
+    want = bytes(held)
+    clean_now(log, NOW)
+    assert log.segments[0].size < len(want)      # the segment was replaced
+    assert bytes(held) == want                  # the unlinked inode is still read
+
+
+def test_throttler_sleeps_to_the_rate():
+    from kwire.log.cleaner import Throttler
+
+    t = [0.0]
+    slept = []
+
+    def sleep(s):
+        slept.append(s)
+        t[0] += s
+
+    th = Throttler(1000.0, sleep=sleep, monotonic=lambda: t[0])
+    th.maybe_throttle(500)
+    th.maybe_throttle(500)
+    assert abs(sum(slept) - 1.0) < 1e-9          # 1,000 bytes at 1,000 B/s: one second
+    Throttler(float("inf"), sleep=sleep).maybe_throttle(1 << 30)
+    assert abs(sum(slept) - 1.0) < 1e-9
