@@ -50,6 +50,7 @@ from kwire.codec.error_response import error_codes, error_response, has_error_co
 from kwire.connection import CLOSED, Close, KafkaConnection, RawToken, Reply, Request
 from kwire.groups.edge import start_groups
 from kwire.transactions.edge import start_transactions
+from kwire.log.log_cleaner import LogCleaner
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import REGISTRY, RequestContext, load_all
 from kwire.net import peer_name, pump, send_parts, set_nodelay
@@ -113,12 +114,15 @@ class KafkaServer:
         self.fault_hook = None  # testing: fault injection (kwire.testing)
         self.metrics = None     # kwire.metrics.BrokerMetrics when metrics.listen is set
         self.metrics_port: int | None = None   # where /metrics is served
+        self.cleaner = None     # kwire.log.log_cleaner.LogCleaner, from start_background
 
     # ---------------------------------------------------------------- lifecycle
     async def start_background(self, nursery) -> None:
         """Background duties: retention checks; the group coordinator (the broker's
         ``group_edge``) replays __consumer_offsets before serving, then runs its timers."""
         nursery.start_soon(self._retention_loop)
+        self.cleaner = LogCleaner(self.broker.logs, self.broker.config, self.broker.clock)
+        nursery.start_soon(self.cleaner.run)   # compaction (cleanup.policy=compact), off the loop
         await start_groups(self.broker, nursery)  # replay before serving
         await start_transactions(self.broker, nursery)
 
