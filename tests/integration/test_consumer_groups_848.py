@@ -1,0 +1,161 @@
+"""KIP-848 consumer groups end to end: confluent-kafka (librdkafka 2.16) with
+group.protocol=consumer against a kwire broker (ConsumerGroupHeartbeat, server-side assignor,
+OffsetCommit/OffsetFetch with member epochs, ConsumerGroupDescribe through the admin client).
+
+Small timeouts through broker overrides keep each scenario to a few seconds."""
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kwire.testing import Broker
+
+OVERRIDES = {
+    "group.initial.rebalance.delay.ms": 0,
+    "group.consumer.heartbeat.interval.ms": 200,
+    "group.consumer.min.heartbeat.interval.ms": 100,
+    "group.consumer.session.timeout.ms": 2000,
+    "group.consumer.min.session.timeout.ms": 1000,
+}
+
+
+def _name(prefix):
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with Broker(mode="thread", overrides=OVERRIDES) as b:
+        yield b
+
+
+@pytest.fixture
+def topic(broker):
+    name = _name("k848")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(name, 6, 1)])[name].result(15)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 1})
+    for i in range(60):
+        p.produce(name, f"v{i}".encode(), partition=i % 6)
+    assert p.flush(15) == 0
+    return name
+
+
+def _consumer(bootstrap, group, **extra):
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    conf.update(extra)
+    return Consumer(conf)
+
+
+def _poll_until(consumers, cond, timeout=20.0, sink=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for c in consumers:
+            m = c.poll(0.05)
+            if m is not None and not m.error() and sink is not None:
+                sink.append((c, m))
+        if cond():
+            return True
+    return False
+
+
+def _owned(consumers):
+    return [sorted(tp.partition for tp in c.assignment()) for c in consumers]
+
+
+def _exactly_once(consumers, n=6):
+    owned = _owned(consumers)
+    flat = [p for o in owned for p in o]
+    return sorted(flat) == list(range(n)) and all(owned)
+
+
+CRASHER = """
+import sys
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "group.protocol": "consumer",
+              "auto.offset.reset": "earliest", "enable.auto.commit": False})
+c.subscribe([sys.argv[3]])
+while True:
+    c.poll(0.1)
+    if c.assignment():
+        print("assigned", flush=True)
+"""
+
+
+def _describe(admin, group):
+    return admin.describe_consumer_groups([group])[group].result(10)
+
+
+def test_three_members_join_leave_and_crash(broker, topic):
+    """Two members here and one in a process that is killed (no leave heartbeat): each
+    partition owned by one member; the crashed one's partitions move after the session
+    timeout; one leaving (close: epoch -1) hands its partitions to the last."""
+    group = _name("g848")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    crasher = subprocess.Popen([sys.executable, "-c", CRASHER, broker.bootstrap_servers, group, topic],
+                               stdout=subprocess.PIPE, text=True)
+    cs = [_consumer(broker.bootstrap_servers, group) for _ in range(2)]
+    try:
+        assert crasher.stdout.readline().strip() == "assigned"
+        for c in cs:
+            c.subscribe([topic])
+
+        def three_way():
+            d = _describe(admin, group)
+            owned = sorted(p.partition for m in d.members for p in m.assignment.topic_partitions)
+            return (len(d.members) == 3 and owned == list(range(6)) and d.state == ConsumerGroupState.STABLE
+                    and sorted(len(o) for o in _owned(cs)) == [2, 2])
+        assert _poll_until(cs, three_way), (_owned(cs), _describe(admin, group))
+        assert not set(_owned(cs)[0]) & set(_owned(cs)[1])
+        d = _describe(admin, group)
+        assert d.type == ConsumerGroupType.CONSUMER and len({m.member_id for m in d.members}) == 3
+        listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(10)
+        assert group in {g.group_id for g in listed.valid}
+
+        crasher.kill()   # SIGKILL: no leave
+        crasher.wait(10)
+        killed = time.monotonic()
+        assert _poll_until(cs, lambda: _exactly_once(cs), timeout=15), _owned(cs)
+        assert time.monotonic() - killed >= 1.5   # its partitions waited for the 2 s session timeout
+        assert len(_describe(admin, group).members) == 2
+
+        cs.pop().close()
+        assert _poll_until(cs, lambda: _owned(cs) == [list(range(6))]), _owned(cs)
+    finally:
+        crasher.kill()
+        for c in cs:
+            c.close()
+
+
+def test_offsets_committed_and_fetched_with_member_epochs(broker, topic):
+    group = _name("g848o")
+    c = _consumer(broker.bootstrap_servers, group)
+    try:
+        c.subscribe([topic])
+        got = []
+        assert _poll_until([c], lambda: len(got) >= 10, sink=got)
+        c.commit(asynchronous=False)
+        committed = c.committed([TopicPartition(topic, p) for p in range(6)], timeout=10)
+        positions = {tp.partition: tp.offset for tp in c.position(c.assignment())}
+        for tp in committed:
+            assert tp.error is None
+            if tp.partition in positions and positions[tp.partition] >= 0:
+                assert tp.offset == positions[tp.partition]
+        assert any(tp.offset > 0 for tp in committed)
+    finally:
+        c.close()
+    # a new member of the group starts from the committed offsets
+    c2 = _consumer(broker.bootstrap_servers, group)
+    try:
+        c2.subscribe([topic])
+        got2 = []
+        assert _poll_until([c2], lambda: len(got2) + len(got) >= 60, sink=got2)
+        seen = {(m.partition(), m.offset()) for _, m in got} | {(m.partition(), m.offset()) for _, m in got2}
+        assert len(seen) == 60   # nothing lost
+    finally:
+        c2.close()
