@@ -159,3 +159,36 @@ def test_offsets_committed_and_fetched_with_member_epochs(broker, topic):
         assert len(seen) == 60   # nothing lost
     finally:
         c2.close()
+
+
+def test_group_survives_a_broker_restart():
+    """The group's records in __consumer_offsets are replayed on start: the members carry on
+    at their epochs (the group epoch goes on from where it was, not from 1) and the
+    partitions stay owned once."""
+    overrides = dict(OVERRIDES, **{"group.consumer.session.timeout.ms": 8000})
+    with Broker(mode="thread", overrides=overrides) as b:
+        bs = b.bootstrap_servers
+        topic = _name("k848r")
+        admin = AdminClient({"bootstrap.servers": bs})
+        admin.create_topics([NewTopic(topic, 6, 1)])[topic].result(15)
+        group = _name("g848r")
+        cs = [_consumer(bs, group) for _ in range(3)]
+        for c in cs:
+            c.subscribe([topic])
+        assert _poll_until(cs, lambda: _exactly_once(cs)), _owned(cs)
+        cs.pop().close()   # a leave: one more group epoch
+        assert _poll_until(cs, lambda: _exactly_once(cs)), _owned(cs)
+        before = _describe(admin, group)
+        epoch_before = b.broker.groups.consumer_group(group).group_epoch
+        assert epoch_before >= 4
+
+        b.restart()
+        cg = b.broker.groups.consumer_group(group)
+        assert cg is not None and cg.group_epoch == epoch_before   # replayed, before any heartbeat
+        assert set(cg.members) == {m.member_id for m in before.members}
+        admin = AdminClient({"bootstrap.servers": bs})
+        assert _poll_until(cs, lambda: _exactly_once(cs) and _describe(admin, group).state
+                           == ConsumerGroupState.STABLE, timeout=20), _owned(cs)
+        assert b.broker.groups.consumer_group(group).group_epoch > epoch_before
+        for c in cs:
+            c.close()
