@@ -192,3 +192,37 @@ def test_group_survives_a_broker_restart():
         assert b.broker.groups.consumer_group(group).group_epoch > epoch_before
         for c in cs:
             c.close()
+
+
+def test_java_and_librdkafka_members_share_a_consumer_group(broker, topic):
+    """kafka-clients 4.x (through the compat suite's Java driver) with group.protocol=consumer
+    and a confluent-kafka member in one KIP-848 group: the 6 partitions owned once; when the
+    Java member leaves, the other owns them all."""
+    from compat_tests.clients.java import JavaClient, JavaUnavailable
+    try:
+        java = JavaClient(broker.bootstrap_servers)
+    except JavaUnavailable as exc:
+        pytest.fail(f"the Java client is part of the test set-up: {exc}")
+    group = _name("g848j")
+    jm = java.group_member(group, [topic], **{"group.protocol": "consumer"})
+    c = _consumer(broker.bootstrap_servers, group)
+    try:
+        c.subscribe([topic])
+        java_got = []
+
+        def split():
+            java_got.extend(jm.poll(0.1))
+            mine = {p for _, p in jm.assignment()}
+            theirs = set(_owned([c])[0])
+            return len(mine) == 3 and len(theirs) == 3 and not mine & theirs
+        assert _poll_until([c], split, timeout=30), (jm.assignment(), _owned([c]))
+        d = _describe(AdminClient({"bootstrap.servers": broker.bootstrap_servers}), group)
+        assert d.type == ConsumerGroupType.CONSUMER and len(d.members) == 2
+        jm.close()
+        jm = None
+        assert _poll_until([c], lambda: _owned([c]) == [list(range(6))]), _owned([c])
+    finally:
+        if jm is not None:
+            jm.close()
+        c.close()
+        java.close()
