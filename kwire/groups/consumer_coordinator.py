@@ -25,9 +25,11 @@ A heartbeat (``consumer_group_heartbeat``):
    when it changed or the request was a full one.
 
 Epoch -1 leaves (the member is removed, its partitions are freed, the group epoch bumped);
-epoch -2 (a static member leaving for a while) is answered like -1: static members keeping
-their assignment across a restart are a later slice. Members using the classic protocol in a
-consumer group (migration) are a later slice too.
+Static members (an instance id): epoch -2 leaves for a while, keeping the partitions (and the
+session timer running); a member joining (epoch 0) with that instance id takes over the place,
+epoch and partitions without a rebalance (UNRELEASED_INSTANCE_ID while the old one has not
+left; FENCED_INSTANCE_ID for the old one afterwards). Members using the classic protocol in a
+consumer group (migration) are a later slice.
 """
 from __future__ import annotations
 
@@ -142,7 +144,7 @@ class ConsumerGroups:
                              f"SubscribedTopicRegex `{subscribed_topic_regex}` is not a valid regular "
                              f"expression: {exc}.")
         if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-            return self._consumer_leave(group_id, member_id, member_epoch)
+            return self._consumer_leave(group_id, member_id, member_epoch, instance_id)
 
         # -- the group
         g = self.groups.get(group_id)
@@ -160,7 +162,28 @@ class ConsumerGroups:
 
         # -- the member
         old = cg.members.get(member_id) if member_id else None
-        if member_epoch == 0:
+        static_id = cg.static_members.get(instance_id) if instance_id is not None else None
+        returning = False   # a static member back after leaving with epoch -2
+        if member_epoch == 0 and static_id is not None and static_id != member_id:
+            # a new incarnation of a static member (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember)
+            prior = cg.members[static_id]
+            if prior.member_epoch != STATIC_LEAVE_EPOCH:
+                return _fail(E.UNRELEASED_INSTANCE_ID, f"Static member {static_id} with instance id "
+                             f"{instance_id} is not released yet.")
+            if not member_id:
+                member_id = str(self._new_uuid_consumer())
+            records += self._replace_static_member(cg, prior, member_id)
+            returning = True
+        elif member_epoch != 0 and old is not None and static_id is not None and static_id != member_id:
+            return _fail(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} "
+                         f"was fenced by {static_id}.")
+        elif member_epoch == 0 and old is not None and old.member_epoch == STATIC_LEAVE_EPOCH:
+            returning = True
+        if returning:   # it takes its partitions back at the epoch it left at: no rebalance
+            back = cg.members[member_id]
+            member = old = replace(back, member_epoch=back.previous_member_epoch)
+            cg.update_member(member)
+        elif member_epoch == 0:
             if old is None and len(cg.members) >= self.config.consumer_max_size:
                 return _fail(E.GROUP_MAX_SIZE_REACHED,
                              f"The consumer group has reached its maximum capacity of "
@@ -218,7 +241,7 @@ class ConsumerGroups:
         owned = _owned(topic_partitions)
         reconciled = reconcile(current, cg.assignment_epoch, target, owned, cg.current_partition_epoch,
                                subscribed)
-        if old is None or (reconciled.member_epoch, reconciled.previous_member_epoch, reconciled.state,
+        if old is None or returning or (reconciled.member_epoch, reconciled.previous_member_epoch, reconciled.state,
                            reconciled.assigned, reconciled.pending_revocation) != \
                 (old.member_epoch, old.previous_member_epoch, old.state, old.assigned, old.pending_revocation):
             records.append((CR.member_key(CR.CURRENT_ASSIGNMENT, group_id, member_id), CR.current_value(reconciled)))
@@ -264,6 +287,26 @@ class ConsumerGroups:
         self._write(group_id, records, done)
         return p
 
+    def _replace_static_member(self, cg: ConsumerGroup, prior: ConsumerGroupMember,
+                               member_id: str) -> list[Record]:
+        """The new incarnation of a static member takes the place, epoch and partitions of the
+        one that left with epoch -2 (no rebalance: the group epoch stays)."""
+        gid = cg.group_id
+        self.timers.cancel(("cg_session", gid, prior.member_id))
+        self.timers.cancel(("cg_rebalance", gid, prior.member_id))
+        target = cg.target.get(prior.member_id, {})
+        cg.remove_member(prior.member_id)
+        fresh = replace(prior, member_id=member_id)
+        cg.update_member(fresh)
+        cg.target[member_id] = target
+        log.info("group %s: static member %s (instance %s) replaced by %s", gid, prior.member_id,
+                 prior.instance_id, member_id)
+        return [(CR.member_key(CR.CURRENT_ASSIGNMENT, gid, prior.member_id), None),
+                (CR.member_key(CR.TARGET_MEMBER, gid, prior.member_id), None),
+                (CR.member_key(CR.MEMBER_METADATA, gid, prior.member_id), None),
+                (CR.member_key(CR.MEMBER_METADATA, gid, member_id), CR.member_value(fresh)),
+                (CR.member_key(CR.TARGET_MEMBER, gid, member_id), CR.target_member_value(target))]
+
     def _compute_target(self, cg: ConsumerGroup) -> list[Record]:
         """A new target assignment at the group epoch; the records of the members' targets
         that changed and of the assignment epoch."""
@@ -288,11 +331,26 @@ class ConsumerGroups:
         return records
 
     # ------------------------------------------------------------------ leaving, fencing
-    def _consumer_leave(self, group_id: str, member_id: str, epoch: int) -> Pending[ConsumerHeartbeatResult]:
+    def _consumer_leave(self, group_id: str, member_id: str, epoch: int,
+                        instance_id: str | None) -> Pending[ConsumerHeartbeatResult]:
         cg = self.consumer_group(group_id)
         if cg is None or member_id not in cg.members:
             return _fail(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.",
                          member_id, epoch)
+        m = cg.members[member_id]
+        if instance_id is not None and cg.static_members.get(instance_id) not in (None, member_id):
+            return _fail(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} "
+                         "was fenced.", member_id, epoch)
+        if epoch == STATIC_LEAVE_EPOCH and m.instance_id is not None:
+            # a static member leaving for a while keeps its partitions (its session timeout
+            # still runs): the member coming back with its instance id takes them over
+            left = replace(m, member_epoch=STATIC_LEAVE_EPOCH, previous_member_epoch=m.member_epoch)
+            cg.update_member(left)
+            self.timers.cancel(("cg_rebalance", group_id, member_id))
+            log.info("group %s: static member %s (instance %s) left for now", group_id, member_id, m.instance_id)
+            return self._answer_after(group_id, [(CR.member_key(CR.CURRENT_ASSIGNMENT, group_id, member_id),
+                                                  CR.current_value(left))],
+                                      ConsumerHeartbeatResult(E.NONE, None, member_id, epoch, 0))
         records = self._fence_member(self.groups[group_id], member_id, "left the group")
         return self._answer_after(group_id, records, ConsumerHeartbeatResult(E.NONE, None, member_id, epoch, 0))
 

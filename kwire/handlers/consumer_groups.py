@@ -10,11 +10,11 @@ A classic group with members answers GROUP_ID_NOT_FOUND ("not a consumer group")
 classic APIs on a consumer group answer as Kafka 4 does (DescribeGroups: Dead; JoinGroup:
 GROUP_ID_NOT_FOUND); an empty group of either kind changes kind on first use.
 With an authorizer: READ on the group to heartbeat, DESCRIBE to describe it
-(GROUP_AUTHORIZATION_FAILED otherwise).
+(GROUP_AUTHORIZATION_FAILED otherwise). Static members (instance ids) rejoin without a
+rebalance after leaving with epoch -2 (kwire.groups.consumer_coordinator).
 
 Left out (later slices): the online upgrade / downgrade of a classic group whose members
-switch protocol (group.consumer.migration.policy), static members keeping their assignment
-over a restart (epoch -2 is answered like a leave), rack-aware assignment, client-side
+switch protocol (group.consumer.migration.policy), rack-aware assignment, client-side
 assignors, regex in RE2/J's exact dialect (Python's ``re``, full match, is used).
 """
 from __future__ import annotations

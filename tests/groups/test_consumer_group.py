@@ -295,3 +295,53 @@ def test_regex_subscription_and_new_topic():
     c.topics["a2"] = (T3, 1)
     r = c.hb("m", r.result.member_epoch, owned={T1: {0, 1}})
     assert set(r.assignment) == {T1, T3}
+
+
+def test_static_member_leaves_for_a_while_and_comes_back_without_rebalance():
+    c = Cluster(session=1000)
+    a = Member(c, "a1", instance_id="ia")
+    b = Member(c, "b", )
+    settle([a, b])
+    cg = c.coord.consumer_group("g")
+    epoch, mine = cg.group_epoch, a.partitions()
+    assert len(mine) == 3
+    r = c.hb("a1", -2, instance_id="ia")
+    assert r.error == E.NONE and r.member_epoch == -2
+    assert cg.members["a1"].member_epoch == -2 and cg.members["a1"].assigned   # keeps its partitions
+    settle([b])
+    assert len(b.partitions()) == 3   # b does not get a's partitions meanwhile
+    a2 = Member(c, "a2", instance_id="ia")
+    r = a2.beat()
+    assert a2.partitions() == mine and "a1" not in cg.members and cg.members["a2"].instance_id == "ia"
+    assert cg.group_epoch == epoch and r.member_epoch == epoch   # no rebalance
+    assert c.hb("a1", r.member_epoch, instance_id="ia").error == E.UNKNOWN_MEMBER_ID
+    # the instance cannot be taken twice while it is in use
+    assert c.hb("a3", 0, instance_id="ia").error == E.UNRELEASED_INSTANCE_ID
+
+
+def test_static_member_that_does_not_come_back_expires():
+    c = Cluster(session=1000)
+    a = Member(c, "a1", instance_id="ia")
+    b = Member(c, "b")
+    settle([a, b])
+    c.hb("a1", -2, instance_id="ia")
+    for _ in range(4):
+        c.advance(400)
+        b.beat()
+    assert "a1" not in c.coord.consumer_group("g").members
+    settle([b])
+    assert len(b.partitions()) == 6
+
+
+def test_static_member_state_replayed():
+    c = Cluster()
+    a = Member(c, "a1", instance_id="ia")
+    a.beat()
+    c.hb("a1", -2, instance_id="ia")
+    Member(c, "a2", instance_id="ia").beat()
+    fresh = GroupCoordinator(c.coord.config, c.clock, c.write)
+    for k, v in list(c.log):
+        fresh.replay(k, v)
+    cg = fresh.consumer_group("g")
+    assert set(cg.members) == {"a2"} and cg.static_members == {"ia": "a2"}
+    assert cg.members["a2"].member_epoch == c.coord.consumer_group("g").members["a2"].member_epoch

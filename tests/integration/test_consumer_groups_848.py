@@ -226,3 +226,31 @@ def test_java_and_librdkafka_members_share_a_consumer_group(broker, topic):
             jm.close()
         c.close()
         java.close()
+
+
+def test_static_member_restart_without_reassignment(broker, topic):
+    """A member with group.instance.id closes (librdkafka leaves with epoch -2) and a new
+    consumer with the same instance id takes its partitions back: the other member's
+    partitions never move and the group epoch does not change."""
+    group = _name("g848s")
+    a = _consumer(broker.bootstrap_servers, group, **{"group.instance.id": "inst-a"})
+    b = _consumer(broker.bootstrap_servers, group)
+    try:
+        for c in (a, b):
+            c.subscribe([topic])
+        assert _poll_until([a, b], lambda: _exactly_once([a, b])), _owned([a, b])
+        a_parts, b_parts = _owned([a, b])
+        epoch = broker.broker.groups.consumer_group(group).group_epoch
+        a.close()
+        a = None
+        # b keeps what it had: a's partitions are kept for its return
+        _poll_until([b], lambda: False, timeout=1.0)
+        assert _owned([b]) == [b_parts]
+        a = _consumer(broker.bootstrap_servers, group, **{"group.instance.id": "inst-a"})
+        a.subscribe([topic])
+        assert _poll_until([a, b], lambda: _owned([a, b]) == [a_parts, b_parts]), _owned([a, b])
+        assert broker.broker.groups.consumer_group(group).group_epoch == epoch
+    finally:
+        for c in (a, b):
+            if c is not None:
+                c.close()
