@@ -12,6 +12,8 @@ GROUP_ID_NOT_FOUND); an empty group of either kind changes kind on first use.
 With an authorizer: READ on the group to heartbeat, DESCRIBE to describe it
 (GROUP_AUTHORIZATION_FAILED otherwise). Static members (instance ids) rejoin without a
 rebalance after leaving with epoch -2 (kwire.groups.consumer_coordinator).
+Both APIs are served (and advertised) only while group.coordinator.rebalance.protocols lists
+"consumer" (its default); otherwise they answer UNSUPPORTED_VERSION.
 
 Left out (later slices): the online upgrade / downgrade of a classic group whose members
 switch protocol (group.consumer.migration.policy), rack-aware assignment, client-side
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
+from kwire.handlers.api_versions import disabled_apis
 from kwire.handlers.groups import _client_host, _client_id, _coordinator_for, _group_denied, _wait
 from kwire.security.authorizer import operations_field
 from kwire.security.operations import AclOperation as Op
@@ -29,9 +32,15 @@ E = ErrorCode
 CONSUMER_MEMBER_TYPE = 1
 
 
+def _disabled(ctx: RequestContext) -> bool:
+    return ctx.api.key in disabled_apis(ctx.broker.config)
+
+
 @handles("ConsumerGroupHeartbeat", "0-1")
 async def consumer_group_heartbeat(ctx: RequestContext, req):
     coord, unavailable = _coordinator_for(ctx, req.group_id)
+    if _disabled(ctx):   # group.coordinator.rebalance.protocols without "consumer"
+        coord, unavailable = None, E.UNSUPPORTED_VERSION
     if _group_denied(ctx, req.group_id):
         coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
     if coord is None:
@@ -76,6 +85,8 @@ async def consumer_group_describe(ctx: RequestContext, req):
     out = []
     for gid in req.group_ids:
         coord, unavailable = _coordinator_for(ctx, gid)
+        if _disabled(ctx):
+            coord, unavailable = None, E.UNSUPPORTED_VERSION
         if _group_denied(ctx, gid, Op.DESCRIBE):
             coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
         if coord is None:

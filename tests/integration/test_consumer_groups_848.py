@@ -254,3 +254,66 @@ def test_static_member_restart_without_reassignment(broker, topic):
         for c in (a, b):
             if c is not None:
                 c.close()
+
+
+def _wire_heartbeat(client, group, member, epoch, version=1, **kw):
+    fields = dict(group_id=group, member_id=member, member_epoch=epoch, instance_id=None, rack_id=None,
+                  rebalance_timeout_ms=kw.pop("rebalance_timeout_ms", 30000),
+                  subscribed_topic_names=kw.pop("topics", None), subscribed_topic_regex=None,
+                  server_assignor=None, topic_partitions=kw.pop("owned", None))
+    fields.update(kw)
+    return client.request("ConsumerGroupHeartbeat", version, **fields)
+
+
+def test_wire_errors_and_classic_clash(broker, topic):
+    """Bad heartbeats get Kafka's error codes; a classic group with members is not a consumer
+    group; ConsumerGroupDescribe of unknown and classic groups; the APIs are advertised."""
+    c = broker.client()
+    av = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+    keys = {k.api_key: (k.min_version, k.max_version) for k in av.api_keys}
+    assert keys[68] == (0, 1) and keys[69] == (0, 1)
+    c.request("FindCoordinator", 3, key="x", key_type=0)
+    g = _name("w")
+    r = _wire_heartbeat(c, g, "", 0, topics=[topic])
+    assert r.error_code == 42 and "MemberId" in r.error_message   # INVALID_REQUEST (v1: client ids)
+    r = _wire_heartbeat(c, g, "m1", 0, topics=[topic], rebalance_timeout_ms=-1)
+    assert r.error_code == 42
+    r = _wire_heartbeat(c, g, "m1", 0, topics=[topic], server_assignor="nope")
+    assert r.error_code == 112   # UNSUPPORTED_ASSIGNOR
+    r = _wire_heartbeat(c, g, "m1", 5, topics=[topic])
+    assert r.error_code == 25    # UNKNOWN_MEMBER_ID
+    r = _wire_heartbeat(c, g, "", 0, version=0, topics=[topic])   # v0: the coordinator names it
+    assert r.error_code == 0 and r.member_id and r.member_epoch == 1 and r.heartbeat_interval_ms == 200
+    assert sorted(p for tp in r.assignment.topic_partitions for p in tp.partitions) == list(range(6))
+    assert _wire_heartbeat(c, g, r.member_id, 7).error_code == 110   # FENCED_MEMBER_EPOCH
+    d = c.request("ConsumerGroupDescribe", 1, group_ids=[g, "nobody"], include_authorized_operations=False)
+    ok, missing = d.groups
+    assert ok.error_code == 0 and ok.group_state == "Stable" and ok.assignor_name == "uniform"
+    assert ok.members[0].member_type == 1 and ok.members[0].assignment.topic_partitions[0].topic_name == topic
+    assert missing.error_code == 69   # GROUP_ID_NOT_FOUND
+
+    # a classic group with a member: ConsumerGroupHeartbeat answers GROUP_ID_NOT_FOUND
+    classic = _name("classic")
+    cl = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": classic,
+                   "auto.offset.reset": "earliest"})
+    try:
+        cl.subscribe([topic])
+        assert _poll_until([cl], lambda: bool(cl.assignment()))
+        c.request("FindCoordinator", 3, key=classic, key_type=0)
+        r = _wire_heartbeat(c, classic, "m", 0, topics=[topic])
+        assert r.error_code == 69 and "not a consumer group" in r.error_message
+        d = c.request("ConsumerGroupDescribe", 0, group_ids=[classic], include_authorized_operations=False)
+        assert d.groups[0].error_code == 69
+    finally:
+        cl.close()
+    c.close()
+
+
+def test_consumer_protocol_disabled_by_config():
+    with Broker(mode="thread", overrides={"group.coordinator.rebalance.protocols": "classic"}) as b:
+        c = b.client()
+        av = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+        assert not {68, 69} & {k.api_key for k in av.api_keys}
+        r = _wire_heartbeat(c, "g", "m", 0, topics=["t"])
+        assert r.error_code == 35   # UNSUPPORTED_VERSION
+        c.close()
