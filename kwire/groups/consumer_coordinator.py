@@ -42,6 +42,7 @@ from uuid import UUID
 
 from kwire.errors import ErrorCode
 from kwire.groups import consumer_records as CR
+from kwire.groups import records as R
 from kwire.groups.assignors import ASSIGNORS
 from kwire.groups.consumer_group import (Assignment, ConsumerGroup, ConsumerGroupMember, MemberState,
                                          compile_regex, is_subset, member_topic_ids, reconcile)
@@ -147,18 +148,20 @@ class ConsumerGroups:
             return self._consumer_leave(group_id, member_id, member_epoch, instance_id)
 
         # -- the group
+        records: list[Record] = []
         g = self.groups.get(group_id)
         if g is None or (g.consumer is None and g.is_(GroupState.EMPTY) and not g.members):
             if member_epoch != 0:
                 return _fail(E.UNKNOWN_MEMBER_ID, f"Consumer group {group_id} not found.")
             if g is None:
                 g = self.groups[group_id] = Group(group_id)
+            elif g.protocol_type:   # an empty classic group becomes a consumer group, keeping its offsets
+                records.append((R.group_key(group_id), None))
             g.consumer = ConsumerGroup(group_id)
             g.protocol_type = None
         elif g.consumer is None:
             return _fail(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         cg = g.consumer
-        records: list[Record] = []
 
         # -- the member
         old = cg.members.get(member_id) if member_id else None
@@ -172,7 +175,7 @@ class ConsumerGroups:
                              f"{instance_id} is not released yet.")
             if not member_id:
                 member_id = str(self._new_uuid_consumer())
-            records += self._replace_static_member(cg, prior, member_id)
+            records += self._replace_consumer_static_member(cg, prior, member_id)
             returning = True
         elif member_epoch != 0 and old is not None and static_id is not None and static_id != member_id:
             return _fail(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} "
@@ -287,7 +290,7 @@ class ConsumerGroups:
         self._write(group_id, records, done)
         return p
 
-    def _replace_static_member(self, cg: ConsumerGroup, prior: ConsumerGroupMember,
+    def _replace_consumer_static_member(self, cg: ConsumerGroup, prior: ConsumerGroupMember,
                                member_id: str) -> list[Record]:
         """The new incarnation of a static member takes the place, epoch and partitions of the
         one that left with epoch -2 (no rebalance: the group epoch stays)."""
@@ -398,15 +401,18 @@ class ConsumerGroups:
 
     # ------------------------------------------------------------------ offsets
     def validate_consumer_offset_commit(self, g: Group, member_id: str, member_epoch: int,
-                                        api_version: int) -> ErrorCode | None:
-        """Kafka's ConsumerGroup.validateOffsetCommit (not transactional)."""
+                                        api_version: int, *, transactional: bool = False) -> ErrorCode | None:
+        """Kafka's ConsumerGroup.validateOffsetCommit. A transactional commit without member
+        (TxnOffsetCommit v0-2) is accepted from outside the group, as for classic groups."""
         cg = g.consumer
         if member_epoch < 0 and not cg.members:
             return None   # admin client or a consumer without group management
+        if transactional and member_epoch < 0 and not member_id:
+            return None
         m = cg.members.get(member_id)
         if m is None:
             return E.UNKNOWN_MEMBER_ID
-        if api_version < 9:
+        if api_version < 9 and not transactional:
             return E.UNSUPPORTED_VERSION
         if member_epoch != m.member_epoch:
             return E.STALE_MEMBER_EPOCH

@@ -147,6 +147,9 @@ class GroupCoordinator(ConsumerGroups, TransactionalOffsets, PartitionOwnership,
                                 transactional: bool = False) -> ErrorCode | None:
         """Kafka's ClassicGroup.validateOffsetCommit. A transactional commit (TxnOffsetCommit
         v0-2 carries no member id nor generation) is accepted from outside the group."""
+        if g.consumer is not None:   # KIP-848 (TxnOffsetCommit lands here; OffsetCommit checks first)
+            return self.validate_consumer_offset_commit(g, member_id, generation_id, 9,
+                                                        transactional=transactional)
         if g.is_(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and g.is_(S.EMPTY):

@@ -345,3 +345,51 @@ def test_static_member_state_replayed():
     cg = fresh.consumer_group("g")
     assert set(cg.members) == {"a2"} and cg.static_members == {"ia": "a2"}
     assert cg.members["a2"].member_epoch == c.coord.consumer_group("g").members["a2"].member_epoch
+
+
+def test_empty_classic_group_becomes_a_consumer_group_keeping_offsets_and_back():
+    c = Cluster()
+    c.coord.config.group_initial_rebalance_delay_ms = 0
+    j = c.coord.join_group("g", "", protocol_type="consumer", protocols=[("range", b"")],
+                           session_timeout_ms=10_000, require_known_member_id=False)
+    mid, gen = j.result.member_id, j.result.generation_id
+    c.coord.sync_group("g", gen, mid, assignments=[(mid, b"")])
+    assert c.coord.commit_offsets("g", gen, mid, [("t", 1, 5, -1, None)]).result.errors[("t", 1)] == E.NONE
+    c.coord.leave_group("g", [(mid, None)])
+    a = Member(c, "a")
+    a.beat()   # the empty classic group is now a consumer group
+    assert c.coord.fetch_offsets("g", [("t", 1)]).offsets[("t", 1)].offset == 5
+    assert any(k[:2] == b"\x00\x02" and v is None for k, v in c.log)   # the classic record deleted
+    fresh = GroupCoordinator(c.coord.config, c.clock, c.write)
+    for k, v in list(c.log):
+        fresh.replay(k, v)
+    assert set(fresh.consumer_group("g").members) == {"a"}
+    assert c.hb("a", a.epoch, owned=a.owned, names=None).error == E.NONE
+    c.hb("a", -1)
+    j = c.coord.join_group("g", "", protocol_type="consumer", protocols=[("range", b"")],
+                           session_timeout_ms=10_000, require_known_member_id=False)
+    assert j.result.error == E.NONE and c.coord.consumer_group("g") is None   # classic again
+
+
+def test_transactional_offset_commit_of_a_consumer_group_member():
+    c = Cluster()
+    a = Member(c, "a")
+    a.beat()
+    ok = c.coord.commit_txn_offsets("g", 7, 0, [("t", 0, 9, -1, None)], generation_id=a.epoch, member_id="a")
+    assert ok.result.errors[("t", 0)] == E.NONE
+    stale = c.coord.commit_txn_offsets("g", 7, 0, [("t", 0, 9, -1, None)], generation_id=a.epoch + 1,
+                                       member_id="a")
+    assert stale.result.errors[("t", 0)] == E.STALE_MEMBER_EPOCH
+    anon = c.coord.commit_txn_offsets("g", 7, 0, [("t", 1, 9, -1, None)])
+    assert anon.result.errors[("t", 1)] == E.NONE
+
+
+def test_the_consumer_group_mixin_shadows_nothing_of_the_classic_coordinator():
+    from kwire.groups.consumer_coordinator import ConsumerGroups
+    from kwire.groups.coordinator import GroupCoordinator
+    mine = {n for n in vars(ConsumerGroups) if not n.startswith("__")}
+    others = set()
+    for base in GroupCoordinator.__mro__:
+        if base not in (ConsumerGroups, object):
+            others |= {n for n in vars(base) if not n.startswith("__")}
+    assert not mine & others

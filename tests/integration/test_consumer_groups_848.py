@@ -317,3 +317,25 @@ def test_consumer_protocol_disabled_by_config():
         r = _wire_heartbeat(c, "g", "m", 0, topics=["t"])
         assert r.error_code == 35   # UNSUPPORTED_VERSION
         c.close()
+
+
+def test_regex_subscription_picks_up_a_new_topic(broker):
+    """librdkafka sends a ^-prefixed subscription as SubscribedTopicRegex; a topic created
+    later that matches is assigned without the member resubscribing."""
+    prefix = _name("rx").replace("-", "_")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(f"{prefix}_a", 2, 1), NewTopic(f"other_{prefix}", 2, 1)])[f"{prefix}_a"].result(15)
+    c = _consumer(broker.bootstrap_servers, _name("g848x"), **{"topic.metadata.refresh.interval.ms": 500})
+    try:
+        c.subscribe([f"^{prefix}_.*"])
+        assert _poll_until([c], lambda: {tp.topic for tp in c.assignment()} == {f"{prefix}_a"}), c.assignment()
+        group = c.memberid() and next(g for g, grp in broker.broker.groups.groups.items() if grp.consumer
+                                      and any(m.subscribed_topic_regex for m in grp.consumer.members.values())
+                                      and g.startswith("g848x"))
+        assert group   # the regex went to the broker, not resolved by the client
+        admin.create_topics([NewTopic(f"{prefix}_b", 3, 1)])[f"{prefix}_b"].result(15)
+        want = {(f"{prefix}_a", p) for p in range(2)} | {(f"{prefix}_b", p) for p in range(3)}
+        assert _poll_until([c], lambda: {(tp.topic, tp.partition) for tp in c.assignment()} == want), \
+            c.assignment()
+    finally:
+        c.close()
