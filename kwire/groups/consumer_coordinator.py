@@ -36,6 +36,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 from uuid import UUID
@@ -314,11 +315,9 @@ class ConsumerGroups:
         """A new target assignment at the group epoch; the records of the members' targets
         that changed and of the assignment epoch."""
         names = self._assignor_names()
-        chosen = names[0]
-        for m in cg.members.values():   # the most popular choice of the members, as Kafka
-            if m.server_assignor in ASSIGNORS:
-                chosen = m.server_assignor
-                break
+        # the members' most common choice (Kafka's computePreferredServerAssignor), else the default
+        votes = Counter(m.server_assignor for m in cg.members.values() if m.server_assignor in names)
+        chosen = max(votes, key=lambda a: (votes[a], -names.index(a))) if votes else names[0]
         subs = {mid: member_topic_ids(m, cg.subscription_metadata) for mid, m in cg.members.items()}
         topics = {tid: n for tid, n in cg.subscription_metadata.values()}
         new = ASSIGNORS[chosen](subs, topics, cg.target)

@@ -2,6 +2,7 @@
 state machine (no sockets, no sleeps), the assignors, and the records replayed on load."""
 from __future__ import annotations
 
+import os
 import uuid
 
 import pytest
@@ -54,6 +55,18 @@ class Member:
 
     def beat(self):
         r = self.c.hb(self.mid, self.epoch, owned=self.owned if self.epoch else None, **self.kw)
+        assert r.error == E.NONE, r
+        self.epoch = r.member_epoch
+        if r.assignment is not None:
+            self.owned = {t: set(ps) for t, ps in r.assignment.items()}
+        return r
+
+    def beat_or_rejoin(self):
+        """A heartbeat; a fenced member (UNKNOWN_MEMBER_ID) drops its partitions and rejoins."""
+        r = self.c.hb(self.mid, self.epoch, owned=self.owned if self.epoch else None, **self.kw)
+        if r.error == E.UNKNOWN_MEMBER_ID:
+            self.epoch, self.owned = 0, {}
+            return self.beat()
         assert r.error == E.NONE, r
         self.epoch = r.member_epoch
         if r.assignment is not None:
@@ -393,3 +406,55 @@ def test_the_consumer_group_mixin_shadows_nothing_of_the_classic_coordinator():
         if base not in (ConsumerGroups, object):
             others |= {n for n in vars(base) if not n.startswith("__")}
     assert not mine & others
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("KWIRE_848_SEEDS", "5"))))   # more: KWIRE_848_SEEDS=200
+def test_random_membership_never_owns_a_partition_twice(seed):
+    """A seeded simulation: members join, leave, crash and answer late, in random order;
+    clients follow the protocol (they own what they were last given and report it). At every
+    step no partition is owned by two live members (a member fenced for missing its session
+    or rebalance timeout is not one), and once things calm down every subscribed partition
+    is owned by exactly one member."""
+    import random
+    rnd = random.Random(seed)
+    T3 = uuid.UUID(int=3)
+    c = Cluster(topics={"t": (T1, 5), "u": (T2, 4), "v": (T3, 3)}, session=1000)
+    members: dict[str, Member] = {}
+    n = 0
+    for step in range(200):
+        op = rnd.random()
+        if op < 0.15 or not members:
+            n += 1
+            topics = rnd.choice([("t",), ("t", "u"), ("u", "v"), ("t", "u", "v")])
+            members[f"m{n}"] = Member(c, f"m{n}", topics=topics)
+            members[f"m{n}"].beat()
+        elif op < 0.22:
+            mid = rnd.choice(sorted(members))
+            assert c.hb(mid, -1).error in (E.NONE, E.UNKNOWN_MEMBER_ID)   # (it may have been fenced)
+            del members[mid]
+        elif op < 0.26:
+            mid = rnd.choice(sorted(members))   # crashes: silent until its session expires
+            del members[mid]
+        else:
+            members[rnd.choice(sorted(members))].beat_or_rejoin()
+        c.advance(rnd.randint(0, 150))
+        owners: dict = {}
+        live = c.coord.consumer_group("g").members   # a fenced member loses its partitions (it
+        for m in members.values():                   # learns so on its next heartbeat)
+            if m.mid not in live:
+                continue
+            for tp in m.partitions():
+                assert tp not in owners, f"step {step}: {tp} owned by {owners[tp]} and {m.mid}"
+                owners[tp] = m.mid
+    c.advance(2000)   # the crashed ones expire (and the silent live ones, which rejoin)
+    for _ in range(6):
+        for m in members.values():
+            m.beat_or_rejoin()
+    want = {(tid, p) for name, (tid, k) in c.topics.items()
+            if any(name in m.kw.get("topics", ()) for m in members.values()) for p in range(k)}
+    got = [tp for m in members.values() for tp in m.partitions()]
+    assert len(got) == len(set(got)) and set(got) == want
+    cg = c.coord.consumer_group("g")
+    assert cg.state().value == "Stable", [(m.member_id, m.member_epoch, m.state.name, m.assigned,
+                                           m.pending_revocation, cg.target.get(m.member_id))
+                                          for m in cg.members.values()] + [cg.assignment_epoch]
