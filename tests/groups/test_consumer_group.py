@@ -458,3 +458,22 @@ def test_random_membership_never_owns_a_partition_twice(seed):
     assert cg.state().value == "Stable", [(m.member_id, m.member_epoch, m.state.name, m.assigned,
                                            m.pending_revocation, cg.target.get(m.member_id))
                                           for m in cg.members.values()] + [cg.assignment_epoch]
+
+
+def test_delete_and_offset_delete_of_a_consumer_group():
+    c = Cluster()
+    a = Member(c, "a")
+    a.beat()
+    c.coord.commit_offsets("g", a.epoch, "a", [("t", 0, 3, -1, None), ("x", 0, 4, -1, None)])
+    r = c.coord.delete_offsets("g", [("t", 0), ("x", 0)]).result
+    assert r.partitions == {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("x", 0): E.NONE}
+    assert c.coord.list_groups(states_filter=["stable"])[0].group_id == "g"
+    c.hb("a", -1)
+    assert [g.state for g in c.coord.list_groups()] == ["Empty"]
+    assert c.coord.delete_groups(["g"]).result == {"g": E.NONE}
+    assert c.coord.consumer_group("g") is None and c.coord.list_groups() == []
+    # the tombstones forget it on replay too
+    fresh = GroupCoordinator(c.coord.config, c.clock, c.write)
+    for k, v in list(c.log):
+        fresh.replay(k, v)
+    assert "g" not in fresh.groups
