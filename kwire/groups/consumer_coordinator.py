@@ -11,17 +11,21 @@ A heartbeat (``consumer_group_heartbeat``):
    subset of its partitions: the answer carrying the bump may have been lost);
 2. bumps the group epoch when a member joins, changes its subscription or assignor, or the
    subscribed topics' partitions changed (names resolved against the metadata image;
-   regular expressions with Python's ``re``, full match, over the same topics);
+   regular expressions in RE2/J syntax, full match, over the same topics, with Python's
+   ``re``; what RE2/J refuses - lookaround, backreferences, atomic groups, possessive
+   quantifiers - is refused with INVALID_REGULAR_EXPRESSION);
 3. recomputes the target assignment with the server-side assignor (the members' choice,
    else the first of ``group.consumer.assignors``) when the group epoch passed the
    assignment epoch;
 4. reconciles the member (kwire.groups.consumer_group.reconcile: revocation first, then the
    partitions no one else owns), restarts its session timer
-   (``group.consumer.session.timeout.ms``), and starts a rebalance timer (the member's
+   (``group.consumer.session.timeout.ms``, or the group's own ``consumer.session.timeout.ms``
+   set with IncrementalAlterConfigs), and starts a rebalance timer (the member's
    rebalance timeout) while it has partitions to revoke: a member that does not revoke in
    time is fenced, as is one that misses its session timeout;
 5. writes the records that changed (kwire.groups.consumer_records) and answers once they are
-   durable: member id, epoch, ``group.consumer.heartbeat.interval.ms`` and the assignment
+   durable: member id, epoch, the heartbeat interval (``group.consumer.heartbeat.interval.ms``
+   or the group's ``consumer.heartbeat.interval.ms``) and the assignment
    when it changed or the request was a full one.
 
 Epoch -1 leaves (the member is removed, its partitions are freed, the group epoch bumped);
@@ -101,6 +105,22 @@ class ConsumerGroups:
 
     #: name -> (topic id, partition count) of every topic; the edge sets it from the image
     topic_metadata: Callable[[], Mapping[str, tuple[UUID, int]]] = staticmethod(lambda: {})
+    #: group id -> its dynamic group configs (IncrementalAlterConfigs on a GROUP resource)
+    group_overrides: Callable[[str], Mapping[str, str]] = staticmethod(lambda _gid: {})
+
+    def _group_setting(self, group_id: str, name: str, default: int) -> int:
+        try:
+            return int(self.group_overrides(group_id).get(name, default))
+        except (TypeError, ValueError):
+            return default
+
+    def _session_timeout_ms(self, group_id: str) -> int:
+        return self._group_setting(group_id, "consumer.session.timeout.ms",
+                                   self.config.consumer_session_timeout_ms)
+
+    def _heartbeat_interval_ms(self, group_id: str) -> int:
+        return self._group_setting(group_id, "consumer.heartbeat.interval.ms",
+                                   self.config.consumer_heartbeat_interval_ms)
 
     # ------------------------------------------------------------------ queries
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
@@ -252,7 +272,7 @@ class ConsumerGroups:
         cg.update_member(reconciled)
 
         # -- timers
-        self._schedule(("cg_session", group_id, member_id), self.config.consumer_session_timeout_ms)
+        self._schedule(("cg_session", group_id, member_id), self._session_timeout_ms(group_id))
         if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
             key = ("cg_rebalance", group_id, member_id)
             if old is None or old.state is not MemberState.UNREVOKED_PARTITIONS or key not in self.timers:
@@ -264,7 +284,7 @@ class ConsumerGroups:
                                      and topic_partitions is not None)
         changed = old is None or reconciled.assigned != old.assigned
         result = ConsumerHeartbeatResult(E.NONE, None, member_id, reconciled.member_epoch,
-                                         self.config.consumer_heartbeat_interval_ms,
+                                         self._heartbeat_interval_ms(group_id),
                                          dict(reconciled.assigned) if (full or changed) else None)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("group %s: ConsumerGroupHeartbeat of %s epoch %d -> epoch %d %s, group epoch %d, "
@@ -396,7 +416,7 @@ class ConsumerGroups:
         """After a load: every member gets a fresh session (as Kafka's onLoaded)."""
         if g.consumer is not None:
             for mid in g.consumer.members:
-                self._schedule(("cg_session", g.group_id, mid), self.config.consumer_session_timeout_ms)
+                self._schedule(("cg_session", g.group_id, mid), self._session_timeout_ms(g.group_id))
 
     # ------------------------------------------------------------------ offsets
     def validate_consumer_offset_commit(self, g: Group, member_id: str, member_epoch: int,

@@ -78,10 +78,18 @@ class ConsumerGroupMember:
                 and self.server_assignor == other.server_assignor)
 
 
+#: what Python's ``re`` accepts and RE2/J refuses: lookaround, backreferences, atomic groups,
+#: conditionals, possessive quantifiers (outside escapes)
+_NOT_RE2 = re.compile(r"""(?<!\\)(?:\\\\)*(?:\(\?(?:=|!|<=|<!|>|\(|P=)|\\[1-9]|[*+?}]\+)""")
+
+
 def compile_regex(pattern: str) -> re.Pattern:
-    """A subscription regex (Kafka documents RE2/J syntax; the common subset, character
-    classes, alternation, repetition and anchors, reads the same in Python's ``re``).
-    Raises ``re.error`` for an invalid one."""
+    """A subscription regex in RE2/J syntax, as Kafka documents: the common subset
+    (character classes, alternation, repetition, anchors) reads the same in Python's ``re``;
+    constructs RE2/J refuses are refused here too. Raises ``re.error`` for an invalid one."""
+    m = _NOT_RE2.search(pattern)
+    if m is not None:
+        raise re.error(f"not RE2/J syntax: {m.group(0)!r}", pattern, m.start())
     return re.compile(pattern)
 
 

@@ -164,6 +164,7 @@ class GroupEdge:
         coord = GroupCoordinator(self.config, self.broker.clock, self._write, owned_partitions=())
         coord.wakeup = self._wake.set
         coord.topic_metadata = self._topic_metadata
+        coord.group_overrides = lambda gid: self.broker.image.group_configs.get(gid, {})
         self._coordinator = coord
         self._nursery.start_soon(self.run_timers)
         return coord

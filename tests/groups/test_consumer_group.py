@@ -176,6 +176,8 @@ def test_epoch_validation():
     (dict(rebalance_timeout_ms=-1), E.INVALID_REQUEST),
     (dict(server_assignor="sticky"), E.UNSUPPORTED_ASSIGNOR),
     (dict(subscribed_topic_regex="("), E.INVALID_REGULAR_EXPRESSION),
+    (dict(subscribed_topic_regex="(?!internal).*"), E.INVALID_REGULAR_EXPRESSION),   # RE2/J: no lookaround
+    (dict(subscribed_topic_regex=r"(a)\1"), E.INVALID_REGULAR_EXPRESSION),          # nor backreferences
 ])
 def test_invalid_requests(bad, code):
     c = Cluster()
@@ -477,3 +479,16 @@ def test_delete_and_offset_delete_of_a_consumer_group():
     for k, v in list(c.log):
         fresh.replay(k, v)
     assert "g" not in fresh.groups
+
+
+def test_group_configs_override_session_timeout_and_heartbeat_interval():
+    c = Cluster(session=1000)
+    c.coord.group_overrides = lambda gid: {"consumer.session.timeout.ms": "5000",
+                                           "consumer.heartbeat.interval.ms": "250"} if gid == "g" else {}
+    a = Member(c, "a")
+    assert a.beat().heartbeat_interval_ms == 250
+    c.advance(3000)   # past the broker's 1000 ms, inside the group's 5000 ms
+    assert "a" in c.coord.consumer_group("g").members
+    c.advance(2500)
+    assert "a" not in c.coord.consumer_group("g").members
+    assert c.hb("m", 0, group="other").heartbeat_interval_ms == 100

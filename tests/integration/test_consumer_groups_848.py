@@ -339,3 +339,20 @@ def test_regex_subscription_picks_up_a_new_topic(broker):
             c.assignment()
     finally:
         c.close()
+
+
+def test_group_level_heartbeat_interval(broker, topic):
+    """IncrementalAlterConfigs on the GROUP resource sets this group's heartbeat interval."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    group = _name("g848c")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("consumer.heartbeat.interval.ms", "700", incremental_operation=AlterConfigOpType.SET)])
+    for f in admin.incremental_alter_configs([res]).values():
+        f.result(10)
+    c = broker.client()
+    c.request("FindCoordinator", 3, key=group, key_type=0)
+    r = _wire_heartbeat(c, group, "m1", 0, topics=[topic])
+    assert r.error_code == 0 and r.heartbeat_interval_ms == 700
+    assert _wire_heartbeat(c, group, "m1", -1).error_code == 0
+    c.close()
