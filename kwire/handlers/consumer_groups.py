@@ -18,7 +18,7 @@ Both APIs are served (and advertised) only while group.coordinator.rebalance.pro
 Left out (later slices): the online upgrade / downgrade of a classic group whose members
 switch protocol (group.consumer.migration.policy), rack-aware assignment, client-side
 assignors, RE2/J's rarer corners (Python's ``re`` matches, constructs RE2/J refuses are
-refused; Unicode classes like ``\p{Greek}`` are not translated).
+refused; Unicode classes like ``\\p{Greek}`` are not translated).
 """
 from __future__ import annotations
 
