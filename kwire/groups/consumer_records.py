@@ -16,8 +16,7 @@ read from a log is skipped.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from uuid import UUID
+from dataclasses import dataclass, replace
 
 from kwire.codec.schema import F, Message
 from kwire.errors import CodecError
@@ -121,7 +120,6 @@ def member_value(m: ConsumerGroupMember) -> bytes:
 
 
 def apply_member_value(m: ConsumerGroupMember, buf: bytes) -> ConsumerGroupMember:
-    from dataclasses import replace  # noqa: PLC0415
     v = _read(MEMBER_VALUE, buf)
     return replace(m, instance_id=v.instance_id, rack_id=v.rack_id, client_id=v.client_id,
                    client_host=v.client_host, subscribed_topic_names=tuple(v.subscribed_topic_names),
@@ -145,8 +143,7 @@ def _assignment(tps) -> Assignment:
     out: Assignment = {}
     for tp in tps:
         if tp.partitions:
-            out[UUID(bytes=tp.topic_id.bytes) if not isinstance(tp.topic_id, UUID) else tp.topic_id] = \
-                frozenset(tp.partitions)
+            out[tp.topic_id] = frozenset(tp.partitions)
     return out
 
 
@@ -166,7 +163,6 @@ def current_value(m: ConsumerGroupMember) -> bytes:
 
 
 def apply_current_value(m: ConsumerGroupMember, buf: bytes) -> ConsumerGroupMember:
-    from dataclasses import replace  # noqa: PLC0415
     v = _read(CURRENT_VALUE, buf)
     try:
         state = MemberState(v.state)
