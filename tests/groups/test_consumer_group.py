@@ -492,3 +492,22 @@ def test_group_configs_override_session_timeout_and_heartbeat_interval():
     c.advance(2500)
     assert "a" not in c.coord.consumer_group("g").members
     assert c.hb("m", 0, group="other").heartbeat_interval_ms == 100
+
+
+def test_record_bytes_as_kafka_lays_them_out():
+    """Hand-laid bytes of Kafka's formats (keys: int16 type + non-flexible struct; values:
+    int16 version 0 + flexible struct with an empty tagged-field section)."""
+    import struct
+    from kwire.groups.consumer_group import ConsumerGroupMember
+    assert CR.member_key(CR.CURRENT_ASSIGNMENT, "g", "m") == b"\x00\x08" + b"\x00\x01g" + b"\x00\x01m"
+    assert CR.group_key(CR.GROUP_METADATA, "g") == b"\x00\x03\x00\x01g"
+    assert CR.metadata_value(5) == b"\x00\x00" + struct.pack(">i", 5) + b"\x00"
+    m = ConsumerGroupMember("m", member_epoch=4, previous_member_epoch=3, state=MemberState.UNREVOKED_PARTITIONS,
+                            assigned={T1: frozenset({2, 0})}, pending_revocation={})
+    want = (b"\x00\x00" + struct.pack(">iib", 4, 3, 1)
+            + b"\x02" + T1.bytes + b"\x03" + struct.pack(">ii", 0, 2) + b"\x00"   # one topic: id, [0, 2], no tags
+            + b"\x01"                                                          # no partitions pending
+            + b"\x00")                                                         # no tagged fields
+    assert CR.current_value(m) == want
+    assert CR.target_member_value({T1: frozenset({1})}) == \
+        b"\x00\x00" + b"\x02" + T1.bytes + b"\x02" + struct.pack(">i", 1) + b"\x00" + b"\x00"
