@@ -141,6 +141,11 @@ class Broker:
         self.producer_ids = ProducerIdManager(expiration_ms=int(self.config.get("producer.id.expiration.ms")))
         self.producer_ids_lock = trio.Lock()   # one block allocation (a metadata commit) at a time
         self.fetch_sessions = FetchSessionCache()
+        # client quotas (kwire.quota): sensors per user / client id, bounds from the image
+        from kwire.quota.manager import ClientQuotas  # noqa: PLC0415
+        self.quotas = ClientQuotas(lambda: self.image.client_quotas, int(self.config.get("quota.window.num")),
+                                   int(self.config.get("quota.window.size.seconds")))
+        self.image.listeners.append(self.quotas.on_record)
 
     def _broker_epoch(self) -> int:
         b = self.image.brokers.get(self.node_id)
@@ -315,6 +320,7 @@ class Broker:
         image = decode_snapshot(data)
         image.listeners = self.image.listeners
         self.image = image
+        self.quotas.refresh()
         if self._live:
             self._reconcile_logs()
 

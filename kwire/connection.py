@@ -100,6 +100,15 @@ class KafkaConnection:
         self._closed: Close | None = None
         self._eof = False
 
+    @property
+    def max_frame_size(self) -> int:
+        """The largest frame taken from the peer (a larger size prefix closes the connection)."""
+        return self._decoder.max_frame_size
+
+    @max_frame_size.setter
+    def max_frame_size(self, size: int) -> None:
+        self._decoder.max_frame_size = size
+
     # ------------------------------------------------------------------ input
     def receive_data(self, data) -> None:
         """Bytes from the peer; ``b""`` means the peer closed its side."""

@@ -17,10 +17,18 @@ Served:
 - kafka_server_replicamanager_{partitioncount,leadercount,underreplicatedpartitions},
   kafka_controller_kafkacontroller_{activecontrollercount,offlinepartitionscount};
 - kafka_log_log_{size,logstartoffset,logendoffset}{topic,partition} for the partitions here;
+- the log cleaner: kafka_log_logcleaner_{max_buffer_utilization_percent,cleaner_recopy_percent,
+  max_clean_time_secs,max_compaction_delay_secs,deadthreadcount},
+  kafka_log_logcleanermanager_{max_dirty_percent,time_since_last_run_ms} (of the last pass, as
+  Kafka's gauges), kwire_log_cleaner_{passes,bytes_read,bytes_written}_total;
 - kafka_consumergroup_{current_offset,lag}{consumergroup,topic,partition} for the groups this
   broker coordinates, against the partition's high watermark where this broker has the log;
 - kafka_server_raft_metrics_{commit_latency_avg,commit_latency_max} (ms, last 30 s, on the
   active controller), _current_leader, _current_epoch, _high_watermark;
+- kafka_server_{produce,fetch}_byte_rate, kafka_server_request_request_time and
+  kafka_server_{produce,fetch,request}_throttle_time{user,client_id} (Kafka's quota sensors:
+  rate over the quota window, average throttle ms), kwire_quota_*_throttle_time_ms_total, once
+  a client quota of that type exists;
 - kwire_build_info{version}.
 """
 from __future__ import annotations
@@ -147,6 +155,39 @@ class KafkaCollector:
         yield from self._partitions()
         yield from self._groups()
         yield from self._raft()
+        yield from self._quotas()
+
+    def _quotas(self):
+        """Client quota sensors (kwire.quota), named as the JMX exporter names Kafka's
+        kafka.server:type={Produce,Fetch,Request},user=..,client-id=.. MBeans; only once a
+        quota of that type exists (Kafka creates the sensors only then, too)."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily  # noqa: PLC0415
+
+        q = getattr(self.broker, "quotas", None)
+        if q is None:
+            return
+        now = self.broker.clock.now_ms()
+        labels = ["user", "client_id"]
+        for m, value_name, what in ((q.produce, "byte_rate", "Bytes produced per second"),
+                                    (q.fetch, "byte_rate", "Bytes fetched per second"),
+                                    (q.request, "request_time", "Broker time used, percent of one thread")):
+            if not m.enabled:
+                continue
+            t = m.quota_type.lower()
+            rate = GaugeMetricFamily(f"kafka_server_{t}_{value_name}", f"{what}, per user / client-id (quota "
+                                     f"window)", labels=labels)
+            throttle = GaugeMetricFamily(f"kafka_server_{t}_throttle_time", "Average throttle time (ms) per user / "
+                                         "client-id", labels=labels)
+            total = CounterMetricFamily(f"kwire_quota_{t}_throttle_time_ms", "Throttle time given (ms), per user / "
+                                        "client-id", labels=labels)
+            for (user, client_id), s in sorted(m.sensors.items()):
+                lv = [user, client_id]
+                rate.add_metric(lv, s.quota.rate.measure(now))
+                throttle.add_metric(lv, s.throttle.measure(now))
+                total.add_metric(lv, s.throttle_total_ms)
+            yield rate
+            yield throttle
+            yield total
 
     def _partitions(self):
         from prometheus_client.core import GaugeMetricFamily  # noqa: PLC0415
@@ -190,6 +231,32 @@ class KafkaCollector:
         yield size
         yield start
         yield end
+        yield from self._cleaner()
+
+    def _cleaner(self):
+        c = getattr(self.server, "cleaner", None)
+        if c is None:
+            return
+        from prometheus_client.core import CounterMetricFamily  # noqa: PLC0415
+
+        yield _gauge("kafka_log_logcleaner_max_buffer_utilization_percent",
+                     "Offset map fill of the last pass (percent)", 100 * c.last_buffer_utilization)
+        yield _gauge("kafka_log_logcleaner_cleaner_recopy_percent",
+                     "Bytes written over bytes read by the last pass (percent)", 100 * c.last_recopy_ratio)
+        yield _gauge("kafka_log_logcleaner_max_clean_time_secs", "Duration of the last pass", c.last_clean_time_s)
+        yield _gauge("kafka_log_logcleaner_max_compaction_delay_secs",
+                     "How far past max.compaction.lag.ms the most overdue dirty record is", c.max_compaction_delay_ms / 1000)
+        yield _gauge("kafka_log_logcleaner_deadthreadcount", "Cleaner threads that died", c.dead_threads)
+        yield _gauge("kafka_log_logcleanermanager_max_dirty_percent",
+                     "Highest dirty ratio among compacted logs (percent)", 100 * c.max_dirty_ratio)
+        yield _gauge("kafka_log_logcleanermanager_time_since_last_run_ms", "Since the cleaner last looked for work",
+                     1000 * (time.monotonic() - c.last_run_monotonic))
+        for name, doc, v in (("kwire_log_cleaner_passes", "Cleaning passes", c.passes),
+                             ("kwire_log_cleaner_bytes_read", "Bytes the cleaner read", c.bytes_read_total),
+                             ("kwire_log_cleaner_bytes_written", "Bytes the cleaner wrote", c.bytes_written_total)):
+            fam = CounterMetricFamily(name, doc)
+            fam.add_metric([], v)
+            yield fam
 
     def _groups(self):
         from prometheus_client.core import GaugeMetricFamily  # noqa: PLC0415

@@ -4,13 +4,13 @@
 ``  name=value sensitive=false synonyms={SOURCE:name=value, ...}`` per config, sorted by name;
 --alter --add-config k=v,k2=[a,b] --delete-config k3 sends IncrementalAlterConfigs and prints
 ``Completed updating config for topic t.``. Broker configs are asked of the broker itself
-(--entity-name ID) or set cluster-wide (--entity-default). Users: SCRAM credentials
-(kwire.admin.user_scram). Left out: user quotas, clients, IPs and client-metrics entities
-(quotas and client metrics are not kept by kwire), --add-config-file.
+(--entity-name ID) or set cluster-wide (--entity-default). Users and clients: client quotas
+(kwire.admin.quotas) and, for users, SCRAM credentials (kwire.admin.user_scram). Left out: IPs
+and client-metrics entities, --add-config-file.
 """
 from __future__ import annotations
 
-from kwire.admin import user_scram
+from kwire.admin import quotas, user_scram
 from kwire.admin.common import add_common, client, run
 from kwire.cli.args import UsageError
 
@@ -45,9 +45,11 @@ def add_parser(sub) -> None:
     act = p.add_mutually_exclusive_group(required=True)
     act.add_argument("--describe", action="store_true", help="show configs (dynamic ones, or --all)")
     act.add_argument("--alter", action="store_true", help="set (--add-config) or remove (--delete-config) configs")
-    p.add_argument("--entity-type", choices=sorted([*TYPES, "users"]), help="topics, brokers, groups or users")
-    p.add_argument("--entity-name", metavar="NAME", help="the topic, broker id, group or user")
-    p.add_argument("--entity-default", action="store_true", help="brokers: the cluster-wide default")
+    p.add_argument("--entity-type", choices=sorted([*TYPES, *quotas.ENTITY_TYPES]),
+                   help="topics, brokers, groups; users (quotas, SCRAM credentials) or clients (quotas)")
+    p.add_argument("--entity-name", metavar="NAME", help="the topic, broker id, group, user or client id")
+    p.add_argument("--entity-default", action="store_true",
+                   help="brokers: the cluster-wide default; users / clients: the default quota entity")
     p.add_argument("--topic", metavar="TOPIC", help="short for --entity-type topics --entity-name TOPIC")
     p.add_argument("--broker", metavar="ID", help="short for --entity-type brokers --entity-name ID")
     p.add_argument("--broker-defaults", action="store_true", help="short for --entity-type brokers --entity-default")
@@ -102,8 +104,8 @@ def _entity(args) -> tuple[str, str | None]:
                          "--broker, --group)")
     name = args.topic or args.broker or args.group or args.entity_name
     if args.broker_defaults or args.entity_default:
-        if etype != "brokers":
-            raise UsageError("kwire configs: --entity-default is for brokers only")
+        if etype not in ("brokers", *quotas.ENTITY_TYPES):
+            raise UsageError("kwire configs: --entity-default is for brokers, users and clients only")
         name = ""
     if etype == "brokers" and name and not name.isdigit():
         raise UsageError(f"kwire configs: broker {name!r} is not a broker id (an integer)")
@@ -113,9 +115,9 @@ def _entity(args) -> tuple[str, str | None]:
 def _main(args) -> int:
     etype, name = _entity(args)
     with client(args, "configs") as c:
-        if args.describe and etype == "users":
-            user_scram.describe(c, name)
-        elif args.describe:
+        if etype in quotas.ENTITY_TYPES:
+            return quotas.main(c, args, etype, name, scram=user_scram if etype == "users" else None)
+        if args.describe:
             names = [name] if name is not None else _all_names(c, etype)
             for n in names:
                 _describe(c, etype, n, args.all)
@@ -128,10 +130,7 @@ def _main(args) -> int:
             deletes = [k.strip() for d in args.delete_config for k in d.split(",") if k.strip()]
             if not adds and not deletes:
                 raise UsageError("kwire configs: --alter needs --add-config or --delete-config")
-            if etype == "users":
-                user_scram.alter(c, name, adds, deletes)
-            else:
-                _alter(c, etype, name, adds, deletes)
+            _alter(c, etype, name, adds, deletes)
     return 0
 
 

@@ -45,8 +45,8 @@ def alter(c, user: str, adds: dict[str, str], deletes: list[str]) -> None:
 
     unknown = [k for k in adds if k not in MECHANISMS]
     if unknown:
-        raise UsageError("kwire configs: Only SCRAM credential configs can be added for 'users' (quotas are not "
-                         f"kept by kwire). Unexpected config names: {','.join(unknown)}")
+        raise UsageError("kwire configs: Only SCRAM credential configs can be added here (quota keys go to "
+                         f"kwire.admin.quotas). Unexpected config names: {','.join(unknown)}")
     unknown = [k for k in deletes if k not in MECHANISMS]
     if unknown:
         raise UsageError("kwire configs: Only SCRAM credential configs can be deleted for 'users'. Unexpected "

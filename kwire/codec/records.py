@@ -685,6 +685,9 @@ def build_batch(
     is_control: bool = False,
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
     compression_level: int | None = None,
+    last_offset_delta: int | None = None,
+    max_timestamp: int | None = None,
+    delete_horizon_ms: int | None = None,
 ) -> bytes:
     """Build one v2 record batch.
 
@@ -692,13 +695,22 @@ def build_batch(
     be left off; a None timestamp is -1) with offset deltas 0, 1, 2, ...; or Record objects,
     whose ``offset`` (if not None) gives the delta from ``base_offset`` (so gaps survive a
     rebuild). baseTimestamp is the first record's timestamp, maxTimestamp the largest, as
-    Kafka's MemoryRecordsBuilder does."""
+    Kafka's MemoryRecordsBuilder does.
+
+    The log cleaner's rebuild of a batch keeps its ``last_offset_delta`` (records removed
+    from its end leave the batch's offset range as it was), may keep ``max_timestamp``
+    (LogAppendTime) and sets ``delete_horizon_ms`` (KIP-534: baseTimestamp is then the
+    delete horizon and attribute bit 6 says so; record timestamps stay deltas from it)."""
     items = list(_normalize(records, base_offset))
     if not items:
         raise EncodeError("a record batch needs at least one record")
-    base_timestamp = items[0][1]
-    max_timestamp = max(item[1] for item in items)
-    last_offset_delta = items[-1][0]
+    base_timestamp = items[0][1] if delete_horizon_ms is None else delete_horizon_ms
+    if max_timestamp is None:
+        max_timestamp = max(item[1] for item in items)
+    if last_offset_delta is None:
+        last_offset_delta = items[-1][0]
+    elif last_offset_delta < items[-1][0]:
+        raise EncodeError(f"last offset delta {last_offset_delta} is below the last record's {items[-1][0]}")
     try:
         payload = _encode_records(items, base_timestamp)
     except (TypeError, AttributeError) as exc:
@@ -716,6 +728,8 @@ def build_batch(
         attributes |= TRANSACTIONAL_MASK
     if is_control:
         attributes |= CONTROL_MASK
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_MASK
     out = bytearray(BATCH_HEADER_SIZE)
     HEADER.pack_into(
         out,

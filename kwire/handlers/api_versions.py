@@ -5,15 +5,24 @@ ConsumerGroupHeartbeat / ConsumerGroupDescribe only while group.coordinator.reba
 lists "consumer" (their handlers answer UNSUPPORTED_VERSION otherwise, as Kafka).
 Produce is advertised from v0 (librdkafka disables compression otherwise) although v0-2 are
 refused when used. A request at a version we do not know gets UNSUPPORTED_VERSION encoded as v0
-(see kwire.connection). Left out: supported/finalized features (KRaft feature
-levels) - no stock client needs them, and leaving the tagged fields at their defaults keeps the
-response readable by librdkafka 2.0.
+(see kwire.connection).
+
+Features (v3+, KIP-584): the one kwire has is ``transaction.version`` (the broker config of the
+same name is the finalized level, 1 or 2). At level 2 the response carries it as supported
+(0-2) and finalized (2), with Produce v12, EndTxn v5 and TxnOffsetCommit v5 (KIP-890 part 2:
+the Java client 4.x then uses transaction version 2); at level 1 those three stop at v11 / v4 /
+v4 and no feature is sent (the tagged fields stay at their defaults, which keeps the response
+readable by librdkafka 2.0). Left out: metadata.version and the other KRaft features, which no
+stock client reads.
 """
 from __future__ import annotations
 
 from kwire.codec.apis import Api
 from kwire.handlers import REGISTRY, RequestContext, handles
 
+#: the last version of each API before transaction version 2 (Kafka's LAST_BEFORE_TRANSACTION_V2_VERSION)
+TV1_MAX_VERSIONS = {0: 11, 26: 4, 28: 4}
+TRANSACTION_VERSION = "transaction.version"
 
 #: APIs served only when a broker setting enables them: api key -> (config key, value it must list)
 ENABLED_BY = {68: ("group.coordinator.rebalance.protocols", "consumer"),   # KIP-848
@@ -33,7 +42,7 @@ def disabled_apis(config) -> set[int]:
     return out
 
 
-def api_version_entries(api_versions_api: Api, config=None) -> list:
+def api_version_entries(api_versions_api: Api, transaction_version: int = 1, config=None) -> list:
     cls = api_versions_api.response.struct("ApiVersion")
     out = []
     hidden = disabled_apis(config)
@@ -41,11 +50,23 @@ def api_version_entries(api_versions_api: Api, config=None) -> list:
         if key in hidden:
             continue
         lo = 0 if key == 0 else h.min_version  # Produce: advertise from v0
-        out.append(cls(api_key=key, min_version=lo, max_version=h.max_version))
+        hi = h.max_version
+        if transaction_version < 2 and key in TV1_MAX_VERSIONS:
+            hi = min(hi, TV1_MAX_VERSIONS[key])
+        out.append(cls(api_key=key, min_version=lo, max_version=hi))
     return out
 
 
 @handles("ApiVersions")
 async def api_versions(ctx: RequestContext, req):
-    return ctx.response(error_code=0, api_keys=api_version_entries(ctx.api, ctx.broker.config),
-                        throttle_time_ms=0)
+    tv = int(ctx.broker.config.get(TRANSACTION_VERSION) or 1)
+    extra = {}
+    if tv >= 2 and ctx.version >= 3:
+        extra = dict(
+            supported_features=[ctx.struct("SupportedFeatureKey")(name=TRANSACTION_VERSION, min_version=0,
+                                                                  max_version=2)],
+            finalized_features_epoch=0,
+            finalized_features=[ctx.struct("FinalizedFeatureKey")(name=TRANSACTION_VERSION, max_version_level=tv,
+                                                                  min_version_level=tv)])
+    return ctx.response(error_code=0, api_keys=api_version_entries(ctx.api, tv, ctx.broker.config),
+                        throttle_time_ms=0, **extra)

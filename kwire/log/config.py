@@ -47,6 +47,11 @@ class LogConfig:
     # reads valid, so no delay is needed
     file_delete_delay_ms: int = kafka("file.delete.delay.ms")
     min_insync_replicas: int = kafka("min.insync.replicas")   # for acks=all (the replica manager)
+    # compaction (kwire.log.cleaner, kwire.log.cleaner_manager)
+    delete_retention_ms: int = kafka("delete.retention.ms")       # tombstones and markers kept so long
+    min_compaction_lag_ms: int = kafka("min.compaction.lag.ms")
+    max_compaction_lag_ms: int = kafka("max.compaction.lag.ms")
+    min_cleanable_dirty_ratio: float = kafka("min.cleanable.dirty.ratio")
 
     def __post_init__(self) -> None:
         if self.internal_segment_bytes is not None:   # Kafka's LogConfig.segmentSize()

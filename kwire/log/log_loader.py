@@ -1,7 +1,8 @@
 """Opening a partition log from its directory: Kafka's LogLoader.
 
-The segment files found (stray ``.deleted`` / ``.cleaned`` / ``.swap`` / ``.tmp`` files and
-indexes without a log are removed), recovery of an unclean shutdown (every batch from the
+The segment files found (a log cleaner's swap that a crash cut short is finished or undone
+first: kwire.log.cleaner_swap; stray ``.deleted`` / ``.tmp`` files and indexes without a log
+are removed), recovery of an unclean shutdown (every batch from the
 recovery point on CRC-checked, a torn or corrupt tail truncated, indexes rebuilt), and the
 leader epoch cache loaded from its checkpoint and made to agree with the log.
 """
@@ -11,6 +12,7 @@ import bisect
 import os
 import re
 
+from kwire.log.cleaner_swap import complete_swaps
 from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
 from kwire.log.errors import KafkaStorageError
@@ -19,6 +21,7 @@ from kwire.log.segment import LogSegment, segment_name
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
 _STRAY_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
+_CLEANER_SUFFIXES = (".cleaned", ".swap")
 
 
 def load_log(cls, dir: str, config: LogConfig, *, recovery_point: int | None, log_start_offset: int | None,
@@ -26,6 +29,8 @@ def load_log(cls, dir: str, config: LogConfig, *, recovery_point: int | None, lo
              failure_channel: LogDirFailureChannel | None):
     """A ``cls`` (PartitionLog) over the files in ``dir``; see PartitionLog.open."""
     os.makedirs(dir, exist_ok=True)
+    if any(n.endswith(_CLEANER_SUFFIXES) for n in os.listdir(dir)):
+        complete_swaps(dir, config)
     logs: dict[int, int] = {}
     index_files: set[str] = set()
     producer_files = False   # producer-state snapshots or aborted-transaction indexes

@@ -1,6 +1,6 @@
 """Retention by cleanup.policy through the broker: with a short log.retention.ms, delete-policy
 topics lose old segments while __consumer_offsets (compact-only, as Kafka creates it) keeps
-every committed offset, also across a restart."""
+every committed offset, also across a restart (compact topics are compacted, never deleted)."""
 from __future__ import annotations
 
 from confluent_kafka import Consumer, TopicPartition
@@ -42,5 +42,6 @@ def test_short_retention_keeps_committed_offsets(tmp_path):
             assert tp.offset == 30
         finally:
             c.close()
-        assert [bytes(r.key) for r in b.consume("connect-offsets", 12)][:3] == [b"source-0", b"source-1",
-                                                                                  b"source-2"]
+        # retention never removed them; the cleaner (started again with the broker) may have
+        # compacted the topic to the latest record per key
+        assert {bytes(r.key) for r in b.consume("connect-offsets", 3)} == {b"source-0", b"source-1", b"source-2"}

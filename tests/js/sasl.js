@@ -1,6 +1,7 @@
 // KafkaJS over SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), optionally over TLS: produce N
 // records, read them back in a consumer group. A refused login prints {"error": ...}.
 // Usage: node sasl.js BOOTSTRAP TOPIC N MECHANISM USER PASSWORD [CA_FILE]
+// (MECHANISM "none": no SASL, for an SSL listener; USER and PASSWORD are then ignored)
 const fs = require("fs");
 const { Kafka, logLevel } = require("kafkajs");
 
@@ -12,7 +13,7 @@ async function main() {
     brokers: [bootstrap],
     logLevel: logLevel.NOTHING,
     ssl: caFile ? { ca: [fs.readFileSync(caFile, "utf-8")] } : false,
-    sasl: { mechanism: mechanism.toLowerCase(), username, password },
+    sasl: mechanism.toLowerCase() === "none" ? undefined : { mechanism: mechanism.toLowerCase(), username, password },
     retry: { retries: 2, initialRetryTime: 100 },
   });
   const producer = kafka.producer({ allowAutoTopicCreation: false });

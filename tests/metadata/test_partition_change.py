@@ -165,4 +165,5 @@ def test_record_type_ids_are_kafkas():
         "RemoveTopicRecord": 9, "FeatureLevelRecord": 12, "ProducerIdsRecord": 15,
         "BrokerRegistrationChangeRecord": 17, "AccessControlEntryRecord": 18,
         "RemoveAccessControlEntryRecord": 19, "NoOpRecord": 20,
-        "UserScramCredentialRecord": 11, "RemoveUserScramCredentialRecord": 22}
+        "UserScramCredentialRecord": 11, "RemoveUserScramCredentialRecord": 22,
+        "ClientQuotaRecord": 14}
