@@ -371,8 +371,11 @@ public final class KwireDriver {
     private static Object memberOpen(Map<String, Object> a) {
         Properties p = new Properties();
         p.put(ConsumerConfig.GROUP_ID_CONFIG, str(a, "group"));
-        p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
-        p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "300");
+        Object protocol = ((Map<String, Object>) a.getOrDefault("conf", Map.of())).get("group.protocol");
+        if (!"consumer".equalsIgnoreCase(String.valueOf(protocol))) {  // KIP-848: the broker sets these
+            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "300");
+        }
         p.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "1000");
         KafkaConsumer<byte[], byte[]> c = consumer(a, p);
         c.subscribe((List<String>) (List<?>) a.get("topics"));

@@ -22,8 +22,10 @@ from dataclasses import replace
 from typing import Callable, Iterable
 
 from kwire.errors import ErrorCode
+from kwire.groups import consumer_records as CR
 from kwire.groups import records as R
 from kwire.groups.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState
+from kwire.groups.consumer_coordinator import ConsumerGroups
 from kwire.groups.loader import replay_record
 from kwire.groups.membership import GroupConfig, Membership, Record, Writer, append_error
 from kwire.groups.offsets import OffsetAndMetadata
@@ -45,7 +47,7 @@ def commit_error(error: ErrorCode) -> ErrorCode:
     return append_error(error, E.INVALID_COMMIT_OFFSET_SIZE)
 
 
-class GroupCoordinator(TransactionalOffsets, PartitionOwnership, Membership):
+class GroupCoordinator(ConsumerGroups, TransactionalOffsets, PartitionOwnership, Membership):
     def __init__(self, config: GroupConfig | None = None, clock=None, writer: Writer | None = None,
                  new_uuid: Callable[[], str] | None = None, *,
                  owned_partitions: Iterable[int] | None = None):
@@ -58,6 +60,8 @@ class GroupCoordinator(TransactionalOffsets, PartitionOwnership, Membership):
         self._schedule(("expire_offsets",), self.config.offsets_retention_check_interval_ms)
 
     def _on_timer(self, key) -> None:
+        if self._on_consumer_timer(key):
+            return
         if key[0] == "expire_offsets":
             self.expire_offsets()
             self._schedule(("expire_offsets",), self.config.offsets_retention_check_interval_ms)
@@ -68,7 +72,7 @@ class GroupCoordinator(TransactionalOffsets, PartitionOwnership, Membership):
     def commit_offsets(self, group_id: str, generation_id: int, member_id: str,
                        offsets: Iterable[CommitOffset], *, group_instance_id: str | None = None,
                        retention_ms: int = -1,
-                       commit_timestamp: int = -1) -> Pending[CommitResult]:
+                       commit_timestamp: int = -1, api_version: int = 9) -> Pending[CommitResult]:
         """Handle an OffsetCommit. Answers once the writer has made the offsets durable.
 
         ``retention_ms``: OffsetCommit v2-v4 ``retention_time_ms`` (-1: broker default);
@@ -86,7 +90,12 @@ class GroupCoordinator(TransactionalOffsets, PartitionOwnership, Membership):
             if generation_id >= 0:
                 return fail(E.ILLEGAL_GENERATION)  # an older generation of a deleted group
             g = self.groups[group_id] = Group(group_id)  # a standalone ("simple") consumer
-        error = self._validate_offset_commit(g, generation_id, member_id, group_instance_id)
+        if g.consumer is not None:   # KIP-848: member epochs (Kafka's ConsumerGroup.validateOffsetCommit)
+            error = self.validate_consumer_offset_commit(g, member_id, generation_id, api_version)
+            if error is not None:
+                return fail(error)
+        else:
+            error = self._validate_offset_commit(g, generation_id, member_id, group_instance_id)
         if error is None and g.is_(S.COMPLETING_REBALANCE):
             error = E.REBALANCE_IN_PROGRESS
         if error is not None:
@@ -138,6 +147,9 @@ class GroupCoordinator(TransactionalOffsets, PartitionOwnership, Membership):
                                 transactional: bool = False) -> ErrorCode | None:
         """Kafka's ClassicGroup.validateOffsetCommit. A transactional commit (TxnOffsetCommit
         v0-2 carries no member id nor generation) is accepted from outside the group."""
+        if g.consumer is not None:   # KIP-848 (TxnOffsetCommit lands here; OffsetCommit checks first)
+            return self.validate_consumer_offset_commit(g, member_id, generation_id, 9,
+                                                        transactional=transactional)
         if g.is_(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and g.is_(S.EMPTY):
@@ -189,7 +201,8 @@ class GroupCoordinator(TransactionalOffsets, PartitionOwnership, Membership):
         out = []
         for gid in group_ids:
             g = self.groups.get(gid)
-            if g is None or g.is_(S.DEAD):
+            if g is None or g.is_(S.DEAD) or g.consumer is not None:
+                # a consumer group "is not a classic group" (Kafka answers it so, Dead)
                 out.append(GroupDescription(gid, E.GROUP_ID_NOT_FOUND, S.DEAD.value, "", ""))
                 continue
             stable = g.is_(S.STABLE)
@@ -206,11 +219,19 @@ class GroupCoordinator(TransactionalOffsets, PartitionOwnership, Membership):
         """ListGroups; filters are case-insensitive, empty or None means no filter."""
         states = {s.lower() for s in states_filter or ()}
         types = {t.lower() for t in types_filter or ()}
-        if types and "classic" not in types:
-            return []
-        return [GroupListing(g.group_id, g.protocol_type or "", g.state.value)
-                for g in self.groups.values()
-                if not g.is_(S.DEAD) and (not states or g.state.value.lower() in states)]
+        out = []
+        for g in self.groups.values():
+            if g.is_(S.DEAD):
+                continue
+            if g.consumer is not None:   # KIP-848: type and protocol type "consumer"
+                listing = GroupListing(g.group_id, CONSUMER_PROTOCOL_TYPE, g.consumer.state().value,
+                                       "consumer")
+            else:
+                listing = GroupListing(g.group_id, g.protocol_type or "", g.state.value)
+            if (not states or listing.state.lower() in states) and \
+                    (not types or listing.group_type in types):
+                out.append(listing)
+        return out
 
     # ================================================================== deletion ========
     def _cleanup(self, g: Group, removed: list[tuple[str, int]]) -> list[Record]:
@@ -221,13 +242,15 @@ class GroupCoordinator(TransactionalOffsets, PartitionOwnership, Membership):
             committed = g.offsets.remove((t, part))
             if g.offsets.remove_pending((t, part)) or committed:
                 recs.append((R.offset_key(g.group_id, t, part), None))
-        if g.is_(S.EMPTY) and g.offsets.empty:
+        if g.is_(S.EMPTY) and g.offsets.empty and (g.consumer is None or g.consumer.is_empty()):
             g.transition_to(S.DEAD)
             self._forget(g)
-            recs.append((R.group_key(g.group_id), None))
+            recs.extend(self.consumer_group_tombstones(g) if g.consumer is not None
+                        else [(R.group_key(g.group_id), None)])
         return recs
 
     def _forget(self, g: Group) -> None:
+        self._cancel_consumer_timers(g)
         if self.groups.get(g.group_id) is g:
             del self.groups[g.group_id]
         for mid in g.pending_members:
@@ -247,12 +270,13 @@ class GroupCoordinator(TransactionalOffsets, PartitionOwnership, Membership):
             g = self.groups.get(gid)
             if g is None or g.is_(S.DEAD):
                 result[gid] = E.GROUP_ID_NOT_FOUND
-            elif not g.is_(S.EMPTY):
+            elif not g.is_(S.EMPTY) or (g.consumer is not None and not g.consumer.is_empty()):
                 result[gid] = E.NON_EMPTY_GROUP
             else:
                 recs = [(R.offset_key(gid, t, part), None)
                         for t, part in g.offsets.all_partitions()]
-                recs.append((R.group_key(gid), None))
+                recs.extend(self.consumer_group_tombstones(g) if g.consumer is not None
+                            else [(R.group_key(gid), None)])
                 g.transition_to(S.DEAD)
                 self._forget(g)
                 result[gid] = E.NONE
@@ -287,7 +311,15 @@ class GroupCoordinator(TransactionalOffsets, PartitionOwnership, Membership):
             p.set_result(OffsetDeleteResult(E.GROUP_ID_NOT_FOUND))
             return p
         errors: dict[tuple[str, int], ErrorCode] = {}
-        if g.is_(S.EMPTY):
+        if g.consumer is not None and not g.consumer.is_empty():
+            subscribed = g.consumer.subscribed_topic_names(self.topic_metadata())
+            eligible = []
+            for tp in partitions:
+                if tp[0] in subscribed:
+                    errors[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(tp)
+        elif g.is_(S.EMPTY):
             eligible = partitions
         elif g.protocol_type == CONSUMER_PROTOCOL_TYPE:
             eligible = []
@@ -333,7 +365,11 @@ class GroupCoordinator(TransactionalOffsets, PartitionOwnership, Membership):
         retention = self.config.offsets_retention_ms
         count = 0
         for g in list(self.groups.values()):
-            if g.protocol_type and g.is_(S.EMPTY):
+            if g.consumer is not None:
+                if not g.consumer.is_empty():
+                    continue   # Kafka keeps the offsets of a consumer group with members
+                expired = g.offsets.expired(now, retention, None)
+            elif g.protocol_type and g.is_(S.EMPTY):
                 expired = g.offsets.expired(now, retention, g.current_state_timestamp)
             elif g.protocol_type == CONSUMER_PROTOCOL_TYPE and g.is_(S.STABLE) \
                     and g.subscribed_topics is not None:
@@ -357,6 +393,10 @@ class GroupCoordinator(TransactionalOffsets, PartitionOwnership, Membership):
         that owns every partition; see kwire.groups.loader). Records that do not decode are
         skipped (CodecError), as Kafka skips unknown ones."""
         fresh = replay_record(self.groups, key, value, self._forget)
+        if value is not None and len(key) >= 2 and int.from_bytes(bytes(key[:2]), "big") in CR.TYPES:
+            g = self.groups.get(CR.decode_key(bytes(key)).group_id)
+            if g is not None:
+                self._start_consumer_timers(g)
         if fresh is not None:
             for m in fresh.members.values():
                 self._schedule_heartbeat(fresh, m)

@@ -60,7 +60,18 @@ def group_config(broker) -> GroupConfig:
         offsets_topic_num_partitions=int(c.get("offsets.topic.num.partitions")),
         offsets_retention_ms=int(c.get("offsets.retention.minutes")) * 60_000,
         offsets_retention_check_interval_ms=int(c.get("offsets.retention.check.interval.ms")),
+        consumer_session_timeout_ms=int(c.get("group.consumer.session.timeout.ms")),
+        consumer_heartbeat_interval_ms=int(c.get("group.consumer.heartbeat.interval.ms")),
+        consumer_max_size=int(c.get("group.consumer.max.size")),
+        consumer_assignors=_assignor_names(c.get("group.consumer.assignors")),
     )
+
+
+def _assignor_names(value) -> list[str]:
+    from kwire.groups.assignors import assignor_name  # noqa: PLC0415
+
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    return assignor_name([str(x).strip() for x in items if str(x).strip()])
 
 
 def offsets_topic_replication_factor(broker) -> int:
@@ -152,9 +163,17 @@ class GroupEdge:
             self.config = group_config(self.broker)
         coord = GroupCoordinator(self.config, self.broker.clock, self._write, owned_partitions=())
         coord.wakeup = self._wake.set
+        coord.topic_metadata = self._topic_metadata
+        coord.group_overrides = lambda gid: self.broker.image.group_configs.get(gid, {})
         self._coordinator = coord
         self._nursery.start_soon(self.run_timers)
         return coord
+
+    def _topic_metadata(self) -> dict:
+        """name -> (topic id, partition count) of the topics consumer groups may subscribe to
+        (internal topics left out, as Kafka's regex subscriptions leave them out)."""
+        return {name: (t.topic_id, len(t.partitions)) for name, t in self.broker.image.topics.items()
+                if not t.is_internal}
 
     async def ensure_topic(self) -> None:
         """Create ``__consumer_offsets`` unless it exists, and wait until it does (a first

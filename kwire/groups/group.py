@@ -107,6 +107,9 @@ class Group:
     new_member_added: bool = False
     initial_delay_remaining_ms: int | None = None  # set while the initial rebalance delay runs
     offsets: OffsetStore = field(default_factory=OffsetStore)
+    #: set when this is a KIP-848 consumer group (kwire.groups.consumer_group); the classic
+    #: state then stays Empty, with no classic members
+    consumer: object = None
 
     # -- state --------------------------------------------------------------------------
     def is_(self, state: GroupState) -> bool:

@@ -28,7 +28,9 @@ import logging
 
 from kwire.codec.records import CONTROL_ABORT, CONTROL_COMMIT, parse_control_record
 from kwire.errors import CodecError
+from kwire.groups import consumer_records as CR
 from kwire.groups import records as R
+from kwire.groups.consumer_group import ConsumerGroup, ConsumerGroupMember
 from kwire.groups.group import Group, GroupState, Member
 from kwire.groups.offsets import OffsetAndMetadata
 
@@ -44,8 +46,15 @@ def replay_record(groups: dict[str, Group], key: bytes, value: bytes | None,
     ``producer_id``: the producer of the transactional batch holding it (-1: not
     transactional). Returns the group a group-metadata record rebuilt (its members need
     session timers when the groups are live), else None."""
+    key = bytes(key)
+    if len(key) >= 2 and int.from_bytes(key[:2], "big", signed=True) in CR.TYPES:
+        try:
+            replay_consumer_record(groups, key, value, forget)
+        except CodecError:
+            pass   # skipped like an unknown key
+        return None
     try:
-        k = R.decode_key(bytes(key))
+        k = R.decode_key(key)
     except CodecError:
         return None
     if isinstance(k, R.OffsetKey):
@@ -55,7 +64,7 @@ def replay_record(groups: dict[str, Group], key: bytes, value: bytes | None,
             if g is not None:
                 g.offsets.remove(tp)
                 g.offsets.remove_pending(tp)
-                if g.is_(S.EMPTY) and not g.protocol_type and g.offsets.empty:
+                if g.is_(S.EMPTY) and not g.protocol_type and g.offsets.empty and g.consumer is None:
                     forget(g)
             return None
         try:
@@ -105,6 +114,44 @@ def replay_record(groups: dict[str, Group], key: bytes, value: bytes | None,
     fresh.subscribed_topics = fresh.compute_subscribed_topics()
     groups[k.group] = fresh
     return fresh
+
+
+def replay_consumer_record(groups: dict[str, Group], key: bytes, value: bytes | None,
+                           forget: Callable[[Group], None]) -> None:
+    """One KIP-848 consumer group record (kwire.groups.consumer_records), in log order."""
+    k = CR.decode_key(key)
+    g = groups.get(k.group_id)
+    if value is None:   # tombstones
+        cg = None if g is None else g.consumer
+        if cg is None:
+            return
+        if k.kind == CR.GROUP_METADATA:
+            g.consumer = None
+            if g.offsets.empty and not g.members:
+                forget(g)
+        elif k.kind == CR.MEMBER_METADATA:
+            cg.remove_member(k.member_id)
+        elif k.kind == CR.TARGET_MEMBER:
+            cg.target.pop(k.member_id, None)
+        return
+    if k.kind == CR.PARTITION_METADATA:
+        return   # recomputed from the metadata image
+    if g is None:
+        g = groups[k.group_id] = Group(k.group_id)
+    if g.consumer is None:
+        g.consumer = ConsumerGroup(k.group_id)
+        g.protocol_type = None
+    cg = g.consumer
+    if k.kind == CR.GROUP_METADATA:
+        cg.group_epoch = CR.decode_metadata_value(value)
+    elif k.kind == CR.TARGET_METADATA:
+        cg.assignment_epoch = CR.decode_target_metadata_value(value)
+    elif k.kind == CR.TARGET_MEMBER:
+        cg.target[k.member_id] = CR.decode_target_member_value(value)
+    else:
+        m = cg.members.get(k.member_id) or ConsumerGroupMember(k.member_id)
+        m = CR.apply_member_value(m, value) if k.kind == CR.MEMBER_METADATA else CR.apply_current_value(m, value)
+        cg.update_member(m)
 
 
 class PartitionLoad:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from kwire.clock import REAL_CLOCK, Clock
@@ -93,6 +93,11 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000  # offsets.retention.minutes = 10080
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
+    # KIP-848 consumer groups (group.consumer.*)
+    consumer_session_timeout_ms: int = 45_000
+    consumer_heartbeat_interval_ms: int = 5_000
+    consumer_max_size: int = 2_147_483_647
+    consumer_assignors: list = field(default_factory=lambda: ["uniform", "range"])
 
 
 def append_error(error: ErrorCode, too_large: ErrorCode) -> ErrorCode:
@@ -231,6 +236,14 @@ class Membership:
                 return p
             g = self.groups[group_id] = Group(group_id)
             created = True
+        if g.consumer is not None:   # a KIP-848 consumer group
+            if not g.consumer.is_empty():
+                # the online migration of a consumer group's members is a later slice
+                p.set_result(JoinResult(E.GROUP_ID_NOT_FOUND, member_id))
+                return p
+            # an empty consumer group becomes a classic one, keeping its offsets (as Kafka)
+            self._write(group_id, self.consumer_group_tombstones(g))
+            g.consumer = None
         if not self._accept_joining_member(g, member_id):
             if g.has(member_id):
                 self._remove_member(g, g.members[member_id], join_error=E.GROUP_MAX_SIZE_REACHED)

@@ -101,6 +101,7 @@ class PartitionOwnership:
             self.groups[gid] = g
             for m in g.members.values():
                 self._schedule_heartbeat(g, m)
+            self._start_consumer_timers(g)
             for producer_id in g.offsets.open_producers():
                 self._txn_groups.setdefault(producer_id, set()).add(gid)
         # an empty partition (50 of them on a first start, most on a small cluster) is not news

@@ -1,6 +1,8 @@
 """ApiVersions (key 18): versions 0-4.
 
-Ranges come from the handler registry, so an API is advertised exactly when it is served.
+Ranges come from the handler registry, so an API is advertised exactly when it is served;
+ConsumerGroupHeartbeat / ConsumerGroupDescribe only while group.coordinator.rebalance.protocols
+lists "consumer" (their handlers answer UNSUPPORTED_VERSION otherwise, as Kafka).
 Produce is advertised from v0 (librdkafka disables compression otherwise) although v0-2 are
 refused when used. A request at a version we do not know gets UNSUPPORTED_VERSION encoded as v0
 (see kwire.connection).
@@ -22,11 +24,31 @@ from kwire.handlers import REGISTRY, RequestContext, handles
 TV1_MAX_VERSIONS = {0: 11, 26: 4, 28: 4}
 TRANSACTION_VERSION = "transaction.version"
 
+#: APIs served only when a broker setting enables them: api key -> (config key, value it must list)
+ENABLED_BY = {68: ("group.coordinator.rebalance.protocols", "consumer"),   # KIP-848
+              69: ("group.coordinator.rebalance.protocols", "consumer")}
 
-def api_version_entries(api_versions_api: Api, transaction_version: int = 1) -> list:
+
+def disabled_apis(config) -> set[int]:
+    """The api keys a broker with this config does not serve (nor advertise)."""
+    if config is None:
+        return set()
+    out = set()
+    for key, (name, needed) in ENABLED_BY.items():
+        value = config.get(name)
+        items = value.split(",") if isinstance(value, str) else list(value or ())
+        if needed not in {str(x).strip().lower() for x in items}:
+            out.add(key)
+    return out
+
+
+def api_version_entries(api_versions_api: Api, transaction_version: int = 1, config=None) -> list:
     cls = api_versions_api.response.struct("ApiVersion")
     out = []
+    hidden = disabled_apis(config)
     for key, h in sorted(REGISTRY.items()):
+        if key in hidden:
+            continue
         lo = 0 if key == 0 else h.min_version  # Produce: advertise from v0
         hi = h.max_version
         if transaction_version < 2 and key in TV1_MAX_VERSIONS:
@@ -46,4 +68,5 @@ async def api_versions(ctx: RequestContext, req):
             finalized_features_epoch=0,
             finalized_features=[ctx.struct("FinalizedFeatureKey")(name=TRANSACTION_VERSION, max_version_level=tv,
                                                                   min_version_level=tv)])
-    return ctx.response(error_code=0, api_keys=api_version_entries(ctx.api, tv), throttle_time_ms=0, **extra)
+    return ctx.response(error_code=0, api_keys=api_version_entries(ctx.api, tv, ctx.broker.config),
+                        throttle_time_ms=0, **extra)

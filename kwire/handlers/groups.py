@@ -2,7 +2,7 @@
 FindCoordinator 0-5 (batched coordinator_keys from v4), JoinGroup 0-9, SyncGroup 0-5,
 Heartbeat 0-4, LeaveGroup 0-5 (batched from v3), OffsetCommit 2-9, OffsetFetch 1-9 (several
 groups from v8), DescribeGroups 0-5, ListGroups 0-5 (state filter from v4, type filter from v5:
-every kwire group is a "classic" group), DeleteGroups 0-2, OffsetDelete 0.
+"classic" or "consumer"), DeleteGroups 0-2, OffsetDelete 0.
 
 A group is coordinated by the leader of its ``__consumer_offsets`` partition (FindCoordinator
 names it; other brokers answer NOT_COORDINATOR, so clients rediscover it); a new leader
@@ -20,7 +20,11 @@ FindCoordinator key type 1 names a transaction coordinator (kwire.handlers.trans
 The first FindCoordinator of a group creates ``__consumer_offsets`` (kwire.groups.edge), as Kafka.
 OffsetFetch with require_stable (v7+) answers UNSTABLE_OFFSET_COMMIT for a partition with a
 transactional offset commit still open (TxnOffsetCommit, kwire.handlers.txn_offset_commit).
-Left out: KIP-848 member epochs (OffsetFetch v9's member id/epoch are ignored). Before the coordinator
+KIP-848 consumer groups (kwire.handlers.consumer_groups): OffsetCommit checks the member epoch
+(STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID; UNSUPPORTED_VERSION below v9 for their members), OffsetFetch
+v9 the member id and epoch it names; ListGroups shows them with type and protocol type "consumer";
+DescribeGroups answers them Dead with GROUP_ID_NOT_FOUND below v6 turned NONE, as Kafka
+("not a classic group"). Before the coordinator
 is open (or on a server built without it) every group API answers COORDINATOR_NOT_AVAILABLE.
 Handlers wait on the coordinator's ``Pending`` answers with a trio.Event.
 """
@@ -282,7 +286,7 @@ async def offset_commit(ctx: RequestContext, req):
         pend = coord.commit_offsets(
             req.group_id, req.generation_id_or_member_epoch, req.member_id, valid,
             group_instance_id=req.group_instance_id,
-            retention_ms=req.retention_time_ms if ctx.version <= 4 else -1)
+            retention_ms=req.retention_time_ms if ctx.version <= 4 else -1, api_version=ctx.version)
         r = await _wait(pend)
         errors.update(r.errors)
     out = []
@@ -295,8 +299,10 @@ async def offset_commit(ctx: RequestContext, req):
 
 
 # ============================================================================ OffsetFetch
-def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: bool):
-    """(group error, {(topic, partition): FetchedOffset}) with ``topics`` None for all."""
+def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: bool,
+                 member_id: str | None = None, member_epoch: int = -1):
+    """(group error, {(topic, partition): FetchedOffset}) with ``topics`` None for all;
+    v9's member id and epoch are checked for a KIP-848 consumer group."""
     coord, unavailable = _coordinator_for(ctx, group_id)
     if _group_denied(ctx, group_id, Op.DESCRIBE):
         return E.GROUP_AUTHORIZATION_FAILED, {}
@@ -304,6 +310,9 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: boo
         return unavailable, {}
     if not group_id:
         return E.INVALID_GROUP_ID, {}
+    error = coord.validate_consumer_offset_fetch(group_id, member_id, member_epoch)
+    if error is not None:
+        return error, {}
     parts = None if topics is None else \
         [(t.name, i) for t in topics for i in t.partition_indexes]
     r = coord.fetch_offsets(group_id, parts, require_stable)
@@ -352,7 +361,8 @@ async def offset_fetch(ctx: RequestContext, req):
     Pn = ctx.struct("OffsetFetchResponsePartitions")
     groups = []
     for g in req.groups:
-        err, offsets = _fetch_group(ctx, g.group_id, g.topics, req.require_stable)
+        err, offsets = _fetch_group(ctx, g.group_id, g.topics, req.require_stable,
+                                    g.member_id if v >= 9 else None, g.member_epoch if v >= 9 else -1)
         topics = [T(name=name, partitions=[
             Pn(partition_index=p, committed_offset=fo.offset,
                committed_leader_epoch=fo.leader_epoch, metadata=fo.metadata,
@@ -411,7 +421,7 @@ async def list_groups(ctx: RequestContext, req):
     if ctx.broker.authorizer is not None and not allowed(ctx, Op.DESCRIBE, CLUSTER, CLUSTER_NAME):
         groups = [g for g in groups if allowed(ctx, Op.DESCRIBE, GROUP, g.group_id)]
     return ctx.response(throttle_time_ms=0, error_code=err, groups=[
-        L(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state, group_type=CLASSIC_GROUP_TYPE)
+        L(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state, group_type=g.group_type)
         for g in groups])
 
 
