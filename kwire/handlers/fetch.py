@@ -1,4 +1,4 @@
-"""Fetch (key 1): versions 4-16.
+"""Fetch (key 1): versions 4-17.
 
 Long poll: the answer waits until min_bytes are available or max_wait_ms passes, woken the
 moment data is appended to any fetched partition (no polling: a waiting fetch holds only an
@@ -55,7 +55,7 @@ def _resolve_topics(ctx: RequestContext, req):
     return out
 
 
-@handles("Fetch", "4-16")
+@handles("Fetch", "4-17")
 async def fetch(ctx: RequestContext, req):
     b = ctx.broker
     v = ctx.version

@@ -1,5 +1,5 @@
 """Group APIs, answered by the group coordinator (kwire.groups, wired in kwire.groups.edge):
-FindCoordinator 0-5 (batched coordinator_keys from v4), JoinGroup 0-9, SyncGroup 0-5,
+FindCoordinator 0-6 (batched coordinator_keys from v4), JoinGroup 0-9, SyncGroup 0-5,
 Heartbeat 0-4, LeaveGroup 0-5 (batched from v3), OffsetCommit 2-9, OffsetFetch 1-9 (several
 groups from v8), DescribeGroups 0-5, ListGroups 0-5 (state filter from v4, type filter from v5:
 every kwire group is a "classic" group), DeleteGroups 0-2, OffsetDelete 0.
@@ -115,7 +115,7 @@ async def ensure_offsets_topic(ctx: RequestContext) -> None:
         await edge.ensure_topic()
 
 
-@handles("FindCoordinator", "0-5")
+@handles("FindCoordinator", "0-6")
 async def find_coordinator(ctx: RequestContext, req):
     v = ctx.version
 

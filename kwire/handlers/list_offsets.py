@@ -1,4 +1,4 @@
-"""ListOffsets (key 2): versions 1-9.
+"""ListOffsets (key 2): versions 1-10 (v10 timeout_ms: no remote storage, answered at once).
 
 Timestamps: -1 latest (high watermark; the last stable offset with isolation_level 1,
 read_committed, which also bounds a lookup by timestamp), -2 earliest (log start offset), -3 max timestamp (KIP-734),

@@ -18,7 +18,8 @@ def test_reassignment_through_kafka_python(tmp_path):
     from kafka import TopicPartition  # noqa: PLC0415
     from kafka.admin import KafkaAdminClient  # noqa: PLC0415
 
-    cluster = Cluster(str(tmp_path))
+    # AlterPartitionReassignments v1 (allow_replication_factor_change) is Kafka 4.1+
+    cluster = Cluster(str(tmp_path), extra_args=("--override", "kwire.emulate.kafka.version=4.3"))
     cluster.start()
     try:
         nodes = cluster.nodes

@@ -1,7 +1,8 @@
-"""ListOffsets (key 2), versions 1-9."""
+"""ListOffsets (key 2), versions 1-10 (v10: ``timeout_ms`` for remote-storage lookups, KIP-1075;
+kwire has no remote storage and answers at once)."""
 from kwire.codec.schema import F, Message
 
-REQUEST = Message("ListOffsetsRequest", api_key=2, kind="request", valid="1-9", flexible="6+", fields=[
+REQUEST = Message("ListOffsetsRequest", api_key=2, kind="request", valid="1-10", flexible="6+", fields=[
     F("replica_id", "int32", "0+"),
     F("isolation_level", "int8", "2+"),
     F("topics", "[]ListOffsetsTopic", "0+", fields=[
@@ -12,9 +13,10 @@ REQUEST = Message("ListOffsetsRequest", api_key=2, kind="request", valid="1-9", 
             F("timestamp", "int64", "0+"),
         ]),
     ]),
+    F("timeout_ms", "int32", "10+", ignorable=True),
 ])
 
-RESPONSE = Message("ListOffsetsResponse", api_key=2, kind="response", valid="1-9", flexible="6+", fields=[
+RESPONSE = Message("ListOffsetsResponse", api_key=2, kind="response", valid="1-10", flexible="6+", fields=[
     F("throttle_time_ms", "int32", "2+", ignorable=True),
     F("topics", "[]ListOffsetsTopicResponse", "0+", fields=[
         F("name", "string", "0+"),
