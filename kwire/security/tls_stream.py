@@ -9,6 +9,7 @@ response part in one write.
 """
 from __future__ import annotations
 
+import os
 import ssl
 
 import trio
@@ -72,7 +73,8 @@ class TlsStream(trio.abc.Stream):
             try:
                 while size < want:
                     chunk = self._obj.read(want - size)
-                    if not chunk:
+                    if not chunk:          # CPython's SSLObject.read: b"" after the peer's close_notify
+                        self._eof = True
                         break
                     chunks.append(chunk)
                     size += len(chunk)
@@ -109,4 +111,18 @@ class TlsStream(trio.abc.Stream):
         raise NotImplementedError
 
     async def aclose(self) -> None:
+        """Our close_notify (a peer may wait for it: asyncio's SSL transport waits up to 30 s),
+        written without waiting (the server closes connections with trio.aclose_forcefully),
+        then the TCP close."""
+        try:
+            self._obj.unwrap()
+        except (ssl.SSLError, ValueError):
+            pass                           # SSLWantReadError: the peer's close_notify not (yet) read
+        alert = self._out.read()
+        sock = getattr(self.transport_stream, "socket", None)
+        if alert and sock is not None:
+            try:
+                os.write(sock.fileno(), alert)   # a few dozen bytes into a non-blocking socket: best effort
+            except OSError:
+                pass
         await self.transport_stream.aclose()

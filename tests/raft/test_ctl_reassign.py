@@ -1,9 +1,10 @@
 """Partition reassignment on three real kwire processes through kafka-python's admin client:
 AlterPartitionReassignments sent to a node that is not the controller adds the new replica,
 ListPartitionReassignments shows it in progress; once the leader reports the new replica in
-the ISR (AlterPartition, as the broker side will) the old one is dropped; a second
-reassignment is cancelled. Followers do not copy data here: the controller's decisions are
-checked, as metadata."""
+the ISR (AlterPartition, sent here by the test) the old one is dropped; a second
+reassignment is cancelled. The controller's decisions are checked, as metadata: the new replica
+is cut off from the leader (kwire.link_faults), so it never catches up and the real leader never
+completes a reassignment on its own, which would race the test's steps."""
 from __future__ import annotations
 
 from kwire.errors import ErrorCode
@@ -27,6 +28,11 @@ def test_reassignment_through_kafka_python(tmp_path):
         assert wait_for(lambda: all(controller_of(p) > 0 for p in ports.values()), 20)
         ctl = controller_of(ports[1])
         a, b = sorted(i for i in ports if i != ctl)
+        cut = tmp_path / "b-cannot-reach"
+        cut.write_text(str(a))
+        nodes[b].kill()
+        nodes[b].start(cluster.voters, ("--override", f"kwire.test.unreachable.nodes.file={cut}"))
+        cluster.wait_serving(nodes[b], 30)
         assert create(ports[ctl], "move", -1, -1, {0: [a, ctl], 1: [a, ctl]}).error_code == 0
         assert wait_for(lambda: len(partitions(ports[a], "move")) == 2, 10)
         tid = topic_id(ports[ctl], "move")

@@ -50,6 +50,19 @@ def test_plaintext_bytes_on_a_tls_listener_close_the_connection_only(ssl_broker)
         assert s.version() in ("TLSv1.2", "TLSv1.3")
 
 
+def test_close_notify_is_answered_and_the_connection_closed(ssl_broker):
+    """A client that ends the session with close_notify gets the broker's close_notify and the
+    TCP close at once (asyncio's SSL transport, under aiokafka, waits up to 30 s for them)."""
+    b = ssl_broker
+    raw = socket.create_connection((b.host, b.port), timeout=5)
+    s = ssl.create_default_context(cafile=b.tls.ca_file).wrap_socket(raw, server_hostname="localhost")
+    plain = s.unwrap()            # sends ours, returns once the broker's arrived (a timeout otherwise)
+    try:
+        assert plain.recv(10) == b""
+    finally:
+        plain.close()
+
+
 def test_tls_below_1_2_is_refused(ssl_broker):
     b = ssl_broker
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
