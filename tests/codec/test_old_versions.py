@@ -76,7 +76,7 @@ def _their_leaves(obj, out):
 
 def test_the_removed_versions_are_covered():
     names = {(a.name, v) for a, _, v in CASES}
-    for want in [("Produce", 0), ("Produce", 2), ("ListOffsets", 0), ("OffsetCommit", 0),
+    for want in [("Fetch", 0), ("Fetch", 3), ("Produce", 0), ("Produce", 2), ("ListOffsets", 0), ("OffsetCommit", 0),
                  ("OffsetCommit", 1), ("OffsetFetch", 0), ("CreateTopics", 0), ("CreateTopics", 1),
                  ("DeleteTopics", 0), ("OffsetForLeaderEpoch", 1), ("DescribeAcls", 0), ("DescribeLogDirs", 0)]:
         assert want in names, want

@@ -45,7 +45,7 @@ CASES = {
              "record_errors": [{"batch_index": 2, "batch_index_error_message": "bad key"},
                                {"batch_index": 5, "batch_index_error_message": None}]}]}],
          "throttle_time_ms": 5, "node_endpoints": NODES}),
-    1: (FetchRequest, FetchResponse, (4, 17),
+    1: (FetchRequest, FetchResponse, (0, 17),
         {"cluster_id": "kw-cluster", "replica_id": -1, "replica_state": {"replica_id": 1, "replica_epoch": 4},
          "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 52428800, "isolation_level": 1, "session_id": 0,
          "session_epoch": -1, "rack_id": "rack-a",
