@@ -171,3 +171,72 @@ def table_of(config) -> ApiVersionTable:
         except KeyError:
             v = None
     return table_for(v)
+
+
+# ------------------------------------------------------------------------------ docs/emulation.md
+# Names of the APIs kwire has no schema for (kwire.codec.apis names the others).
+_OTHER_NAMES = {
+    34: "AlterReplicaLogDirs", 38: "CreateDelegationToken", 39: "RenewDelegationToken",
+    40: "ExpireDelegationToken", 41: "DescribeDelegationToken", 48: "DescribeClientQuotas",
+    49: "AlterClientQuotas", 50: "DescribeUserScramCredentials", 51: "AlterUserScramCredentials",
+    57: "UpdateFeatures", 61: "DescribeProducers", 68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
+    76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge",
+    80: "AddRaftVoter", 81: "RemoveRaftVoter", 83: "InitializeShareGroupState", 84: "ReadShareGroupState",
+    85: "WriteShareGroupState", 86: "DeleteShareGroupState", 87: "ReadShareGroupStateSummary",
+    88: "StreamsGroupHeartbeat", 89: "StreamsGroupDescribe", 90: "DescribeShareGroupOffsets",
+    91: "AlterShareGroupOffsets", 92: "DeleteShareGroupOffsets",
+}
+
+
+def api_name(key: int) -> str:
+    from kwire.codec.apis import APIS  # noqa: PLC0415
+
+    return APIS[key].name if key in APIS else _OTHER_NAMES.get(key, f"api key {key}")
+
+
+def _r(r) -> str:
+    return "none" if r is None else (f"v{r[0]}" if r[0] == r[1] else f"v{r[0]}-{r[1]}")
+
+
+def render() -> str:
+    """docs/emulation.md: ``python -m kwire.emulation > docs/emulation.md`` (make docs)."""
+    served = served_ranges()
+    out = ["# Kafka-version emulation", "",
+           "Generated from kwire/emulation.py (`make docs`). `kwire.emulate.kafka.version` (default "
+           f"`{DEFAULT_KAFKA_VERSION}`) picks the Kafka release whose API versions a broker advertises in "
+           "ApiVersions and accepts: one of " + ", ".join(f"`{v}`" for v in KAFKA_VERSIONS) + ". An unknown "
+           "value stops `kwire serve` with one line naming the key and the choices.", "",
+           "- Under 3.x kwire serves what Kafka 4 removed (KIP-896): Produce v0-2 with message formats v0/v1 "
+           "(converted to record batch v2 on append), Fetch v0-3 (v2 batches down-converted: v0-1 read magic 0, "
+           "v2-3 magic 1; headers dropped; zstd answered UNSUPPORTED_COMPRESSION_TYPE), ListOffsets v0, "
+           "OffsetCommit v0-1 and OffsetFetch v0 (the ZooKeeper versions v0 are answered UNSUPPORTED_VERSION, "
+           "as a KRaft 3.x broker answers them), Metadata v0-3, JoinGroup v0-1, SyncGroup/Heartbeat/LeaveGroup "
+           "v0, DescribeGroups v0, CreateTopics v0-1, DeleteTopics v0, OffsetForLeaderEpoch v0-1, ACLs v0, "
+           "DescribeConfigs v0, DescribeLogDirs v0.",
+           "- Under 4.x a request at a version the release removed is refused as Kafka 4 refuses it: the "
+           "connection is closed (ApiVersions: UNSUPPORTED_VERSION with the release's ranges). Produce stays "
+           "advertised from v0, as Kafka 4 does, and v0-2 are refused.",
+           "- An API the release has and kwire does not serve is never advertised; a version range kwire serves "
+           "only in part is advertised in that part. Both are listed below. The default is the newest release "
+           "with no partial ranges.",
+           "- Version-sniffing clients infer the release from these ranges: kafka-python's check_version says "
+           "3.9, 4.0 and 4.3 under those emulations; under 4.1 and 4.2 it says 4.0 (it tells 4.1 by Produce v13 "
+           "and 4.2 by ListOffsets v11, which kwire does not serve).", ""]
+    for v in KAFKA_VERSIONS:
+        gaps = missing(v, served)
+        partial = [(k, r, got) for k, (r, got) in gaps.items() if got is not None]
+        absent = [(k, r) for k, (r, got) in gaps.items() if got is None]
+        acc = accepted(v, served)
+        out += [f"## Kafka {v}", "", f"{len(acc)} APIs advertised; {len(partial)} served in part; "
+                f"{len(absent)} not served.", ""]
+        if partial:
+            out += ["| API | Kafka " + v + " | kwire serves |", "| --- | --- | --- |"]
+            out += [f"| {api_name(k)} ({k}) | {_r(r)} | {_r(got)} |" for k, r, got in partial]
+            out.append("")
+        if absent:
+            out += ["Not served: " + ", ".join(f"{api_name(k)} ({k}, {_r(r)})" for k, r in absent) + ".", ""]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(render())

@@ -145,3 +145,19 @@ def test_removed_versions_refused_the_kafka4_way(emulating, api_name, v, kafka4_
         else:
             corr, _ = FR.decode_response(a, v, frame)
             assert corr == 9
+
+
+def test_default_is_the_newest_release_served_in_full():
+    """In full: every API of the release that kwire serves at all, across the release's range."""
+    served = served_ranges()
+    full = [v for v in KAFKA_VERSIONS if all(got is None for _, got in missing(v, served).values())]
+    assert full and full[-1] == DEFAULT_KAFKA_VERSION
+
+
+def test_docs_are_current():
+    import pathlib
+
+    from kwire.emulation import render
+
+    doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "emulation.md"
+    assert doc.read_text().strip() == render().strip(), "run make docs (python -m kwire.emulation > docs/emulation.md)"
