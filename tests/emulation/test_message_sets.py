@@ -3,9 +3,7 @@ builder and reader (kafka.record.legacy_records, written for brokers before 0.11
 from __future__ import annotations
 
 import pytest
-from kafka.record import MemoryRecords
-from kafka.record.legacy_records import LegacyRecordBatchBuilder
-
+from compat_tests.old_wire import lend_xxhash, legacy_set, read_legacy
 from kwire.codec import legacy_records as L
 from kwire.codec.compression import compress
 from kwire.codec.records import LOG_APPEND_TIME, build_batch, build_control_batch, iter_batches, set_base_offset
@@ -14,43 +12,11 @@ from kwire.errors import ErrorCode
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3}
 
 
-def legacy_set(magic: int, codec: int, n: int = 3, base_ts: int = 1_700_000_000_000) -> bytes:
-    b = LegacyRecordBatchBuilder(magic=magic, compression_type=codec, batch_size=1 << 20)
-    for i in range(n):
-        b.append(i, timestamp=base_ts + i if magic else None, key=b"k%d" % i if i % 2 == 0 else None,
-                 value=b"value-%d" % i * (i + 1))
-    return bytes(b.build())
-
-
-def read_legacy(buf: bytes) -> list:
-    """(offset, timestamp, key, value) as kafka-python's consumer reads a message set."""
-    mr = MemoryRecords(buf)
-    out = []
-    while True:
-        batch = mr.next_batch()
-        if batch is None:
-            return out
-        out += [(r.offset, r.timestamp, r.key, r.value) for r in batch]
-
-
-class _Xxh32:
-    """kafka-python needs the xxhash package for magic-0 lz4 (Kafka's wrong frame header
-    checksum); this stands in for it with a digest of the same shape."""
-
-    def __init__(self, data):
-        self.h = L._xxh32_short(bytes(data))
-
-    def digest(self):
-        return self.h.to_bytes(4, "big")
 
 
 @pytest.fixture(autouse=True)
 def xxhash_for_kafka_python(monkeypatch):
-    import types
-
-    import kafka.codec
-    if kafka.codec.xxhash is None:
-        monkeypatch.setattr(kafka.codec, "xxhash", types.SimpleNamespace(xxh32=_Xxh32))
+    lend_xxhash(monkeypatch)
 
 
 @pytest.mark.parametrize("magic", [0, 1])

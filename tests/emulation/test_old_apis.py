@@ -14,7 +14,7 @@ from kafka.protocol.old import offset_for_leader_epoch as OE
 from kwire.errors import ErrorCode as E
 from kwire.testing import Broker
 
-from .oldwire import OldWire
+from compat_tests.old_wire import OldWire
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,10 @@ from kafka.protocol.old import produce as P
 from kwire.errors import ErrorCode as E
 from kwire.testing import Broker
 
-from .oldwire import OldWire
-from .test_message_sets import legacy_set, read_legacy, xxhash_for_kafka_python  # noqa: F401 - autouse
+from compat_tests.old_wire import OldWire
+from compat_tests.old_wire import legacy_set, read_legacy
+
+from .test_message_sets import xxhash_for_kafka_python  # noqa: F401 - autouse
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,8 @@ import socket
 import struct
 
 from kafka.protocol.old.api import ResponseClassRegistry
+from kafka.record import MemoryRecords
+from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 
 class OldWire:
@@ -65,3 +67,46 @@ class OldWire:
                 return None
             buf += got
         return buf
+
+
+def legacy_set(magic: int, codec: int, n: int = 3, base_ts: int = 1_700_000_000_000) -> bytes:
+    """A producer's message set in format v0/v1, built by kafka-python's legacy record builder:
+    n messages (even ones keyed), timestamps base_ts + i in v1."""
+    b = LegacyRecordBatchBuilder(magic=magic, compression_type=codec, batch_size=1 << 20)
+    for i in range(n):
+        b.append(i, timestamp=base_ts + i if magic else None, key=b"k%d" % i if i % 2 == 0 else None,
+                 value=b"value-%d" % i * (i + 1))
+    return bytes(b.build())
+
+
+def read_legacy(buf: bytes) -> list:
+    """(offset, timestamp, key, value) as kafka-python's consumer reads a message set."""
+    mr = MemoryRecords(buf)
+    out = []
+    while True:
+        batch = mr.next_batch()
+        if batch is None:
+            return out
+        out += [(r.offset, r.timestamp, r.key, r.value) for r in batch]
+
+
+class _Xxh32:
+    """kafka-python reads and writes lz4 in message format v0 (Kafka's wrong frame header checksum,
+    KAFKA-3160) only with the xxhash package; this stands in for it, digest of the same shape."""
+
+    def __init__(self, data):
+        from kwire.codec.legacy_records import _xxh32_short
+
+        self.h = _xxh32_short(bytes(data))
+
+    def digest(self):
+        return self.h.to_bytes(4, "big")
+
+
+def lend_xxhash(monkeypatch) -> None:
+    """Let kafka-python handle magic-0 lz4 for one test (``monkeypatch``: pytest's fixture)."""
+    import types
+
+    import kafka.codec
+    if kafka.codec.xxhash is None:
+        monkeypatch.setattr(kafka.codec, "xxhash", types.SimpleNamespace(xxh32=_Xxh32))
