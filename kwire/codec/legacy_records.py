@@ -148,22 +148,22 @@ def to_record_batch(buf) -> tuple[bytes, int]:
 
 
 # ------------------------------------------------------------------------------ fetch: down to v0/v1
+_PREFIX = struct.Struct(">qiI")      # offset, size, crc
+_V0_HEAD = struct.Struct(">bb")       # magic, attributes
+_V1_HEAD = struct.Struct(">bbq")      # magic, attributes, timestamp
+_NULL = b"\xff\xff\xff\xff"
+
+
+def _message_bytes(offset: int, magic: int, attributes: int, timestamp: int, key, value) -> bytes:
+    """One message with its offset and size prefix (the down-conversion's inner loop)."""
+    head = _V1_HEAD.pack(magic, attributes, timestamp) if magic else _V0_HEAD.pack(magic, attributes)
+    body = b"".join((head, _NULL if key is None else _I32.pack(len(key)), key or b"",
+                     _NULL if value is None else _I32.pack(len(value)), value or b""))
+    return _PREFIX.pack(offset, len(body) + 4, zlib.crc32(body)) + body
+
+
 def _message(out: bytearray, offset: int, magic: int, attributes: int, timestamp: int, key, value) -> None:
-    start = len(out)
-    out += b"\x00" * (LOG_OVERHEAD + 4)
-    out.append(magic)
-    out.append(attributes)
-    if magic == MAGIC_V1:
-        out += timestamp.to_bytes(8, "big", signed=True)
-    for b in (key, value):
-        if b is None:
-            out += b"\xff\xff\xff\xff"
-        else:
-            out += len(b).to_bytes(4, "big")
-            out += b
-    _HEAD.pack_into(out, start, offset, len(out) - start - LOG_OVERHEAD)
-    crc = zlib.crc32(memoryview(out)[start + LOG_OVERHEAD + 4:])
-    out[start + LOG_OVERHEAD: start + LOG_OVERHEAD + 4] = crc.to_bytes(4, "big")
+    out += _message_bytes(offset, magic, attributes, timestamp, key, value)
 
 
 def down_convert(data, to_magic: int, first_offset: int) -> list[bytes]:
@@ -172,37 +172,143 @@ def down_convert(data, to_magic: int, first_offset: int) -> list[bytes]:
     ``first_offset`` and control batches are left out, headers are dropped (the older formats
     have none), timestamps too in v0; a LogAppendTime batch gives its messages its max
     timestamp and the LogAppendTime bit. Raises LegacyRecordError(UNSUPPORTED_COMPRESSION_TYPE)
-    for a zstd batch (and lz4 to magic 0), which the older formats cannot carry."""
+    for a zstd batch, which the older formats cannot carry."""
     units = []
     for batch in iter_batches(data, allow_partial_tail=True):
         if batch.is_control:
             continue
+        codec = batch.compression
+        if codec == Z.NONE and batch.timestamp_type != LOG_APPEND_TIME:
+            try:
+                unit = _plain_batch(batch, to_magic, first_offset)
+            except (IndexError, ValueError):   # anything unusual: the general path names it
+                unit = None
+            if unit is not None:
+                if unit:
+                    units.append(unit)
+                continue
         recs = [r for r in batch.records() if r.offset >= first_offset]
         if not recs:
             continue
-        codec = batch.compression
         if codec == Z.ZSTD:
             raise LegacyRecordError(f"{Z.codec_name(codec)} batches cannot be down-converted to message "
                                     f"format v{to_magic}", ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
         lat = batch.timestamp_type == LOG_APPEND_TIME
         ts_bit = TIMESTAMP_TYPE_BIT if lat and to_magic == MAGIC_V1 else 0
         max_ts = batch.max_timestamp
-        out = bytearray()
         if codec == Z.NONE:
-            for r in recs:
-                _message(out, r.offset, to_magic, ts_bit, max_ts if lat else r.timestamp, r.key, r.value)
-        else:
-            inner = bytearray()
-            for i, r in enumerate(recs):
-                _message(inner, i if to_magic == MAGIC_V1 else r.offset, to_magic, 0,
-                         max_ts if lat else r.timestamp, r.key, r.value)
-            wrapper_ts = max_ts if lat else max(r.timestamp for r in recs)
-            packed = Z.compress(codec, inner)
-            if codec == Z.LZ4 and to_magic == MAGIC_V0:
-                packed = lz4_frame_checksum(packed, broken=True)
-            _message(out, recs[-1].offset, to_magic, codec | ts_bit, wrapper_ts, None, packed)
-        units.append(bytes(out))
+            if lat:
+                units.append(b"".join([_message_bytes(r.offset, to_magic, ts_bit, max_ts, r.key, r.value)
+                                       for r in recs]))
+            else:
+                units.append(b"".join([_message_bytes(r.offset, to_magic, 0, r.timestamp, r.key, r.value)
+                                       for r in recs]))
+            continue
+        inner = b"".join([_message_bytes(i if to_magic == MAGIC_V1 else r.offset, to_magic, 0,
+                                         max_ts if lat else r.timestamp, r.key, r.value)
+                          for i, r in enumerate(recs)])
+        wrapper_ts = max_ts if lat else max(r.timestamp for r in recs)
+        packed = Z.compress(codec, inner)
+        if codec == Z.LZ4 and to_magic == MAGIC_V0:
+            packed = lz4_frame_checksum(packed, broken=True)
+        units.append(_message_bytes(recs[-1].offset, to_magic, codec | ts_bit, wrapper_ts, None, packed))
     return units
+
+
+def _plain_batch(batch, magic: int, first_offset: int) -> bytes | None:
+    """An uncompressed CreateTime batch's records as messages, walked straight from the batch
+    bytes (keys and values are copied once, into the output); None when a record is not the
+    usual shape (long varints), for the general path."""
+    view = batch.payload()
+    base_offset, base_ts = batch.base_offset, batch.base_timestamp
+    out = []
+    append = out.append
+    pack_prefix, crc32, i32 = _PREFIX.pack, zlib.crc32, _I32.pack
+    head = _V1_HEAD.pack if magic else None
+    pos, n = 0, len(view)
+    for _ in range(batch.record_count):
+        b = view[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif view[pos + 1] < 0x80:
+            b = (b & 0x7F) | (view[pos + 1] << 7)
+            length = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            return None
+        end = pos + length
+        if end > n:
+            return None
+        p = pos + 1   # attributes
+        b = view[p]   # timestamp delta
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            p += 1
+        elif view[p + 1] < 0x80:
+            b = (b & 0x7F) | (view[p + 1] << 7)
+            ts_delta = (b >> 1) ^ -(b & 1)
+            p += 2
+        else:
+            return None
+        b = view[p]   # offset delta
+        if b < 0x80:
+            offset_delta = (b >> 1) ^ -(b & 1)
+            p += 1
+        elif view[p + 1] < 0x80:
+            b = (b & 0x7F) | (view[p + 1] << 7)
+            offset_delta = (b >> 1) ^ -(b & 1)
+            p += 2
+        else:
+            return None
+        b = view[p]   # key length
+        if b < 0x80:
+            klen = (b >> 1) ^ -(b & 1)
+            p += 1
+        elif view[p + 1] < 0x80:
+            b = (b & 0x7F) | (view[p + 1] << 7)
+            klen = (b >> 1) ^ -(b & 1)
+            p += 2
+        else:
+            return None
+        if klen >= 0:
+            key = view[p:p + klen]
+            p += klen
+        elif klen == -1:
+            key = None
+        else:
+            return None
+        b = view[p]
+        if b < 0x80:
+            vlen = (b >> 1) ^ -(b & 1)
+            p += 1
+        elif view[p + 1] < 0x80:
+            b = (b & 0x7F) | (view[p + 1] << 7)
+            vlen = (b >> 1) ^ -(b & 1)
+            p += 2
+        else:
+            return None
+        if vlen >= 0:
+            value = view[p:p + vlen]
+            p += vlen
+        elif vlen == -1:
+            value = None
+        else:
+            return None
+        if p > end:
+            return None
+        pos = end
+        offset = base_offset + offset_delta
+        if offset < first_offset:
+            continue
+        body = b"".join((head(1, 0, base_ts + ts_delta) if magic else b"\x00\x00",
+                         _NULL if key is None else i32(klen), b"" if key is None else key,
+                         _NULL if value is None else i32(vlen), b"" if value is None else value))
+        append(pack_prefix(offset, len(body) + 4, crc32(body)))
+        append(body)
+    if pos != n:
+        return None
+    return b"".join(out)
 
 
 # ------------------------------------------------------------------------------ lz4 in magic 0

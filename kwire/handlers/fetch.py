@@ -289,13 +289,15 @@ def _down_convert(ctx: RequestContext, res, topic: str, partition: int, offset: 
     except LegacyRecordError as exc:
         res.error, res.records, res.size = exc.code, b"", 0
         return
-    out = bytearray()
+    taken, size = [], 0
     for u in units:
-        if len(out) + len(u) <= limit or (not out and first):
-            out += u
+        if size + len(u) <= limit or (not taken and first):
+            taken.append(u)
+            size += len(u)
         else:
             break
+    out = taken[0] if len(taken) == 1 else b"".join(taken)
     if hard and len(out) > limit:
-        del out[limit:]
-    res.records = bytes(out)
+        out = out[:limit]
+    res.records = out
     res.size = len(out)
