@@ -185,7 +185,7 @@ def _has_transactional_records(req) -> bool:
     for td in req.topic_data:
         for pd in td.partition_data:
             r = pd.records
-            if r is not None and len(r) > 22 and r[22] & 0x10:
+            if r is not None and len(r) > 22 and r[22] & 0x10 and r[16] == 2:
                 return True
     return False
 
