@@ -142,3 +142,48 @@ def test_refused_the_kafka4_way_under_40(broker40, make):
     # the broker lives: a fresh connection is served
     with OldWire(broker40.bootstrap_servers) as w:
         assert w.send(A.DescribeAclsRequest_v1(2, None, 3, None, None, 1, 1)).error_code == E.SECURITY_DISABLED
+
+
+def test_group_membership_at_the_oldest_versions(broker39):
+    """kafka-python pinned to Kafka 0.10's protocol subscribes with JoinGroup v0, SyncGroup v0,
+    Heartbeat v0 and LeaveGroup v0, finds its offsets with ListOffsets v0 and commits with
+    OffsetCommit v2; Metadata v0 and DescribeGroups v0 from the classic classes see the group."""
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.protocol.old import metadata as M
+
+    topic = f"grp-{uuid.uuid4().hex[:8]}"
+    group = f"old-{uuid.uuid4().hex[:6]}"
+    broker39.create_topic(topic, 2)
+    p = KafkaProducer(bootstrap_servers=broker39.bootstrap_servers, api_version=(0, 10))
+    for i in range(6):
+        p.send(topic, value=b"%d" % i, partition=i % 2)
+    p.flush()
+    p.close()
+    c = KafkaConsumer(topic, bootstrap_servers=broker39.bootstrap_servers, api_version=(0, 10), group_id=group,
+                      auto_offset_reset="earliest", consumer_timeout_ms=6000)
+    got = []
+    for m in c:
+        got.append(m.value)
+        if len(got) == 6:
+            break
+    assert sorted(got) == [b"%d" % i for i in range(6)]
+    c.commit()
+    with OldWire(broker39.bootstrap_servers) as w:
+        md = w.send(M.MetadataRequest_v0([topic])).to_object()
+        assert [t["name"] for t in md["topics"]] == [topic] and len(md["topics"][0]["partitions"]) == 2
+        dg = w.send(A.DescribeGroupsRequest_v0([group])).to_object()
+        assert dg["groups"][0]["error_code"] == 0 and dg["groups"][0]["group_state"] == "Stable"
+        assert len(dg["groups"][0]["members"]) == 1
+    c.close()
+    with OldWire(broker39.bootstrap_servers) as w:
+        r = w.send(C.OffsetFetchRequest_v1(group, [(topic, [0, 1])]))
+        assert sorted(p[1] for t in r.topics for p in t[1]) == [3, 3]
+
+
+def test_join_group_v0_refused_under_40(broker40):
+    from kafka.protocol.old import group as G
+
+    with OldWire(broker40.bootstrap_servers) as w:
+        assert w.send(G.JoinGroupRequest_v0("g", 10000, "", "consumer", [("range", b"")])) is None
+    with OldWire(broker40.bootstrap_servers) as w:
+        assert w.send(G.JoinGroupRequest_v2("g", 10000, 10000, "", "consumer", [("range", b"")])) is not None
