@@ -23,5 +23,5 @@ def api_version_entries(api_versions_api: Api, versions: ApiVersionTable | None 
 
 @handles("ApiVersions")
 async def api_versions(ctx: RequestContext, req):
-    table = table_of(getattr(ctx.broker, "config", None))
+    table = table_of(ctx.broker.config)
     return ctx.response(error_code=0, api_keys=api_version_entries(ctx.api, table), throttle_time_ms=0)
