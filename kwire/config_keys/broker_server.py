@@ -50,8 +50,10 @@ _b("eligible.leader.replicas.enable", B, False, "Use eligible leader replicas (K
 _b("initial.broker.registration.timeout.ms", I, 60000, "How long a starting broker waits to register.")
 _b("broker.heartbeat.interval.ms", I, 2000, "Time between broker heartbeats to the controller.")
 _b("broker.session.timeout.ms", I, 9000, "A broker without heartbeats for this long is fenced.")
-_b("controller.listener.names", LI, None, "Names of the listeners the controller uses.")
-_b("sasl.mechanism.controller.protocol", S, "GSSAPI", "SASL mechanism to reach the controllers.")
+_b("controller.listener.names", LI, None, "Names of the listeners the controller uses; the first one's "
+   "protocol (listener.security.protocol.map) secures the links to and between controllers.")
+_b("sasl.mechanism.controller.protocol", S, "GSSAPI", "SASL mechanism to reach the controllers on a SASL "
+   "controller listener (kwire: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).")
 _b("server.max.startup.time.ms", L, LONG_MAX, "Longest a starting broker waits to catch up.", at_least(0), hidden=True)
 _b("controller.performance.sample.period.ms", L, 60000, "Period of controller performance samples.", at_least(100),
    hidden=True)
@@ -125,8 +127,11 @@ _b("leader.imbalance.per.broker.percentage", I, 10, "Leader imbalance allowed pe
 _b("leader.imbalance.check.interval.seconds", L, 300, "How often leader balance is checked.", at_least(1))
 _b("unclean.leader.election.enable", B, False, "Let an out-of-sync replica become leader as a last "
    "resort.", None, CW)
-_b("inter.broker.listener.name", S, None, "Listener brokers use to talk to each other.")
-_b("security.inter.broker.protocol", S, "PLAINTEXT", "Security protocol between brokers.", one_of(*PROTOCOLS))
+_b("inter.broker.listener.name", S, None, "Listener brokers use to talk to each other (replica fetches, "
+   "transaction markers): a broker connects to this listener of its peer; unset: the listener named by "
+   "security.inter.broker.protocol.")
+_b("security.inter.broker.protocol", S, "PLAINTEXT", "Security protocol between brokers: the inter-broker "
+   "listener is the one of this name (not with inter.broker.listener.name).", one_of(*PROTOCOLS))
 _b("replica.selector.class", S, None, "ReplicaSelector class that picks the preferred read replica.")
 _b("follower.fetch.last.tiered.offset.enable", B, False, "Followers start from the last tiered offset.",
    None, CW)

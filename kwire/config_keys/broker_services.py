@@ -160,7 +160,8 @@ _b("ssl.client.auth", S, "none", "Whether TLS clients must present a certificate
    one_of("required", "requested", "none"), PB)
 _b("ssl.principal.mapping.rules", S, "DEFAULT", "Rules from certificate names to principals.")
 _b("sasl.enabled.mechanisms", LI, ["GSSAPI"], "SASL mechanisms served.", None, PB)
-_b("sasl.mechanism.inter.broker.protocol", S, "GSSAPI", "SASL mechanism between brokers.", None, PB)
+_b("sasl.mechanism.inter.broker.protocol", S, "GSSAPI", "SASL mechanism between brokers on a SASL "
+   "inter-broker listener (kwire: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).", None, PB)
 _b("sasl.kerberos.principal.to.local.rules", LI, ["DEFAULT"], "Rules from Kerberos principals to short "
    "names.", None, PB)
 _b("sasl.server.callback.handler.class", C, None, "SASL server callback handler class.")
@@ -277,3 +278,8 @@ _b("metrics.listen", S, "", "kwire: HOST:PORT of the Prometheus text endpoint (G
 _b("metadata.snapshot.interval.entries", I, 10000, "kwire: committed metadata entries between snapshots.",
    at_least(1), kwire=True)
 
+_b("transaction.version", SH, 1, "kwire: the transaction.version feature level the cluster finalizes, "
+   "advertised in ApiVersions (Kafka sets it with kafka-storage format --feature or kafka-features "
+   "upgrade); 2: KIP-890 part 2, producers skip AddPartitionsToTxn/AddOffsetsToTxn (Produce v12 and "
+   "TxnOffsetCommit v5 add the partition) and EndTxn v5 bumps the epoch of every transaction.",
+   between(1, 2), kwire=True)

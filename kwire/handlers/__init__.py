@@ -50,6 +50,7 @@ class BrokerServices(Protocol):
     producer_ids_lock: trio.Lock
     authorizer: Any                # kwire.security.authorizer.Authorizer, None without authorizer.class.name
     fetch_sessions: FetchSessionCache
+    quotas: Any                    # kwire.quota.manager.ClientQuotas
 
     @property
     def groups(self) -> GroupCoordinator | None: ...   # None until __consumer_offsets replayed
@@ -107,6 +108,9 @@ class RequestContext:
     api: Api
     peer: str
     connection: Any = None
+    # set by a handler that recorded its own quotas (Fetch): the throttle time it answered
+    throttle_time_ms: int | None = None
+    request_timer: Any = None   # kwire.quota.manager.TimedCoroutine while a request quota exists
 
     @property
     def version(self) -> int:
@@ -146,6 +150,8 @@ _MODULES = [
     "txn_offset_commit",
     "sasl",
     "acls",
+    "client_quotas",
+    "user_scram",
 ]
 
 

@@ -3,10 +3,17 @@
 Ranges are those of the emulated Kafka release (``kwire.emulate.kafka.version``, see
 kwire.emulation) cut to the handler registry, so an API is advertised exactly when it is served.
 Produce is advertised from v0 (librdkafka disables compression otherwise), as Kafka 4 does
-although it refuses v0-2. A request at a version we do not know gets UNSUPPORTED_VERSION encoded as v0
-(see kwire.connection). Left out: supported/finalized features (KRaft feature
-levels) - no stock client needs them, and leaving the tagged fields at their defaults keeps the
-response readable by librdkafka 2.0.
+although it refuses v0-2. A request at a version we do not know gets UNSUPPORTED_VERSION encoded
+as v0 (see kwire.connection).
+
+Features (v3+, KIP-584): the one kwire has is ``transaction.version`` (the broker config of the
+same name is the finalized level, 1 or 2). At level 2 the response carries it as supported
+(0-2) and finalized (2), with Produce v12, EndTxn v5 and TxnOffsetCommit v5 (KIP-890 part 2:
+the Java client 4.x then uses transaction version 2) when the emulated release has them (4.0+;
+under 3.x emulation the level is taken as 1); at
+level 1 those three stop at v11 / v4 / v4 and no feature is sent (the tagged fields stay at
+their defaults, which keeps the response readable by librdkafka 2.0). Left out:
+metadata.version and the other KRaft features, which no stock client reads.
 """
 from __future__ import annotations
 
@@ -14,14 +21,37 @@ from kwire.codec.apis import Api
 from kwire.emulation import ApiVersionTable, table_of
 from kwire.handlers import RequestContext, handles
 
+#: the last version of each API before transaction version 2 (Kafka's LAST_BEFORE_TRANSACTION_V2_VERSION)
+TV1_MAX_VERSIONS = {0: 11, 26: 4, 28: 4}
+TRANSACTION_VERSION = "transaction.version"
 
-def api_version_entries(api_versions_api: Api, versions: ApiVersionTable | None = None) -> list:
+
+def api_version_entries(api_versions_api: Api, transaction_version: int = 1,
+                        versions: ApiVersionTable | None = None) -> list:
     cls = api_versions_api.response.struct("ApiVersion")
     table = versions if versions is not None else table_of(None)
-    return [cls(api_key=key, min_version=lo, max_version=hi) for key, (lo, hi) in sorted(table.advertised.items())]
+    out = []
+    for key, (lo, hi) in sorted(table.advertised.items()):
+        if transaction_version < 2 and key in TV1_MAX_VERSIONS:
+            hi = min(hi, TV1_MAX_VERSIONS[key])
+        out.append(cls(api_key=key, min_version=lo, max_version=hi))
+    return out
 
 
 @handles("ApiVersions")
 async def api_versions(ctx: RequestContext, req):
-    table = table_of(ctx.broker.config)
-    return ctx.response(error_code=0, api_keys=api_version_entries(ctx.api, table), throttle_time_ms=0)
+    config = ctx.broker.config
+    table = table_of(config)
+    tv = int(config.get(TRANSACTION_VERSION) or 1)
+    if tv >= 2 and table.accepted.get(26, (0, 0))[1] < 5:
+        tv = 1   # the emulated release (3.x) predates transaction version 2: not offered
+    extra = {}
+    if tv >= 2 and ctx.version >= 3:
+        extra = dict(
+            supported_features=[ctx.struct("SupportedFeatureKey")(name=TRANSACTION_VERSION, min_version=0,
+                                                                  max_version=2)],
+            finalized_features_epoch=0,
+            finalized_features=[ctx.struct("FinalizedFeatureKey")(name=TRANSACTION_VERSION, max_version_level=tv,
+                                                                  min_version_level=tv)])
+    return ctx.response(error_code=0, api_keys=api_version_entries(ctx.api, tv, table),
+                        throttle_time_ms=0, **extra)

@@ -20,6 +20,10 @@ offset, not the high watermark; the fetch offset is the follower's log end offse
 replica manager records (high watermark, ISR expansion); a follower whose last fetched epoch
 (v12+) ends earlier on the leader gets ``diverging_epoch`` and no records; sessionless, woken
 by every append (replica.fetch.wait.max.ms is the follower's max_wait_ms).
+Client quotas (kwire.quota.edge): a consumer's max_bytes is capped at one quota window of its
+consumer_byte_rate; its answer's record bytes are recorded, and a throttled fetch is answered
+empty with throttle_time_ms (replica fetches are exempt). The size recorded is that of the
+records returned, not of the whole encoded response as in Kafka (a few dozen bytes a partition less).
 With an authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions, kept
 out of the session); a follower needs CLUSTER_ACTION on the cluster (TOPIC_AUTHORIZATION_FAILED
 everywhere otherwise, as Kafka).
@@ -43,6 +47,7 @@ from kwire.fetch_session import FetchSessionCache
 from kwire.handlers import RequestContext, handles
 from kwire.codec.legacy_records import LegacyRecordError, down_convert, fetch_magic
 from kwire.codec.primitives import ZERO_UUID
+from kwire.quota import edge as quota_edge
 from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
 from kwire.security.operations import AclOperation as Op
 
@@ -71,6 +76,7 @@ async def fetch(ctx: RequestContext, req):
     replica_id = req.replica_state.replica_id if v >= 15 else req.replica_id
     auth = b.authorizer   # None: no authorization
     if replica_id >= 0:
+        ctx.throttle_time_ms = 0   # replica fetches are exempt from client quotas
         if auth is not None and not allowed(ctx, Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
             return _all_denied(ctx, req)
         return await _replica_fetch(ctx, req, replica_id)
@@ -136,15 +142,24 @@ async def fetch(ctx: RequestContext, req):
         explicit = set(wanted)
 
     read_committed = req.isolation_level == 1
+    quotas = b.quotas if b.quotas.enabled else None
+    max_bytes, min_bytes = req.max_bytes, req.min_bytes
+    if quotas is not None:   # no more than one quota window's worth (consumer_byte_rate)
+        max_bytes = quota_edge.fetch_max_bytes(quotas, ctx, max_bytes)
+        min_bytes = min(min_bytes, max_bytes)
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     while True:
-        responses, total, has_error = _read_all(ctx, fetch_set, req.max_bytes, read_committed, session,
+        responses, total, has_error = _read_all(ctx, fetch_set, max_bytes, read_committed, session,
                                                 incremental, explicit)
-        if total >= req.min_bytes or has_error or req.max_wait_ms <= 0 or trio.current_time() >= deadline \
+        if total >= min_bytes or has_error or req.max_wait_ms <= 0 or trio.current_time() >= deadline \
                 or not fetch_set:
             break
         await rm.wait_for_data(list(fetch_set), deadline)
         explicit = set()  # after waiting, report what changed
+    if quotas is not None:
+        throttle = ctx.throttle_time_ms = quota_edge.fetch_quota(quotas, ctx, total, b.clock.now_ms())
+        if throttle > 0:   # Kafka's getThrottledResponse: nothing, and the session left as it was
+            return ctx.response(throttle_time_ms=throttle, error_code=0, session_id=session_id, responses=[])
     if session is not None:  # remember what this answer told the client
         for key, _, pd in responses:
             st = session.partitions.get(key)

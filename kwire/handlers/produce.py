@@ -1,5 +1,5 @@
-"""Produce (key 0): versions 0-11. v0-2 carry message formats v0/v1 (message sets; Kafka 3.x and
-older, kwire.emulate.kafka.version 3.9): each partition's message set is converted to one v2
+"""Produce (key 0): versions 0-12 (v12: transaction version 2, see below). v0-2 carry message
+formats v0/v1 (message sets; Kafka 3.x and older, kwire.emulate.kafka.version 3.9): each partition's message set is converted to one v2
 record batch (kwire.codec.legacy_records: keys, values and timestamps kept, -1 in v0; the
 compression codec kept) before the append, as Kafka's LogValidator converts to magic 2; a
 corrupt set (CRC-32, sizes) is CORRUPT_MESSAGE, a v2 batch in a v0-2 request or a nested
@@ -47,11 +47,20 @@ retriable NOT_ENOUGH_REPLICAS ("Unable to verify the partition has been added to
 transaction. Underlying error: ..."); INVALID_PRODUCER_ID_MAPPING as is; transactional
 batches of more than one producer in one request: INVALID_PRODUCER_ID_MAPPING for the whole
 request.
+Client quotas: the request's size (producer_byte_rate) and time (request_percentage) are
+recorded at the connection edge when the answer is ready (kwire.quota.edge), which sets
+throttle_time_ms and mutes the connection; nothing here.
 With an authorizer (kwire.security.authorizer): WRITE on each topic (TOPIC_AUTHORIZATION_FAILED
 for its partitions) and on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for all).
-Left out: Produce v12 (transaction version 2: the leader adds the partition itself), Kafka's
-batching of concurrent verifications into one request per coordinator node (kwire sends one
-per Produce request), and the verification entry's lowest-sequence check.
+KIP-890 part 2 (Produce v12, transaction version 2, sent when ApiVersions finalizes
+transaction.version 2): the same guard is taken for a producer without a transaction of the
+batch's epoch open here (the previous transaction's marker may still be due: its EndTxn bumped
+the epoch), and the coordinator is asked to add the partition (kwire.transactions.verify.
+add_to_transaction: in process, waiting up to 100 ms for a previous transaction that is still
+writing its markers, as Kafka's AddPartitionsToTxnManager retries CONCURRENT_TRANSACTIONS;
+AddPartitionsToTxn v5 without verify_only to another broker); its answers map as above.
+Left out: Kafka's batching of concurrent verifications into one request per coordinator node
+(kwire sends one per Produce request), and the verification entry's lowest-sequence check.
 """
 from __future__ import annotations
 
@@ -66,12 +75,12 @@ from kwire.handlers import RequestContext, handles
 from kwire.log.validator import CLIENT
 from kwire.security.authorizer import TOPIC, TRANSACTIONAL_ID, allowed
 from kwire.security.operations import AclOperation as Op
-from kwire.transactions.verify import verify_transaction
+from kwire.transactions.verify import add_to_transaction, verify_transaction
 
 log = logging.getLogger("kwire.produce")
 
 
-@handles("Produce", "0-11")
+@handles("Produce", "0-12")
 async def produce(ctx: RequestContext, req):
     v = ctx.version
     b = ctx.broker
@@ -215,17 +224,19 @@ async def _verify_transaction(ctx: RequestContext, req, now_ms: int):
         raise KafkaError("Transactional records contained more than one producer ID",
                          ErrorCode.INVALID_PRODUCER_ID_MAPPING)
     pid, epoch = next(iter(producers))
+    tv2 = ctx.version >= 12   # transaction version 2: the leader adds the partition itself
     guards, errors = {}, {}
     for tp in found:
         try:
-            g = rm.maybe_start_transaction_verification(tp[0], tp[1], pid, epoch, now_ms)
+            g = rm.maybe_start_transaction_verification(tp[0], tp[1], pid, epoch, now_ms, tv2)
         except KafkaError as exc:
             errors[tp] = exc
             continue
         if g is not None:
             guards[tp] = g
     if guards:
-        answers = await verify_transaction(ctx.broker, req.transactional_id, pid, epoch, list(guards))
+        ask = add_to_transaction if tv2 else verify_transaction
+        answers = await ask(ctx.broker, req.transactional_id, pid, epoch, list(guards))
         for tp, code in answers.items():
             exc = _verification_error(ErrorCode(code), ctx.version)
             if exc is not None:

@@ -1,5 +1,5 @@
 """Transaction coordinator APIs (kwire.transactions, wired in kwire.transactions.edge):
-AddPartitionsToTxn 0-5, AddOffsetsToTxn 0-4, EndTxn 0-4, DescribeTransactions 0,
+AddPartitionsToTxn 0-5, AddOffsetsToTxn 0-4, EndTxn 0-5, DescribeTransactions 0,
 ListTransactions 0-2; and the transactional halves of InitProducerId (0-5, called from
 init_producer_id.py) and FindCoordinator key type 1 (called from groups.py).
 
@@ -15,10 +15,11 @@ ongoing transaction, TRANSACTION_ABORTABLE for the others, INVALID_TXN_STATE bel
 unknown topics or partitions fail the whole transaction (UNKNOWN_TOPIC_OR_PARTITION for
 those, OPERATION_NOT_ATTEMPTED for the rest).
 
-Left out: transactions version 2 (KIP-890 part 2: EndTxn v5, an epoch bump per transaction,
-partitions added by the partition leaders), so EndTxn is served up to v4 and ApiVersions
-advertises no transaction.version feature; clients then use version 1, which every stock
-client supports.
+Transaction version 2 (KIP-890 part 2), when the transaction.version config finalizes it
+(ApiVersions then advertises EndTxn v5, Produce v12, TxnOffsetCommit v5): EndTxn v5 bumps the
+epoch at every end and answers the new producer id and epoch; AddPartitionsToTxn v5 without
+verify_only (a partition leader, or a group coordinator, adding for such a producer) adds as
+version 2. Clients that stay on version 1 (librdkafka, kafka-python, aiokafka) see no change.
 
 With an authorizer (kwire.security.authorizer), as Kafka: WRITE on the transactional id for
 InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
@@ -38,15 +39,13 @@ from kwire.handlers import RequestContext, handles
 from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, allowed
 from kwire.security.operations import AclOperation as Op
 from kwire.transactions.records import TRANSACTION_STATE_TOPIC
+from kwire.transactions.verify import add_partitions_waiting
 
 E = ErrorCode
 log = logging.getLogger("kwire.transactions")
 
 #: how long FindCoordinator waits for __transaction_state to be created before answering
 CREATE_WAIT_S = 10.0
-#: how long AddPartitionsToTxn / AddOffsetsToTxn wait for an ending transaction to complete
-#: before answering CONCURRENT_TRANSACTIONS (Kafka's add.partitions.to.txn.retry.backoff.max.ms)
-COMPLETION_WAIT_S = 0.1
 
 
 async def _wait(p):
@@ -195,21 +194,17 @@ async def _add_one(ctx: RequestContext, tid: str, pid: int, epoch: int, topics, 
         if v < 5:
             out = {tp: E.INVALID_TXN_STATE if e == E.TRANSACTION_ABORTABLE else e for tp, e in out.items()}
         return out
-    error = await _add_partitions(ctx, coord, tid, pid, epoch, tps)
+    # v5 without verify_only: a partition leader (Produce v12) or group coordinator
+    # (TxnOffsetCommit v5) adding the partition for a producer of transaction version 2
+    error = await _add_partitions(ctx, coord, tid, pid, epoch, tps, 2 if v >= 5 else None)
     return {tp: _fenced(error, v, 2) for tp in tps}
 
 
-async def _add_partitions(ctx: RequestContext, coord, tid: str, pid: int, epoch: int, tps) -> ErrorCode:
-    """coordinator.add_partitions; a transaction still ending (EndTxn answered, its markers
-    being written: CONCURRENT_TRANSACTIONS) is waited for, up to COMPLETION_WAIT_S, and the
-    request answered from the state it left, as a client's retry would be (Kafka answers
-    CONCURRENT_TRANSACTIONS at once and the client retries after its backoff)."""
-    error = await _wait(coord.add_partitions(tid, pid, epoch, tps))
-    if error == E.CONCURRENT_TRANSACTIONS and coord.completing(tid):
-        await _edge(ctx).wait_for_completion(tid, COMPLETION_WAIT_S)
-        if ctx.broker.txn_edge.coordinator is coord:
-            error = await _wait(coord.add_partitions(tid, pid, epoch, tps))
-    return error
+async def _add_partitions(ctx: RequestContext, coord, tid: str, pid: int, epoch: int, tps,
+                          transaction_version: int | None = None) -> ErrorCode:
+    """coordinator.add_partitions, waiting for a transaction still ending (see
+    kwire.transactions.verify.add_partitions_waiting)."""
+    return await add_partitions_waiting(_edge(ctx), coord, tid, pid, epoch, tps, transaction_version)
 
 
 @handles("AddPartitionsToTxn", "0-5")
@@ -272,8 +267,9 @@ async def add_offsets_to_txn(ctx: RequestContext, req):
 
 
 # ============================================================================ EndTxn
-@handles("EndTxn", "0-4")
+@handles("EndTxn", "0-5")
 async def end_txn(ctx: RequestContext, req):
+    """v5: transaction version 2 (the epoch bumped by this end is answered with the id)."""
     v = ctx.version
     if _txn_denied(ctx, req.transactional_id):
         return ctx.response(throttle_time_ms=0, error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -283,11 +279,13 @@ async def end_txn(ctx: RequestContext, req):
     sender = _edge(ctx).sender
     if sender is not None:
         sender.note_end_txn(req.transactional_id)   # for the timing log (off unless enabled)
-    error = await _wait(coord.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed))
-    if error:
+    r = await _wait(coord.end_transaction(req.transactional_id, req.producer_id, req.producer_epoch, req.committed,
+                                          2 if v >= 5 else 0))
+    if r.error:
         log.info("EndTxn(%s, %s) from %s: %s", req.transactional_id, "commit" if req.committed else "abort",
-                 ctx.peer, error.name)
-    return ctx.response(throttle_time_ms=0, error_code=_fenced(error, v, 2))
+                 ctx.peer, r.error.name)
+    return ctx.response(throttle_time_ms=0, error_code=_fenced(r.error, v, 2), producer_id=r.producer_id,
+                        producer_epoch=r.producer_epoch)
 
 
 # ============================================================================ operators

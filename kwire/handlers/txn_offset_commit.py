@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (key 28): versions 0-4 served.
+"""TxnOffsetCommit (key 28): versions 0-5 served.
 
 A transactional producer's ``sendOffsetsToTransaction``: the group's coordinator (the leader
 of its ``__consumer_offsets`` partition) writes the offsets as a transactional batch of the
@@ -13,9 +13,13 @@ producer id or epoch below 0 is INVALID_PRODUCER_ID_MAPPING (no transaction can 
 offsets); the log's verdict on the producer's epoch (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED)
 and append errors as an OffsetCommit's.
 
-Left out: v5 (transaction V2, KIP-890 part 2: the commit would add the offsets partition to
-the transaction itself); KIP-890 part 1 verification of the offsets partition with the
-transaction coordinator before the write (so TRANSACTION_ABORTABLE is never answered).
+v5 (transaction version 2, KIP-890 part 2; advertised when the transaction.version config
+finalizes 2): the producer sent no AddOffsetsToTxn, so the group's __consumer_offsets partition
+is added to its transaction with the transaction coordinator first (kwire.transactions.verify.
+add_to_transaction), and its answer fails every partition as Kafka maps it (PRODUCER_FENCED as
+INVALID_PRODUCER_EPOCH, the retriable ones as COORDINATOR_NOT_AVAILABLE...).
+Left out: KIP-890 part 1 verification of the offsets partition below v5 (so
+TRANSACTION_ABORTABLE is never answered there).
 With an authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED everywhere) and on each topic
 (TOPIC_AUTHORIZATION_FAILED), as Kafka.
 """
@@ -29,7 +33,7 @@ from kwire.security.operations import AclOperation as Op
 E = ErrorCode
 
 
-@handles("TxnOffsetCommit", "0-4")
+@handles("TxnOffsetCommit", "0-5")
 async def txn_offset_commit(ctx: RequestContext, req):
     v = ctx.version
     image = ctx.broker.image
@@ -63,6 +67,11 @@ async def txn_offset_commit(ctx: RequestContext, req):
             else:
                 valid.append((t.name, p.partition_index, p.committed_offset,
                               p.committed_leader_epoch, p.committed_metadata))
+    if valid and v >= 5:
+        add_error = await _add_offsets_partition(ctx, coord, req)
+        if add_error is not None:
+            errors.update({(t, p): add_error for t, p, *_ in valid})
+            valid = []
     if valid:
         pend = coord.commit_txn_offsets(
             req.group_id, req.producer_id, req.producer_epoch, valid,
@@ -78,3 +87,25 @@ async def txn_offset_commit(ctx: RequestContext, req):
                error_code=errors.get((t.name, p.partition_index), E.NONE))
             for p in t.partitions])
         for t in req.topics])
+
+
+#: the coordinator's answer to adding the offsets partition, as Kafka's group coordinator gives
+#: it to a TxnOffsetCommit v5 (retriable ones become COORDINATOR_NOT_AVAILABLE so the producer
+#: retries; TRANSACTION_ABORTABLE and fencing as they are, PRODUCER_FENCED as the epoch error)
+_ADD_ERRORS = {E.PRODUCER_FENCED: E.INVALID_PRODUCER_EPOCH, E.CONCURRENT_TRANSACTIONS: E.COORDINATOR_NOT_AVAILABLE,
+               E.NETWORK_EXCEPTION: E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR: E.COORDINATOR_NOT_AVAILABLE,
+               E.COORDINATOR_LOAD_IN_PROGRESS: E.COORDINATOR_NOT_AVAILABLE}
+
+
+async def _add_offsets_partition(ctx: RequestContext, coord, req):
+    """Transaction version 2: the group's offsets partition joins the producer's transaction
+    (the coordinator then writes its marker there); None when added."""
+    from kwire.groups.records import OFFSETS_TOPIC  # noqa: PLC0415
+    from kwire.transactions.verify import add_to_transaction  # noqa: PLC0415
+
+    tp = (OFFSETS_TOPIC, coord.partition_for(req.group_id))
+    answers = await add_to_transaction(ctx.broker, req.transactional_id, req.producer_id, req.producer_epoch, [tp])
+    code = E(answers.get(tp, E.UNKNOWN_SERVER_ERROR))
+    if code == E.NONE:
+        return None
+    return _ADD_ERRORS.get(code, code)

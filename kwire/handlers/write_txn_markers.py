@@ -18,7 +18,10 @@ learns it (``complete_transaction``: the transaction's offset commits become vis
 vanish on abort), as Kafka's onTransactionCompleted.
 
 With an authorizer: CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED everywhere).
-Left out: v2 (KIP-890 part 2, transaction version 2: markers that bump the epoch).
+Left out: v2 (its TransactionVersion field, with which Kafka checks a version 2 marker's epoch
+strictly above the producer's). kwire's coordinator sends the markers of a transaction of
+version 2 at v1 carrying the bumped epoch, which the v1 rule (an epoch not below the
+producer's) accepts.
 """
 from __future__ import annotations
 

@@ -234,12 +234,19 @@ class ProducerStateEntry:
 class VerificationGuard:
     """An identity token (Kafka's VerificationGuard): only the very object taken before the
     coordinator was asked lets the batch in."""
-    __slots__ = ("producer_id", "epoch", "created_ms")
+    __slots__ = ("producer_id", "epoch", "created_ms", "supports_epoch_bump")
 
-    def __init__(self, producer_id: int, epoch: int, created_ms: int):
+    def __init__(self, producer_id: int, epoch: int, created_ms: int, supports_epoch_bump: bool = False):
         self.producer_id = producer_id
         self.epoch = epoch
         self.created_ms = created_ms
+        #: transaction version 2 (Produce v12): the marker that ends the producer's previous
+        #: transaction carries this guard's epoch (bumped by its EndTxn) and does not void it;
+        #: only a marker of a later epoch (this transaction aborted) does
+        self.supports_epoch_bump = supports_epoch_bump
+
+    def voided_by_marker(self, marker_epoch: int) -> bool:
+        return not self.supports_epoch_bump or marker_epoch > self.epoch
 
     def __repr__(self) -> str:
         return f"VerificationGuard(pid={self.producer_id}, epoch={self.epoch}, at {self.created_ms})"
@@ -269,19 +276,24 @@ class ProducerStateManager:
         self.verification_guards: dict[int, VerificationGuard] = {}
 
     # --- transaction verification (KIP-890 part 1) ----------------------------------------
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
+    def has_ongoing_transaction(self, producer_id: int, epoch: int | None = None) -> bool:
+        """Whether the producer has a transaction open here; with ``epoch``, one of that epoch
+        (Kafka's UnifiedLog.hasOngoingTransaction: a batch of another epoch belongs to another
+        transaction, e.g. the next one of transaction version 2 while this one's marker is due)."""
         entry = self.producers.get(producer_id)
-        return entry is not None and entry.current_txn_first_offset >= 0
+        return entry is not None and entry.current_txn_first_offset >= 0 and (epoch is None or entry.epoch == epoch)
 
-    def maybe_start_verification(self, producer_id: int, epoch: int, now_ms: int) -> VerificationGuard | None:
-        """None when the producer's transaction is open here (nothing to verify), else its
-        guard: the one already taken (a concurrent request of the same producer shares it,
-        its epoch raised to the newer one), or a new one."""
-        if self.has_ongoing_transaction(producer_id):
+    def maybe_start_verification(self, producer_id: int, epoch: int, now_ms: int,
+                                 supports_epoch_bump: bool = False) -> VerificationGuard | None:
+        """None when the producer's transaction of this epoch is open here (nothing to
+        verify), else its guard: the one already taken (a concurrent request of the same
+        producer shares it, its epoch raised to the newer one), or a new one."""
+        if self.has_ongoing_transaction(producer_id, epoch):
             return None
         g = self.verification_guards.get(producer_id)
         if g is None:
-            g = self.verification_guards[producer_id] = VerificationGuard(producer_id, epoch, now_ms)
+            g = self.verification_guards[producer_id] = VerificationGuard(producer_id, epoch, now_ms,
+                                                                          supports_epoch_bump)
         elif epoch > g.epoch:
             g.epoch = epoch
         return g
@@ -399,7 +411,9 @@ class ProducerStateManager:
         if entry is None:
             entry = self.producers[producer_id] = ProducerStateEntry(producer_id, epoch, (), timestamp)
         if self.verification_guards:   # the transaction ended: a verification in flight is void
-            self.verification_guards.pop(producer_id, None)
+            g = self.verification_guards.get(producer_id)
+            if g is not None and g.voided_by_marker(epoch):
+                del self.verification_guards[producer_id]
         aborted = None
         first = entry.current_txn_first_offset
         if first >= 0:

@@ -1,12 +1,14 @@
-"""The metadata image: brokers, topics, partitions and configs, built only by replaying
-metadata records (habit: state is derived from the log)."""
+"""The metadata image: brokers, topics, partitions, configs, ACLs and SCRAM credentials, built
+only by replaying metadata records (habit: state is derived from the log)."""
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
 
 from kwire.metadata import records as R
+from kwire.quota.store import ClientQuotaStore
 from kwire.security.authorizer import AclBinding, AclStore
+from kwire.security.scram_credentials import ScramCredential, ScramCredentialStore
 
 
 @dataclass
@@ -92,6 +94,8 @@ class MetadataImage:
         self.features: dict[str, int] = {}
         self.next_producer_id = 0
         self.acls = AclStore()   # AccessControlEntryRecords by id (kwire.security.authorizer)
+        self.client_quotas = ClientQuotaStore()   # ClientQuotaRecords (kwire.quota.store)
+        self.scram = ScramCredentialStore()   # UserScramCredentialRecords (kwire.security.scram_credentials)
         self.offset = -1  # the last applied record offset
         self.listeners: list = []  # callables(msg, obj) notified after each applied record
 
@@ -160,6 +164,13 @@ class MetadataImage:
                                              obj.host, obj.operation, obj.permission_type))
         elif msg is R.REMOVE_ACCESS_CONTROL_ENTRY:
             self.acls.remove(obj.id)
+        elif msg is R.CLIENT_QUOTA:
+            self.client_quotas.apply(obj)
+        elif msg is R.USER_SCRAM_CREDENTIAL:
+            self.scram.put(obj.name, obj.mechanism, ScramCredential(bytes(obj.salt), bytes(obj.stored_key),
+                                                                    bytes(obj.server_key), obj.iterations))
+        elif msg is R.REMOVE_USER_SCRAM_CREDENTIAL:
+            self.scram.remove(obj.name, obj.mechanism)
         for fn in self.listeners:
             fn(msg, obj)
 
@@ -205,6 +216,15 @@ def image_records(image: MetadataImage) -> list:
         out.append((R.ACCESS_CONTROL_ENTRY, R.ACCESS_CONTROL_ENTRY.cls(
             id=acl_id, resource_type=b.resource_type, resource_name=b.resource_name, pattern_type=b.pattern_type,
             principal=b.principal, host=b.host, operation=b.operation, permission_type=b.permission_type)))
+    Ent = R.CLIENT_QUOTA.struct("EntityData")
+    for ent, values in sorted(image.client_quotas.entities.items(), key=lambda kv: repr(kv[0])):
+        for k, v in sorted(values.items()):
+            out.append((R.CLIENT_QUOTA, R.CLIENT_QUOTA.cls(
+                entity=[Ent(entity_type=t, entity_name=n) for t, n in ent], key=k, value=v, remove=False)))
+    for user, mechanism, c in image.scram.items():
+        out.append((R.USER_SCRAM_CREDENTIAL, R.USER_SCRAM_CREDENTIAL.cls(
+            name=user, mechanism=mechanism, salt=c.salt, stored_key=c.stored_key, server_key=c.server_key,
+            iterations=c.iterations)))
     if image.next_producer_id:
         out.append((R.PRODUCER_IDS, R.PRODUCER_IDS.cls(broker_id=-1, broker_epoch=-1,
                                                        next_producer_id=image.next_producer_id)))

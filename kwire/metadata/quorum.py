@@ -85,7 +85,10 @@ class MetadataQuorum:
                                            cluster_id=broker.cluster_id, forward_handler=self._on_forward,
                                            controller_handler=self._on_controller_request,
                                            controller_apis=CA.handlers(self.controller),
-                                           unreachable=link_faults.from_config(broker.config, self.node_id))
+                                           unreachable=link_faults.from_config(broker.config, self.node_id),
+                                           link=broker.peer_security.controller,
+                                           listener_security=broker.peer_security.controller_listener,
+                                           authorizer=broker.authorizer)
         self._pending_topics: set[str] = set()
         # (monotonic time, ms) of recent commits on this node as active controller (kwire.metrics)
         self.commit_latencies: collections.deque = collections.deque(maxlen=1024)

@@ -1,5 +1,5 @@
 """Metadata records in KRaft's shape (RegisterBrokerRecord, TopicRecord, PartitionRecord,
-ConfigRecord, RemoveTopicRecord, PartitionChangeRecord, ...).
+ConfigRecord, RemoveTopicRecord, PartitionChangeRecord, UserScramCredentialRecord, ...).
 
 Serialised like Kafka's MetadataRecordSerde: unsigned varint frame version (1), unsigned varint
 record type, unsigned varint record version, then the record body in the flexible encoding.
@@ -95,11 +95,33 @@ ACCESS_CONTROL_ENTRY = _rec("AccessControlEntryRecord", 18, [
     F("permission_type", "int8"),
 ])
 REMOVE_ACCESS_CONTROL_ENTRY = _rec("RemoveAccessControlEntryRecord", 19, [F("id", "uuid")])
+# one quota key of one entity (user / client-id, name null for the default), set or removed
+CLIENT_QUOTA = _rec("ClientQuotaRecord", 14, [
+    F("entity", "[]EntityData", fields=[F("entity_type", "string"), F("entity_name", "string", nullable="0+")]),
+    F("key", "string"),
+    F("value", "float64"),
+    F("remove", "bool"),
+])
+# SCRAM credentials (KIP-554), as Kafka's ScramControlManager writes them: mechanism 1 SCRAM-SHA-256,
+# 2 SCRAM-SHA-512; the controller turns the client's salted password into StoredKey and ServerKey
+USER_SCRAM_CREDENTIAL = _rec("UserScramCredentialRecord", 11, [
+    F("name", "string"),
+    F("mechanism", "int8"),
+    F("salt", "bytes"),
+    F("stored_key", "bytes"),
+    F("server_key", "bytes"),
+    F("iterations", "int32"),
+])
+REMOVE_USER_SCRAM_CREDENTIAL = _rec("RemoveUserScramCredentialRecord", 22, [
+    F("name", "string"),
+    F("mechanism", "int8"),
+])
 
 BY_TYPE: dict[int, Message] = {m.type_id: m for m in (  # type: ignore[attr-defined]
     REGISTER_BROKER, UNREGISTER_BROKER, TOPIC, PARTITION, CONFIG, PARTITION_CHANGE, FENCE_BROKER,
     UNFENCE_BROKER, REMOVE_TOPIC, FEATURE_LEVEL, NO_OP, PRODUCER_IDS, BROKER_REGISTRATION_CHANGE,
-    ACCESS_CONTROL_ENTRY, REMOVE_ACCESS_CONTROL_ENTRY)}
+    ACCESS_CONTROL_ENTRY, REMOVE_ACCESS_CONTROL_ENTRY, USER_SCRAM_CREDENTIAL, REMOVE_USER_SCRAM_CREDENTIAL,
+    CLIENT_QUOTA)}
 
 # ConfigResource types, as in Kafka's ConfigResource.Type
 RESOURCE_TOPIC = 2

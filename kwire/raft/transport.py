@@ -16,6 +16,12 @@ and message, topic id, partitions, replication factor). Kafka's brokers wrap the
 request in an Envelope (with the principal, for the controller's authorizer); kwire has no
 authorizer yet, so the node sends the topic's request itself.
 
+The controller listener is secured as ``controller.listener.names`` and
+``listener.security.protocol.map`` say (kwire.security.peers): TLS (mutual with
+``ssl.client.auth=required``) and SASL (kwire.security.controller_edge) on inbound
+connections, the same on the connections to the other voters; with an authorizer, requests
+need CLUSTER_ACTION on the cluster (DescribeQuorum: DESCRIBE), as Kafka's controllers ask.
+
 One outgoing connection per peer; requests are pipelined on it and answered in any order
 (matched by correlation id). The server side handles each request in its own task, so a
 parked Fetch never holds up a Vote. Requests that cannot be sent (peer down, queue full) are
@@ -37,6 +43,7 @@ from kwire.raft import messages as M
 from kwire.raft.log import OffsetAndEpoch
 from kwire.raft.storage import decode_entries, encode_entries
 from kwire.net import peer_name, pump, send_parts, set_nodelay
+from kwire.security.peers import PeerAuthenticationFailed
 
 log = logging.getLogger("kwire.raft.transport")
 
@@ -272,8 +279,15 @@ class RaftTransport:
                  forward_handler: Callable[[list[bytes]], Awaitable[tuple[int, int]]] | None = None,
                  controller_handler: Callable[[Any], Awaitable[Any]] | None = None,
                  controller_apis: dict[int, Callable[[Any, int], Awaitable[Any]]] | None = None,
-                 unreachable=None):
+                 unreachable=None, link=None, listener_security=None, authorizer=None):
+        from kwire.security.peers import PeerLink  # noqa: PLC0415
+
         self.driver = driver
+        # outgoing: the voters' controller listener and how to secure it (kwire.security.peers);
+        # incoming: what this node's controller listener asks (TLS, SASL) and the authorizer
+        self.link = link or PeerLink("controller")
+        self.listener_security = listener_security
+        self.authorizer = authorizer
         self.unreachable = unreachable   # tests: kwire.link_faults.UnreachableNodes, else None
         # AlterPartition, BrokerHeartbeat, ElectLeaders (kwire.metadata.controller_apis): key -> fn(body, version)
         self.controller_apis = controller_apis or {}
@@ -330,14 +344,19 @@ class RaftTransport:
                 await self._drain_while_down(peer, 0.1)
                 continue
             try:
-                stream = await trio.open_tcp_stream(*peer.addr)
-            except OSError as exc:
-                peer.last_error = _why(exc)
+                stream = await self.link.connect(*peer.addr, timeout=5.0, client_id=f"kwire-raft-{self.node_id}")
+            except PeerAuthenticationFailed as exc:   # TLS or SASL refused: one error line per reason
+                if peer.last_error != str(exc):
+                    log.error("raft: node %d cannot connect to voter %d: %s", self.node_id, peer.node_id, exc)
+                peer.last_error = str(exc)
+                await self._drain_while_down(peer, 0.5)
+                continue
+            except (OSError, trio.TooSlowError) as exc:
+                peer.last_error = _why(exc) if isinstance(exc, OSError) else "connect timed out"
                 await self._drain_while_down(peer, backoff)
                 backoff = min(backoff * 2, 0.5)
                 continue
             backoff = 0.05
-            set_nodelay(stream)
             conn = KafkaClientConnection(client_id=f"kwire-raft-{self.node_id}", max_frame_size=64 << 20)
             peer.connected, peer.last_error = True, None
             try:
@@ -425,16 +444,41 @@ class RaftTransport:
         await trio.serve_listeners(self._handle, listeners)
 
     async def _handle(self, stream) -> None:
+        from kwire.security.controller_edge import ControllerConnection  # noqa: PLC0415
+        from kwire.security.edge import HandshakeFailed, secure  # noqa: PLC0415
+
         set_nodelay(stream)
         peer = peer_name(stream)
         conn = KafkaConnection(64 << 20, peer=peer)
         send_lock = trio.Lock()
+        guard = None
+        if self.listener_security is not None or self.authorizer is not None:
+            guard = ControllerConnection(self.listener_security, self.authorizer, host=peer.rpartition(":")[0]
+                                         .strip("[]"))
         try:
+            if self.listener_security is not None and self.listener_security.tls:
+                try:
+                    stream, guard.principal = await secure(stream, self.listener_security, 10.0)
+                except HandshakeFailed as exc:
+                    log.info("raft: closing inbound connection from %s on the controller listener: %s", peer, exc)
+                    return
             async with trio.open_nursery() as nursery:
                 async def on_event(ev) -> bool:
                     if ev.__class__ is Request:  # each in its own task: a parked Fetch never holds up a Vote
                         if self.unreachable is not None and self.unreachable.blocks_client(ev.header.client_id):
                             return True
+                        if guard is not None:
+                            verdict = guard.check(ev.header.api_key, ev.header.api_version, ev.body,
+                                                  int(trio.current_time() * 1000))
+                            if verdict.answer is not None:
+                                async with send_lock:
+                                    await send_parts(stream, KafkaConnection.send_response(ev, verdict.answer))
+                            if verdict.close is not None:
+                                log.warning("raft: closing inbound connection from %s on the controller listener: "
+                                            "%s", peer, verdict.close)
+                                return True
+                            if verdict.answer is not None:
+                                return False
                         nursery.start_soon(self._answer_guarded, stream, send_lock, ev)
                         return False
                     if ev is CLOSED:

@@ -2,7 +2,9 @@
 ReplicaFetcherManager / ReplicaFetcherThread).
 
 One fetcher per leader broker (num.replica.fetchers = 1), over one connection to that
-broker's client listener, as Kafka's followers do: a replica Fetch (v15: ``replica_state``
+broker's inter-broker listener (inter.broker.listener.name: TLS and SASL as
+kwire.security.peers sets up; a refused authentication is logged once, naming the leader, and
+retried every replica.fetch.backoff.ms), as Kafka's followers do: a replica Fetch (v15: ``replica_state``
 with this broker's id and epoch, topic ids, sessionless) for every partition this broker
 follows there, each from its log end offset with its last fetched epoch and the leader epoch
 it knows. The leader holds the fetch until it has data (replica.fetch.min.bytes) or
@@ -30,8 +32,9 @@ from kwire.codec.apis import api
 from kwire.codec.frame import NEED_DATA
 from kwire.connection import KafkaClientConnection, ProtocolError
 from kwire.errors import ErrorCode, KafkaError
-from kwire.net import RECV_SIZE, set_nodelay
+from kwire.net import RECV_SIZE
 from kwire.replication import follower as F
+from kwire.security.peers import PLAINTEXT_LINK, PeerAuthenticationFailed
 
 log = logging.getLogger("kwire.replication.fetcher")
 
@@ -59,6 +62,14 @@ class ReplicaFetcher:
         self.partitions: dict[tuple[str, int], _Fetching] = {}
         self.changed = trio.Event()
         self._answers = 0   # answers received on the current connection
+        self._refusal: str | None = None   # why the leader's listener refuses us, once logged
+
+    def _refused(self, why: str) -> None:
+        """A connection the leader's listener refused (authentication, TLS, no such listener):
+        one error line naming the peer, repeated only when the reason changes."""
+        if why != self._refusal:
+            log.error("broker %d: cannot fetch from broker %d: %s", self.manager.node_id, self.leader_id, why)
+            self._refusal = why
 
     def _poke(self) -> None:
         self.changed.set()
@@ -71,17 +82,28 @@ class ReplicaFetcher:
                 await self.changed.wait()
                 continue
             b = m.image().brokers.get(self.leader_id)
-            if b is None or not b.port or (m.unreachable is not None and m.unreachable.blocks(self.leader_id)):
+            addr = m.link.address(b) if b is not None else None
+            if addr is None or (m.unreachable is not None and m.unreachable.blocks(self.leader_id)):
+                if b is not None and addr is None:
+                    self._refused(f"broker {self.leader_id} registered no inter-broker listener {m.link.listener}")
                 await self._sleep(m.backoff_s)
                 continue
             try:
-                stream = await trio.open_tcp_stream(b.host, b.port)
-            except OSError as exc:
-                log.debug("broker %d: cannot reach leader %d at %s:%d: %s", m.node_id, self.leader_id,
-                          b.host, b.port, exc)
+                stream = await m.link.connect(addr[0], addr[1], timeout=m.request_timeout_s,
+                                              client_id=f"kwire-replica-fetcher-{m.node_id}")
+            except PeerAuthenticationFailed as exc:     # wrong credentials or certificate: said once
+                self._refused(str(exc))
                 await self._sleep(m.backoff_s)
                 continue
-            set_nodelay(stream)
+            except (OSError, trio.TooSlowError) as exc:
+                log.debug("broker %d: cannot reach leader %d at %s:%d: %s", m.node_id, self.leader_id,
+                          addr[0], addr[1], exc)
+                await self._sleep(m.backoff_s)
+                continue
+            if self._refusal is not None:
+                log.info("broker %d: replica fetches from broker %d connected again (%s)", m.node_id,
+                         self.leader_id, m.link.describe())
+                self._refusal = None
             conn = KafkaClientConnection(client_id=f"kwire-replica-fetcher-{m.node_id}", max_frame_size=256 << 20)
             self._answers = 0
             try:
@@ -232,8 +254,9 @@ class ReplicaFetcher:
 class ReplicaFetcherManager:
     """The fetchers of one broker, by leader broker."""
 
-    def __init__(self, node_id: int, replica_manager, image, config, now_ms, broker_epoch):
+    def __init__(self, node_id: int, replica_manager, image, config, now_ms, broker_epoch, link=PLAINTEXT_LINK):
         self.node_id = node_id
+        self.link = link    # the leaders' inter-broker listener and how to secure it (kwire.security.peers)
         self.replica_manager = replica_manager
         self.image = image
         self.now_ms = now_ms

@@ -278,14 +278,14 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ produce
     def maybe_start_transaction_verification(self, topic: str, partition: int, producer_id: int,
-                                             producer_epoch: int, now_ms: int):
+                                             producer_epoch: int, now_ms: int, supports_epoch_bump: bool = False):
         """KIP-890 part 1 (Kafka's Partition.maybeStartTransactionVerification): None when
         the producer has a transaction open on this partition, else the verification guard
         to pass to ``append_records`` once the coordinator said the partition is in the
         transaction. Raises the leader check's KafkaError."""
         plog, _ = self._leader(topic, partition, -1, True)
         ps = producer_log.producer_state_of(plog, expiration_ms=self._producer_id_expiration_ms())
-        return ps.maybe_start_verification(producer_id, producer_epoch, now_ms)
+        return ps.maybe_start_verification(producer_id, producer_epoch, now_ms, supports_epoch_bump)
 
     def append_records(self, topic: str, partition: int, records, now_ms: int, *, origin: str = COORDINATOR,
                        required_acks: int = 1, verify_transaction: bool = False, verification_guard=None):
@@ -329,7 +329,7 @@ class ReplicaManager:
         if pid < 0:
             return
         ps = producer_log.producer_state_of(plog, expiration_ms=self._producer_id_expiration_ms())
-        if ps.has_ongoing_transaction(pid):
+        if ps.has_ongoing_transaction(pid, int.from_bytes(records[51:53], "big", signed=True)):
             return
         if guard is None or ps.verification_guard(pid) is not guard:
             raise InvalidTxnState("Record was not part of an ongoing transaction")

@@ -3,11 +3,19 @@ SCRAM-SHA-512 (RFC 5802 / RFC 7677), and the per-connection state machine Kafka'
 SaslServerAuthenticator runs (ApiVersions and SaslHandshake first, then SaslAuthenticate
 until the mechanism is done; nothing else before that).
 
-Users come from the config in Kafka's JAAS shape: ``user_NAME="password"`` entries of
+PLAIN users come from the config in Kafka's JAAS shape: ``user_NAME="password"`` entries of
 ``listener.name.<listener>.<mechanism>.sasl.jaas.config`` or ``sasl.jaas.config`` (PLAIN's
-``PlainLoginModule``); SCRAM credentials are derived from the same passwords at start
-(salt random, 4096 iterations: Kafka's minimum), since kwire does not store SCRAM credentials
-in the metadata log yet (Describe/AlterUserScramCredentials are not served).
+``PlainLoginModule``).
+
+SCRAM credentials, as in Kafka, live in the metadata quorum (UserScramCredentialRecord,
+managed with AlterUserScramCredentials / kwire configs --entity-type users;
+kwire.security.scram_credentials), so every node serves the same ones and they survive a
+restart. Kafka has no other source; kwire, for convenience (test brokers, the harness's
+``users=``), also derives a SCRAM credential from each JAAS password at start (salt random,
+4096 iterations). The rule: for a (user, mechanism) the quorum's credential wins; the
+JAAS-derived one serves only users the quorum holds no credential of that mechanism for
+(so deleting a quorum credential of a user that is also declared in the JAAS config falls
+back to the JAAS password). DescribeUserScramCredentials lists the quorum's credentials only.
 
 SCRAM follows Kafka's rules: no channel binding (gs2 header ``n,,`` or ``y,,``), an
 authorization id, when given, must be the user name, the server nonce is appended to the
@@ -22,17 +30,19 @@ import hmac
 import os
 import re
 import secrets
+from collections import ChainMap
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from kwire.security.principal import user as user_principal
+from kwire.security.scram_credentials import SCRAM_MIN_ITERATIONS, ScramCredential, credential_from_salted_password
 
 __all__ = ["SaslConfigError", "SaslAuthenticationFailed", "SaslServerConfig", "ScramCredential", "server_config",
-           "parse_jaas_users", "scram_credential", "PlainServer", "ScramServer", "SaslAuthenticator",
+           "parse_jaas_users", "scram_credential", "salted_password", "PlainServer", "ScramServer", "SaslAuthenticator",
            "MECHANISMS", "SCRAM_MIN_ITERATIONS"]
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _HASHES = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}
-SCRAM_MIN_ITERATIONS = 4096      # Kafka's ScramMechanism.minIterations (both SHA-256 and SHA-512)
 
 
 class SaslConfigError(ValueError):
@@ -59,22 +69,17 @@ def parse_jaas_users(text: str | None) -> dict[str, str]:
     return out
 
 
-@dataclass(frozen=True)
-class ScramCredential:
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
+def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
+    """RFC 5802's SaltedPassword: PBKDF2 of the password (what a client sends in AlterUserScramCredentials)."""
+    return hashlib.pbkdf2_hmac(_HASHES[mechanism]().name, password.encode(), salt, iterations)
 
 
 def scram_credential(mechanism: str, password: str, *, salt: bytes | None = None,
                      iterations: int = SCRAM_MIN_ITERATIONS) -> ScramCredential:
     """RFC 5802's SaltedPassword, StoredKey and ServerKey of ``password``."""
-    h = _HASHES[mechanism]
     salt = salt if salt is not None else os.urandom(16)
-    salted = hashlib.pbkdf2_hmac(h().name, password.encode(), salt, iterations)
-    client_key = hmac.new(salted, b"Client Key", h).digest()
-    return ScramCredential(salt, h(client_key).digest(), hmac.new(salted, b"Server Key", h).digest(), iterations)
+    return credential_from_salted_password(mechanism, salt, salted_password(mechanism, password, salt, iterations),
+                                           iterations)
 
 
 @dataclass
@@ -120,7 +125,7 @@ def server_config(config, listener: str | None = None) -> SaslServerConfig:
             users = parse_jaas_users(_setting(config, listener, f"{m.lower()}.sasl.jaas.config")) \
                 or plain_users
             out.scram[m] = {u: scram_credential(m, p) for u, p in users.items()}
-    if not plain_users and not any(out.scram.values()):
+    if not plain_users and not out.scram:    # SCRAM users may come from the quorum (AlterUserScramCredentials)
         raise SaslConfigError(f"listener {listener or ''}: no SASL users; declare them in sasl.jaas.config, e.g. "
                               f'org.apache.kafka.common.security.plain.PlainLoginModule required '
                               f'user_alice="alice-secret";')
@@ -179,7 +184,7 @@ def _attributes(text: str) -> dict[str, str]:
 class ScramServer:
     """RFC 5802 server: client-first -> server-first, client-final -> server-final."""
 
-    def __init__(self, mechanism: str, credentials: dict[str, ScramCredential], nonce: str | None = None):
+    def __init__(self, mechanism: str, credentials: Mapping[str, ScramCredential], nonce: str | None = None):
         self.mechanism = mechanism
         self._h = _HASHES[mechanism]
         self._credentials = credentials
@@ -276,8 +281,10 @@ class SaslAuthenticator:
     the same connection with SaslHandshake + SaslAuthenticate, as the same principal and with
     the same mechanism; once expired, any other request ends the connection."""
 
-    def __init__(self, config: SaslServerConfig):
+    def __init__(self, config: SaslServerConfig, stored=None):
         self.config = config
+        # () -> the quorum's ScramCredentialStore (the current image's; None: JAAS-derived only)
+        self._stored = stored
         self.state = "handshake"    # handshake -> authenticate -> complete (-> authenticate: re-auth) | failed
         self.mechanism: str | None = None
         self.handshake_version: int | None = None
@@ -321,7 +328,10 @@ class SaslAuthenticator:
         if mechanism == "PLAIN":
             self._server = PlainServer(self.config.plain_users)
         else:
-            self._server = ScramServer(mechanism, self.config.scram.get(mechanism, {}))
+            store = self._stored() if self._stored is not None else None
+            quorum = store.by_mechanism.get(mechanism, {}) if store is not None else {}
+            # the quorum's credential wins; the JAAS-derived one serves users the quorum does not know
+            self._server = ScramServer(mechanism, ChainMap(quorum, self.config.scram.get(mechanism, {})))
         self.state = "authenticate"
         return True
 

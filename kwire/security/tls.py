@@ -25,7 +25,7 @@ import os
 
 from kwire.security.principal import user
 
-__all__ = ["TlsConfigError", "server_context", "certificate_principal", "listener_setting"]
+__all__ = ["TlsConfigError", "server_context", "client_context", "certificate_principal", "listener_setting"]
 
 _PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 
@@ -86,6 +86,62 @@ def server_context(config, listener: str | None = None) -> ssl.SSLContext:
         raise TlsConfigError(f"ssl.client.auth={auth} needs ssl.truststore.location (the CA that signs "
                              f"client certificates)")
     ctx.verify_mode = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}[auth]
+    ciphers = [c for c in (get("ssl.cipher.suites") or []) if c]
+    if ciphers:
+        try:
+            ctx.set_ciphers(":".join(ciphers))
+        except ssl.SSLError as exc:
+            raise TlsConfigError(f"ssl.cipher.suites: {exc}") from None
+    ctx.options |= ssl.OP_NO_COMPRESSION
+    return ctx
+
+
+def client_context(config, listener: str | None = None) -> ssl.SSLContext:
+    """The context kwire's own outgoing connections (to another broker's inter-broker listener
+    or to a controller listener named ``listener``) use: the peer is verified against
+    ``ssl.truststore.location`` / ``ssl.truststore.certificates`` (the system's CAs when neither
+    is set), its host name too unless ``ssl.endpoint.identification.algorithm`` is empty (as
+    Kafka's clients), and the keystore, when set, is presented for mutual TLS (the principal
+    the other side sees is its subject). TlsConfigError when the settings are unusable."""
+    get = lambda key: listener_setting(config, listener, key)  # noqa: E731
+    where = f"listener {listener}: " if listener else ""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    enabled = [p for p in (get("ssl.enabled.protocols") or ["TLSv1.2", "TLSv1.3"]) if p]
+    versions = sorted(_PROTOCOLS[p] for p in enabled if p in _PROTOCOLS)
+    if not versions:
+        raise TlsConfigError(f"ssl.enabled.protocols={','.join(enabled)}: kwire speaks TLSv1.2 and TLSv1.3 only")
+    ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+    trust, trust_pem = get("ssl.truststore.location"), get("ssl.truststore.certificates")
+    try:
+        if trust:
+            ctx.load_verify_locations(cafile=trust)
+        elif trust_pem:
+            ctx.load_verify_locations(cadata=str(trust_pem))
+        else:
+            ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    except (OSError, ssl.SSLError) as exc:
+        raise TlsConfigError(f"{where}cannot load the TLS truststore {trust or 'ssl.truststore.certificates'}: "
+                             f"{exc}") from None
+    algorithm = config.get(f"listener.name.{listener.lower()}.ssl.endpoint.identification.algorithm") \
+        if listener else None
+    if algorithm is None:    # an empty per-listener value turns the check off there, as in Kafka
+        algorithm = config.get("ssl.endpoint.identification.algorithm")
+    ctx.check_hostname = str(algorithm or "").lower() == "https"
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    location, chain, key = get("ssl.keystore.location"), get("ssl.keystore.certificate.chain"), get("ssl.keystore.key")
+    ks_type = str(get("ssl.keystore.type") or "PEM").upper()
+    if location and ks_type != "PEM":
+        raise TlsConfigError(f"ssl.keystore.type={ks_type} is not supported; kwire reads PEM keystores "
+                             f"(set ssl.keystore.type=PEM)")
+    password = get("ssl.key.password") or get("ssl.keystore.password") or None
+    try:
+        if location:
+            ctx.load_cert_chain(location, password=password)
+        elif chain:
+            _load_inline(ctx, str(chain), str(key or ""), password)
+    except (OSError, ssl.SSLError) as exc:
+        raise TlsConfigError(f"{where}cannot load the TLS keystore {location or 'ssl.keystore.certificate.chain'}: "
+                             f"{exc}") from None
     ciphers = [c for c in (get("ssl.cipher.suites") or []) if c]
     if ciphers:
         try:

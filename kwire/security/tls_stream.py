@@ -1,4 +1,4 @@
-"""A server-side TLS stream over ``ssl.SSLObject`` and memory BIOs, for kwire's one-task-per-
+"""A TLS stream over ``ssl.SSLObject`` and memory BIOs, for kwire's one-task-per-
 connection edge (reads and writes of one connection never overlap: the read loop hands each
 request to its handler and writes the answer before reading again).
 
@@ -20,11 +20,13 @@ _READ = 256 * 1024
 
 
 class TlsStream(trio.abc.Stream):
-    def __init__(self, transport: trio.abc.Stream, context: ssl.SSLContext):
+    def __init__(self, transport: trio.abc.Stream, context: ssl.SSLContext, *, server_side: bool = True,
+                 server_hostname: str | None = None):
         self.transport_stream = transport
         self._in = ssl.MemoryBIO()
         self._out = ssl.MemoryBIO()
-        self._obj = context.wrap_bio(self._in, self._out, server_side=True)
+        self._obj = context.wrap_bio(self._in, self._out, server_side=server_side,
+                                     server_hostname=None if server_side else server_hostname)
         self._eof = False
 
     # ------------------------------------------------------------------ plumbing

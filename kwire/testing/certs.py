@@ -59,9 +59,10 @@ class CertificateAuthority:
         return cert.public_bytes(serialization.Encoding.PEM)
 
     def issue(self, common_name: str, *, server: bool = False, password: str | None = None,
-              organization: str | None = None, file_name: str | None = None) -> Issued:
+              organization: str | None = None, file_name: str | None = None, client: bool | None = None) -> Issued:
         """A certificate for ``common_name``: a server one (serverAuth, SANs for this machine)
-        or a client one (clientAuth)."""
+        or a client one (clientAuth); both with ``server=True, client=True`` (a broker's
+        certificate on mutual-TLS inter-broker and controller listeners: it serves and connects)."""
         from cryptography import x509
         from cryptography.hazmat.primitives import hashes, serialization
         from cryptography.hazmat.primitives.asymmetric import ec
@@ -77,8 +78,10 @@ class CertificateAuthority:
              .serial_number(x509.random_serial_number())
              .not_valid_before(now - _dt.timedelta(minutes=5)).not_valid_after(now + _dt.timedelta(days=1))
              .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH if server
-                                                   else ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False))
+             .add_extension(x509.ExtendedKeyUsage(
+                 ([ExtendedKeyUsageOID.SERVER_AUTH] if server else [])
+                 + ([ExtendedKeyUsageOID.CLIENT_AUTH] if (client if client is not None else not server) else [])),
+                 critical=False))
         if server:
             b = b.add_extension(x509.SubjectAlternativeName([
                 x509.DNSName("localhost"), x509.DNSName(common_name),

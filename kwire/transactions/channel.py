@@ -1,5 +1,6 @@
 """Requests from this broker to another one (the transaction coordinator's WriteTxnMarkers to
-partition leaders, a partition leader's AddPartitionsToTxn verify_only to a coordinator):
+partition leaders, a partition leader's AddPartitionsToTxn verify_only to a coordinator), over
+the other broker's inter-broker listener (kwire.security.peers: TLS and SASL when it asks):
 idle connections kept per broker and reused, one request at a time on each, a connection
 closed after any failure (the caller decides whether to retry)."""
 from __future__ import annotations
@@ -10,8 +11,11 @@ from kwire.codec.apis import api
 
 
 class BrokerChannel:
-    def __init__(self, broker, timeout_s: float, client_id: str):
+    def __init__(self, broker, timeout_s: float, client_id: str, link=None):
+        from kwire.security.peers import PLAINTEXT_LINK  # noqa: PLC0415
+
         self.broker = broker
+        self.link = link or PLAINTEXT_LINK   # the inter-broker listener and its security (kwire.security.peers)
         self.timeout_s = timeout_s
         self.client_id = client_id
         self.idle: dict[int, list[tuple]] = {}
@@ -22,19 +26,19 @@ class BrokerChannel:
         error."""
         from kwire.codec.frame import NEED_DATA  # noqa: PLC0415
         from kwire.connection import KafkaClientConnection  # noqa: PLC0415
-        from kwire.net import set_nodelay  # noqa: PLC0415
 
         a = api(api_name)
         pool = self.idle.setdefault(node, [])
         held = pool.pop() if pool else None
         try:
             if held is None:
+                link = self.link
                 b = self.broker.image.brokers.get(node)
-                if b is None or not b.port:
-                    raise OSError(f"broker {node} has no address")
-                with trio.fail_after(self.timeout_s):
-                    stream = await trio.open_tcp_stream(b.host, b.port)
-                set_nodelay(stream)
+                addr = link.address(b) if b is not None else None
+                if addr is None:
+                    raise OSError(f"broker {node} has no address" + (f" for listener {link.listener}"
+                                                                      if link.listener else ""))
+                stream = await link.connect(addr[0], addr[1], timeout=self.timeout_s, client_id=self.client_id)
                 held = (stream, KafkaClientConnection(self.client_id))
             stream, conn = held
             _, data = conn.send_request(a, version, body)

@@ -1,4 +1,4 @@
-"""The transaction coordinator (Kafka's TransactionCoordinator, transactions version 1): the
+"""The transaction coordinator (Kafka's TransactionCoordinator, transaction versions 1 and 2): the
 APIs of transactional producers and operators, over the state manager (state_manager.py) and
 the per-id state machine (metadata.py). Nothing here does I/O; time comes from ``clock``.
 
@@ -21,6 +21,13 @@ once every partition of the transaction has its marker the coordinator writes
 CompleteCommit/CompleteAbort (retrying while __transaction_state is unavailable). A new
 producer (InitProducerId) or a timeout fences the epoch of an ongoing transaction and aborts
 it the same way; InitProducerId answers CONCURRENT_TRANSACTIONS until the abort completes.
+
+Transaction version 2 (KIP-890 part 2; ``transaction_version`` 2 on ``add_partitions`` from a
+partition leader adding the partition itself, and on ``end_transaction`` for EndTxn v5):
+every end bumps the epoch (PrepareCommit/PrepareAbort carry it, the markers too, EndTxn
+answers it), a retried EndTxn is recognised by the epoch one below the current one, an abort
+is allowed with nothing added (Kafka's table in handleEndTransaction), and an exhausted epoch
+moves the producer to a fresh id at the end of the transaction.
 """
 from __future__ import annotations
 
@@ -32,9 +39,10 @@ from typing import Callable, Iterable
 from kwire.errors import ErrorCode
 from kwire.groups.pending import Pending
 from kwire.groups.timers import Timers
-from kwire.transactions.metadata import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID, Fenced,
+from kwire.transactions.metadata import (MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, Fenced,
                                          IllegalTransition, TopicPartition, TransactionMetadata,
-                                         TransactionState, TxnTransit, epoch_exhausted)
+                                         TransactionState, TxnTransit, epoch_exhausted,
+                                         supports_epoch_bump)
 from kwire.transactions.state_manager import (PartitionLoad, TransactionConfig,
                                               TransactionStateManager, Writer)
 
@@ -175,8 +183,8 @@ class TransactionCoordinator:
         transit = result
         if transit.state == S.PREPARE_EPOCH_FENCE:
             # abort the ongoing transaction first; the producer retries on CONCURRENT_TRANSACTIONS
-            def aborted(error: ErrorCode) -> None:
-                p.set_result(InitResult(error if error != E.NONE else E.CONCURRENT_TRANSACTIONS))
+            def aborted(r: InitResult) -> None:
+                p.set_result(InitResult(r.error if r.error != E.NONE else E.CONCURRENT_TRANSACTIONS))
 
             log.info("InitProducerId(%s): fencing epoch %d of producer %d and aborting its ongoing "
                      "transaction", transactional_id, md.producer_epoch, md.producer_id)
@@ -229,9 +237,12 @@ class TransactionCoordinator:
 
     # ================================================================== AddPartitionsToTxn ====
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: Iterable[TopicPartition]) -> Pending[ErrorCode]:
+                       partitions: Iterable[TopicPartition],
+                       transaction_version: int | None = None) -> Pending[ErrorCode]:
         """AddPartitionsToTxn (and AddOffsetsToTxn, with the group's __consumer_offsets
-        partition): the partitions join the transaction once the new state is durable."""
+        partition): the partitions join the transaction once the new state is durable.
+        ``transaction_version`` 2: a partition leader (Produce v12) or group coordinator
+        (TxnOffsetCommit v5) adding it for a producer of transaction version 2."""
         partitions = frozenset(partitions)
         if not transactional_id:
             return Pending.completed(E.INVALID_REQUEST)
@@ -246,7 +257,7 @@ class TransactionCoordinator:
             return Pending.completed(E.CONCURRENT_TRANSACTIONS)
         if md.state == S.ONGOING and partitions <= md.topic_partitions:
             return Pending.completed(E.NONE)
-        transit = md.prepare_add_partitions(partitions, self.clock.now_ms())
+        transit = md.prepare_add_partitions(partitions, self.clock.now_ms(), transaction_version)
         p: Pending[ErrorCode] = Pending()
         self.state.append(transactional_id, coordinator_epoch, transit, p.set_result)
         return p
@@ -283,28 +294,51 @@ class TransactionCoordinator:
     # ================================================================== EndTxn ====
     def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
                 committed: bool) -> Pending[ErrorCode]:
-        """EndTxn: answered once PrepareCommit/PrepareAbort is durable; the markers follow."""
-        return self._end_transaction(transactional_id, producer_id, producer_epoch, committed, from_client=True)
+        """EndTxn v0-4: answered once PrepareCommit/PrepareAbort is durable; the markers follow."""
+        out: Pending[ErrorCode] = Pending()
+        self.end_transaction(transactional_id, producer_id, producer_epoch, committed).add_done_callback(
+            lambda q: out.set_result(q.result.error))
+        return out
+
+    def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, committed: bool,
+                        transaction_version: int = 0) -> Pending[InitResult]:
+        """EndTxn of any version: the error and, for version 2 (EndTxn v5), the producer id and
+        epoch the producer goes on with (the epoch bumped by this end)."""
+        return self._end_transaction(transactional_id, producer_id, producer_epoch, committed, from_client=True,
+                                     transaction_version=transaction_version)
 
     def _end_transaction(self, tid: str, producer_id: int, producer_epoch: int, committed: bool,
-                         from_client: bool) -> Pending[ErrorCode]:
+                         from_client: bool, transaction_version: int | None = None) -> Pending[InitResult]:
+        """``transaction_version`` None (a fence or a timeout): the version of the id's
+        transaction."""
+        def fail(error: ErrorCode) -> Pending[InitResult]:
+            return Pending.completed(InitResult(error))
+
         if not tid:
-            return Pending.completed(E.INVALID_REQUEST)
+            return fail(E.INVALID_REQUEST)
         err, coordinator_epoch, md = self.state.state_of(tid)
         if err is not None:
-            return Pending.completed(err)
-        if md is None or md.producer_id != producer_id:
-            return Pending.completed(E.INVALID_PRODUCER_ID_MAPPING)
-        # a client's epoch must be the current one; a fence (not from a client) carries the bumped one
-        if (from_client and producer_epoch != md.producer_epoch) or producer_epoch < md.producer_epoch:
-            return Pending.completed(E.PRODUCER_FENCED)
-        if md.pending_transition_in_progress and md.pending_state != S.PREPARE_EPOCH_FENCE:
-            return Pending.completed(E.CONCURRENT_TRANSACTIONS)
-        result = self._prepare_end(md, committed, producer_epoch)
-        if isinstance(result, ErrorCode):
+            return fail(err)
+        if md is None:
+            return fail(E.INVALID_PRODUCER_ID_MAPPING)
+        tv = md.client_transaction_version if transaction_version is None else transaction_version
+        if supports_epoch_bump(tv):
+            result = self._prepare_end_v2(md, producer_id, producer_epoch, committed, from_client, tv)
+        else:
+            if md.producer_id != producer_id:
+                return fail(E.INVALID_PRODUCER_ID_MAPPING)
+            # a client's epoch must be the current one; a fence (not from a client) carries the bumped one
+            if (from_client and producer_epoch != md.producer_epoch) or producer_epoch < md.producer_epoch:
+                return fail(E.PRODUCER_FENCED)
+            if md.pending_transition_in_progress and md.pending_state != S.PREPARE_EPOCH_FENCE:
+                return fail(E.CONCURRENT_TRANSACTIONS)
+            result = self._prepare_end(md, committed, producer_epoch)
+        if isinstance(result, InitResult):
             return Pending.completed(result)
+        if isinstance(result, ErrorCode):
+            return fail(result)
         transit, is_epoch_fence = result
-        p: Pending[ErrorCode] = Pending()
+        p: Pending[InitResult] = Pending()
 
         def written(error: ErrorCode) -> None:
             if error != E.NONE:
@@ -314,18 +348,76 @@ class TransactionCoordinator:
                     err2, epoch2, md2 = self.state.state_of(tid)
                     if err2 is None and md2 is not None and epoch2 == coordinator_epoch:
                         md2.has_failed_epoch_fence = True   # the bumped epoch was never answered
-                p.set_result(error)
+                p.set_result(InitResult(error))
                 return
-            pre = self._prepare_send(tid, coordinator_epoch, producer_id, producer_epoch, committed)
+            pre = self._prepare_send(tid, coordinator_epoch, producer_id, transit.producer_epoch, committed)
             if isinstance(pre, ErrorCode):
-                p.set_result(pre)
+                p.set_result(InitResult(pre))
                 return
             md2, complete = pre
-            p.set_result(E.NONE)   # answer first; the markers follow
+            if supports_epoch_bump(tv):   # answer first; the markers follow
+                p.set_result(InitResult(E.NONE, md2.producer_id, md2.producer_epoch))
+            else:
+                p.set_result(InitResult(E.NONE))
             self._start_markers(md2, coordinator_epoch, complete)
 
         self.state.append(tid, coordinator_epoch, transit, written)
         return p
+
+    def _prepare_end_v2(self, md: TransactionMetadata, producer_id: int, producer_epoch: int, committed: bool,
+                        from_client: bool, tv: int) -> tuple[TxnTransit, bool] | ErrorCode | InitResult:
+        """Kafka's endTransaction for transaction version 2 (its table: a retry is the epoch
+        one below the current one, or the last epoch of a producer id that overflowed)."""
+        is_fence = md.pending_state == S.PREPARE_EPOCH_FENCE
+        retry_on_overflow = not is_fence and md.prev_producer_id == producer_id and \
+            producer_epoch == MAX_EPOCH - 1 and md.producer_epoch == 0
+        retry_on_bump = not is_fence and md.producer_epoch == producer_epoch + 1
+        if is_fence:
+            valid_epoch = (not from_client or producer_epoch == md.producer_epoch) and \
+                producer_epoch >= md.producer_epoch
+        elif md.state in (S.ONGOING, S.EMPTY, S.DEAD, S.PREPARE_EPOCH_FENCE):
+            valid_epoch = producer_epoch == md.producer_epoch
+        elif md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            valid_epoch = retry_on_bump
+        else:   # CompleteCommit / CompleteAbort
+            valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == md.producer_epoch
+        is_retry = retry_on_bump or retry_on_overflow
+        if md.producer_id != producer_id and not retry_on_overflow:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if not valid_epoch:
+            return E.PRODUCER_FENCED
+        if md.pending_transition_in_progress and md.pending_state != S.PREPARE_EPOCH_FENCE:
+            return E.CONCURRENT_TRANSACTIONS
+
+        def prepare(nxt: TransactionState, no_partition_added: bool):
+            next_pid = NO_PRODUCER_ID
+            if not is_fence and md.producer_epoch_exhausted:
+                next_pid = self._fresh_producer_id()
+            if nxt == S.PREPARE_ABORT and is_fence:
+                md.pending_state = None   # the abort carries the fenced epoch
+                md.producer_epoch = producer_epoch
+                md.last_producer_epoch = NO_PRODUCER_EPOCH
+            return md.prepare_abort_or_commit(nxt, self.clock.now_ms(), tv, next_pid, no_partition_added), is_fence
+
+        st = md.state
+        done = InitResult(E.NONE, md.producer_id, md.producer_epoch)
+        if st == S.ONGOING:
+            return prepare(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT, False)
+        if st == S.COMPLETE_COMMIT:
+            if committed:
+                return done if is_retry else self._invalid_state(md, committed)
+            return self._invalid_state(md, committed) if is_retry else prepare(S.PREPARE_ABORT, True)
+        if st == S.COMPLETE_ABORT:
+            if not committed:
+                return done if is_retry else prepare(S.PREPARE_ABORT, True)
+            return self._invalid_state(md, committed)
+        if st == S.PREPARE_COMMIT:
+            return E.CONCURRENT_TRANSACTIONS if committed else self._invalid_state(md, committed)
+        if st == S.PREPARE_ABORT:
+            return E.CONCURRENT_TRANSACTIONS if not committed else self._invalid_state(md, committed)
+        if st == S.EMPTY:
+            return prepare(S.PREPARE_ABORT, True) if not committed else self._invalid_state(md, committed)
+        raise IllegalTransition(f"transactional id {md.transactional_id} found in state {st.state_name}")
 
     def _prepare_end(self, md: TransactionMetadata, committed: bool,
                      producer_epoch: int) -> tuple[TxnTransit, bool] | ErrorCode:
@@ -368,7 +460,7 @@ class TransactionCoordinator:
             return E.NOT_COORDINATOR
         if md.producer_id != producer_id:
             return E.INVALID_PRODUCER_ID_MAPPING
-        if md.producer_epoch != producer_epoch:
+        if md.producer_epoch != producer_epoch:   # the epoch PrepareCommit/PrepareAbort installed
             return E.PRODUCER_FENCED
         if md.pending_transition_in_progress:
             return E.CONCURRENT_TRANSACTIONS
@@ -511,10 +603,10 @@ class TransactionCoordinator:
                 started += 1
                 self._end_transaction(tid, transit.producer_id, transit.producer_epoch, committed=False,
                                       from_client=False).add_done_callback(
-                    lambda q, tid=tid: q.result in (E.NONE, E.INVALID_PRODUCER_ID_MAPPING, E.PRODUCER_FENCED,
-                                                    E.CONCURRENT_TRANSACTIONS)
+                    lambda q, tid=tid: q.result.error in (E.NONE, E.INVALID_PRODUCER_ID_MAPPING, E.PRODUCER_FENCED,
+                                                          E.CONCURRENT_TRANSACTIONS)
                     or log.warning("aborting the timed-out transaction of %s failed: %s", tid,
-                                   E(q.result).name))
+                                   E(q.result.error).name))
         return started
 
     def expire_transactional_ids(self) -> int:

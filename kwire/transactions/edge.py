@@ -143,7 +143,7 @@ class TransactionEdge:
         coord = TransactionCoordinator(config, b.clock, self._write, self._new_producer_id,
                                        owned_partitions=())
         self.channel = BrokerChannel(b, int(b.config.get("request.timeout.ms")) / 1000,
-                                     f"kwire-txn-coordinator-{b.node_id}")
+                                     f"kwire-txn-coordinator-{b.node_id}", link=b.peer_security.inter_broker)
         self.sender = TxnMarkerSender(coord, lambda: b.image, in_process_transport(b, self.channel), self._nursery,
                                       local_node=b.node_id)
         coord.send_markers = self.sender.submit

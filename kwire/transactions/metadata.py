@@ -12,8 +12,12 @@ A transition the table refuses raises ``IllegalTransition`` (Kafka's IllegalStat
 the coordinator checks states first and answers the client Kafka's error codes
 (INVALID_TXN_STATE, CONCURRENT_TRANSACTIONS, PRODUCER_FENCED), so it is a bug when it escapes.
 
-Transactions version 1 only (the epoch is bumped by InitProducerId and by fencing, never at
-the end of each transaction as KIP-890 part 2 does).
+Transaction versions 1 and 2 (``client_transaction_version``, stored in __transaction_state as
+Kafka does): with version 2 (KIP-890 part 2) PrepareCommit/PrepareAbort carry the epoch bumped
+by one (``last_producer_epoch`` the one before), the markers are written with it, and an epoch
+that would be exhausted hands the producer a new id (``next_producer_id``, installed by
+CompleteCommit/CompleteAbort with epoch 0); an abort may start from Empty, CompleteCommit or
+CompleteAbort (a transaction that added nothing, or a fenced producer's retry).
 """
 from __future__ import annotations
 
@@ -76,7 +80,8 @@ VALID_PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # Empty / Complete*: version 2 only (the coordinator checks the version before preparing)
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT}),
@@ -111,6 +116,12 @@ class TxnTransit:
     topic_partitions: frozenset[TopicPartition]
     txn_start_timestamp: int
     txn_last_update_timestamp: int
+    client_transaction_version: int = 0
+
+
+def supports_epoch_bump(transaction_version: int) -> bool:
+    """Kafka's TransactionVersion.supportsEpochBump: version 2 and later."""
+    return transaction_version >= 2
 
 
 @dataclass(slots=True)
@@ -130,6 +141,8 @@ class TransactionMetadata:
     pending_state: TransactionState | None = None
     #: a fence whose write failed: the next fence keeps the epoch it bumped to
     has_failed_epoch_fence: bool = False
+    #: the transaction version of the client's last transition (2: an epoch bump per end)
+    client_transaction_version: int = 0
 
     # ------------------------------------------------------------------ queries
     @property
@@ -147,7 +160,7 @@ class TransactionMetadata:
         return TxnTransit(self.producer_id, self.prev_producer_id, self.next_producer_id,
                           self.producer_epoch, self.last_producer_epoch, self.txn_timeout_ms,
                           self.state, frozenset(self.topic_partitions), self.txn_start_timestamp,
-                          self.txn_last_update_timestamp)
+                          self.txn_last_update_timestamp, self.client_transaction_version)
 
     # ------------------------------------------------------------------ prepare
     def prepare_fence_producer_epoch(self) -> TxnTransit:
@@ -194,25 +207,41 @@ class TransactionMetadata:
             txn_timeout_ms=new_timeout_ms, topic_partitions=frozenset(), txn_start_timestamp=-1,
             txn_last_update_timestamp=now_ms))
 
-    def prepare_add_partitions(self, partitions, now_ms: int) -> TxnTransit:
+    def prepare_add_partitions(self, partitions, now_ms: int, transaction_version: int | None = None) -> TxnTransit:
         start = now_ms if self.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT) \
             else self.txn_start_timestamp
+        tv = self.client_transaction_version if transaction_version is None else transaction_version
         return self._prepare(replace(
             self._current(), state=S.ONGOING,
             topic_partitions=frozenset(self.topic_partitions) | frozenset(partitions),
-            txn_start_timestamp=start, txn_last_update_timestamp=now_ms))
+            txn_start_timestamp=start, txn_last_update_timestamp=now_ms, client_transaction_version=tv))
 
-    def prepare_abort_or_commit(self, new_state: TransactionState, now_ms: int) -> TxnTransit:
+    def prepare_abort_or_commit(self, new_state: TransactionState, now_ms: int, transaction_version: int = 0,
+                                next_producer_id: int = NO_PRODUCER_ID,
+                                no_partition_added: bool = False) -> TxnTransit:
+        """PrepareCommit / PrepareAbort; version 2 bumps the epoch (the caller checked that it
+        is not exhausted, or passes the ``next_producer_id`` CompleteCommit/Abort installs)."""
+        if supports_epoch_bump(transaction_version):
+            epoch, last = self.producer_epoch + 1, self.producer_epoch
+        else:
+            epoch, last = self.producer_epoch, self.last_producer_epoch
         return self._prepare(replace(self._current(), state=new_state,
-                                     next_producer_id=NO_PRODUCER_ID,
-                                     txn_last_update_timestamp=now_ms))
+                                     next_producer_id=next_producer_id,
+                                     producer_epoch=epoch, last_producer_epoch=last,
+                                     txn_start_timestamp=now_ms if no_partition_added else self.txn_start_timestamp,
+                                     txn_last_update_timestamp=now_ms,
+                                     client_transaction_version=transaction_version))
 
     def prepare_complete(self, now_ms: int) -> TxnTransit:
-        """CompleteCommit / CompleteAbort once every partition has its marker."""
+        """CompleteCommit / CompleteAbort once every partition has its marker (version 2 with
+        an exhausted epoch: the next producer id, epoch 0)."""
         self.has_failed_epoch_fence = False
         to = S.COMPLETE_COMMIT if self.state == S.PREPARE_COMMIT else S.COMPLETE_ABORT
-        return self._prepare(replace(self._current(), state=to, next_producer_id=NO_PRODUCER_ID,
-                                     topic_partitions=frozenset(),
+        pid, epoch = self.producer_id, self.producer_epoch
+        if supports_epoch_bump(self.client_transaction_version) and self.next_producer_id != NO_PRODUCER_ID:
+            pid, epoch = self.next_producer_id, 0
+        return self._prepare(replace(self._current(), state=to, producer_id=pid, producer_epoch=epoch,
+                                     next_producer_id=NO_PRODUCER_ID, topic_partitions=frozenset(),
                                      txn_last_update_timestamp=now_ms))
 
     def prepare_dead(self) -> TxnTransit:
@@ -251,10 +280,13 @@ class TransactionMetadata:
             ok = self._same_producer(t) and t.topic_partitions >= self.topic_partitions and \
                 self.txn_timeout_ms == t.txn_timeout_ms
         elif to in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            ok = self._same_producer(t) and frozenset(self.topic_partitions) == t.topic_partitions and \
-                self.txn_timeout_ms == t.txn_timeout_ms and self.txn_start_timestamp == t.txn_start_timestamp
+            empty_abort = to == S.PREPARE_ABORT and supports_epoch_bump(t.client_transaction_version) and \
+                self.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+            ok = self._valid_producer_epoch(t) and frozenset(self.topic_partitions) == t.topic_partitions and \
+                self.txn_timeout_ms == t.txn_timeout_ms and \
+                (self.txn_start_timestamp == t.txn_start_timestamp or empty_abort)
         elif to in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
-            ok = self._same_producer(t) and self.txn_timeout_ms == t.txn_timeout_ms and \
+            ok = self._valid_producer_epoch(t) and self.txn_timeout_ms == t.txn_timeout_ms and \
                 t.txn_start_timestamp != -1
         else:   # PrepareEpochFence is never completed (an abort follows it); Dead is forgotten
             ok = False
@@ -269,11 +301,24 @@ class TransactionMetadata:
         self.topic_partitions = set(t.topic_partitions)
         self.txn_start_timestamp = t.txn_start_timestamp
         self.txn_last_update_timestamp = t.txn_last_update_timestamp
+        self.client_transaction_version = t.client_transaction_version
         self.pending_state = None
         self.state = to
 
     def _same_producer(self, t: TxnTransit) -> bool:
         return t.producer_epoch == self.producer_epoch and t.producer_id == self.producer_id
+
+    def _valid_producer_epoch(self, t: TxnTransit) -> bool:
+        """Kafka's validProducerEpoch: version 2's PrepareCommit/PrepareAbort bump the epoch by
+        one (the transit's last epoch is the current one), its Complete* after an exhausted
+        epoch install the next producer id with epoch 0; otherwise the producer is unchanged."""
+        if supports_epoch_bump(t.client_transaction_version):
+            if t.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and t.producer_epoch == 0 and \
+                    t.producer_id != self.producer_id:
+                return t.last_producer_epoch == self.last_producer_epoch and t.prev_producer_id == self.producer_id
+            if t.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                return t.last_producer_epoch == self.producer_epoch and t.producer_id == self.producer_id
+        return self._same_producer(t)
 
     def _valid_epoch_bump(self, t: TxnTransit) -> bool:
         return t.producer_epoch == self.producer_epoch + 1 or \
@@ -291,4 +336,5 @@ class TransactionMetadata:
         """Metadata as a record of __transaction_state left it (the last epoch is not stored)."""
         return cls(transactional_id, t.producer_id, t.prev_producer_id, t.next_producer_id,
                    t.producer_epoch, NO_PRODUCER_EPOCH, t.txn_timeout_ms, t.state,
-                   set(t.topic_partitions), t.txn_start_timestamp, t.txn_last_update_timestamp)
+                   set(t.topic_partitions), t.txn_start_timestamp, t.txn_last_update_timestamp,
+                   client_transaction_version=t.client_transaction_version)

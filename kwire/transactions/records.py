@@ -2,8 +2,8 @@
 
 Key: int16 version 0 + TransactionLogKey (transactional id). Value: int16 version + the
 TransactionLogValue struct of that version; version 0 is what Kafka writes for transactions
-version 0/1 (ours), version 1 (flexible, with the previous/next producer ids and the client's
-transaction version as tagged fields) is read too. A transactional id that expired is a
+version 0/1, version 1 (flexible, with the previous/next producer ids and the client's
+transaction version as tagged fields) what it writes for version 2; both are read and written. A transactional id that expired is a
 tombstone (value ``None``), so the compacted topic forgets it. Partitions are written null in
 state Empty, as Kafka does.
 """
@@ -63,7 +63,11 @@ def key_bytes(transactional_id: str) -> bytes:
         TRANSACTION_LOG_KEY(transactional_id=transactional_id), KEY_VERSION)
 
 
-def value_bytes(t: TxnTransit, version: int = VALUE_VERSION) -> bytes:
+def value_bytes(t: TxnTransit, version: int | None = None) -> bytes:
+    """Version 0, or 1 for a transaction of version 2 (Kafka's TransactionLog.valueToBytes:
+    the previous/next producer ids and the client's transaction version travel with it)."""
+    if version is None:
+        version = 1 if t.client_transaction_version >= 2 else VALUE_VERSION
     if t.state == TransactionState.EMPTY and t.topic_partitions:
         raise ValueError(f"a transaction in state Empty has no partitions: {t}")
     parts = None
@@ -77,7 +81,8 @@ def value_bytes(t: TxnTransit, version: int = VALUE_VERSION) -> bytes:
         next_producer_id=t.next_producer_id, producer_epoch=t.producer_epoch,
         transaction_timeout_ms=t.txn_timeout_ms, transaction_status=t.state.id,
         transaction_partitions=parts, transaction_last_update_timestamp_ms=t.txn_last_update_timestamp,
-        transaction_start_timestamp_ms=t.txn_start_timestamp, client_transaction_version=0)
+        transaction_start_timestamp_ms=t.txn_start_timestamp,
+        client_transaction_version=t.client_transaction_version if version >= 1 else 0)
     return _I16.pack(version) + TRANSACTION_LOG_VALUE.encode(obj, version)
 
 
@@ -110,4 +115,5 @@ def decode_value(buf: bytes) -> TxnTransit:
         tps = frozenset((ps.topic, p) for ps in v.transaction_partitions for p in ps.partition_ids)
     return TxnTransit(v.producer_id, v.previous_producer_id, v.next_producer_id, v.producer_epoch, -1,
                       v.transaction_timeout_ms, state, tps, v.transaction_start_timestamp_ms,
-                      v.transaction_last_update_timestamp_ms)
+                      v.transaction_last_update_timestamp_ms,
+                      getattr(v, "client_transaction_version", 0) or 0)

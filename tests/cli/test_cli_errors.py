@@ -51,6 +51,17 @@ USAGE_CASES = [
     (["serve", "--node-id", "-1"], ["node.id", "at least 0"]),
     (["serve", "--advertised-listener", "9092"], ["needs a host"]),
     (["topic"], ["invalid choice: 'topic'"]),
+    # the links between nodes (kwire.security.peers): Kafka's checks, one line each
+    (["serve", "--controller-quorum-voters", "1@127.0.0.1:19093,2@127.0.0.1:19193", "--controller-listen",
+      "127.0.0.1:19093", "--override", "inter.broker.listener.name=PLAINTEXT", "--override",
+      "security.inter.broker.protocol=PLAINTEXT"], ["Only one of inter.broker.listener.name and "
+                                                    "security.inter.broker.protocol"]),
+    (["serve", "--controller-quorum-voters", "1@127.0.0.1:19093,2@127.0.0.1:19193", "--controller-listen",
+      "127.0.0.1:19093", "--override", "inter.broker.listener.name=REPLICATION"],
+     ["inter.broker.listener.name=REPLICATION", "valid options", "PLAINTEXT"]),
+    (["serve", "--controller-quorum-voters", "1@127.0.0.1:19093,2@127.0.0.1:19193", "--override",
+      "controller.listener.names=CONTROLLER"], ["controller.listener.names=CONTROLLER must name one of the "
+                                                "listeners", "CONTROLLER://HOST:PORT"]),
 ]
 
 

@@ -35,7 +35,7 @@ NODES = [{"node_id": 2, "host": "broker-2.local", "port": 9092, "rack": None},
 # api key -> (kafka-python request, response, our range, request values, response values).
 # Values cover every field of every version in range; tagged fields hold non-default values.
 CASES = {
-    0: (ProduceRequest, ProduceResponse, (0, 11),
+    0: (ProduceRequest, ProduceResponse, (0, 12),
         {"transactional_id": "txn-1", "acks": -1, "timeout_ms": 30000, "topic_data": [
             {"name": "orders", "partition_data": [{"index": 0, "records": RECS}, {"index": 3, "records": None}]},
             {"name": "audit", "partition_data": []}]},

@@ -24,3 +24,7 @@ def test_generated_reference_says_what_is_honoured():
     assert "| honoured |" in rows["num.partitions"] and "| honoured |" in rows["retention.ms"]
     assert "accepted, ignored" in rows["num.io.threads"]
     assert "the default of the topic config retention.ms" in rows["log.retention.ms"]
+
+
+def test_the_committed_reference_is_up_to_date():
+    assert DOC.read_text() == render(), "docs/config.md is stale: run `make docs`"

@@ -96,6 +96,14 @@ def _recv_frame(s) -> bytes | None:
     return body
 
 
+def _advertised_at_transaction_version_1(version: str) -> dict:
+    """The release's ranges as a broker at transaction.version 1 (the default) advertises them:
+    Produce, EndTxn and TxnOffsetCommit stop before transaction version 2 (v11, v4, v4)."""
+    from kwire.handlers.api_versions import TV1_MAX_VERSIONS
+
+    return {k: (lo, min(hi, TV1_MAX_VERSIONS.get(k, hi))) for k, (lo, hi) in table_for(version).advertised.items()}
+
+
 def test_api_versions_answer_per_release(emulating):
     version, bootstrap = emulating
     a = api("ApiVersions")
@@ -105,13 +113,14 @@ def test_api_versions_answer_per_release(emulating):
             _, resp = FR.decode_response(a, v, _recv_frame(s))
             assert resp.error_code == 0
             got = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-            assert got == table_for(version).advertised
+            assert got == _advertised_at_transaction_version_1(version)
         # an unknown ApiVersions version: UNSUPPORTED_VERSION as v0, with this release's ranges
         body = struct.pack(">hhi", 18, 9, 77) + struct.pack(">h", 1) + b"x" + b"\x00" + b"\x00\x00\x00"
         s.sendall(struct.pack(">i", len(body)) + body)
         _, resp = FR.decode_response(a, 0, _recv_frame(s))
         assert resp.error_code == ErrorCode.UNSUPPORTED_VERSION
-        assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == table_for(version).advertised
+        assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == \
+            _advertised_at_transaction_version_1(version)
 
 
 def test_kafka_python_check_version_infers_the_release(emulating):
@@ -161,3 +170,15 @@ def test_docs_are_current():
 
     doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "emulation.md"
     assert doc.read_text().strip() == render().strip(), "run make docs (python -m kwire.emulation > docs/emulation.md)"
+
+
+def test_transaction_version_2_is_kafka_4s():
+    """transaction.version=2 (KIP-890 part 2) came with Kafka 4.0: a broker emulating 3.9 neither
+    finalizes the feature nor advertises Produce v12 / EndTxn v5 / TxnOffsetCommit v5."""
+    for version, want in (("3.9", (11, 4, 4, [])), ("4.0", (12, 5, 5, [("transaction.version", 2, 2)]))):
+        with Broker(mode="thread", overrides={"kwire.emulate.kafka.version": version, "transaction.version": 2}) as b:
+            with b.client() as c:
+                r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+        maxes = {k.api_key: k.max_version for k in r.api_keys}
+        got = [(f.name, f.min_version_level, f.max_version_level) for f in r.finalized_features]
+        assert (maxes[0], maxes[26], maxes[28], got) == want

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-import kwire.handlers.transactions as txn_handlers
+import kwire.transactions.verify as verify
 from kwire.errors import ErrorCode
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
@@ -53,5 +53,5 @@ def test_the_wait_is_bounded(broker, monkeypatch):
                          committed=True).error_code == 0
         t0 = time.monotonic()
         assert add(c, tid, pid, epoch, {t: [0]}) == {(t, 0): E.CONCURRENT_TRANSACTIONS}
-        assert time.monotonic() - t0 >= txn_handlers.COMPLETION_WAIT_S * 0.9
+        assert time.monotonic() - t0 >= verify.COMPLETION_WAIT_S * 0.9
         assert not broker.broker.txn_edge._completions   # no waiter left behind

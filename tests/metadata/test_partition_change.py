@@ -164,4 +164,6 @@ def test_record_type_ids_are_kafkas():
         "ConfigRecord": 4, "PartitionChangeRecord": 5, "FenceBrokerRecord": 7, "UnfenceBrokerRecord": 8,
         "RemoveTopicRecord": 9, "FeatureLevelRecord": 12, "ProducerIdsRecord": 15,
         "BrokerRegistrationChangeRecord": 17, "AccessControlEntryRecord": 18,
-        "RemoveAccessControlEntryRecord": 19, "NoOpRecord": 20}
+        "RemoveAccessControlEntryRecord": 19, "NoOpRecord": 20,
+        "UserScramCredentialRecord": 11, "RemoveUserScramCredentialRecord": 22,
+        "ClientQuotaRecord": 14}

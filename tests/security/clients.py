@@ -46,3 +46,24 @@ def kafka_python_roundtrip(conf: dict, topic: str, n: int = 20, *, size: int = 1
     finally:
         c.close()
     return got
+
+
+def login_error(conf: dict, timeout: float = 15.0) -> str | None:
+    """None when a confluent-kafka client with ``conf`` authenticates (it gets metadata); else
+    the error librdkafka reports (a SASL_AUTHENTICATION_FAILED becomes its _AUTHENTICATION
+    error, carrying the broker's message)."""
+    from confluent_kafka import Producer
+
+    errors: list = []
+    p = Producer({**conf, "error_cb": errors.append})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if p.list_topics(timeout=0.5).brokers:
+                return None
+        except Exception:  # noqa: BLE001 - not yet, or refused: error_cb says which
+            pass
+        p.poll(0.1)
+        if errors:
+            return str(errors[0])
+    return "neither authenticated nor refused"

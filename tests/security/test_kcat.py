@@ -10,7 +10,6 @@ import pytest
 from kwire.testing.broker import Broker
 
 KCAT = shutil.which("kcat")
-pytestmark = pytest.mark.skipif(KCAT is None, reason="kcat is not installed")
 
 
 def _kcat_args(conf: dict) -> list[str]:
@@ -24,6 +23,7 @@ def _kcat_args(conf: dict) -> list[str]:
 @pytest.mark.parametrize("security,client_auth,mech", [("SASL_SSL", "none", "SCRAM-SHA-512"),
                                                        ("SSL", "required", None)])
 def test_kcat_produce_consume(security, client_auth, mech):
+    assert KCAT, "kcat is not installed (make deps installs it)"
     users = {"kc": "kc-pw"} if security.startswith("SASL") else None
     with Broker(security=security, users=users, client_auth=client_auth) as b:
         b.create_topic("kc", 1)

@@ -105,6 +105,39 @@ def test_mutual_tls_required():
             assert "User:CN=client" in principals, principals
 
 
+def test_mutual_tls_requested():
+    """ssl.client.auth=requested: a client certificate, when given, is verified and names the
+    principal; a client without one is served as User:ANONYMOUS."""
+    with Broker(security="SSL", client_auth="requested") as b:
+        b.create_topic("req", 1)
+        conf = b.client_config("confluent")
+        bare = {k: v for k, v in conf.items() if not k.startswith(("ssl.certificate", "ssl.key"))}
+        assert len(confluent_roundtrip(bare, "req", 3)) == 3
+
+        def principal_of(ctx):
+            with socket.create_connection((b.host, b.port), timeout=5) as raw, \
+                    ctx.wrap_socket(raw, server_hostname="localhost") as s:
+                s.sendall(_api_versions_request())
+                assert len(s.recv(4)) == 4
+                me = s.getsockname()
+                return next(c.principal for c in list(b.server.connections)
+                            if c.peer == f"{me[0]}:{me[1]}")
+        with_cert = ssl.create_default_context(cafile=b.tls.ca_file)
+        with_cert.load_cert_chain(b.client_cert.cert, b.client_cert.key)
+        assert principal_of(with_cert) == "User:CN=client"
+        assert principal_of(ssl.create_default_context(cafile=b.tls.ca_file)) == "User:ANONYMOUS"
+        # a certificate the broker's CA did not sign is refused, even when only requested
+        import tempfile
+
+        from kwire.testing.certs import CertificateAuthority
+        with tempfile.TemporaryDirectory() as d:
+            other = CertificateAuthority(d).issue("mallory", file_name="mallory")
+            rogue = ssl.create_default_context(cafile=b.tls.ca_file)
+            rogue.load_cert_chain(other.cert, other.key)
+            with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+                principal_of(rogue)
+
+
 def _api_versions_request() -> bytes:
     import struct
     client = b"t"

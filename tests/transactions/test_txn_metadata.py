@@ -41,7 +41,9 @@ def test_transition_table(source, target):
 
 def test_kafka_table_spelled_out():
     assert VALID_PREVIOUS[S.PREPARE_COMMIT] == {S.ONGOING}
-    assert VALID_PREVIOUS[S.PREPARE_ABORT] == {S.ONGOING, S.PREPARE_EPOCH_FENCE}
+    # Kafka 4 (transaction version 2): an abort may also start from Empty or Complete*
+    assert VALID_PREVIOUS[S.PREPARE_ABORT] == {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT,
+                                              S.COMPLETE_ABORT}
     assert VALID_PREVIOUS[S.COMPLETE_COMMIT] == {S.PREPARE_COMMIT}
     assert VALID_PREVIOUS[S.COMPLETE_ABORT] == {S.PREPARE_ABORT}
     assert VALID_PREVIOUS[S.DEAD] == {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}

@@ -1,10 +1,9 @@
-"""TxnOffsetCommit (key 28), versions 0-5 in the schema; kwire serves 0-4.
+"""TxnOffsetCommit (key 28), versions 0-5.
 
 v2 adds ``committed_leader_epoch``; v3 (flexible) adds ``generation_id``, ``member_id`` and
 ``group_instance_id`` (the group's fencing, KIP-447); v4 only allows TRANSACTION_ABORTABLE in
-answers (KIP-890). v5 is v4's shape for transaction V2 (KIP-890 part 2: the commit adds the
-offsets partition to the transaction itself), which kwire's coordinator does not offer, so
-the handler stops at v4.
+answers (KIP-890). v5 is v4's shape for transaction version 2 (KIP-890 part 2: the commit adds the
+offsets partition to the transaction itself).
 """
 from kwire.codec.schema import F, Message
 

