@@ -219,6 +219,9 @@ def render() -> str:
            "- An API the release has and kwire does not serve is never advertised; a version range kwire serves "
            "only in part is advertised in that part. Both are listed below. The default is the newest release "
            "with no partial ranges.",
+           "- `transaction.version=2` (KIP-890 part 2: Produce v12, EndTxn v5, TxnOffsetCommit v5 and the "
+           "finalized feature in ApiVersions) is Kafka 4's: under 3.x emulation the broker offers transaction "
+           "version 1 only.",
            "- Version-sniffing clients infer the release from these ranges: kafka-python's check_version says "
            "3.9, 4.0 and 4.3 under those emulations; under 4.1 and 4.2 it says 4.0 (it tells 4.1 by Produce v13 "
            "and 4.2 by ListOffsets v11, which kwire does not serve).", ""]
