@@ -51,6 +51,7 @@ dist: $(VENV)/.base
 # docs/config.md from the config table (which keys kwire honours, which it accepts and ignores).
 docs: $(VENV)/.base
 	$(BIN)/python -m kwire.config_keys.reference > docs/config.md
+	$(BIN)/python -m kwire.emulation > docs/emulation.md
 
 # What the tests need beside Python: kcat, node/npm (KafkaJS), Java 17 (Java clients).
 deps:

@@ -70,23 +70,25 @@ class ProtocolError(Exception):
     """The remote side broke the protocol (client side: a response that cannot be read)."""
 
 
-def _api_versions_fallback(correlation_id: int) -> list:
+def _api_versions_fallback(correlation_id: int, versions=None) -> list:
     from kwire.handlers.api_versions import api_version_entries
 
     api = FR.APIS[FR.API_VERSIONS_KEY]
-    body = api.response.cls(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=api_version_entries(api))
+    body = api.response.cls(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=api_version_entries(api, versions=versions))
     return FR.encode_response(api, 0, correlation_id, body)
 
 
 class KafkaConnection:
     """The server side of one connection. ``serves(api_key, version)`` says which requests a
-    handler exists for (None: every version our schemas know)."""
+    handler exists for (None: every version our schemas know); ``versions`` (a
+    kwire.emulation.ApiVersionTable) gives the ranges an ApiVersions of an unknown version is
+    answered with (None: the default emulated release's)."""
 
     __slots__ = ("peer", "requests", "reading_since", "principal", "listener", "sasl", "close_after_response",
-                 "raw_tokens", "_decoder", "_serves", "_closed", "_eof", "__weakref__")
+                 "raw_tokens", "_decoder", "_serves", "_versions", "_closed", "_eof", "__weakref__")
 
     def __init__(self, max_frame_size: int = FR.DEFAULT_MAX_FRAME, *, max_queued: int | None = None,
-                 serves: Callable[[int, int], bool] | None = None, peer: str = "?"):
+                 serves: Callable[[int, int], bool] | None = None, peer: str = "?", versions=None):
         self.peer = peer
         self.requests = 0  # requests taken so far
         self.reading_since: float | None = None  # set by the edge's read loop (kwire.net.pump)
@@ -97,6 +99,7 @@ class KafkaConnection:
         self.raw_tokens = False   # after SaslHandshake v0: frames are bare SASL tokens (RawToken), not requests
         self._decoder = FrameDecoder(max_frame_size, max_queued)
         self._serves = serves
+        self._versions = versions
         self._closed: Close | None = None
         self._eof = False
 
@@ -156,7 +159,7 @@ class KafkaConnection:
         except UnsupportedVersion as exc:
             hdr = exc.header  # type: ignore[attr-defined]
             if exc.api_key == FR.API_VERSIONS_KEY:
-                return Reply(hdr, _api_versions_fallback(hdr.correlation_id), len(frame))
+                return Reply(hdr, _api_versions_fallback(hdr.correlation_id, self._versions), len(frame))
             return self._close(f"unsupported version {exc.version} of api key {exc.api_key} "
                                f"(client {hdr.client_id!r})", hdr)
         except UnknownApiKey as exc:
@@ -175,7 +178,7 @@ class KafkaConnection:
         hdr = req.header
         if self._serves is not None and not self._serves(hdr.api_key, hdr.api_version):
             if hdr.api_key == FR.API_VERSIONS_KEY:
-                return Reply(hdr, _api_versions_fallback(hdr.correlation_id), len(frame))
+                return Reply(hdr, _api_versions_fallback(hdr.correlation_id, self._versions), len(frame))
             return self._close(f"no handler for {req.api.name} v{hdr.api_version}", hdr)
         return req
 

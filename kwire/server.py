@@ -47,6 +47,7 @@ import trio
 
 from kwire.codec.apis import APIS
 from kwire.codec.error_response import error_codes, error_response, has_error_code
+from kwire.emulation import table_of
 from kwire.connection import CLOSED, Close, KafkaConnection, RawToken, Reply, Request
 from kwire.groups.edge import start_groups
 from kwire.transactions.edge import start_transactions
@@ -223,8 +224,9 @@ class KafkaServer:
             return
         set_nodelay(stream)
         cfg = self.broker.config
+        versions = table_of(cfg)
         conn = KafkaConnection(int(cfg.get("socket.request.max.bytes")), max_queued=int(cfg.get("queued.max.requests")),
-                               serves=_serves, peer=peer)
+                               serves=versions.serves, peer=peer, versions=versions)
         if listener is not None:
             conn.listener = listener.name
             if listener.sasl is not None:

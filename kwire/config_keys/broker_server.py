@@ -199,3 +199,11 @@ _b("log.cleaner.min.compaction.lag.ms", L, 0, "Least age of a record before it m
 _b("log.cleaner.max.compaction.lag.ms", L, LONG_MAX, "Most age of a record before it must be "
    "compactable.", at_least(1), CW)
 _b("log.cleaner.min.cleanable.ratio", D, 0.5, "Dirty ratio at which a log is cleaned.", between(0, 1), CW)
+# ------------------------------------------------------------------ Kafka-version emulation (kwire.emulation)
+from kwire.emulation import CONFIG_KEY as _EMULATE_KEY, DEFAULT_KAFKA_VERSION as _EMULATE_DEFAULT, KAFKA_VERSIONS as _EMULATED  # noqa: E402
+
+_b(_EMULATE_KEY, S, _EMULATE_DEFAULT, "kwire: the Kafka release whose API versions this broker advertises in "
+   "ApiVersions and accepts (older releases serve the versions Kafka 4 removed: Produce v0-2 with message format "
+   "v0/v1, Fetch v0-3, OffsetCommit v0-1 ...; 4.x refuses them as Kafka 4 does). Default: the newest release "
+   "whose APIs kwire serves in full. The APIs a release has and kwire does not serve are listed in "
+   "docs/emulation.md.", one_of(*_EMULATED), kwire=True)

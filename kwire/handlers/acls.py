@@ -1,4 +1,5 @@
-"""DescribeAcls (key 29), CreateAcls (key 30), DeleteAcls (key 31): versions 1-3 served.
+"""DescribeAcls (key 29), CreateAcls (key 30), DeleteAcls (key 31): versions 0-3 served (v0, Kafka
+3.x's: no pattern type, LITERAL; DescribeAcls/DeleteAcls v0 filters match literal patterns only).
 
 ACLs are metadata records (AccessControlEntryRecord / RemoveAccessControlEntryRecord) committed
 through ``broker.submit_metadata`` (the active controller in a cluster), so every broker's image
@@ -6,7 +7,6 @@ and authorizer (kwire.security.authorizer) has them. As Kafka: with no authorize
 every request is answered SECURITY_DISABLED; Describe needs DESCRIBE on the cluster, Create and
 Delete need ALTER (CLUSTER_AUTHORIZATION_FAILED otherwise); a malformed binding or filter is
 INVALID_REQUEST; creating an ACL that exists changes nothing and succeeds.
-Left out: v0 (Kafka 4 dropped it).
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _filter(f) -> AclBindingFilter:
                             f.principal_filter, f.host_filter, f.operation, f.permission_type)
 
 
-@handles("DescribeAcls", "1-3")
+@handles("DescribeAcls", "0-3")
 async def describe_acls(ctx: RequestContext, req):
     def answer(err, msg=None, resources=()):
         return ctx.response(throttle_time_ms=0, error_code=err, error_message=msg, resources=list(resources))
@@ -60,7 +60,7 @@ async def describe_acls(ctx: RequestContext, req):
     return answer(ErrorCode.NONE, None, out)
 
 
-@handles("CreateAcls", "1-3")
+@handles("CreateAcls", "0-3")
 async def create_acls(ctx: RequestContext, req):
     Result = ctx.struct("AclCreationResult")
 
@@ -104,7 +104,7 @@ async def create_acls(ctx: RequestContext, req):
     return answer(codes)
 
 
-@handles("DeleteAcls", "1-3")
+@handles("DeleteAcls", "0-3")
 async def delete_acls(ctx: RequestContext, req):
     FilterResult, Matching = ctx.struct("DeleteAclsFilterResult"), ctx.struct("DeleteAclsMatchingAcl")
 

@@ -1,24 +1,27 @@
 """ApiVersions (key 18): versions 0-4.
 
-Ranges come from the handler registry, so an API is advertised exactly when it is served;
+Ranges are those of the emulated Kafka release (``kwire.emulate.kafka.version``, see
+kwire.emulation) cut to the handler registry, so an API is advertised exactly when it is served;
 ConsumerGroupHeartbeat / ConsumerGroupDescribe only while group.coordinator.rebalance.protocols
 lists "consumer" (their handlers answer UNSUPPORTED_VERSION otherwise, as Kafka).
-Produce is advertised from v0 (librdkafka disables compression otherwise) although v0-2 are
-refused when used. A request at a version we do not know gets UNSUPPORTED_VERSION encoded as v0
-(see kwire.connection).
+Produce is advertised from v0 (librdkafka disables compression otherwise), as Kafka 4 does
+although it refuses v0-2. A request at a version we do not know gets UNSUPPORTED_VERSION encoded
+as v0 (see kwire.connection).
 
 Features (v3+, KIP-584): the one kwire has is ``transaction.version`` (the broker config of the
 same name is the finalized level, 1 or 2). At level 2 the response carries it as supported
 (0-2) and finalized (2), with Produce v12, EndTxn v5 and TxnOffsetCommit v5 (KIP-890 part 2:
-the Java client 4.x then uses transaction version 2); at level 1 those three stop at v11 / v4 /
-v4 and no feature is sent (the tagged fields stay at their defaults, which keeps the response
-readable by librdkafka 2.0). Left out: metadata.version and the other KRaft features, which no
-stock client reads.
+the Java client 4.x then uses transaction version 2) when the emulated release has them (4.0+;
+under 3.x emulation the level is taken as 1); at
+level 1 those three stop at v11 / v4 / v4 and no feature is sent (the tagged fields stay at
+their defaults, which keeps the response readable by librdkafka 2.0). Left out:
+metadata.version and the other KRaft features, which no stock client reads.
 """
 from __future__ import annotations
 
 from kwire.codec.apis import Api
-from kwire.handlers import REGISTRY, RequestContext, handles
+from kwire.emulation import ApiVersionTable, table_of
+from kwire.handlers import RequestContext, handles
 
 #: the last version of each API before transaction version 2 (Kafka's LAST_BEFORE_TRANSACTION_V2_VERSION)
 TV1_MAX_VERSIONS = {0: 11, 26: 4, 28: 4}
@@ -42,15 +45,15 @@ def disabled_apis(config) -> set[int]:
     return out
 
 
-def api_version_entries(api_versions_api: Api, transaction_version: int = 1, config=None) -> list:
+def api_version_entries(api_versions_api: Api, transaction_version: int = 1,
+                        versions: ApiVersionTable | None = None, config=None) -> list:
     cls = api_versions_api.response.struct("ApiVersion")
+    table = versions if versions is not None else table_of(None)
     out = []
     hidden = disabled_apis(config)
-    for key, h in sorted(REGISTRY.items()):
+    for key, (lo, hi) in sorted(table.advertised.items()):
         if key in hidden:
             continue
-        lo = 0 if key == 0 else h.min_version  # Produce: advertise from v0
-        hi = h.max_version
         if transaction_version < 2 and key in TV1_MAX_VERSIONS:
             hi = min(hi, TV1_MAX_VERSIONS[key])
         out.append(cls(api_key=key, min_version=lo, max_version=hi))
@@ -59,7 +62,11 @@ def api_version_entries(api_versions_api: Api, transaction_version: int = 1, con
 
 @handles("ApiVersions")
 async def api_versions(ctx: RequestContext, req):
-    tv = int(ctx.broker.config.get(TRANSACTION_VERSION) or 1)
+    config = ctx.broker.config
+    table = table_of(config)
+    tv = int(config.get(TRANSACTION_VERSION) or 1)
+    if tv >= 2 and table.accepted.get(26, (0, 0))[1] < 5:
+        tv = 1   # the emulated release (3.x) predates transaction version 2: not offered
     extra = {}
     if tv >= 2 and ctx.version >= 3:
         extra = dict(
@@ -68,5 +75,5 @@ async def api_versions(ctx: RequestContext, req):
             finalized_features_epoch=0,
             finalized_features=[ctx.struct("FinalizedFeatureKey")(name=TRANSACTION_VERSION, max_version_level=tv,
                                                                   min_version_level=tv)])
-    return ctx.response(error_code=0, api_keys=api_version_entries(ctx.api, tv, ctx.broker.config),
+    return ctx.response(error_code=0, api_keys=api_version_entries(ctx.api, tv, table, ctx.broker.config),
                         throttle_time_ms=0, **extra)

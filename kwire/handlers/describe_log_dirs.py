@@ -1,4 +1,4 @@
-"""DescribeLogDirs (key 35): versions 1-5 (Kafka 4.0 removed v0).
+"""DescribeLogDirs (key 35): versions 0-5 (Kafka 4.0 removed v0, the same as v1; 3.x served it).
 
 Kafka's KafkaApis.handleDescribeLogDirsRequest / ReplicaManager.describeLogDirs for kwire's one
 log dir (the data dir; Kafka answers one result per log.dirs entry): its absolute path; when

@@ -1,4 +1,4 @@
-"""Fetch (key 1): versions 4-16.
+"""Fetch (key 1): versions 0-17.
 
 Long poll: the answer waits until min_bytes are available or max_wait_ms passes, woken the
 moment data is appended to any fetched partition (no polling: a waiting fetch holds only an
@@ -27,8 +27,16 @@ records returned, not of the whole encoded response as in Kafka (a few dozen byt
 With an authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions, kept
 out of the session); a follower needs CLUSTER_ACTION on the cluster (TOPIC_AUTHORIZATION_FAILED
 everywhere otherwise, as Kafka).
-Left out: v0-3 (message formats v0/v1), fetch sessions for followers (they fetch
-sessionless), rack-aware preferred read replicas (-1).
+v0-3 (Kafka 3.x and older; kwire.emulate.kafka.version 3.9) read message formats v0 (Fetch v0-1)
+and v1 (v2-3): the v2 batches read are down-converted (kwire.codec.legacy_records, Kafka's
+RecordsUtil.downConvert: headers dropped, control batches and records below the fetch offset
+left out, compression kept; zstd batches, and lz4 to magic 0, UNSUPPORTED_COMPRESSION_TYPE),
+which costs a read and a copy instead of sendfile. Size limits as Kafka's: v0-2 have only
+partition_max_bytes, a hard limit (a first message larger than it is sent cut at it, which an
+old consumer reports as too large); v3 has max_bytes and, like v4+, the first message whole
+(KIP-74); converted data is cut at message boundaries to the bytes read.
+Left out: fetch sessions for followers (they fetch sessionless), rack-aware preferred read
+replicas (-1).
 """
 from __future__ import annotations
 
@@ -37,6 +45,7 @@ import trio
 from kwire.errors import ErrorCode
 from kwire.fetch_session import FetchSessionCache
 from kwire.handlers import RequestContext, handles
+from kwire.codec.legacy_records import LegacyRecordError, down_convert, fetch_magic
 from kwire.codec.primitives import ZERO_UUID
 from kwire.quota import edge as quota_edge
 from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
@@ -60,7 +69,7 @@ def _resolve_topics(ctx: RequestContext, req):
     return out
 
 
-@handles("Fetch", "4-16")
+@handles("Fetch", "0-17")
 async def fetch(ctx: RequestContext, req):
     b = ctx.broker
     v = ctx.version
@@ -194,10 +203,14 @@ def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committ
     total = 0
     has_error = False
     out = []
+    old_format = ctx.version < 4   # message format v0/v1: down-converted
     for key, (offset, pmax, tid, leader_epoch) in fetch_set.items():
         name, p = key
-        res = rm.read(name, p, offset, min(pmax, remaining) if remaining > 0 else 0,
-                      current_leader_epoch=leader_epoch, min_one=(total == 0), read_committed=read_committed)
+        limit = min(pmax, remaining) if remaining > 0 else 0
+        res = rm.read(name, p, offset, limit, current_leader_epoch=leader_epoch,
+                      min_one=(total == 0) and ctx.version >= 3, read_committed=read_committed)
+        if old_format and res.high_watermark >= 0 and not res.error:
+            _down_convert(ctx, res, name, p, offset, limit, first=(total == 0))
         pd = PD(partition_index=p, error_code=res.error, high_watermark=res.high_watermark,
                 last_stable_offset=res.last_stable_offset, log_start_offset=res.log_start_offset,
                 records=res.records, aborted_transactions=[] if read_committed else None)
@@ -274,3 +287,32 @@ async def _replica_fetch(ctx: RequestContext, req, replica_id: int):
             break
         await rm.wait_for_replica_data(tps, deadline)
     return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=out)
+
+
+def _down_convert(ctx: RequestContext, res, topic: str, partition: int, offset: int, limit: int, first: bool):
+    """Fetch v0-3: the v2 batches of ``res`` as a v0/v1 message set, in place (see the module
+    doc for the size rules)."""
+    hard = ctx.version <= 2
+    data = res.records
+    if hard and first and not data and offset < res.high_watermark and limit > 0:
+        # Kafka's hard limit: a first batch larger than the limit is sent cut (a partial message)
+        data = ctx.broker.replica_manager.read(topic, partition, offset, limit, min_one=True).records
+    if not data:
+        return
+    try:
+        units = down_convert(bytes(data), fetch_magic(ctx.version), offset)
+    except LegacyRecordError as exc:
+        res.error, res.records, res.size = exc.code, b"", 0
+        return
+    taken, size = [], 0
+    for u in units:
+        if size + len(u) <= limit or (not taken and first):
+            taken.append(u)
+            size += len(u)
+        else:
+            break
+    out = taken[0] if len(taken) == 1 else b"".join(taken)
+    if hard and len(out) > limit:
+        out = out[:limit]
+    res.records = out
+    res.size = len(out)

@@ -1,6 +1,6 @@
 """Group APIs, answered by the group coordinator (kwire.groups, wired in kwire.groups.edge):
-FindCoordinator 0-5 (batched coordinator_keys from v4), JoinGroup 0-9, SyncGroup 0-5,
-Heartbeat 0-4, LeaveGroup 0-5 (batched from v3), OffsetCommit 2-9, OffsetFetch 1-9 (several
+FindCoordinator 0-6 (batched coordinator_keys from v4), JoinGroup 0-9, SyncGroup 0-5,
+Heartbeat 0-4, LeaveGroup 0-5 (batched from v3), OffsetCommit 0-9, OffsetFetch 0-9 (several
 groups from v8), DescribeGroups 0-5, ListGroups 0-5 (state filter from v4, type filter from v5:
 "classic" or "consumer"), DeleteGroups 0-2, OffsetDelete 0.
 
@@ -24,7 +24,12 @@ KIP-848 consumer groups (kwire.handlers.consumer_groups): OffsetCommit checks th
 (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID; UNSUPPORTED_VERSION below v9 for their members), OffsetFetch
 v9 the member id and epoch it names; ListGroups shows them with type and protocol type "consumer";
 DescribeGroups answers them Dead with GROUP_ID_NOT_FOUND below v6 turned NONE, as Kafka
-("not a classic group"). Before the coordinator
+("not a classic group").
+OffsetCommit v0 and OffsetFetch v0 kept offsets in ZooKeeper: a Kafka 3.x KRaft broker answers
+them UNSUPPORTED_VERSION ("Unsupported when using a Raft-based metadata quorum"), for every
+partition, once any named partition exists and may be read, and so does kwire. OffsetCommit v1's
+per-partition commit_timestamp is ignored (it only dated the commit for expiry; kwire dates
+commits by its clock, as Kafka does for -1). Before the coordinator
 is open (or on a server built without it) every group API answers COORDINATOR_NOT_AVAILABLE.
 Handlers wait on the coordinator's ``Pending`` answers with a trio.Event.
 """
@@ -119,7 +124,7 @@ async def ensure_offsets_topic(ctx: RequestContext) -> None:
         await edge.ensure_topic()
 
 
-@handles("FindCoordinator", "0-5")
+@handles("FindCoordinator", "0-6")
 async def find_coordinator(ctx: RequestContext, req):
     v = ctx.version
 
@@ -253,7 +258,7 @@ async def leave_group(ctx: RequestContext, req):
 
 
 # ============================================================================ OffsetCommit
-@handles("OffsetCommit", "2-9")
+@handles("OffsetCommit", "0-9")
 async def offset_commit(ctx: RequestContext, req):
     coord, unavailable = _coordinator_for(ctx, req.group_id)
     image = ctx.broker.image
@@ -282,7 +287,9 @@ async def offset_commit(ctx: RequestContext, req):
             else:
                 valid.append((t.name, p.partition_index, p.committed_offset,
                               p.committed_leader_epoch, p.committed_metadata))
-    if valid:
+    if valid and ctx.version == 0:   # ZooKeeper storage: the whole request fails, as Kafka 3.x KRaft
+        errors = {(t.name, p.partition_index): E.UNSUPPORTED_VERSION for t in req.topics for p in t.partitions}
+    elif valid:
         pend = coord.commit_offsets(
             req.group_id, req.generation_id_or_member_epoch, req.member_id, valid,
             group_instance_id=req.group_instance_id,
@@ -336,14 +343,17 @@ def _by_topic(offsets) -> dict[str, list]:
     return out
 
 
-@handles("OffsetFetch", "1-9")
+@handles("OffsetFetch", "0-9")
 async def offset_fetch(ctx: RequestContext, req):
     v = ctx.version
     if v < 8:
         T = ctx.struct("OffsetFetchResponseTopic")
         Pn = ctx.struct("OffsetFetchResponsePartition")
-        err, offsets = _fetch_group(ctx, req.group_id, req.topics,
-                                    req.require_stable if v >= 7 else False)
+        if v == 0:   # ZooKeeper storage: Kafka 3.x KRaft answers UNSUPPORTED_VERSION
+            err, offsets = E.UNSUPPORTED_VERSION, {}
+        else:
+            err, offsets = _fetch_group(ctx, req.group_id, req.topics,
+                                        req.require_stable if v >= 7 else False)
         topics = []
         if err and v < 2 and req.topics:
             # v1 has no top-level error: report it on every partition asked for

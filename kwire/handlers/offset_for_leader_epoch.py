@@ -1,4 +1,5 @@
-"""OffsetForLeaderEpoch (key 23): versions 2-4 (Kafka 4.0 removed v0-1; v2 added the current
+"""OffsetForLeaderEpoch (key 23): versions 0-4 (Kafka 4.0 removed v0-1, 3.x served them: v0 answers no
+leader epoch; v2 added the current
 leader epoch, v3 the replica id, v4 is flexible).
 
 For each partition this broker leads: the largest leader epoch <= the requested one that

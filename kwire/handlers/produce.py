@@ -1,6 +1,10 @@
-"""Produce (key 0): versions 3-12 served; 0-2 advertised (librdkafka needs v0 in ApiVersions to
-enable compression) but answered with UNSUPPORTED_VERSION for every partition, since record
-batch v2 needs v3+.
+"""Produce (key 0): versions 0-12 (v12: transaction version 2, see below). v0-2 carry message
+formats v0/v1 (message sets; Kafka 3.x and older, kwire.emulate.kafka.version 3.9): each partition's message set is converted to one v2
+record batch (kwire.codec.legacy_records: keys, values and timestamps kept, -1 in v0; the
+compression codec kept) before the append, as Kafka's LogValidator converts to magic 2; a
+corrupt set (CRC-32, sizes) is CORRUPT_MESSAGE, a v2 batch in a v0-2 request or a nested
+wrapper INVALID_RECORD. Under 4.x emulation v0-2 are advertised (librdkafka needs v0 in
+ApiVersions to enable compression) and refused by closing the connection, as Kafka 4 does.
 
 acks 0 (no response at all), 1 (after the leader's write) and -1 (all: refused
 NOT_ENOUGH_REPLICAS before the write when the ISR is smaller than min.insync.replicas;
@@ -64,6 +68,7 @@ import logging
 
 import trio
 
+from kwire.codec.legacy_records import LegacyRecordError, is_message_set, to_record_batch
 from kwire.codec.records import BATCH_HEADER_SIZE, HEADER
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
@@ -84,9 +89,8 @@ async def produce(ctx: RequestContext, req):
     acks = req.acks
     now = b.clock.now_ms()
     global_error = 0
-    if v < 3:
-        global_error = ErrorCode.UNSUPPORTED_VERSION
-    elif acks not in (-1, 0, 1):
+    legacy = _convert_message_sets(req) if v < 3 else None
+    if acks not in (-1, 0, 1):
         global_error = ErrorCode.INVALID_REQUIRED_ACKS
     elif req.transactional_id is None and _has_transactional_records(req):
         global_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
@@ -117,6 +121,13 @@ async def produce(ctx: RequestContext, req):
             parts.append(pr)
             if global_error or denied:
                 pr.error_code = global_error or ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
+            if legacy and (td.name, pd.index) in legacy:
+                err = rm.leader_error(td.name, pd.index)
+                if err:
+                    pr.error_code = err
+                else:
+                    _refuse(ctx, pr, legacy[(td.name, pd.index)])
                 continue
             if pd.records is None or len(pd.records) == 0:
                 err = rm.leader_error(td.name, pd.index)
@@ -155,13 +166,35 @@ async def produce(ctx: RequestContext, req):
     return ctx.response(responses=out, throttle_time_ms=0)
 
 
+def _convert_message_sets(req) -> dict:
+    """Produce v0-2: each partition's v0/v1 message set replaced by one v2 batch, in place;
+    {(topic, partition): KafkaError} for those that cannot be taken (Kafka's
+    ProduceRequest.validateRecords and LogValidator errors)."""
+    errors = {}
+    for td in req.topic_data:
+        for pd in td.partition_data:
+            r = pd.records
+            if r is None or len(r) == 0:
+                continue
+            if not is_message_set(r):
+                errors[(td.name, pd.index)] = KafkaError(
+                    "Produce requests with version <= 2 are only allowed to contain record batches with magic "
+                    "version <= 1", ErrorCode.INVALID_RECORD)
+                continue
+            try:
+                pd.records = to_record_batch(r)[0]
+            except LegacyRecordError as exc:
+                errors[(td.name, pd.index)] = KafkaError(str(exc), exc.code)
+    return errors
+
+
 def _has_transactional_records(req) -> bool:
     """True when a partition's batch has the transactional bit (attributes, byte 22 of the
     batch header); read from the header only."""
     for td in req.topic_data:
         for pd in td.partition_data:
             r = pd.records
-            if r is not None and len(r) > 22 and r[22] & 0x10:
+            if r is not None and len(r) > 22 and r[22] & 0x10 and r[16] == 2:
                 return True
     return False
 

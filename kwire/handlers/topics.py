@@ -1,4 +1,5 @@
-"""CreateTopics (key 19) 2-7, DeleteTopics (key 20) 1-6, CreatePartitions (key 37) 0-3.
+"""CreateTopics (key 19) 0-7, DeleteTopics (key 20) 0-6, CreatePartitions (key 37) 0-3 (CreateTopics
+v0-1 and DeleteTopics v0 are Kafka 3.x's: under kwire.emulate.kafka.version 4.x they are refused).
 
 Topic changes are metadata records (TopicRecord, PartitionRecord, ConfigRecord,
 RemoveTopicRecord) committed to the metadata log, then applied. CreateTopics honours

@@ -112,6 +112,10 @@ def to_kp_value(val, f, kf, v, where):
         return to_kp_struct(val, f.fields, kf, v, f"{where}.{f.name}")
     if kf.type_str == "bitfield":
         return _bits(val)
+    if f.type == "uuid" and val == ZERO_UUID and kf.tagged_field_q(v):
+        # kafka-python writes a tagged zero uuid when it holds one; Kafka (and we) leave the
+        # default out (Fetch v17 replica_directory_id), and kafka-python's None is "absent"
+        return None
     return val
 
 

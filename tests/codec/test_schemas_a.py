@@ -45,13 +45,13 @@ CASES = {
              "record_errors": [{"batch_index": 2, "batch_index_error_message": "bad key"},
                                {"batch_index": 5, "batch_index_error_message": None}]}]}],
          "throttle_time_ms": 5, "node_endpoints": NODES}),
-    1: (FetchRequest, FetchResponse, (4, 16),
+    1: (FetchRequest, FetchResponse, (0, 17),
         {"cluster_id": "kw-cluster", "replica_id": -1, "replica_state": {"replica_id": 1, "replica_epoch": 4},
          "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 52428800, "isolation_level": 1, "session_id": 0,
          "session_epoch": -1, "rack_id": "rack-a",
          "topics": [{"topic": "orders", "topic_id": U1, "partitions": [
              {"partition": 0, "current_leader_epoch": 3, "fetch_offset": 100, "last_fetched_epoch": 2,
-              "log_start_offset": 0, "partition_max_bytes": 1048576}]}],
+              "log_start_offset": 0, "partition_max_bytes": 1048576, "replica_directory_id": U2}]}],
          "forgotten_topics_data": [{"topic": "old", "topic_id": U2, "partitions": [1, 2]}]},
         {"throttle_time_ms": 0, "error_code": 0, "session_id": 12, "node_endpoints": NODES,
          "responses": [{"topic": "orders", "topic_id": U1, "partitions": [
@@ -63,14 +63,17 @@ CASES = {
               "log_start_offset": -1, "diverging_epoch": {"epoch": 1, "end_offset": 0}, "current_leader": LEADER,
               "snapshot_id": {"end_offset": 0, "epoch": 0}, "preferred_read_replica": -1, "records": None,
               "aborted_transactions": None}]}]}),
-    2: (ListOffsetsRequest, ListOffsetsResponse, (1, 9),
+    2: (ListOffsetsRequest, ListOffsetsResponse, (0, 10),
         {"replica_id": -1, "isolation_level": 1, "topics": [{"name": "orders", "partitions": [
-            {"partition_index": 0, "current_leader_epoch": 4, "timestamp": -2},
-            {"partition_index": 1, "current_leader_epoch": -1, "timestamp": 1700000000000}]}]},
+            {"partition_index": 0, "current_leader_epoch": 4, "timestamp": -2, "max_num_offsets": 1},
+            {"partition_index": 1, "current_leader_epoch": -1, "timestamp": 1700000000000, "max_num_offsets": 3}]}],
+         "timeout_ms": 30000},
         {"throttle_time_ms": 0, "topics": [{"name": "orders", "partitions": [
-            {"partition_index": 0, "error_code": 0, "timestamp": -1, "offset": 42, "leader_epoch": 4},
-            {"partition_index": 1, "error_code": 75, "timestamp": -1, "offset": -1, "leader_epoch": -1}]}]}),
-    19: (CreateTopicsRequest, CreateTopicsResponse, (2, 7),
+            {"partition_index": 0, "error_code": 0, "timestamp": -1, "offset": 42, "leader_epoch": 4,
+             "old_style_offsets": [42, 0]},
+            {"partition_index": 1, "error_code": 75, "timestamp": -1, "offset": -1, "leader_epoch": -1,
+             "old_style_offsets": []}]}]}),
+    19: (CreateTopicsRequest, CreateTopicsResponse, (0, 7),
          {"timeout_ms": 30000, "validate_only": False, "topics": [
              {"name": "orders", "num_partitions": 3, "replication_factor": 1, "assignments": [],
               "configs": [{"name": "cleanup.policy", "value": "compact"}, {"name": "retention.ms", "value": None}]},
@@ -83,7 +86,7 @@ CASES = {
                    "is_sensitive": False}]},
              {"name": "manual", "topic_id": U2, "error_code": 36, "error_message": "Topic 'manual' already exists.",
               "topic_config_error_code": 36, "num_partitions": -1, "replication_factor": -1, "configs": None}]}),
-    20: (DeleteTopicsRequest, DeleteTopicsResponse, (1, 6),
+    20: (DeleteTopicsRequest, DeleteTopicsResponse, (0, 6),
          {"topics": [{"name": "orders", "topic_id": U1}, {"name": None, "topic_id": U2}],
           "topic_names": ["orders", "old"], "timeout_ms": 15000},
          {"throttle_time_ms": 3, "responses": [
@@ -98,7 +101,7 @@ CASES = {
     22: (InitProducerIdRequest, InitProducerIdResponse, (0, 5),
          {"transactional_id": "txn-1", "transaction_timeout_ms": 60000, "producer_id": 4000, "producer_epoch": 2},
          {"throttle_time_ms": 0, "error_code": 0, "producer_id": 4000, "producer_epoch": 3}),
-    23: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, (2, 4),
+    23: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, (0, 4),
          {"replica_id": -1, "topics": [{"topic": "orders", "partitions": [
              {"partition": 0, "current_leader_epoch": 5, "leader_epoch": 4},
              {"partition": 2, "current_leader_epoch": -1, "leader_epoch": 0}]}]},

@@ -272,7 +272,29 @@ def test_group_configs(kw, wire, admin):
 
 
 # ------------------------------------------------------------------ ListConfigResources
-def test_list_config_resources(kw, wire, admin):
+@pytest.fixture(scope="module")
+def kw41():
+    """ListConfigResources v1 (any resource type) is Kafka 4.1's; the default emulation (3.9) has v0."""
+    with Broker(mode="thread", overrides={"kwire.emulate.kafka.version": "4.1"}) as b:
+        yield b
+
+
+def test_list_config_resources_v1_is_kafka_41s(wire):
+    versions = wire.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+    assert {(k.api_key, k.min_version, k.max_version) for k in versions.api_keys} >= {(74, 0, 0)}
+
+
+def test_list_config_resources(kw41):
+    kw = kw41
+    with WireClient(kw.bootstrap_servers) as wire:
+        admin = KafkaAdminClient(bootstrap_servers=kw.bootstrap_servers, request_timeout_ms=10000)
+        try:
+            _list_config_resources(kw, wire, admin)
+        finally:
+            admin.close()
+
+
+def _list_config_resources(kw, wire, admin):
     t = new_topic(wire)
     g = f"grp-{uuid.uuid4().hex[:6]}"
     assert incremental(wire, GROUP_T, g, [("consumer.session.timeout.ms", 0, "50000")]) == (0, None)

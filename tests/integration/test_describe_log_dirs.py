@@ -24,7 +24,8 @@ from .test_storage_errors import FailingDisk
 @pytest.fixture
 def broker(tmp_path):
     b = Broker(mode="thread", data_dir=str(tmp_path / "data"),
-               overrides={"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 2})
+               overrides={"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 2,
+                          "kwire.emulate.kafka.version": "4.3"})   # DescribeLogDirs v5 is Kafka 4.3's
     b.start()
     with b.client() as c:   # a group's first FindCoordinator creates __consumer_offsets (an internal topic's logs)
         assert c.request("FindCoordinator", 3, key="g", key_type=0).error_code == 0

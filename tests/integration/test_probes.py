@@ -1,13 +1,18 @@
 """Raw protocol probes built with kafka-python's independent protocol classes: every API and
 version that both kafka-python and kwire serve gets a response that decodes and echoes the
-correlation id."""
+correlation id, on a broker emulating the default Kafka release (3.9) and on one emulating the
+newest (kwire.emulate.kafka.version), which between them accept every version kwire serves."""
 import importlib
 import pkgutil
 
 import kafka.protocol as kp
 from kafka.protocol.api_message import ApiMessage
 
+import pytest
+
+from kwire.emulation import KAFKA_VERSIONS, table_for
 from kwire.handlers import REGISTRY, load_all
+from kwire.testing import Broker
 from kwire.testing.client import WireClient
 
 load_all()
@@ -33,21 +38,39 @@ def _kafka_python_messages():
             if kind == "request" and ("response", key) in found}
 
 
-def _cases():
+def _cases(kafka_version: str | None = None):
     reqs = _kafka_python_messages()
+    accepted = table_for(kafka_version).accepted
     out = []
-    for key, h in REGISTRY.items():
-        if key not in reqs:
+    for key in REGISTRY:
+        if key not in reqs or key not in accepted:
             continue
         rq, rs = reqs[key]
         lo, hi = rq.valid_versions
-        for v in range(max(lo, h.min_version), min(hi, h.max_version) + 1):
+        for v in range(max(lo, accepted[key][0]), min(hi, accepted[key][1]) + 1):
             out.append((key, v, rq, rs))
     return out
 
 
-def test_probe_every_served_api_version(bootstrap):
-    cases = _cases()
+def test_every_served_version_is_accepted_under_some_emulation():
+    served = {(k, v) for k, h in REGISTRY.items() for v in range(h.min_version, h.max_version + 1)}
+    accepted = {(k, v) for kv in KAFKA_VERSIONS for k, (lo, hi) in table_for(kv).accepted.items()
+                for v in range(lo, hi + 1)}
+    assert not served - accepted, sorted(served - accepted)
+
+
+@pytest.fixture(scope="module")
+def newest_bootstrap():
+    with Broker(mode="thread", overrides={"kwire.emulate.kafka.version": KAFKA_VERSIONS[-1]}) as b:
+        yield b.bootstrap_servers
+
+
+@pytest.mark.parametrize("emulated", ["default", "newest"])
+def test_probe_every_served_api_version(request, emulated):
+    if emulated == "default":
+        bootstrap, cases = request.getfixturevalue("bootstrap"), _cases()
+    else:
+        bootstrap, cases = request.getfixturevalue("newest_bootstrap"), _cases(KAFKA_VERSIONS[-1])
     assert len(cases) > 60, len(cases)
     failures = []
     for i, (key, v, rq, rs) in enumerate(cases):

@@ -21,7 +21,8 @@ APT = api("AddPartitionsToTxn").request
 
 @pytest.fixture(scope="module")
 def broker():
-    with Broker(overrides={"transaction.state.log.num.partitions": 3, "transaction.max.timeout.ms": 120000}) as b:
+    with Broker(overrides={"transaction.state.log.num.partitions": 3, "transaction.max.timeout.ms": 120000,
+                           "kwire.emulate.kafka.version": "4.1"}) as b:   # ListTransactions v2 is Kafka 4.1's
         b.create_topic("tt", 3)
         yield b
 

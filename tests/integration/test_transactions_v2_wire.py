@@ -22,7 +22,8 @@ E = ErrorCode
 @pytest.fixture(scope="module")
 def broker():
     with Broker(overrides={"transaction.version": 2, "transaction.state.log.num.partitions": 2,
-                           "group.initial.rebalance.delay.ms": 0}) as b:
+                           "group.initial.rebalance.delay.ms": 0,
+                           "kwire.emulate.kafka.version": "4.0"}) as b:   # transaction version 2 is Kafka 4's
         yield b
 
 

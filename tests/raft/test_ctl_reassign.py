@@ -19,7 +19,8 @@ def test_reassignment_through_kafka_python(tmp_path):
     from kafka import TopicPartition  # noqa: PLC0415
     from kafka.admin import KafkaAdminClient  # noqa: PLC0415
 
-    cluster = Cluster(str(tmp_path))
+    # AlterPartitionReassignments v1 (allow_replication_factor_change) is Kafka 4.1+
+    cluster = Cluster(str(tmp_path), extra_args=("--override", "kwire.emulate.kafka.version=4.3"))
     cluster.start()
     try:
         nodes = cluster.nodes
@@ -30,7 +31,7 @@ def test_reassignment_through_kafka_python(tmp_path):
         cut = tmp_path / "b-cannot-reach"
         cut.write_text(str(a))
         nodes[b].kill()
-        nodes[b].start(cluster.voters, ("--override", f"kwire.test.unreachable.nodes.file={cut}"))
+        nodes[b].start(cluster.voters, cluster.extra_args + ("--override", f"kwire.test.unreachable.nodes.file={cut}"))
         cluster.wait_serving(nodes[b], 30)
         assert create(ports[ctl], "move", -1, -1, {0: [a, ctl], 1: [a, ctl]}).error_code == 0
         assert wait_for(lambda: len(partitions(ports[a], "move")) == 2, 10)

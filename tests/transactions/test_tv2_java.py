@@ -55,7 +55,8 @@ def classes(tmp_path_factory):
 @pytest.fixture(scope="module")
 def broker():
     with Broker(overrides={"transaction.version": 2, "transaction.state.log.num.partitions": 3,
-                           "group.initial.rebalance.delay.ms": 0}) as b:
+                           "group.initial.rebalance.delay.ms": 0,
+                           "kwire.emulate.kafka.version": "4.0"}) as b:   # transaction version 2 is Kafka 4's
         yield b
 
 
@@ -108,7 +109,7 @@ def test_java_client_transaction_version_2_across_brokers(classes, tmp_path, sce
     from tests.raft.cluster import Cluster, create_topic, metadata, wait_for
 
     cluster = Cluster(str(tmp_path), size=2, extra_args=(
-        "--override", "transaction.version=2",
+        "--override", "transaction.version=2", "--override", "kwire.emulate.kafka.version=4.0",
         "--override", "transaction.state.log.replication.factor=1",
         "--override", "transaction.state.log.num.partitions=4",
         "--override", "offsets.topic.replication.factor=1",

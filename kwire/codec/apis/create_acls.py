@@ -1,7 +1,7 @@
 """CreateAcls (key 30), versions 1-3 (Kafka 4 dropped v0, which lacked the pattern type)."""
 from kwire.codec.schema import F, Message
 
-REQUEST = Message("CreateAclsRequest", api_key=30, kind="request", valid="1-3", flexible="2+", fields=[
+REQUEST = Message("CreateAclsRequest", api_key=30, kind="request", valid="0-3", flexible="2+", fields=[
     F("creations", "[]AclCreation", "0+", fields=[
         F("resource_type", "int8", "0+"),
         F("resource_name", "string", "0+"),
@@ -13,7 +13,7 @@ REQUEST = Message("CreateAclsRequest", api_key=30, kind="request", valid="1-3", 
     ]),
 ])
 
-RESPONSE = Message("CreateAclsResponse", api_key=30, kind="response", valid="1-3", flexible="2+", fields=[
+RESPONSE = Message("CreateAclsResponse", api_key=30, kind="response", valid="0-3", flexible="2+", fields=[
     F("throttle_time_ms", "int32", "0+"),
     F("results", "[]AclCreationResult", "0+", fields=[
         F("error_code", "int16", "0+"),

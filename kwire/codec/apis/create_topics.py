@@ -1,7 +1,8 @@
-"""CreateTopics (key 19), versions 2-7."""
+"""CreateTopics (key 19), versions 0-7 (v0-1: Kafka 3.x and older; v0 has no validate_only, v1 adds it
+and error messages)."""
 from kwire.codec.schema import F, Message
 
-REQUEST = Message("CreateTopicsRequest", api_key=19, kind="request", valid="2-7", flexible="5+", fields=[
+REQUEST = Message("CreateTopicsRequest", api_key=19, kind="request", valid="0-7", flexible="5+", fields=[
     F("topics", "[]CreatableTopic", "0+", fields=[
         F("name", "string", "0+", map_key=True),
         F("num_partitions", "int32", "0+"),
@@ -19,7 +20,7 @@ REQUEST = Message("CreateTopicsRequest", api_key=19, kind="request", valid="2-7"
     F("validate_only", "bool", "1+", default=False),
 ])
 
-RESPONSE = Message("CreateTopicsResponse", api_key=19, kind="response", valid="2-7", flexible="5+", fields=[
+RESPONSE = Message("CreateTopicsResponse", api_key=19, kind="response", valid="0-7", flexible="5+", fields=[
     F("throttle_time_ms", "int32", "2+", ignorable=True),
     F("topics", "[]CreatableTopicResult", "0+", fields=[
         F("name", "string", "0+", map_key=True),

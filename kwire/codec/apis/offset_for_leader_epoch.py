@@ -1,7 +1,7 @@
-"""OffsetForLeaderEpoch (key 23), versions 2-4."""
+"""OffsetForLeaderEpoch (key 23), versions 0-4 (v0-1: Kafka 3.x and older; v0 answers no leader epoch)."""
 from kwire.codec.schema import F, Message
 
-REQUEST = Message("OffsetForLeaderEpochRequest", api_key=23, kind="request", valid="2-4", flexible="4+", fields=[
+REQUEST = Message("OffsetForLeaderEpochRequest", api_key=23, kind="request", valid="0-4", flexible="4+", fields=[
     F("replica_id", "int32", "3+", default=-2, ignorable=True),
     F("topics", "[]OffsetForLeaderTopic", "0+", fields=[
         F("topic", "string", "0+", map_key=True),
@@ -13,7 +13,7 @@ REQUEST = Message("OffsetForLeaderEpochRequest", api_key=23, kind="request", val
     ]),
 ])
 
-RESPONSE = Message("OffsetForLeaderEpochResponse", api_key=23, kind="response", valid="2-4", flexible="4+", fields=[
+RESPONSE = Message("OffsetForLeaderEpochResponse", api_key=23, kind="response", valid="0-4", flexible="4+", fields=[
     F("throttle_time_ms", "int32", "2+", ignorable=True),
     F("topics", "[]OffsetForLeaderTopicResult", "0+", fields=[
         F("topic", "string", "0+", map_key=True),
