@@ -81,7 +81,7 @@ def run(quick: bool = False) -> list[tuple]:
 
     rounds = 1 if quick else 3
     rows: list[tuple] = []
-    overrides = {"group.initial.rebalance.delay.ms": 0, "group.consumer.heartbeat.interval.ms": HEARTBEAT_MS,
+    overrides = {"kwire.emulate.kafka.version": "4.0", "group.initial.rebalance.delay.ms": 0, "group.consumer.heartbeat.interval.ms": HEARTBEAT_MS,
                  "group.consumer.min.heartbeat.interval.ms": HEARTBEAT_MS}
     with Broker(mode="process", overrides=overrides) as b:
         bs = b.bootstrap_servers

@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kwire.testing import Broker
 
 OVERRIDES = {
+    "kwire.emulate.kafka.version": "4.0",   # KIP-848 is GA from Kafka 4.0 (ConsumerGroupHeartbeat v1)
     "group.initial.rebalance.delay.ms": 0,
     "group.consumer.heartbeat.interval.ms": 200,
     "group.consumer.min.heartbeat.interval.ms": 100,
@@ -87,6 +88,18 @@ while True:
 """
 
 
+def _line_within(proc, timeout):
+    """The next line of ``proc``'s stdout, or a failure after ``timeout`` seconds (never a hang)."""
+    import selectors
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    try:
+        assert sel.select(timeout), f"no line from the consumer process within {timeout} s"
+        return proc.stdout.readline().strip()
+    finally:
+        sel.close()
+
+
 def _describe(admin, group):
     return admin.describe_consumer_groups([group])[group].result(10)
 
@@ -101,7 +114,7 @@ def test_three_members_join_leave_and_crash(broker, topic):
                                stdout=subprocess.PIPE, text=True)
     cs = [_consumer(broker.bootstrap_servers, group) for _ in range(2)]
     try:
-        assert crasher.stdout.readline().strip() == "assigned"
+        assert _line_within(crasher, 30) == "assigned"
         for c in cs:
             c.subscribe([topic])
 
@@ -310,7 +323,8 @@ def test_wire_errors_and_classic_clash(broker, topic):
 
 
 def test_consumer_protocol_disabled_by_config():
-    with Broker(mode="thread", overrides={"group.coordinator.rebalance.protocols": "classic"}) as b:
+    with Broker(mode="thread", overrides={"group.coordinator.rebalance.protocols": "classic",
+                                         "kwire.emulate.kafka.version": "4.0"}) as b:
         c = b.client()
         av = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
         assert not {68, 69} & {k.api_key for k in av.api_keys}

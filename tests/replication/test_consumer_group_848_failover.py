@@ -36,7 +36,8 @@ def _poll_until(cs, cond, timeout):
 
 
 def test_consumer_group_moves_with_its_coordinator(tmp_path):
-    c = start_cluster(str(tmp_path), "--override", "group.consumer.heartbeat.interval.ms=300",
+    c = start_cluster(str(tmp_path), "--override", "kwire.emulate.kafka.version=4.0",
+                      "--override", "group.consumer.heartbeat.interval.ms=300",
                       "--override", "group.consumer.session.timeout.ms=20000")
     group = "g848-failover"
     cs = []
