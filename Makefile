@@ -32,7 +32,7 @@ tests/js/node_modules/.installed: tests/js/package-lock.json
 test: .venv tests/js/node_modules/.installed
 	@command -v kcat >/dev/null 2>&1 || echo "make: kcat not found: its tests will fail (make deps installs it)"
 	@command -v javac >/dev/null 2>&1 || echo "make: javac not found: the Java compat column will fail (make deps installs a JDK)"
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=30 tests compat_tests
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup --durations=30 tests compat_tests
 
 compat: .venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider compat_tests $(COMPAT_ARGS)
