@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import ErrorCode, KafkaError
+from kwire.loop_thread import run_on_loop
 from kwire.groups.records import OFFSETS_TOPIC
 
 if TYPE_CHECKING:   # the coordinator's modules load when it is built (see GroupEdge.coordinator)
@@ -111,13 +112,7 @@ class GroupEdge:
         at open builds it on first use (a group request, the topic appearing, a scrape): until
         then it would hold nothing, and its modules (~15 ms of imports) stay off the start."""
         if self._coordinator is None and self._nursery is not None:
-            if threading.get_ident() == self._loop_thread:
-                self._build_on_use()
-            else:   # a test's or a tool's thread: build it on the broker's Trio thread
-                try:
-                    trio.from_thread.run_sync(self._build_on_use, trio_token=self._trio_token)
-                except trio.RunFinishedError:
-                    pass
+            run_on_loop(self._loop_thread, self._trio_token, self._build_on_use)
         return self._coordinator
 
     @coordinator.setter

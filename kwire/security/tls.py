@@ -86,14 +86,7 @@ def server_context(config, listener: str | None = None) -> ssl.SSLContext:
         raise TlsConfigError(f"ssl.client.auth={auth} needs ssl.truststore.location (the CA that signs "
                              f"client certificates)")
     ctx.verify_mode = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}[auth]
-    ciphers = [c for c in (get("ssl.cipher.suites") or []) if c]
-    if ciphers:
-        try:
-            ctx.set_ciphers(":".join(ciphers))
-        except ssl.SSLError as exc:
-            raise TlsConfigError(f"ssl.cipher.suites: {exc}") from None
-    ctx.options |= ssl.OP_NO_COMPRESSION
-    return ctx
+    return _finish(ctx, get)
 
 
 def client_context(config, listener: str | None = None) -> ssl.SSLContext:
@@ -142,6 +135,11 @@ def client_context(config, listener: str | None = None) -> ssl.SSLContext:
     except (OSError, ssl.SSLError) as exc:
         raise TlsConfigError(f"{where}cannot load the TLS keystore {location or 'ssl.keystore.certificate.chain'}: "
                              f"{exc}") from None
+    return _finish(ctx, get)
+
+
+def _finish(ctx: ssl.SSLContext, get) -> ssl.SSLContext:
+    """What server and client contexts share: ssl.cipher.suites, no TLS compression."""
     ciphers = [c for c in (get("ssl.cipher.suites") or []) if c]
     if ciphers:
         try:

@@ -37,6 +37,7 @@ import trio
 
 from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import ErrorCode, KafkaError
+from kwire.loop_thread import run_on_loop
 from kwire.transactions.records import TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:   # the coordinator's modules load when it is built (see TransactionEdge.coordinator)
@@ -94,13 +95,7 @@ class TransactionEdge:
         ``__transaction_state`` at open builds it (with its marker sender and broker channel)
         on first use: until then it would hold nothing, and its modules stay off the start."""
         if self._coordinator is None and self._nursery is not None:
-            if threading.get_ident() == self._loop_thread:
-                self._build_on_use()
-            else:   # a test's or a tool's thread: build it on the broker's Trio thread
-                try:
-                    trio.from_thread.run_sync(self._build_on_use, trio_token=self._trio_token)
-                except trio.RunFinishedError:
-                    pass
+            run_on_loop(self._loop_thread, self._trio_token, self._build_on_use)
         return self._coordinator
 
     @coordinator.setter
