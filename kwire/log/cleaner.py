@@ -2,6 +2,7 @@
 of one partition log, keeping the latest record of every key.
 
 A pass has three steps so that the log's owner (the event loop) never waits on the disk:
+it only plans; the worker reads, writes and swaps.
 
 * ``plan_clean`` (owner's thread): a snapshot of what the pass needs: the segments below the
   first uncleanable offset (never the active one), the log's aborted transactions, the last
@@ -10,9 +11,10 @@ A pass has three steps so that the log's owner (the event loop) never waits on t
   offset map (key -> last offset) over the dirty section [first dirty, first uncleanable),
   then recopy the segments from the start of the log up to the map's end, group by group
   (consecutive segments that fit in one segment), into ``.cleaned`` segments, flushed.
-* ``CleanJob.commit`` (owner's thread): each group still in the log as it was read is
-  swapped for its cleaned segment (kwire.log.cleaner_swap); at the first group that is not
-  (retention, a truncation or a deletion came in between) the rest of the pass is dropped.
+* ``CleanJob.commit`` (any thread, each group under the log's lock): each group still in
+  the log as it was read is swapped for its cleaned segment (kwire.log.cleaner_swap); at the
+  first group that is not (retention, a truncation or a deletion came in between) the rest
+  of the pass is dropped.
 
 Kafka's rules, batch by batch (Cleaner.cleanInto and MemoryRecords.filterTo):
 
@@ -67,7 +69,7 @@ from kwire.codec.records import (
     parse_control_record,
 )
 from kwire.log.cleaner_swap import discard_cleaned, new_cleaned_segment, swap_in
-from kwire.log.regions import SegmentFile
+from kwire.log.regions import SegmentFile, unlink_all
 from kwire.log.segment import REL_OFFSET_MAX, LogSegment
 from kwire.log.txn_index import AbortedTxn
 
@@ -468,23 +470,34 @@ class CleanJob:
             return empty_batch(b), 0, b.last_offset, b.max_timestamp
         return None
 
-    # --- the owner's part ---------------------------------------------------------------------
+    # --- the swap ------------------------------------------------------------------------
     def commit(self) -> int:
         """Swap in the cleaned groups, in order, while each is still in the log as read
-        (owner's thread). Returns the number swapped; the rest are removed."""
+        (any thread: each group's check and swap hold the log's lock, so the event loop's
+        appends and reads see the log before or after a swap, never in between). Returns
+        the number swapped; the rest are removed. The directory fsync is the caller's."""
         plog = self.plog
-        ok = not plog.closed and not plog.offline and plog._truncations == self.generation
-        for i, (old, new) in enumerate(self.cleaned):
-            if ok:
-                ok = _still_in_log(plog, old)
-            if not ok:
-                for _, rest in self.cleaned[i:]:
-                    discard_cleaned(rest)
-                break
-            new.config = plog.config
-            swap_in(plog, old, new)
-            self.swapped += 1
-        self.cleaned = []
+        deleted: list[str] = []
+        try:
+            for i, (old, new) in enumerate(self.cleaned):
+                # the flush lock first (a flush of this log in another thread finishes, and
+                # one planned earlier skips the segments marked removed), then the log's
+                with plog._flush_lock, plog.lock:
+                    ok = (not plog.closed and not plog.offline and plog._truncations == self.generation
+                          and _still_in_log(plog, old))
+                    if ok:
+                        new.config = plog.config
+                        swap_in(plog, old, new, deleted)
+                        self.swapped += 1
+                if not ok:
+                    for _, rest in self.cleaned[i:]:
+                        discard_cleaned(rest)
+                    break
+        except OSError as exc:   # the log may be half swapped in memory: its dir goes offline
+            raise plog.storage_failure("cleaner swap", exc) from exc
+        finally:
+            self.cleaned = []
+            unlink_all(deleted)   # outside the lock: unlinking a big file takes a while
         return self.swapped
 
     def discard(self) -> None:

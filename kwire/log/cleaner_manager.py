@@ -143,7 +143,7 @@ def clean_now(plog, now_ms: int, *, first_dirty: int | None = None, omap: Offset
     job.run()
     if run_hook is not None:
         run_hook(job)
-    job.commit()
+    job.commit()   # here: the caller's thread, each group under the log's locks
     from kwire.log.cleaner_swap import sync_dir  # noqa: PLC0415
 
     sync_dir(plog.dir)

@@ -2,23 +2,27 @@
 ``.cleaned`` -> ``.swap`` -> rename protocol of UnifiedLog.replaceSegments and LogLoader).
 
 The cleaner writes a group's replacement segment as ``<base>.log.cleaned`` (and
-``.index.cleaned``, ``.timeindex.cleaned``, ``.txnindex.cleaned``), fsyncs it, then the log's
-owner swaps it in (``swap_in``, on the owner's thread, after checking that the group is still
-what the cleaner read):
+``.index.cleaned``, ``.timeindex.cleaned``, ``.txnindex.cleaned``), fsyncs it, then swaps it
+in from its worker thread (``swap_in``, holding the log's flush lock and ``lock``, after
+checking that the group is still what the cleaner read; appends, reads, retention and
+truncations on the event loop hold ``lock``, so none sees half a swap, and flushes hold the
+flush lock and skip the segments a swap marked ``removed``):
 
 1. each ``.cleaned`` file is renamed ``.swap`` (the indexes first, the ``.log`` last);
-2. the replaced segments leave the log in memory (the new segment takes their place) and
-   their files are unlinked (a fetch holding one of their files keeps reading it);
+2. the replaced segments' files are renamed ``.deleted`` (Kafka's asyncDeleteSegment: a
+   fetch holding one of their files keeps reading it);
 3. each ``.swap`` file is renamed to its final name (the ``.log`` first);
-4. the directory is fsynced (``sync_dir``, any thread).
+4. in memory, the new segment takes the replaced ones' place;
+5. after the lock is released: the ``.deleted`` files are unlinked and the directory is
+   fsynced (``sync_dir``).
 
 At open (``complete_swaps``, before the segments are listed) whatever a crash left is
 finished or undone, so the log always reads as either the old segments or the new one:
-``.cleaned`` files are deleted, and so is every ``.swap`` file at or above the lowest
-``.cleaned`` base offset (a step 1 cut short); a ``<base>.log.swap`` replaces every segment
-whose base offset lies in [base, the swap's next offset) (at least the one at ``base``),
-then its files are renamed into place; index ``.swap`` files whose log was renamed already
-(step 3 cut short) are renamed into place too.
+``.cleaned`` and ``.deleted`` files are deleted, and so is every ``.swap`` file at or above
+the lowest ``.cleaned`` base offset (a step 1 cut short); a ``<base>.log.swap`` replaces
+every segment whose base offset lies in [base, the swap's next offset) (at least the one at
+``base``), then its files are renamed into place; index ``.swap`` files whose log was
+renamed already (step 3 cut short) are renamed into place too.
 """
 from __future__ import annotations
 
@@ -76,16 +80,17 @@ def discard_cleaned(seg: LogSegment) -> None:
     unlink_all(seg.paths())
 
 
-def swap_in(plog, old: list[LogSegment], new: LogSegment) -> None:
+def swap_in(plog, old: list[LogSegment], new: LogSegment, deleted: list | None = None) -> None:
     """Replace the consecutive segments ``old`` of ``plog`` with ``new`` (a flushed cleaned
-    segment with the base offset of ``old[0]``): steps 1-3 above. On the owner's thread;
-    the caller checked that ``old`` is still in the log. The directory fsync is the
-    caller's (``sync_dir``)."""
-    for _ in swap_steps(plog, old, new):
+    segment with the base offset of ``old[0]``): steps 1-4 above, or 1-5 without ``deleted``
+    (the list the ``.deleted`` paths go to, for the caller to unlink once it has released
+    the log's lock). The caller holds ``plog.lock`` and checked that ``old`` is still in the
+    log. The directory fsync is the caller's (``sync_dir``)."""
+    for _ in swap_steps(plog, old, new, deleted):
         pass
 
 
-def swap_steps(plog, old: list[LogSegment], new: LogSegment):
+def swap_steps(plog, old: list[LogSegment], new: LogSegment, deleted: list | None = None):
     """``swap_in`` one file operation at a time (a generator: tests stop it anywhere to
     play a crash)."""
     from kwire.log.regions import OPEN_FILES, unlink_all  # noqa: PLC0415
@@ -94,16 +99,27 @@ def swap_steps(plog, old: list[LogSegment], new: LogSegment):
     yield from _rename_steps(new, CLEANED, SWAP, _KINDS[1:])
     yield from _rename_steps(new, CLEANED, SWAP, _KINDS[:1])
     _set_paths(new, SWAP)
+    gone = []
+    for seg in old:
+        seg.removed = True   # a flush planned before the swap skips it (PartitionLog.flush)
+        for path in seg.paths():
+            if os.path.exists(path):
+                os.replace(path, path + DELETED)
+                gone.append(path + DELETED)
+                yield
+    yield from _rename_steps(new, SWAP, "", _KINDS)
+    _set_paths(new, "")
     i = plog.segments.index(old[0])
     plog.segments[i:i + len(old)] = [new]
     plog._bases[i:i + len(old)] = [new.base_offset]
     for seg in old:
-        OPEN_FILES.discard(seg)
-        for path in seg.paths():
+        OPEN_FILES.discard(seg)   # a reader holding its file keeps it (kwire.log.regions)
+    if deleted is not None:
+        deleted.extend(gone)
+    else:
+        for path in gone:
             unlink_all([path])
             yield
-    yield from _rename_steps(new, SWAP, "", _KINDS)
-    _set_paths(new, "")
 
 
 def sync_dir(dir: str) -> None:

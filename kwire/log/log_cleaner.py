@@ -3,11 +3,16 @@ cleanup.policy includes compact, one pass at a time, off the event loop.
 
 Each round, on the event loop: pick the dirtiest compacted log (kwire.log.cleaner_manager:
 min.cleanable.dirty.ratio, min/max.compaction.lag.ms) and plan the pass (kwire.log.cleaner);
-in a worker thread: build the offset map and write the cleaned segments; back on the loop:
-swap them in (each group only if it is still in the log as read, so retention, a truncation
-or a deletion that came in between wins) and record the new first dirty offset in
+in a worker thread: build the offset map, write the cleaned segments and swap them in (each
+group only if it is still in the log as read, so retention, a truncation or a deletion that
+came in between wins; each group's check and renames under the log's lock, which the event
+loop's appends and reads hold too, as Kafka's cleaner holds the log's lock while it
+replaces segments); back on the loop: record the new first dirty offset in
 ``cleaner-offset-checkpoint``. Appends only touch the active segment, which is never
 cleaned; a fetch that holds a replaced segment's file keeps reading it (kwire.log.regions).
+The swap also holds the log's flush lock, and a flush (PartitionLog.flush, LogManager's
+flush jobs, both in worker threads) skips segments that left the log, so a flush planned
+before a swap never writes a replaced segment's index over its successor's.
 
 Broker configs, read every round (all dynamic, cluster-wide as in Kafka):
 log.cleaner.enable, log.cleaner.backoff.ms (sleep when nothing qualifies),
@@ -116,9 +121,16 @@ class LogCleaner:
             return None
         return ltc, job
 
-    def finish(self, ltc, job) -> int:
-        """After the worker's part (event loop): swap in, move the checkpoint, log the pass."""
+    @staticmethod
+    def swap(job) -> int:
+        """The worker's last part (any thread): swap the cleaned groups in, each under the
+        log's lock (kwire.log.cleaner.CleanJob.commit), and fsync the directory."""
         swapped = job.commit()
+        sync_dir(job.plog.dir)
+        return swapped
+
+    def finish(self, ltc, job, swapped: int) -> int:
+        """After the worker's part (event loop): move the checkpoint, log the pass."""
         if swapped == job.groups and job.end_offset >= 0:
             self.checkpoints[ltc.tp] = max(job.end_offset, ltc.first_dirty)
         st = job.stats
@@ -150,8 +162,7 @@ class LogCleaner:
             return None
         ltc, job = planned
         job.run()
-        swapped = self.finish(ltc, job)
-        sync_dir(ltc.plog.dir)
+        swapped = self.finish(ltc, job, self.swap(job))
         self._write_checkpoint()
         return swapped
 
@@ -191,8 +202,8 @@ class LogCleaner:
         self.in_progress = self._failed_tp = ltc.tp
         try:
             await trio.to_thread.run_sync(job.run, abandon_on_cancel=True)
-            self.finish(ltc, job)
-            await trio.to_thread.run_sync(sync_dir, ltc.plog.dir)
+            swapped = await trio.to_thread.run_sync(self.swap, job, abandon_on_cancel=True)
+            self.finish(ltc, job, swapped)
             await trio.to_thread.run_sync(self._write_checkpoint)
         finally:
             self.in_progress = None

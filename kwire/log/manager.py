@@ -325,12 +325,13 @@ class LogManager:
         if log is None:
             return None
         aside = f"{log.dir}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
-        os.rename(log.dir, aside)
-        log.dir = aside
-        with deferred_deletes():   # forget the open files; the tree goes in remove_deleted
-            for seg in log.segments:
-                seg.delete()
-        log.closed = True
+        with log.lock:   # not in the middle of a cleaner's swap (kwire.log.cleaner_swap)
+            os.rename(log.dir, aside)
+            log.dir = aside
+            with deferred_deletes():   # forget the open files; the tree goes in remove_deleted
+                for seg in log.segments:
+                    seg.delete()
+            log.closed = True
         return aside
 
     def remove_deleted(self, dirs) -> None:
@@ -459,13 +460,15 @@ class LogManager:
             for seg in segs[first:]:
                 if seg.base_offset >= target:
                     break
-                jobs.append(seg.sync_plan())
+                jobs.append((seg, seg.sync_plan()))
         snapshots = producer_state.unsynced_snapshots(log)
         epochs = log.leader_epoch_cache
 
         def run() -> None:
-            for job in jobs:
-                job()
+            with log._flush_lock:   # not during a cleaner's swap, which marks what it replaces
+                for seg, job in jobs:
+                    if not seg.removed:   # replaced meanwhile: its index must not be written
+                        job()
             producer_state.sync_files(snapshots, log.dir)
             epochs.write_if_dirty()   # the epochs of the records below the new recovery point
 

@@ -1,6 +1,10 @@
 """PartitionLog: the segmented, append-only log of one partition.
 
-Synchronous and single-threaded (the Trio edge calls it from one task at a time). Every
+Synchronous; the Trio edge calls it from one task at a time. One other thread changes the
+segment list: the log cleaner swaps cleaned segments in from a worker thread
+(kwire.log.cleaner_swap) while holding ``lock`` (Kafka's UnifiedLog lock), so every method
+that changes the segment list or opens segment files holds it too (an RLock: uncontended,
+a fraction of a microsecond; contended, the length of one swap's renames). Every
 append is validated and normalised first (kwire.log.validator, Kafka's LogValidator), then
 reaches the OS (one pwritev) before returning, so killing the process never loses an
 acknowledged batch; fsync happens only as the flush policy says (log.flush.per.append: the
@@ -57,6 +61,15 @@ def _storage_op(what: str):
                 raise
         return op
     return wrap
+
+
+def _locked(fn):
+    """Run the method holding the log's lock (see the module doc)."""
+    @functools.wraps(fn)
+    def op(self, *args, **kwargs):
+        with self.lock:
+            return fn(self, *args, **kwargs)
+    return op
 
 
 def _now_ms() -> int:
@@ -117,7 +130,13 @@ class PartitionLog:
         self.last_flush_ms = now_ms
         self.flush_wanted = False  # flush.messages / flush.ms reached: a flush is due now
         self.closed = False
-        self._flush_lock = threading.Lock()
+        # held by a flush (any thread) and by the cleaner's swap, which marks the segments
+        # it replaces ``removed`` so that a flush planned earlier skips them; always taken
+        # before ``lock``, never while holding it
+        self._flush_lock = threading.RLock()
+        # held by every change of the segment list and every read of segment files; the
+        # cleaner's swap (a worker thread) takes it too
+        self.lock = threading.RLock()
         self._truncations = 0
         # kwire.log.producer_state: built on first idempotent or transactional append, or at
         # open when the directory holds producer snapshots (kwire.log.producer_log)
@@ -203,6 +222,7 @@ class PartitionLog:
             return self.high_watermark
         return ps.last_stable_offset(self.high_watermark)
 
+    @_locked
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list:
         """The aborted transactions (kwire.log.txn_index.AbortedTxn) a read_committed read
         from ``fetch_offset`` up to ``upper_bound`` must tell the consumer about."""
@@ -216,6 +236,7 @@ class PartitionLog:
         return self.log_end_offset - self.log_start_offset
 
     # --- append -------------------------------------------------------------------------
+    @_locked
     def append(self, batch_bytes, *, now_ms: int, leader_epoch: int | None = None, origin: str = COORDINATOR,
                producer_id_expiration_ms: int = producer_state.DEFAULT_EXPIRATION_MS) -> AppendResult:
         """The one append path (Kafka's UnifiedLog.append): parse each batch header once,
@@ -356,6 +377,7 @@ class PartitionLog:
         return seg
 
     @_storage_op("roll")
+    @_locked
     def roll(self, now_ms: int | None = None) -> LogSegment:
         """Start a new active segment at the log end offset (no-op if the active one is empty)."""
         self._check_open()
@@ -371,6 +393,7 @@ class PartitionLog:
 
     # --- read ---------------------------------------------------------------------------
     @_storage_op("read")
+    @_locked
     def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None,
              min_one: bool = True) -> FetchData:
         """Whole batches starting with the one holding ``fetch_offset``, from one segment,
@@ -418,6 +441,7 @@ class PartitionLog:
 
     # --- timestamps ---------------------------------------------------------------------
     @_storage_op("read")
+    @_locked
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp is >= ``timestamp``
         (ListOffsets by time), or None when there is none."""
@@ -435,6 +459,7 @@ class PartitionLog:
         return None
 
     @_storage_op("read")
+    @_locked
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
         self._check_online()
@@ -468,6 +493,7 @@ class PartitionLog:
 
     # --- retention, deletion, truncation ------------------------------------------------
     @_storage_op("retention")
+    @_locked
     def delete_old_segments(self, now_ms: int) -> int:
         """One retention pass. Time and size retention (retention.ms, retention.bytes) apply
         only when cleanup.policy includes delete, as in Kafka (compacted topics keep every
@@ -523,6 +549,7 @@ class PartitionLog:
         return deletable
 
     @_storage_op("delete records")
+    @_locked
     def delete_records(self, offset: int, *, now_ms: int | None = None) -> int:
         """DeleteRecords: raise the log start offset to ``offset`` (-1: the high watermark)
         and delete whole segments below it. Returns the new log start offset. Refused
@@ -545,6 +572,7 @@ class PartitionLog:
         return self.log_start_offset
 
     @_storage_op("truncate")
+    @_locked
     def truncate_to(self, offset: int) -> int:
         """Remove every batch holding offsets >= ``offset`` (a follower's truncation).
         Below the log start offset the log is emptied and restarts at ``offset``. Returns
@@ -576,6 +604,7 @@ class PartitionLog:
         self.leader_epoch_cache.write_if_dirty()
         return leo
 
+    @_locked
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
         """Delete every segment and restart the log, empty, at ``offset``."""
         self._check_open()
@@ -609,7 +638,8 @@ class PartitionLog:
                 for seg in segs[first:]:
                     if seg.base_offset >= target:
                         break
-                    seg.flush()
+                    if not seg.removed:   # replaced by a cleaned segment meanwhile: nothing to sync
+                        seg.flush()
             # the epochs of every record below the new recovery point are in the file
             self.leader_epoch_cache.write_if_dirty()
             if target > rp:
@@ -630,6 +660,10 @@ class PartitionLog:
 
     def close(self) -> None:
         """Flush everything and close the files (FileRegions already handed out stay valid)."""
+        with self._flush_lock, self.lock:   # in this order, as the cleaner's swap takes them
+            self._close()
+
+    def _close(self) -> None:
         if self.closed:
             return
         if self.offline:  # write nothing more to a failed disk: the next open recovers
@@ -642,6 +676,7 @@ class PartitionLog:
             seg.close()
         self.closed = True
 
+    @_locked
     def delete(self) -> None:
         """Delete the whole partition directory."""
         for seg in self.segments:

@@ -72,6 +72,7 @@ class LogSegment:
         "rolling_timestamp",
         "_indexes_missing",
         "_file",
+        "removed",
     )
 
     def __init__(self, dir: str, base_offset: int, config: LogConfig, *, size: int, created_ms: int):
@@ -92,6 +93,7 @@ class LogSegment:
         self.rolling_timestamp: int | None = None if size else -1
         self._indexes_missing = False
         self._file: SegmentFile | None = None  # set and cleared by OPEN_FILES
+        self.removed = False   # left its log (deleted, or replaced by a cleaned segment): flushes skip it
 
     # --- life cycle -------------------------------------------------------------------
     @classmethod
@@ -137,6 +139,7 @@ class LogSegment:
     def delete(self) -> None:
         """Unlink all files (or leave that to the caller of ``deferred_deletes``). Open
         regions keep reading the unlinked inode."""
+        self.removed = True
         OPEN_FILES.discard(self)
         delete_files(self.paths())
 
