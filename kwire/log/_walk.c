@@ -8,11 +8,33 @@
  * headers that fit, every record's fields adding up to its length, nothing left over.
  * Returns None whenever anything is off or unusual (so the Python walk, which names the
  * error in Kafka's words, decides); the C walk only ever answers for batches it is sure of.
+ * The log cleaner's offset map and record walks (kwire.log.cleaner_fast; the pure-Python
+ * walk of kwire.log.cleaner with a dict for a map stays the reference they are tested
+ * against): a hash table in Python-owned buffers (table, arena of key bytes, state), keys
+ * confirmed byte for byte on a hash match, so no collision can lose a record.
+ *
+ * map_put_batch(table, arena, state, data, pos, end, count, base_offset, last_delta, lo, hi,
+ *               max_entries) -> True, False (full) or None
+ *     puts the key and offset of every keyed record with offset in [lo, hi), in order.
+ * map_retain(table, arena, state, data, pos, end, count, base_offset, last_delta, latest,
+ *            tombstone_expired) -> (payload, kept, tombstones_kept, keyless, max_ts_delta,
+ *            whole) or None
+ *     Kafka's cleaner rule per record (kept when past `latest`, or the map's offset for its
+ *     key is not later than it and it is not a tombstone whose horizon passed); `payload`
+ *     the kept records' bytes as they were (deltas from the same base offset and timestamp).
+ * map_put, map_get, map_rehash: one key at a time (the Python walk's fallback), and growth.
+ *
+ * Both walks read records that must fill data[pos:end] exactly, with offset deltas that
+ * increase strictly up to last_delta (a cleaned batch has gaps), answer None whenever
+ * anything is off (the Python walk then decides and names the error), and run without the
+ * GIL (Py_BEGIN_ALLOW_THREADS): the event loop's thread runs meanwhile.
+ *
  * Built by setup.py when a C compiler is there; kwire runs without it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Zigzag varint of at most `max_bytes` bytes (5: 32-bit, 10: 64-bit) from buf[*pos],
  * not reading at or past `limit`. 0 on success. */
@@ -101,9 +123,399 @@ walk_records(PyObject *self, PyObject *args)
     return Py_BuildValue("(LLn)", (long long)min_d, (long long)max_d, keyless);
 }
 
+/* One record at buf[*pos] (not past `end`): its fields, or -1 when anything is off. */
+typedef struct {
+    Py_ssize_t start, end;      /* the record's bytes, length varint included */
+    int64_t ts_delta, offset_delta;
+    Py_ssize_t key_pos;         /* -1: null key */
+    int64_t key_len;
+    int64_t value_len;          /* -1: null value */
+} rec_t;
+
+static int
+read_record(const unsigned char *buf, Py_ssize_t end, Py_ssize_t *pos, rec_t *r)
+{
+    int64_t length, kl, vl, hc;
+    Py_ssize_t p = *pos;
+    r->start = p;
+    if (read_zigzag(buf, end, &p, 5, &length) || length < 6 || length > end - p)
+        return -1;
+    Py_ssize_t record_end = p + (Py_ssize_t)length;
+    p += 1; /* attributes */
+    if (read_zigzag(buf, record_end, &p, 10, &r->ts_delta))
+        return -1;
+    if (read_zigzag(buf, record_end, &p, 5, &r->offset_delta))
+        return -1;
+    if (read_zigzag(buf, record_end, &p, 5, &kl))
+        return -1;
+    if (kl >= 0) {
+        if (kl > record_end - p)
+            return -1;
+        r->key_pos = p;
+        p += (Py_ssize_t)kl;
+    } else if (kl == -1) {
+        r->key_pos = -1;
+    } else {
+        return -1;
+    }
+    r->key_len = kl;
+    if (read_zigzag(buf, record_end, &p, 5, &vl))
+        return -1;
+    if (vl >= 0) {
+        if (vl > record_end - p)
+            return -1;
+        p += (Py_ssize_t)vl;
+    } else if (vl != -1) {
+        return -1;
+    }
+    r->value_len = vl;
+    if (read_zigzag(buf, record_end, &p, 5, &hc) || hc < 0 || hc > (record_end - p) / 2)
+        return -1;
+    for (int64_t h = 0; h < hc; h++) {
+        int64_t hk, hv;
+        if (read_zigzag(buf, record_end, &p, 5, &hk) || hk < 0 || hk > record_end - p)
+            return -1;
+        p += (Py_ssize_t)hk;
+        if (read_zigzag(buf, record_end, &p, 5, &hv))
+            return -1;
+        if (hv >= 0) {
+            if (hv > record_end - p)
+                return -1;
+            p += (Py_ssize_t)hv;
+        } else if (hv != -1) {
+            return -1;
+        }
+    }
+    if (p != record_end)
+        return -1;
+    r->end = record_end;
+    *pos = record_end;
+    return 0;
+}
+
+/* --- the cleaner's offset map in C ----------------------------------------------------------
+ * Kept in Python-owned buffers so the walks run without the GIL: `table` (a bytearray of
+ * slots of 24 bytes: hash (0: empty), offset, key position and length in `arena`), `arena`
+ * (a bytearray holding the keys' bytes) and `state` (a bytearray of two int64: entries, arena
+ * bytes used). A hash match is confirmed by comparing the key bytes, so two keys are never
+ * taken for one. The caller (kwire.log.cleaner_fast.CMap) grows the table and the arena
+ * before a call so that a batch always fits. */
+typedef struct {
+    uint64_t hash;
+    int64_t offset;
+    uint32_t key_pos;
+    uint32_t key_len;
+} slot_t;
+
+typedef struct {
+    slot_t *slots;
+    uint64_t mask;
+    char *arena;
+    Py_ssize_t arena_cap;
+    int64_t *state;    /* [0] entries, [1] arena used */
+} cmap_t;
+
+static uint64_t
+key_hash(const unsigned char *k, Py_ssize_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        h ^= k[i];
+        h *= 1099511628211ULL;
+    }
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 32;
+    return h ? h : 1;
+}
+
+/* The slot of key k: its own, or the empty one where it would go. */
+static slot_t *
+cmap_find(cmap_t *m, const unsigned char *k, Py_ssize_t n, uint64_t h)
+{
+    uint64_t i = h & m->mask;
+    for (;;) {
+        slot_t *s = &m->slots[i];
+        if (s->hash == 0)
+            return s;
+        if (s->hash == h && s->key_len == (uint32_t)n && memcmp(m->arena + s->key_pos, k, (size_t)n) == 0)
+            return s;
+        i = (i + 1) & m->mask;
+    }
+}
+
+/* 1 put, 0 full (a new key past max_entries), -1 no room (the caller did not grow). */
+static int
+cmap_put(cmap_t *m, const unsigned char *k, Py_ssize_t n, int64_t offset, int64_t max_entries)
+{
+    uint64_t h = key_hash(k, n);
+    slot_t *s = cmap_find(m, k, n, h);
+    if (s->hash != 0) {
+        s->offset = offset;
+        return 1;
+    }
+    if (m->state[0] >= max_entries)
+        return 0;
+    if (m->state[1] + n > m->arena_cap || (uint64_t)(m->state[0] + 1) * 2 > m->mask + 1 || m->state[1] + n > UINT32_MAX)
+        return -1;
+    memcpy(m->arena + m->state[1], k, (size_t)n);
+    s->hash = h;
+    s->offset = offset;
+    s->key_pos = (uint32_t)m->state[1];
+    s->key_len = (uint32_t)n;
+    m->state[0] += 1;
+    m->state[1] += n;
+    return 1;
+}
+
+static int64_t
+cmap_get(cmap_t *m, const unsigned char *k, Py_ssize_t n)
+{
+    slot_t *s = cmap_find(m, k, n, key_hash(k, n));
+    return s->hash ? s->offset : -1;
+}
+
+/* Views of the three buffers (released by cmap_release). */
+static int
+cmap_open(cmap_t *m, Py_buffer *t, Py_buffer *a, Py_buffer *st)
+{
+    if (t->len < (Py_ssize_t)sizeof(slot_t) || st->len < 16 || t->readonly || a->readonly || st->readonly) {
+        PyErr_SetString(PyExc_ValueError, "offset map buffers: writable table, arena and state needed");
+        return -1;
+    }
+    uint64_t nslots = (uint64_t)t->len / sizeof(slot_t);
+    if (nslots & (nslots - 1)) {
+        PyErr_SetString(PyExc_ValueError, "offset map table: a power of two of slots");
+        return -1;
+    }
+    m->slots = (slot_t *)t->buf;
+    m->mask = nslots - 1;
+    m->arena = (char *)a->buf;
+    m->arena_cap = a->len;
+    m->state = (int64_t *)st->buf;
+    return 0;
+}
+
+static PyObject *
+map_put_batch(PyObject *self, PyObject *args)
+{
+    Py_buffer t, a, st, view;
+    Py_ssize_t pos, end, count;
+    long long base_offset, last_delta, lo, hi, max_entries;
+    if (!PyArg_ParseTuple(args, "w*w*w*y*nnnLLLLL", &t, &a, &st, &view, &pos, &end, &count, &base_offset,
+                          &last_delta, &lo, &hi, &max_entries))
+        return NULL;
+    cmap_t m;
+    int status = 1;   /* 1 ok, 0 full, -1 odd record, -2 no room */
+    if (cmap_open(&m, &t, &a, &st)) {
+        status = -3;
+    } else if (pos < 0 || end > view.len || pos > end || count < 0 || count > end - pos) {
+        status = -1;
+    } else {
+        const unsigned char *buf = (const unsigned char *)view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        int64_t prev = -1;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            rec_t r;
+            if (read_record(buf, end, &pos, &r) || r.offset_delta <= prev || r.offset_delta > last_delta) {
+                status = -1;
+                break;
+            }
+            prev = r.offset_delta;
+            long long offset = base_offset + r.offset_delta;
+            if (r.key_pos < 0 || offset < lo || offset >= hi)
+                continue;
+            int rc = cmap_put(&m, buf + r.key_pos, (Py_ssize_t)r.key_len, offset, max_entries);
+            if (rc <= 0) {
+                status = rc == 0 ? 0 : -2;
+                break;
+            }
+        }
+        if (status == 1 && pos != end)
+            status = -1;
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&t);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&st);
+    PyBuffer_Release(&view);
+    if (status == -3)
+        return NULL;
+    if (status == -2) {
+        PyErr_SetString(PyExc_RuntimeError, "offset map: no room (grow the table and arena first)");
+        return NULL;
+    }
+    if (status == -1)
+        Py_RETURN_NONE;
+    return PyBool_FromLong(status);
+}
+
+static PyObject *
+map_retain(PyObject *self, PyObject *args)
+{
+    Py_buffer t, a, st, view;
+    Py_ssize_t pos, end, count;
+    long long base_offset, last_delta, latest;
+    int tombstone_expired;
+    if (!PyArg_ParseTuple(args, "w*w*w*y*nnnLLLp", &t, &a, &st, &view, &pos, &end, &count, &base_offset,
+                          &last_delta, &latest, &tombstone_expired))
+        return NULL;
+    cmap_t m;
+    char *out = NULL;
+    Py_ssize_t out_len = 0, kept = 0, tombstones = 0, keyless = 0;
+    int64_t max_ts = INT64_MIN;
+    int whole = 1, status = 1;
+    if (cmap_open(&m, &t, &a, &st)) {
+        status = -3;
+    } else if (pos < 0 || end > view.len || pos > end || count < 0 || count > end - pos) {
+        status = -1;
+    } else if ((out = PyMem_RawMalloc(end - pos > 0 ? (size_t)(end - pos) : 1)) == NULL) {
+        status = -4;
+    } else {
+        const unsigned char *buf = (const unsigned char *)view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        int64_t prev = -1;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            rec_t r;
+            if (read_record(buf, end, &pos, &r) || r.offset_delta <= prev || r.offset_delta > last_delta) {
+                status = -1;
+                break;
+            }
+            prev = r.offset_delta;
+            long long offset = base_offset + r.offset_delta;
+            int keep;
+            if (offset > latest) {
+                keep = 1;
+            } else if (r.key_pos < 0) {
+                keyless++;
+                keep = 0;
+            } else {
+                int64_t last_of_key = cmap_get(&m, buf + r.key_pos, (Py_ssize_t)r.key_len);
+                keep = offset >= last_of_key && (r.value_len >= 0 || !tombstone_expired);
+            }
+            if (keep) {
+                memcpy(out + out_len, buf + r.start, (size_t)(r.end - r.start));
+                out_len += r.end - r.start;
+                kept++;
+                if (r.value_len < 0)
+                    tombstones++;
+                if (r.ts_delta > max_ts)
+                    max_ts = r.ts_delta;
+            } else {
+                whole = 0;
+            }
+        }
+        if (status == 1 && pos != end)
+            status = -1;
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&t);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&st);
+    PyBuffer_Release(&view);
+    PyObject *result = NULL;
+    if (status == -4) {
+        PyErr_NoMemory();
+    } else if (status == -1) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else if (status == 1) {
+        PyObject *payload = PyBytes_FromStringAndSize(out ? out : "", out_len);
+        if (payload != NULL)
+            result = Py_BuildValue("(NnnnLO)", payload, kept, tombstones, keyless,
+                                   (long long)(kept ? max_ts : 0), whole ? Py_True : Py_False);
+    }
+    PyMem_RawFree(out);
+    return result;
+}
+
+static PyObject *
+map_put(PyObject *self, PyObject *args)
+{
+    Py_buffer t, a, st, key;
+    long long offset, max_entries;
+    if (!PyArg_ParseTuple(args, "w*w*w*y*LL", &t, &a, &st, &key, &offset, &max_entries))
+        return NULL;
+    cmap_t m;
+    int rc = -3;
+    if (!cmap_open(&m, &t, &a, &st))
+        rc = cmap_put(&m, (const unsigned char *)key.buf, key.len, offset, max_entries);
+    PyBuffer_Release(&t);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&st);
+    PyBuffer_Release(&key);
+    if (rc == -3)
+        return NULL;
+    if (rc == -1) {
+        PyErr_SetString(PyExc_RuntimeError, "offset map: no room (grow the table and arena first)");
+        return NULL;
+    }
+    return PyBool_FromLong(rc);
+}
+
+static PyObject *
+map_get(PyObject *self, PyObject *args)
+{
+    Py_buffer t, a, st, key;
+    if (!PyArg_ParseTuple(args, "w*w*w*y*", &t, &a, &st, &key))
+        return NULL;
+    cmap_t m;
+    long long got = 0;
+    int bad = cmap_open(&m, &t, &a, &st);
+    if (!bad)
+        got = cmap_get(&m, (const unsigned char *)key.buf, key.len);
+    PyBuffer_Release(&t);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&st);
+    PyBuffer_Release(&key);
+    if (bad)
+        return NULL;
+    return PyLong_FromLongLong(got);
+}
+
+/* Move every entry of table `old` into the (empty, bigger) table `new`. */
+static PyObject *
+map_rehash(PyObject *self, PyObject *args)
+{
+    Py_buffer o, n;
+    if (!PyArg_ParseTuple(args, "y*w*", &o, &n))
+        return NULL;
+    uint64_t nn = (uint64_t)n.len / sizeof(slot_t);
+    if (nn == 0 || (nn & (nn - 1))) {
+        PyBuffer_Release(&o);
+        PyBuffer_Release(&n);
+        PyErr_SetString(PyExc_ValueError, "offset map table: a power of two of slots");
+        return NULL;
+    }
+    const slot_t *os = (const slot_t *)o.buf;
+    slot_t *ns = (slot_t *)n.buf;
+    uint64_t on = (uint64_t)o.len / sizeof(slot_t), mask = nn - 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (uint64_t i = 0; i < on; i++) {
+        if (os[i].hash == 0)
+            continue;
+        uint64_t j = os[i].hash & mask;
+        while (ns[j].hash != 0)
+            j = (j + 1) & mask;
+        ns[j] = os[i];
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&o);
+    PyBuffer_Release(&n);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"walk_records", walk_records, METH_VARARGS,
      "walk_records(data, pos, end, count) -> (min_ts_delta, max_ts_delta, first_keyless) or None"},
+    {"map_put_batch", map_put_batch, METH_VARARGS,
+     "map_put_batch(table, arena, state, data, pos, end, count, base_offset, last_delta, lo, hi, max_entries)"
+     " -> True, False (full) or None"},
+    {"map_retain", map_retain, METH_VARARGS,
+     "map_retain(table, arena, state, data, pos, end, count, base_offset, last_delta, latest, tombstone_expired)"},
+    {"map_put", map_put, METH_VARARGS, "map_put(table, arena, state, key, offset, max_entries) -> bool"},
+    {"map_get", map_get, METH_VARARGS, "map_get(table, arena, state, key) -> offset or -1"},
+    {"map_rehash", map_rehash, METH_VARARGS, "map_rehash(old_table, new_table)"},
     {NULL, NULL, 0, NULL},
 };
 

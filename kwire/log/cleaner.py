@@ -35,6 +35,10 @@ Kafka's rules, batch by batch (Cleaner.cleanInto and MemoryRecords.filterTo):
   its original codec, producer fields, base offset and last offset delta: offsets never
   change, a compacted log has gaps.
 
+The per-record work (the map's keys, the keep rule and the kept records' bytes) runs in C
+when the extension is built (kwire.log.cleaner_fast; this module's Python walk is the
+reference it is tested against).
+
 Keys are compared as bytes (not hashed as Kafka's SkimpyOffsetMap does, so no collision can
 lose a record); ``log.cleaner.dedupe.buffer.size`` bounds the entries as Kafka's map does
 (24 bytes a slot, ``log.cleaner.io.buffer.load.factor`` full): a dirty section with more keys
@@ -68,6 +72,7 @@ from kwire.codec.records import (
     crc32c,
     parse_control_record,
 )
+from kwire.log import cleaner_fast
 from kwire.log.cleaner_swap import discard_cleaned, new_cleaned_segment, swap_in
 from kwire.log.regions import SegmentFile, unlink_all
 from kwire.log.segment import REL_OFFSET_MAX, LogSegment
@@ -83,40 +88,52 @@ class CleaningAborted(Exception):
 
 # --- the offset map -----------------------------------------------------------------------
 class OffsetMap:
-    """key -> offset of its latest record in the dirty section, at most ``max_entries``."""
+    """key -> offset of its latest record in the dirty section, at most ``max_entries``.
+    With the C extension (``fast``, the default when it is built) the map is a
+    kwire.log.cleaner_fast.CMap and the walks run in C; without, a dict (the reference)."""
 
-    __slots__ = ("_map", "max_entries", "latest_offset")
+    __slots__ = ("_map", "_c", "max_entries", "latest_offset")
 
-    def __init__(self, max_entries: int):
+    def __init__(self, max_entries: int, *, fast: bool | None = None):
+        use_c = cleaner_fast.ENABLED if fast is None else (fast and cleaner_fast.ENABLED)
+        self._c = cleaner_fast.CMap() if use_c else None
         self._map: dict[bytes, int] = {}
         self.max_entries = max(1, max_entries)
         self.latest_offset = -1
 
     @classmethod
-    def for_buffer(cls, dedupe_buffer_size: int, load_factor: float = 0.9, threads: int = 1) -> "OffsetMap":
+    def for_buffer(cls, dedupe_buffer_size: int, load_factor: float = 0.9, threads: int = 1, *,
+                   fast: bool | None = None) -> "OffsetMap":
         """Sized as Kafka sizes its map: the buffer shared by the cleaner threads."""
-        return cls(int(dedupe_buffer_size / max(1, threads) / _SLOT_BYTES * load_factor))
+        return cls(int(dedupe_buffer_size / max(1, threads) / _SLOT_BYTES * load_factor), fast=fast)
 
     def clear(self) -> None:
+        if self._c is not None:
+            self._c.clear()
         self._map.clear()
         self.latest_offset = -1
 
     def put(self, key: bytes, offset: int) -> None:
-        self._map[key] = offset
+        if self._c is not None:
+            self._c.put(key, offset)
+        else:
+            self._map[key] = offset
 
     def get(self, key: bytes) -> int:
+        if self._c is not None:
+            return self._c.get(key)
         return self._map.get(key, -1)
 
     @property
     def full(self) -> bool:
-        return len(self._map) >= self.max_entries
+        return len(self) >= self.max_entries
 
     def __len__(self) -> int:
-        return len(self._map)
+        return len(self._c) if self._c is not None else len(self._map)
 
     @property
     def utilization(self) -> float:
-        return len(self._map) / self.max_entries
+        return len(self) / self.max_entries
 
 
 # --- transactions ---------------------------------------------------------------------------
@@ -227,8 +244,10 @@ def _yield_gil() -> None:
     time.sleep(0)
 
 
-def _iter_segment_batches(path: str, size: int, check_done=None):
-    """(RecordBatch, size) for each whole batch of the segment file (read sequentially)."""
+def _iter_segment_batches(path: str, size: int, check_done=None, yield_gil: bool = True):
+    """(RecordBatch, size) for each whole batch of the segment file (read sequentially).
+    ``yield_gil``: give up the GIL after each batch (the Python walk; the C walk releases
+    it while it works, which hands it to a waiting thread just as well)."""
     f = SegmentFile(path)
     try:
         pos = 0
@@ -247,7 +266,8 @@ def _iter_segment_batches(path: str, size: int, check_done=None):
                     break
                 yield RecordBatch(buf, off), bsize
                 off += bsize
-                _yield_gil()   # lets the event loop's thread in at once (see _yield_gil)
+                if yield_gil:
+                    _yield_gil()   # lets the event loop's thread in at once (see _yield_gil)
             if off == 0:
                 if n < size - pos and n >= BATCH_HEADER_SIZE:   # one batch bigger than a chunk
                     length = int.from_bytes(buf[8:12], "big", signed=True)
@@ -337,7 +357,7 @@ class CleanJob:
             nxt = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else end
             if nxt <= start:
                 continue
-            for b, size in _iter_segment_batches(seg.log_path, self.sizes[i], self._check):
+            for b, size in _iter_segment_batches(seg.log_path, self.sizes[i], self._check, omap._c is None):
                 if b.last_offset < start:
                     continue
                 if b.base_offset >= end:
@@ -348,12 +368,19 @@ class CleanJob:
                 if b.attributes & CONTROL_MASK:
                     txn.on_control_batch(b)
                 elif not txn.on_batch(b):
-                    for r in b.records():
-                        stats.map_messages_read += 1
-                        if r.key is not None and start <= r.offset < end:
-                            if omap.full and omap.get(r.key) < 0:
-                                return   # full: the pass ends before this batch
-                            omap.put(r.key, r.offset)
+                    fast = None if omap._c is None else cleaner_fast.put_batch(omap._c, b, start, end,
+                                                                               omap.max_entries)
+                    if fast is not None:
+                        stats.map_messages_read += b.record_count
+                        if not fast:
+                            return   # full: the pass ends before this batch
+                    else:
+                        for r in b.records():
+                            stats.map_messages_read += 1
+                            if r.key is not None and start <= r.offset < end:
+                                if omap.full and omap.get(r.key) < 0:
+                                    return   # full: the pass ends before this batch
+                                omap.put(r.key, r.offset)
                 if b.last_offset < end:
                     omap.latest_offset = max(omap.latest_offset, b.last_offset)
 
@@ -383,7 +410,7 @@ class CleanJob:
     def _clean_into(self, seg: LogSegment, size: int, dest: LogSegment, txn) -> None:
         pieces, metas, nbytes = [], [], 0
         stats = self.stats
-        for b, bsize in _iter_segment_batches(seg.log_path, size, self._check):
+        for b, bsize in _iter_segment_batches(seg.log_path, size, self._check, self.omap._c is None):
             stats.bytes_read += bsize
             if self.throttler is not None:
                 self.throttler.maybe_throttle(bsize)
@@ -435,6 +462,17 @@ class CleanJob:
         marker_for_empty_txn = can_discard and is_control
         omap = self.omap
         latest = omap.latest_offset
+        if not is_control and not discard_records and omap._c is not None:
+            fast = cleaner_fast.retain(omap._c, b, bsize, latest, now)   # the same rule, in C
+            if fast is not None:
+                data, kept, read, keyless = fast
+                self.stats.messages_read += read
+                self.stats.invalid_messages += keyless
+                if kept:
+                    return data, kept, b.last_offset, HEADER.unpack_from(data, 0)[8]
+                if retain_empty:
+                    return empty_batch(b), 0, b.last_offset, b.max_timestamp
+                return None
         retained = []
         tombstones = False
         whole = True

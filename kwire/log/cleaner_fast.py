@@ -1,0 +1,155 @@
+"""The log cleaner's fast path: its offset map and per-record work in C (kwire/log/_walk.c,
+the optional extension setup.py builds), one call per batch, without the GIL.
+
+* ``CMap``: the offset map (key -> offset of its latest record) as a hash table in buffers
+  this object owns (a table of 24-byte slots, an arena of key bytes). A hash match is
+  confirmed by comparing the key bytes, so a key is never taken for another and no
+  collision can lose a record (Kafka's SkimpyOffsetMap keeps MD5s only and accepts that
+  risk; kwire does not).
+* ``put_batch``: the keys and offsets of a data batch's keyed records in the dirty section
+  go into the map.
+* ``retain``: Kafka's per-record rule of Cleaner.cleanInto for a data batch (kept when past
+  the map's last offset, or the latest of its key and not a tombstone whose delete horizon
+  has passed), and the batch as it stays: the kept records' bytes as they were (offset and
+  timestamp deltas from the same base offset and base timestamp), a new header (record
+  count, max timestamp, CRC), recompressed with the batch's codec.
+
+The walks run with the GIL released, so the event loop's thread runs Python meanwhile
+(bench/compaction_bench.py measures produce latency while a pass runs). Each answers None
+when it cannot (a record it finds odd, a kept tombstone that needs a delete horizon written
+into the batch): the caller then runs the pure-Python path (kwire.log.cleaner), which,
+with a dict for a map, stays the reference these are tested against
+(tests/log/test_cleaner_fast.py). ``ENABLED`` is False without the extension.
+One difference: the C walk does not check that header keys are UTF-8.
+"""
+from __future__ import annotations
+
+import struct
+
+from kwire.codec import compression as _compression
+from kwire.codec.records import (
+    ATTRIBUTES_OFFSET,
+    BATCH_HEADER_SIZE,
+    COMPRESSION_MASK,
+    CRC_OFFSET,
+    HEADER,
+    LOG_OVERHEAD,
+    NONE,
+    TIMESTAMP_TYPE_MASK,
+    _UINT32,
+    crc32c,
+)
+
+try:
+    from kwire.log import _walk
+    _walk.map_put_batch   # noqa: B018 - an older build lacks the map
+except (ImportError, AttributeError):   # no C compiler at install: the Python path does it all
+    _walk = None
+
+ENABLED = _walk is not None
+
+_SLOT = 24
+_STATE = struct.Struct("=qq")   # entries, arena bytes used (native: the C side's int64s)
+_NO_LIMIT = (1 << 62)
+
+
+class CMap:
+    """The offset map's table (see the module doc); grows as keys come."""
+
+    __slots__ = ("table", "arena", "state")
+
+    def __init__(self):
+        self.table = bytearray(_SLOT * 1024)
+        self.arena = bytearray(1 << 16)
+        self.state = bytearray(_STATE.size)
+
+    def __len__(self) -> int:
+        return _STATE.unpack(self.state)[0]
+
+    @property
+    def arena_used(self) -> int:
+        return _STATE.unpack(self.state)[1]
+
+    def clear(self) -> None:
+        self.__init__()
+
+    def reserve(self, keys: int, key_bytes: int) -> None:
+        """Room for ``keys`` more keys of ``key_bytes`` bytes in all (the table at most
+        half full)."""
+        n, used = _STATE.unpack(self.state)
+        slots = len(self.table) // _SLOT
+        if (n + keys) * 2 > slots:
+            while (n + keys) * 2 > slots:
+                slots *= 2
+            new = bytearray(slots * _SLOT)
+            _walk.map_rehash(self.table, new)
+            self.table = new
+        if used + key_bytes > len(self.arena):
+            self.arena.extend(bytes(max(len(self.arena), used + key_bytes - len(self.arena))))
+
+    def put(self, key: bytes, offset: int) -> None:
+        self.reserve(1, len(key))
+        _walk.map_put(self.table, self.arena, self.state, key, offset, _NO_LIMIT)
+
+    def get(self, key: bytes) -> int:
+        return _walk.map_get(self.table, self.arena, self.state, key)
+
+
+def _records_data(b):
+    """(buffer, start, end) of the batch's records, decompressed if need be; None when the
+    header does not add up (the Python walk names the error)."""
+    start = b.pos + BATCH_HEADER_SIZE
+    end = b.pos + LOG_OVERHEAD + b.batch_length
+    if b.magic != 2 or end > len(b.buf) or b.batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD or b.record_count < 0:
+        return None
+    codec = b.attributes & COMPRESSION_MASK
+    if codec == NONE:
+        return b.buf, start, end
+    data = _compression.decompress(codec, memoryview(b.buf)[start:end])
+    return data, 0, len(data)
+
+
+def put_batch(cmap: CMap, b, lo: int, hi: int, max_entries: int):
+    """Put the keyed records of data batch ``b`` with offsets in [lo, hi) into ``cmap``, in
+    order: True, False when the map filled up on the way (a new key past ``max_entries``),
+    None: let the Python walk do it."""
+    got = _records_data(b)
+    if got is None:
+        return None
+    data, start, end = got
+    cmap.reserve(b.record_count, end - start)
+    return _walk.map_put_batch(cmap.table, cmap.arena, cmap.state, data, start, end, b.record_count,
+                               b.base_offset, b.last_offset_delta, lo, hi, max_entries)
+
+
+def retain(cmap: CMap, b, bsize: int, latest: int, now_ms: int):
+    """Data batch ``b`` as the cleaner keeps it: (bytes or None, records kept, records
+    read, keyless records dropped), where bytes None with 0 kept means nothing stays; or
+    None: let the Python path decide (also when a kept tombstone needs a delete horizon)."""
+    got = _records_data(b)
+    if got is None:
+        return None
+    data, start, end = got
+    has_horizon = b.has_delete_horizon
+    res = _walk.map_retain(cmap.table, cmap.arena, cmap.state, data, start, end, b.record_count, b.base_offset,
+                           b.last_offset_delta, latest, has_horizon and now_ms >= b.base_timestamp)
+    if res is None:
+        return None
+    payload, kept, tombstones, keyless, max_delta, whole = res
+    if not kept:
+        return None, 0, b.record_count, keyless
+    if tombstones and not has_horizon:
+        return None   # the batch gets a delete horizon: its records are re-encoded (Python)
+    if whole:
+        return bytes(b.buf[b.pos:b.pos + bsize]), kept, b.record_count, keyless
+    attrs = b.attributes
+    codec = attrs & COMPRESSION_MASK
+    if codec != NONE:
+        payload = _compression.compress(codec, payload)
+    max_ts = b.max_timestamp if attrs & TIMESTAMP_TYPE_MASK else b.base_timestamp + max_delta
+    out = bytearray(HEADER.pack(
+        b.base_offset, BATCH_HEADER_SIZE - LOG_OVERHEAD + len(payload), b.partition_leader_epoch, 2, 0, attrs,
+        b.last_offset_delta, b.base_timestamp, max_ts, b.producer_id, b.producer_epoch, b.base_sequence, kept))
+    out += payload
+    _UINT32.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+    return bytes(out), kept, b.record_count, keyless
