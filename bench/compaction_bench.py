@@ -8,8 +8,10 @@
   (200,000 keys over 128 MiB; ``--quick``: 50,000 over 32 MiB); ``KWIRE_BENCH_FULL=1`` runs
   the full size.
 * append p99 while cleaning: 16 KiB appends to another partition on the main thread (the
-  event loop's side of a Produce), p99 latency with no cleaner running and with a pass running
-  in a worker thread (the GIL is what they share); budget: within 2x.
+  event loop's side of a Produce), p99 latency with no cleaner running (the mean of the p99
+  before and after the pass: the load of a shared machine moves) and with a pass running in
+  a worker thread (the GIL is what they share: the C walk releases it,
+  kwire/log/cleaner_fast.py); budget: within 2x.
 """
 from __future__ import annotations
 
@@ -97,7 +99,13 @@ def run(quick: bool = False):
         th.start()
         during = _p99(_append_latencies(other, batch, secs, stop=done))
         th.join()
-        _row(rows, "append p99, no cleaning", base, "ms", "(info)", "info")
+        # no cleaning again after the pass: on a shared machine the load moves, so the
+        # figure without cleaning is the mean of the p99 before and after
+        after = _p99(_append_latencies(other, batch, secs))
+        _row(rows, "append p99, no cleaning (before)", base, "ms", "(info)", "info")
+        _row(rows, "append p99, no cleaning (after)", after, "ms", "(info)", "info")
+        base = (base + after) / 2
+        _row(rows, "load average (1 min) at the end", os.getloadavg()[0], "", "(info)", "info")
         ratio = during / base if base else float("inf")
         _row(rows, "append p99 while the cleaner runs", during, "ms", "(info)", "info")
         _row(rows, "append p99 with / without cleaning", ratio, "x", "<= 2", "PASS" if ratio <= 2 else "MISS")
