@@ -21,7 +21,8 @@ KEYS = [f"user-{i}".encode() for i in range(8)]
 
 @pytest.fixture(scope="module")
 def broker():
-    overrides = {"log.cleaner.backoff.ms": 50, "metrics.listen": "127.0.0.1:0"}
+    overrides = {"log.cleaner.backoff.ms": 50, "metrics.listen": "127.0.0.1:0",
+                 "log.retention.check.interval.ms": 200}
     with Broker(mode="thread", overrides=overrides) as b:
         yield b
 
@@ -167,6 +168,8 @@ def test_alter_to_compact_and_null_key_refused(broker):
         assert c.request("IncrementalAlterConfigs", 0, resources=[res], validate_only=False).responses[0].error_code == 0
     _wait_compacted(b, topic, lg.log_end_offset)
     assert lg.size_in_bytes < before
+    # DescribeLogDirs (kafka-python's admin client) gives the size after cleaning: the files'
+    assert _described_size(b, topic) == _disk_size(lg) == lg.size_in_bytes
     _check_latest(_read_confluent(b, topic), model, deleted_gone=False)
     # a compacted topic needs keys
     p = Producer({"bootstrap.servers": b.bootstrap_servers, "retries": 0})
@@ -180,6 +183,54 @@ def test_alter_to_compact_and_null_key_refused(broker):
     assert passes and float(passes[0].split()[-1]) >= 1
     assert "kafka_log_logcleaner_max_clean_time_secs" in body
     assert "kafka_log_logcleanermanager_max_dirty_percent" in body
+
+
+def _disk_size(lg):
+    import glob
+    import os
+
+    return sum(os.path.getsize(p) for p in glob.glob(os.path.join(lg.dir, "*.log")))
+
+
+def _described_size(b, topic):
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap_servers, request_timeout_ms=10000)
+    try:
+        [per_broker] = admin.describe_log_dirs({topic: [0]})
+    finally:
+        admin.close()
+    [d] = per_broker["log_dirs"]
+    [t] = d["topics"]
+    [p] = t["partitions"]
+    return p["partition_size"]
+
+
+def test_compact_delete_both_apply(broker):
+    """cleanup.policy=compact,delete: the cleaner compacts the topic and retention.ms deletes
+    its old segments too (Kafka applies both)."""
+    b = broker
+    topic = "compdel-" + uuid.uuid4().hex[:6]
+    b.create_topic(topic, 1, {"cleanup.policy": "compact,delete", "internal.segment.bytes": 2048,
+                              "min.cleanable.dirty.ratio": "0.01", "retention.ms": "600000"})
+    model = _fill(b, topic)
+    lg = _wait_compacted(b, topic, b.broker.logs.get(topic, 0).log_end_offset)
+    assert lg.log_start_offset == 0
+    rs = _read_confluent(b, topic)
+    _check_latest(rs, model, deleted_gone=False)
+    assert len(rs) < lg.log_end_offset / 3
+    compacted_size = _described_size(b, topic)
+    assert compacted_size == _disk_size(lg)
+    # then retention (retention.ms lowered with IncrementalAlterConfigs): every segment but
+    # the active one is older than retention.ms and goes
+    with b.client() as c:
+        R = api("IncrementalAlterConfigs").request
+        res = R.struct("AlterConfigsResource")(resource_type=2, resource_name=topic, configs=[
+            R.struct("AlterableConfig")(name="retention.ms", config_operation=0, value="1")])
+        assert c.request("IncrementalAlterConfigs", 0, resources=[res], validate_only=False).responses[0].error_code == 0
+    wait_until(lambda: lg.log_start_offset >= lg.segments[-1].base_offset > 0, timeout=20,
+               message="retention.ms deletes the compacted topic's old segments")
+    assert _described_size(b, topic) == _disk_size(lg) < compacted_size
 
 
 def test_consumer_offsets_compacted_and_reloaded(tmp_path):
