@@ -22,6 +22,9 @@
  *     Kafka's cleaner rule per record (kept when past `latest`, or the map's offset for its
  *     key is not later than it and it is not a tombstone whose horizon passed); `payload`
  *     the kept records' bytes as they were (deltas from the same base offset and timestamp).
+ * map_put_batches(table, arena, state, data, pos, end, lo, hi, max_entries)
+ *     -> (status, pos, latest, records, bytes)
+ *     the map's build over a run of whole plain batches of a chunk (see the function).
  * map_put, map_get, map_rehash: one key at a time (the Python walk's fallback), and growth.
  *
  * Both walks read records that must fill data[pos:end] exactly, with offset deltas that
@@ -505,6 +508,131 @@ map_rehash(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+
+static int64_t
+be64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+
+static int32_t
+be32(const unsigned char *p)
+{
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+}
+
+/* The offset map's build over a run of whole batches in data[pos:end] (a chunk read from a
+ * segment), plain data batches only (magic 2, uncompressed, neither transactional nor
+ * control), with the rules of kwire.log.cleaner.CleanJob._build_offset_map: a batch below
+ * `lo` is skipped, a batch from `hi` on ends the map. Returns (status, pos, latest, records,
+ * bytes): status 0 the chunk ends (pos: the first batch not whole in it), 1 the batch at
+ * pos is for the Python walk (not plain, or odd), 2 the map is full (the pass ends before
+ * the batch at pos), 3 the batch at pos starts at or past `hi`, 4 the batch at pos needs
+ * more room in the table or arena (grow, call again); latest: the last offset of the last
+ * batch put below `hi` (-1: none); records and bytes of the batches put. */
+static PyObject *
+map_put_batches(PyObject *self, PyObject *args)
+{
+    Py_buffer t, a, st, view;
+    Py_ssize_t pos, end;
+    long long lo, hi, max_entries;
+    if (!PyArg_ParseTuple(args, "w*w*w*y*nnLLL", &t, &a, &st, &view, &pos, &end, &lo, &hi, &max_entries))
+        return NULL;
+    cmap_t m;
+    int status = 0;
+    long long latest = -1, records = 0, nbytes = 0;
+    if (cmap_open(&m, &t, &a, &st)) {
+        status = -3;
+    } else if (pos < 0 || end > view.len || pos > end) {
+        status = 1;
+    } else {
+        const unsigned char *buf = (const unsigned char *)view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (;;) {
+            if (end - pos < 61) {
+                status = 0;
+                break;
+            }
+            const unsigned char *h = buf + pos;
+            int32_t length = be32(h + 8);
+            if (length < 49) {
+                status = 1;
+                break;
+            }
+            Py_ssize_t bsize = 12 + (Py_ssize_t)length;
+            if (bsize > end - pos) {
+                status = 0;
+                break;
+            }
+            int64_t base = be64(h);
+            int32_t lod = be32(h + 23);
+            int64_t last = base + lod;
+            if (last < lo) {
+                pos += bsize;
+                continue;
+            }
+            if (base >= hi) {
+                status = 3;
+                break;
+            }
+            int attrs = (h[21] << 8) | h[22];
+            int32_t count = be32(h + 57);
+            if (h[16] != 2 || (attrs & (0x07 | 0x10 | 0x20)) || lod < 0 || count < 0 || count > bsize - 61) {
+                status = 1;
+                break;
+            }
+            if ((uint64_t)(m.state[0] + count) * 2 > m.mask + 1 || m.state[1] + bsize > m.arena_cap) {
+                status = 4;
+                break;
+            }
+            Py_ssize_t p = pos + 61, rend = pos + bsize;
+            int64_t prev = -1;
+            int odd = 0, full = 0;
+            for (int32_t i = 0; i < count; i++) {
+                rec_t r;
+                if (read_record(buf, rend, &p, &r) || r.offset_delta <= prev || r.offset_delta > lod) {
+                    odd = 1;
+                    break;
+                }
+                prev = r.offset_delta;
+                long long offset = base + r.offset_delta;
+                if (r.key_pos < 0 || offset < lo || offset >= hi)
+                    continue;
+                if (cmap_put(&m, buf + r.key_pos, (Py_ssize_t)r.key_len, offset, max_entries) <= 0) {
+                    full = 1;
+                    break;
+                }
+            }
+            if (!odd && !full && p != rend)
+                odd = 1;
+            if (odd) {
+                status = 1;
+                break;
+            }
+            if (full) {
+                status = 2;
+                break;
+            }
+            records += count;
+            nbytes += bsize;
+            if (last < hi && last > latest)
+                latest = last;
+            pos += bsize;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&t);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&st);
+    PyBuffer_Release(&view);
+    if (status == -3)
+        return NULL;
+    return Py_BuildValue("(inLLL)", status, pos, latest, records, nbytes);
+}
+
 static PyMethodDef methods[] = {
     {"walk_records", walk_records, METH_VARARGS,
      "walk_records(data, pos, end, count) -> (min_ts_delta, max_ts_delta, first_keyless) or None"},
@@ -513,6 +641,9 @@ static PyMethodDef methods[] = {
      " -> True, False (full) or None"},
     {"map_retain", map_retain, METH_VARARGS,
      "map_retain(table, arena, state, data, pos, end, count, base_offset, last_delta, latest, tombstone_expired)"},
+    {"map_put_batches", map_put_batches, METH_VARARGS,
+     "map_put_batches(table, arena, state, data, pos, end, lo, hi, max_entries)"
+     " -> (status, pos, latest, records, bytes)"},
     {"map_put", map_put, METH_VARARGS, "map_put(table, arena, state, key, offset, max_entries) -> bool"},
     {"map_get", map_get, METH_VARARGS, "map_get(table, arena, state, key) -> offset or -1"},
     {"map_rehash", map_rehash, METH_VARARGS, "map_rehash(old_table, new_table)"},

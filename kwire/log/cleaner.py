@@ -244,10 +244,12 @@ def _yield_gil() -> None:
     time.sleep(0)
 
 
-def _iter_segment_batches(path: str, size: int, check_done=None, yield_gil: bool = True):
+def _iter_segment_batches(path: str, size: int, check_done=None, yield_gil: bool = True, fast_run=None):
     """(RecordBatch, size) for each whole batch of the segment file (read sequentially).
     ``yield_gil``: give up the GIL after each batch (the Python walk; the C walk releases
-    it while it works, which hands it to a waiting thread just as well)."""
+    it while it works, which hands it to a waiting thread just as well). ``fast_run(buf,
+    pos, end)``: takes a run of batches from ``pos`` itself (the C map build) and returns
+    (the position of the first batch it left, True to stop reading)."""
     f = SegmentFile(path)
     try:
         pos = 0
@@ -258,6 +260,12 @@ def _iter_segment_batches(path: str, size: int, check_done=None, yield_gil: bool
             off = 0
             n = len(buf)
             while n - off >= BATCH_HEADER_SIZE:
+                if fast_run is not None:
+                    off, stop = fast_run(buf, off, n)
+                    if stop:
+                        return
+                    if n - off < BATCH_HEADER_SIZE:
+                        break
                 length = int.from_bytes(buf[off + 8:off + 12], "big", signed=True)
                 bsize = LOG_OVERHEAD + length
                 if length < MIN_BATCH_LENGTH:
@@ -353,11 +361,35 @@ class CleanJob:
         txn = CleanedTransactionMetadata()
         txn.add_aborted(t for t in self.aborted if t.last_offset >= start and t.first_offset < end)
         stats = self.stats
+        done = [False]
+        cmap = omap._c
+
+        def fast_run(buf, pos, n):
+            """Plain data batches in C, the GIL released (kwire.log.cleaner_fast)."""
+            while True:
+                status, pos, latest, records, nbytes = cleaner_fast.put_batches(cmap, buf, pos, n, start, end,
+                                                                               omap.max_entries)
+                if nbytes:
+                    stats.map_bytes_read += nbytes
+                    stats.map_messages_read += records
+                    if latest > omap.latest_offset:
+                        omap.latest_offset = latest
+                    if self.throttler is not None:
+                        self.throttler.maybe_throttle(nbytes)
+                if status == cleaner_fast.NEEDS_ROOM:
+                    cleaner_fast.reserve_for_batch(cmap, buf, pos)
+                    continue
+                if status in (cleaner_fast.FULL, cleaner_fast.PAST_END):
+                    done[0] = True
+                    return pos, True
+                return pos, False   # the chunk's end, or a batch for the Python walk
+
         for i, seg in enumerate(self.segments):
             nxt = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else end
             if nxt <= start:
                 continue
-            for b, size in _iter_segment_batches(seg.log_path, self.sizes[i], self._check, omap._c is None):
+            for b, size in _iter_segment_batches(seg.log_path, self.sizes[i], self._check, cmap is None,
+                                                 fast_run if cmap is not None else None):
                 if b.last_offset < start:
                     continue
                 if b.base_offset >= end:
@@ -383,6 +415,8 @@ class CleanJob:
                                 omap.put(r.key, r.offset)
                 if b.last_offset < end:
                     omap.latest_offset = max(omap.latest_offset, b.last_offset)
+            if done[0]:
+                return
 
     def _clean_group(self, group: list) -> None:
         segs = [s for s, _ in group]

@@ -6,8 +6,9 @@ the optional extension setup.py builds), one call per batch, without the GIL.
   confirmed by comparing the key bytes, so a key is never taken for another and no
   collision can lose a record (Kafka's SkimpyOffsetMap keeps MD5s only and accepts that
   risk; kwire does not).
-* ``put_batch``: the keys and offsets of a data batch's keyed records in the dirty section
-  go into the map.
+* ``put_batches`` / ``put_batch``: the keys and offsets of data batches' keyed records in
+  the dirty section go into the map: a run of plain batches of a chunk read from a segment
+  in one call, or one batch (compressed ones, after decompression).
 * ``retain``: Kafka's per-record rule of Cleaner.cleanInto for a data batch (kept when past
   the map's last offset, or the latest of its key and not a tombstone whose delete horizon
   has passed), and the batch as it stays: the kept records' bytes as they were (offset and
@@ -120,6 +121,24 @@ def put_batch(cmap: CMap, b, lo: int, hi: int, max_entries: int):
     cmap.reserve(b.record_count, end - start)
     return _walk.map_put_batch(cmap.table, cmap.arena, cmap.state, data, start, end, b.record_count,
                                b.base_offset, b.last_offset_delta, lo, hi, max_entries)
+
+
+# map_put_batches' answers
+CHUNK_END, FOR_PYTHON, FULL, PAST_END, NEEDS_ROOM = range(5)
+
+
+def put_batches(cmap: CMap, buf, pos: int, end: int, lo: int, hi: int, max_entries: int):
+    """The map's build over the plain data batches (uncompressed, neither transactional nor
+    control) of ``buf[pos:end]`` from ``pos`` on, in one call without the GIL:
+    (status, pos, latest, records, bytes), see map_put_batches in kwire/log/_walk.c."""
+    return _walk.map_put_batches(cmap.table, cmap.arena, cmap.state, buf, pos, end, lo, hi, max_entries)
+
+
+def reserve_for_batch(cmap: CMap, buf, pos: int) -> None:
+    """Room for the keys of the batch at ``buf[pos:]`` (NEEDS_ROOM)."""
+    count = int.from_bytes(buf[pos + 57:pos + 61], "big", signed=True)
+    size = LOG_OVERHEAD + int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
+    cmap.reserve(max(0, count), max(0, size))
 
 
 def retain(cmap: CMap, b, bsize: int, latest: int, now_ms: int):

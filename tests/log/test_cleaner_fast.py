@@ -31,7 +31,8 @@ RECORD = st.tuples(KEY, st.one_of(st.none(), st.binary(max_size=12)),
                    st.lists(st.tuples(st.sampled_from(["h", "x"]), st.one_of(st.none(), st.binary(max_size=3))),
                             max_size=2),
                    st.integers(0, 5_000))
-BATCH = st.tuples(st.lists(RECORD, min_size=1, max_size=6), st.sampled_from([NONE, NONE, GZIP]))
+BATCH = st.tuples(st.lists(RECORD, min_size=1, max_size=6), st.sampled_from([NONE, NONE, GZIP]),
+                  st.sampled_from([-1, -1, 7, 8]))   # producer id (-1: not idempotent)
 
 
 def test_the_extension_is_built():
@@ -43,8 +44,12 @@ def _log(path, batches):
     # switched to compact, as AlterConfigs may do to a topic that holds some
     cfg = LogConfig(cleanup_policy=("delete",), internal_segment_bytes=350, delete_retention_ms=RETENTION)
     log = PartitionLog.open(str(path), cfg, now_ms=NOW)
-    for recs, codec in batches:
-        log.append(build_batch([(k, v, h, NOW + t) for k, v, h, t in recs], compression=codec), now_ms=NOW)
+    seqs = {}
+    for recs, codec, pid in batches:
+        idem = {} if pid < 0 else {"producer_id": pid, "producer_epoch": 0, "base_sequence": seqs.get(pid, 0)}
+        if pid >= 0:
+            seqs[pid] = seqs.get(pid, 0) + len(recs)
+        log.append(build_batch([(k, v, h, NOW + t) for k, v, h, t in recs], compression=codec, **idem), now_ms=NOW)
     log.roll(NOW)
     log.config = LogConfig(cleanup_policy=("compact",), internal_segment_bytes=350, delete_retention_ms=RETENTION)
     for seg in log.segments:
@@ -107,7 +112,7 @@ def test_fast_pass_keeps_what_the_python_pass_keeps(tmp_path_factory, batches, s
 def test_c_map_holds_what_a_dict_holds(batches, lo, span):
     cmap, ref = cleaner_fast.CMap(), {}
     base = 0
-    for recs, codec in batches:
+    for recs, codec, _ in batches:
         raw = build_batch([(k, v, h, NOW + t) for k, v, h, t in recs], compression=codec, base_offset=base)
         b = RecordBatch(raw, 0)
         assert cleaner_fast.put_batch(cmap, b, lo, lo + span, 1 << 30) is True
@@ -173,3 +178,52 @@ def test_odd_bytes_get_none_or_the_python_answer(recs, flips):
         assert res is None
     else:
         assert res == (bytes(raw), len(ref), len(ref), 0)
+
+
+def test_put_batches_runs_a_chunk_and_stops_where_python_must_look():
+    """One chunk: a batch below the dirty section, plain batches with 3,000 keys (the map
+    grows on the way: NEEDS_ROOM), a compressed one (for the Python walk), more plain ones,
+    one past the end of the section."""
+    parts, base = [], 0
+
+    def add(n, **kw):
+        nonlocal base
+        raw = build_batch([(b"key-%d" % (base + i), b"v", [], NOW) for i in range(n)], base_offset=base, **kw)
+        parts.append(raw)
+        base += n
+        return raw
+
+    add(5)                                  # offsets 0-4: below lo
+    for _ in range(30):
+        add(100)                            # 5 - 3004
+    add(10, compression=GZIP)               # 3005 - 3014: for Python
+    add(20)                                 # 3015 - 3034
+    add(20)                                 # 3035 - 3054: from hi on
+    buf = b"".join(parts)
+    lo, hi = 5, 3035
+    cmap = cleaner_fast.CMap()
+    pos, seen = 0, []
+    while True:
+        status, pos, latest, records, nbytes = cleaner_fast.put_batches(cmap, buf, pos, len(buf), lo, hi, 1 << 30)
+        seen.append(status)
+        if status == cleaner_fast.NEEDS_ROOM:
+            cleaner_fast.reserve_for_batch(cmap, buf, pos)
+            continue
+        if status == cleaner_fast.FOR_PYTHON:
+            b = RecordBatch(buf, pos)
+            assert b.base_offset == 3005
+            assert cleaner_fast.put_batch(cmap, b, lo, hi, 1 << 30) is True
+            pos += b.size
+            continue
+        break
+    assert status == cleaner_fast.PAST_END and RecordBatch(buf, pos).base_offset == 3035
+    assert cleaner_fast.NEEDS_ROOM in seen
+    assert len(cmap) == 3030
+    assert cmap.get(b"key-4") == -1 and cmap.get(b"key-5") == 5 and cmap.get(b"key-3034") == 3034
+    assert cmap.get(b"key-3035") == -1
+    # a full map stops before the batch holding the first key that does not fit
+    small = cleaner_fast.CMap()
+    small.reserve(4000, len(buf))
+    status, pos, latest, _, _ = cleaner_fast.put_batches(small, buf, 0, len(buf), lo, hi, 250)
+    assert status == cleaner_fast.FULL and RecordBatch(buf, pos).base_offset == 205 and latest == 204
+    assert len(small) == 250
