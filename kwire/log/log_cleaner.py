@@ -201,7 +201,16 @@ class LogCleaner:
         ltc, job = planned
         self.in_progress = self._failed_tp = ltc.tp
         try:
-            await trio.to_thread.run_sync(job.run, abandon_on_cancel=True)
+            try:
+                await trio.to_thread.run_sync(job.run, abandon_on_cancel=True)
+            except FileNotFoundError:
+                if not any(s.removed for s in job.segments) and not ltc.plog.closed:
+                    raise
+                # retention or a deletion removed a segment the pass was reading: the log
+                # changed under it, nothing is wrong with it (the next round plans afresh)
+                log.info("Cleaner 0: log %s-%s changed while it was cleaned (segments deleted); the pass is "
+                         "dropped", ltc.tp[0], ltc.tp[1])
+                return True
             swapped = await trio.to_thread.run_sync(self.swap, job, abandon_on_cancel=True)
             self.finish(ltc, job, swapped)
             await trio.to_thread.run_sync(self._write_checkpoint)

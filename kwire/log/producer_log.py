@@ -134,6 +134,15 @@ def producer_state_of(plog, *, expiration_ms: int = DEFAULT_EXPIRATION_MS) -> Pr
     ps = getattr(plog, "producer_state", None)
     if ps is not None:
         return ps
+    lock = getattr(plog, "lock", None)
+    if lock is None:
+        return _build_producer_state(plog, expiration_ms)
+    with lock:   # reads segment files: not during a cleaner's swap (kwire.log.cleaner_swap)
+        ps = getattr(plog, "producer_state", None)
+        return ps if ps is not None else _build_producer_state(plog, expiration_ms)
+
+
+def _build_producer_state(plog, expiration_ms: int) -> ProducerStateManager:
     ps = ProducerStateManager(plog.dir, expiration_ms=expiration_ms)
     leo = plog.log_end_offset
     start = ps.load_latest_snapshot(leo)

@@ -167,3 +167,34 @@ def test_a_flush_planned_before_a_swap_skips_the_replaced_segments(tmp_path):
     again = PartitionLog.open(log.dir, cfg, now_ms=NOW)
     assert _read_all(again) == want
     again.close()
+
+
+def test_a_pass_whose_segments_retention_deleted_is_dropped_not_failed(tmp_path, monkeypatch):
+    """compact,delete: retention may delete segments a pass is reading; the pass is dropped
+    and the log stays cleanable (not marked uncleanable as a failed pass would)."""
+    cfg = LogConfig(cleanup_policy=("compact", "delete"), internal_segment_bytes=600, min_cleanable_dirty_ratio=0.01)
+    logs = LogManager(str(tmp_path), cfg)
+    log = logs.create("t", 0, cfg, now_ms=NOW)
+    for i in range(120):
+        log.append(build_batch([(b"k%d" % (i % 5), b"v%d" % i, [], NOW)]), now_ms=NOW)
+    log.roll(NOW)
+    log.high_watermark = log.log_end_offset
+    cleaner = LogCleaner(logs)
+    real_run = cleaner_mod.CleanJob.run
+
+    def run_after_retention(job):
+        log.delete_records(log.segments[2].base_offset)   # as retention would, meanwhile
+        return real_run(job)
+
+    monkeypatch.setattr(cleaner_mod.CleanJob, "run", run_after_retention)
+
+    async def main():
+        assert await cleaner.round()
+
+    trio.run(main)
+    assert ("t", 0) not in cleaner.uncleanable and cleaner.passes == 0
+    monkeypatch.setattr(cleaner_mod.CleanJob, "run", real_run)
+    trio.run(main)
+    assert cleaner.passes == 1
+    assert {k for _, k, _ in _read_all(log)} == {b"k%d" % j for j in range(5)}
+    log.close()
