@@ -25,6 +25,8 @@
  * map_put_batches(table, arena, state, data, pos, end, lo, hi, max_entries)
  *     -> (status, pos, latest, records, bytes)
  *     the map's build over a run of whole plain batches of a chunk (see the function).
+ * map_retain_batches(...): the recopy over a run of whole plain batches of a chunk, the kept
+ *     batches' bytes (rebuilt with a new CRC-32C where records went) and their index metas.
  * map_put, map_get, map_rehash: one key at a time (the Python walk's fallback), and growth.
  *
  * Both walks read records that must fill data[pos:end] exactly, with offset deltas that
@@ -633,6 +635,216 @@ map_put_batches(PyObject *self, PyObject *args)
     return Py_BuildValue("(inLLL)", status, pos, latest, records, nbytes);
 }
 
+
+/* CRC-32C (Castagnoli), as the batch header's CRC: over attributes .. the batch's end. */
+static uint32_t crc32c_table[256];
+
+static void
+crc32c_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc32c_table[i] = c;
+    }
+}
+
+static uint32_t
+crc32c_of(const unsigned char *p, Py_ssize_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (Py_ssize_t i = 0; i < n; i++)
+        c = crc32c_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+static void
+put_be32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static void
+put_be64(unsigned char *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (unsigned char)v;
+        v >>= 8;
+    }
+}
+
+static int
+in_sorted(const int64_t *a, Py_ssize_t n, int64_t v)
+{
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && a[lo] == v;
+}
+
+/* The recopy over a run of whole plain data batches in data[pos:end] (magic 2, uncompressed,
+ * neither transactional nor control), with the rules of CleanJob._filter_batch for them:
+ * records kept by the map (see map_retain); a batch that keeps all its records is copied as
+ * it was; one that keeps some is rebuilt (same header but for length, record count, max
+ * timestamp under CreateTime, CRC; the kept records' bytes as they were); one that keeps
+ * none goes. A batch is left to the Python path (status 1) when it is not plain, odd, the
+ * last before `first_uncleanable`, the last of an active producer (its last offset is in
+ * the sorted int64s `special`), or would keep a tombstone without a delete horizon.
+ * The output goes to `out` (room for end - pos bytes) and one (size, last offset, max
+ * timestamp) int64 triple per batch written to `metas` (room for (end - pos) / 61 of them).
+ * Returns (status, pos, out_len, batches_out, records_read, records_kept, keyless,
+ * bytes_read): status 0 the chunk ends, 1 the batch at pos is for the Python path. */
+static PyObject *
+map_retain_batches(PyObject *self, PyObject *args)
+{
+    Py_buffer t, a, st, view, special, outb, metab;
+    Py_ssize_t pos, end;
+    long long latest, now_ms, first_uncleanable;
+    if (!PyArg_ParseTuple(args, "w*w*w*y*nnLLLy*w*w*", &t, &a, &st, &view, &pos, &end, &latest, &now_ms,
+                          &first_uncleanable, &special, &outb, &metab))
+        return NULL;
+    cmap_t m;
+    int status = 0;
+    Py_ssize_t out_len = 0, nmeta = 0;
+    long long read = 0, kept_total = 0, keyless = 0, bytes_read = 0;
+    if (cmap_open(&m, &t, &a, &st)) {
+        status = -3;
+    } else if (pos < 0 || end > view.len || pos > end || outb.len < end - pos || metab.len < (end - pos) / 61 * 24
+               || special.len % 8) {
+        status = 1;
+    } else {
+        const unsigned char *buf = (const unsigned char *)view.buf;
+        unsigned char *out = (unsigned char *)outb.buf;
+        int64_t *metas = (int64_t *)metab.buf;
+        const int64_t *sp = (const int64_t *)special.buf;
+        Py_ssize_t nsp = special.len / 8;
+        Py_BEGIN_ALLOW_THREADS
+        for (;;) {
+            if (end - pos < 61) {
+                status = 0;
+                break;
+            }
+            const unsigned char *h = buf + pos;
+            int32_t length = be32(h + 8);
+            if (length < 49) {
+                status = 1;
+                break;
+            }
+            Py_ssize_t bsize = 12 + (Py_ssize_t)length;
+            if (bsize > end - pos) {
+                status = 0;
+                break;
+            }
+            int64_t base = be64(h);
+            int32_t lod = be32(h + 23);
+            int64_t last = base + lod;
+            int attrs = (h[21] << 8) | h[22];
+            int32_t count = be32(h + 57);
+            if (h[16] != 2 || (attrs & (0x07 | 0x10 | 0x20)) || lod < 0 || count < 0 || count > bsize - 61
+                || last + 1 == first_uncleanable || in_sorted(sp, nsp, last)) {
+                status = 1;
+                break;
+            }
+            int64_t base_ts = be64(h + 27);
+            int has_horizon = (attrs & 0x40) != 0;
+            int tombstone_expired = has_horizon && now_ms >= base_ts;
+            Py_ssize_t start_len = out_len, p = pos + 61, rend = pos + bsize;
+            unsigned char *payload = out + out_len + 61;
+            Py_ssize_t plen = 0;
+            int64_t prev = -1, max_delta = INT64_MIN;
+            int32_t kept = 0, kl_here = 0;
+            int whole = 1, odd = 0, tomb = 0;
+            for (int32_t i = 0; i < count; i++) {
+                rec_t r;
+                if (read_record(buf, rend, &p, &r) || r.offset_delta <= prev || r.offset_delta > lod) {
+                    odd = 1;
+                    break;
+                }
+                prev = r.offset_delta;
+                long long offset = base + r.offset_delta;
+                int keep;
+                if (offset > latest) {
+                    keep = 1;
+                } else if (r.key_pos < 0) {
+                    kl_here++;
+                    keep = 0;
+                } else {
+                    int64_t last_of_key = cmap_get(&m, buf + r.key_pos, (Py_ssize_t)r.key_len);
+                    keep = offset >= last_of_key && (r.value_len >= 0 || !tombstone_expired);
+                }
+                if (keep) {
+                    memcpy(payload + plen, buf + r.start, (size_t)(r.end - r.start));
+                    plen += r.end - r.start;
+                    kept++;
+                    if (r.value_len < 0)
+                        tomb = 1;
+                    if (r.ts_delta > max_delta)
+                        max_delta = r.ts_delta;
+                } else {
+                    whole = 0;
+                }
+            }
+            if (!odd && p != rend)
+                odd = 1;
+            if (odd || (tomb && !has_horizon)) {
+                out_len = start_len;
+                status = 1;
+                break;
+            }
+            read += count;
+            keyless += kl_here;
+            bytes_read += bsize;
+            kept_total += kept;
+            if (kept > 0) {
+                unsigned char *o = out + out_len;
+                int64_t max_ts;
+                Py_ssize_t osize;
+                if (whole) {
+                    memcpy(o, h, (size_t)bsize);   /* over the payload copy: same bytes */
+                    osize = bsize;
+                    max_ts = be64(h + 35);
+                } else {
+                    memcpy(o, h, 61);
+                    osize = 61 + plen;
+                    put_be32(o + 8, (uint32_t)(osize - 12));
+                    max_ts = (attrs & 0x08) ? be64(h + 35) : base_ts + max_delta;
+                    put_be64(o + 35, (uint64_t)max_ts);
+                    put_be32(o + 57, (uint32_t)kept);
+                    put_be32(o + 17, crc32c_of(o + 21, osize - 21));
+                }
+                metas[nmeta * 3] = osize;
+                metas[nmeta * 3 + 1] = last;
+                metas[nmeta * 3 + 2] = max_ts;
+                nmeta++;
+                out_len += osize;
+            } else {
+                out_len = start_len;
+            }
+            pos += bsize;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&t);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&st);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&special);
+    PyBuffer_Release(&outb);
+    PyBuffer_Release(&metab);
+    if (status == -3)
+        return NULL;
+    return Py_BuildValue("(innnLLLL)", status, pos, out_len, nmeta, read, kept_total, keyless, bytes_read);
+}
+
 static PyMethodDef methods[] = {
     {"walk_records", walk_records, METH_VARARGS,
      "walk_records(data, pos, end, count) -> (min_ts_delta, max_ts_delta, first_keyless) or None"},
@@ -644,6 +856,9 @@ static PyMethodDef methods[] = {
     {"map_put_batches", map_put_batches, METH_VARARGS,
      "map_put_batches(table, arena, state, data, pos, end, lo, hi, max_entries)"
      " -> (status, pos, latest, records, bytes)"},
+    {"map_retain_batches", map_retain_batches, METH_VARARGS,
+     "map_retain_batches(table, arena, state, data, pos, end, latest, now_ms, first_uncleanable, special, out, metas)"
+     " -> (status, pos, out_len, batches_out, records_read, records_kept, keyless, bytes_read)"},
     {"map_put", map_put, METH_VARARGS, "map_put(table, arena, state, key, offset, max_entries) -> bool"},
     {"map_get", map_get, METH_VARARGS, "map_get(table, arena, state, key) -> offset or -1"},
     {"map_rehash", map_rehash, METH_VARARGS, "map_rehash(old_table, new_table)"},
@@ -657,5 +872,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__walk(void)
 {
+    crc32c_init();
     return PyModule_Create(&module);
 }

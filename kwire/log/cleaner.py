@@ -444,7 +444,32 @@ class CleanJob:
     def _clean_into(self, seg: LogSegment, size: int, dest: LogSegment, txn) -> None:
         pieces, metas, nbytes = [], [], 0
         stats = self.stats
-        for b, bsize in _iter_segment_batches(seg.log_path, size, self._check, self.omap._c is None):
+        cmap = self.omap._c
+        fast_run = None
+        if cmap is not None:
+            special = cleaner_fast.special_offsets(self.producers)
+
+            def fast_run(buf, pos, n):
+                """Plain data batches in C, the GIL released (kwire.log.cleaner_fast)."""
+                nonlocal nbytes, pieces, metas
+                pos, data, got, read, kept, keyless, nread = cleaner_fast.retain_batches(
+                    cmap, buf, pos, n, self.omap.latest_offset, self.now_ms, self.first_uncleanable, special)
+                stats.bytes_read += nread
+                stats.messages_read += read
+                stats.messages_written += kept
+                stats.invalid_messages += keyless
+                if self.throttler is not None and nread:
+                    self.throttler.maybe_throttle(nread)
+                if data:
+                    pieces.append(data)
+                    metas.extend(got)
+                    nbytes += len(data)
+                    if nbytes >= _READ_CHUNK:
+                        self._write(dest, pieces, nbytes, metas)
+                        pieces, metas, nbytes = [], [], 0
+                return pos, False
+
+        for b, bsize in _iter_segment_batches(seg.log_path, size, self._check, cmap is None, fast_run):
             stats.bytes_read += bsize
             if self.throttler is not None:
                 self.throttler.maybe_throttle(bsize)

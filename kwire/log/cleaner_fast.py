@@ -9,11 +9,14 @@ the optional extension setup.py builds), one call per batch, without the GIL.
 * ``put_batches`` / ``put_batch``: the keys and offsets of data batches' keyed records in
   the dirty section go into the map: a run of plain batches of a chunk read from a segment
   in one call, or one batch (compressed ones, after decompression).
-* ``retain``: Kafka's per-record rule of Cleaner.cleanInto for a data batch (kept when past
+* ``retain_batches`` / ``retain``: Kafka's per-record rule of Cleaner.cleanInto for a data batch (kept when past
   the map's last offset, or the latest of its key and not a tombstone whose delete horizon
   has passed), and the batch as it stays: the kept records' bytes as they were (offset and
   timestamp deltas from the same base offset and base timestamp), a new header (record
-  count, max timestamp, CRC), recompressed with the batch's codec.
+  count, max timestamp, CRC), recompressed with the batch's codec: a run of plain batches of
+  a chunk in one call (the last batch of an active producer, the one that ends the pass's
+  range and those that keep a tombstone without a delete horizon are left to the Python
+  path), or one batch (compressed ones).
 
 The walks run with the GIL released, so the event loop's thread runs Python meanwhile
 (bench/compaction_bench.py measures produce latency while a pass runs). Each answers None
@@ -25,6 +28,7 @@ One difference: the C walk does not check that header keys are UTF-8.
 """
 from __future__ import annotations
 
+import array
 import struct
 
 from kwire.codec import compression as _compression
@@ -139,6 +143,33 @@ def reserve_for_batch(cmap: CMap, buf, pos: int) -> None:
     count = int.from_bytes(buf[pos + 57:pos + 61], "big", signed=True)
     size = LOG_OVERHEAD + int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
     cmap.reserve(max(0, count), max(0, size))
+
+
+_META = struct.Struct("=qqq")
+
+
+def special_offsets(producers: dict) -> bytes:
+    """The last data offsets of the active producers (their batches stay even if empty:
+    the Python path decides those), as sorted native int64s for map_retain_batches."""
+    offs = sorted({p.last_data_offset for p in producers.values() if p.last_data_offset is not None})
+    return array.array("q", offs).tobytes()
+
+
+def retain_batches(cmap: CMap, buf, pos: int, end: int, latest: int, now_ms: int, first_uncleanable: int,
+                   special: bytes):
+    """The recopy over the plain data batches of ``buf[pos:end]`` from ``pos`` on, in one
+    call without the GIL: (pos of the first batch left, kept batches' bytes, their (size,
+    last offset, max timestamp), records read, records kept, keyless records dropped, bytes
+    read); see map_retain_batches in kwire/log/_walk.c. The batch left at ``pos`` (if a
+    whole one) is for the Python path."""
+    room = max(0, end - pos)
+    out = bytearray(room)
+    metas = bytearray(room // 61 * _META.size)
+    status, pos, out_len, nmeta, read, kept, keyless, nread = _walk.map_retain_batches(
+        cmap.table, cmap.arena, cmap.state, buf, pos, end, latest, now_ms, first_uncleanable, special, out, metas)
+    data = bytes(out[:out_len]) if out_len else b""
+    got = list(_META.iter_unpack(memoryview(metas)[:nmeta * _META.size])) if nmeta else []
+    return pos, data, got, read, kept, keyless, nread
 
 
 def retain(cmap: CMap, b, bsize: int, latest: int, now_ms: int):

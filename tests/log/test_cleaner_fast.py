@@ -227,3 +227,46 @@ def test_put_batches_runs_a_chunk_and_stops_where_python_must_look():
     status, pos, latest, _, _ = cleaner_fast.put_batches(small, buf, 0, len(buf), lo, hi, 250)
     assert status == cleaner_fast.FULL and RecordBatch(buf, pos).base_offset == 205 and latest == 204
     assert len(small) == 250
+
+
+def test_fast_pass_on_segments_of_many_batches(tmp_path):
+    """Chunks of many batches (runs of plain batches in one C call), partly superseded,
+    with tombstones, keyless records and idempotent producers, over three passes."""
+    rnd = random.Random(3)
+    batches, seqs = [], {}
+    for i in range(300):
+        recs = []
+        for _ in range(rnd.randrange(1, 20)):
+            k = rnd.choice([None] + [b"key-%d" % j for j in range(60)]) if rnd.random() < 0.05 else b"key-%d" % rnd.randrange(60)
+            v = None if rnd.random() < 0.05 else b"v%d" % i
+            recs.append((k, v, [], rnd.randrange(5000)))
+        batches.append((recs, GZIP if i % 37 == 0 else NONE, rnd.choice([-1, -1, -1, 7])))
+    cfg_bytes = 16 << 10
+
+    def make(path):
+        cfg = LogConfig(cleanup_policy=("delete",), internal_segment_bytes=cfg_bytes, delete_retention_ms=RETENTION)
+        log = PartitionLog.open(str(path), cfg, now_ms=NOW)
+        for recs, codec, pid in batches:
+            idem = {} if pid < 0 else {"producer_id": pid, "producer_epoch": 0, "base_sequence": seqs.get((path, pid), 0)}
+            if pid >= 0:
+                seqs[(path, pid)] = seqs.get((path, pid), 0) + len(recs)
+            log.append(build_batch([(k, v, h, NOW + t) for k, v, h, t in recs], compression=codec, **idem),
+                       now_ms=NOW)
+        log.roll(NOW)
+        log.high_watermark = log.log_end_offset
+        log.config = LogConfig(cleanup_policy=("compact",), internal_segment_bytes=cfg_bytes,
+                               delete_retention_ms=RETENTION)
+        for seg in log.segments:
+            seg.config = log.config
+        return log
+
+    ref, fast = make(tmp_path / "ref-0"), make(tmp_path / "fast-0")
+    assert len(ref.segments) > 5
+    cp_ref = cp_fast = None
+    for now in (NOW, NOW + 10, NOW + 3 * RETENTION):
+        a, cp_ref = _pass(ref, now, False, cp_ref, 1000)
+        b, cp_fast = _pass(fast, now, True, cp_fast, 1000)
+        assert a == b
+        assert _batches(ref) == _batches(fast)
+    ref.close()
+    fast.close()
