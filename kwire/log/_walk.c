@@ -27,7 +27,8 @@
  *     the map's build over a run of whole plain batches of a chunk (see the function).
  * map_retain_batches(...): the recopy over a run of whole plain batches of a chunk, the kept
  *     batches' bytes (rebuilt with a new CRC-32C where records went) and their index metas.
- * map_put, map_get, map_rehash: one key at a time (the Python walk's fallback), and growth.
+ * map_put, map_get, map_grow: one key at a time (the Python walk's fallback), and growth
+ *     (a bigger table rehashed, a bigger arena, made without the GIL).
  *
  * Both walks read records that must fill data[pos:end] exactly, with offset deltas that
  * increase strictly up to last_delta (a cleaned batch has gaps), answer None whenever
@@ -478,39 +479,6 @@ map_get(PyObject *self, PyObject *args)
     return PyLong_FromLongLong(got);
 }
 
-/* Move every entry of table `old` into the (empty, bigger) table `new`. */
-static PyObject *
-map_rehash(PyObject *self, PyObject *args)
-{
-    Py_buffer o, n;
-    if (!PyArg_ParseTuple(args, "y*w*", &o, &n))
-        return NULL;
-    uint64_t nn = (uint64_t)n.len / sizeof(slot_t);
-    if (nn == 0 || (nn & (nn - 1))) {
-        PyBuffer_Release(&o);
-        PyBuffer_Release(&n);
-        PyErr_SetString(PyExc_ValueError, "offset map table: a power of two of slots");
-        return NULL;
-    }
-    const slot_t *os = (const slot_t *)o.buf;
-    slot_t *ns = (slot_t *)n.buf;
-    uint64_t on = (uint64_t)o.len / sizeof(slot_t), mask = nn - 1;
-    Py_BEGIN_ALLOW_THREADS
-    for (uint64_t i = 0; i < on; i++) {
-        if (os[i].hash == 0)
-            continue;
-        uint64_t j = os[i].hash & mask;
-        while (ns[j].hash != 0)
-            j = (j + 1) & mask;
-        ns[j] = os[i];
-    }
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&o);
-    PyBuffer_Release(&n);
-    Py_RETURN_NONE;
-}
-
-
 static int64_t
 be64(const unsigned char *p)
 {
@@ -845,6 +813,55 @@ map_retain_batches(PyObject *self, PyObject *args)
     return Py_BuildValue("(innnLLLL)", status, pos, out_len, nmeta, read, kept_total, keyless, bytes_read);
 }
 
+
+/* A bigger copy of `old` (a table: entries rehashed into `nbytes` of slots; an arena: its
+ * first `used` bytes copied), made and filled without the GIL (a table of a million keys is
+ * tens of MB: zeroing it with the GIL held would stall the event loop's thread). */
+static PyObject *
+map_grow(PyObject *self, PyObject *args)
+{
+    Py_buffer o;
+    Py_ssize_t nbytes, used;
+    int is_table;
+    if (!PyArg_ParseTuple(args, "y*npn", &o, &nbytes, &is_table, &used))
+        return NULL;
+    uint64_t nn = (uint64_t)nbytes / sizeof(slot_t);
+    if (nbytes < o.len || used < 0 || used > o.len
+        || (is_table && (nn == 0 || (nn & (nn - 1)) || nbytes % (Py_ssize_t)sizeof(slot_t)))) {
+        PyBuffer_Release(&o);
+        PyErr_SetString(PyExc_ValueError, "map_grow: bad size");
+        return NULL;
+    }
+    PyObject *nb = PyByteArray_FromStringAndSize(NULL, nbytes);
+    if (nb == NULL) {
+        PyBuffer_Release(&o);
+        return NULL;
+    }
+    char *dst = PyByteArray_AS_STRING(nb);
+    const char *src = (const char *)o.buf;
+    Py_ssize_t olen = o.len;
+    Py_BEGIN_ALLOW_THREADS
+    if (is_table) {
+        memset(dst, 0, (size_t)nbytes);
+        const slot_t *os = (const slot_t *)src;
+        slot_t *ns = (slot_t *)dst;
+        uint64_t on = (uint64_t)olen / sizeof(slot_t), mask = nn - 1;
+        for (uint64_t i = 0; i < on; i++) {
+            if (os[i].hash == 0)
+                continue;
+            uint64_t j = os[i].hash & mask;
+            while (ns[j].hash != 0)
+                j = (j + 1) & mask;
+            ns[j] = os[i];
+        }
+    } else {
+        memcpy(dst, src, (size_t)used);
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&o);
+    return nb;
+}
+
 static PyMethodDef methods[] = {
     {"walk_records", walk_records, METH_VARARGS,
      "walk_records(data, pos, end, count) -> (min_ts_delta, max_ts_delta, first_keyless) or None"},
@@ -859,9 +876,9 @@ static PyMethodDef methods[] = {
     {"map_retain_batches", map_retain_batches, METH_VARARGS,
      "map_retain_batches(table, arena, state, data, pos, end, latest, now_ms, first_uncleanable, special, out, metas)"
      " -> (status, pos, out_len, batches_out, records_read, records_kept, keyless, bytes_read)"},
+    {"map_grow", map_grow, METH_VARARGS, "map_grow(old, nbytes, is_table, used) -> bigger bytearray"},
     {"map_put", map_put, METH_VARARGS, "map_put(table, arena, state, key, offset, max_entries) -> bool"},
     {"map_get", map_get, METH_VARARGS, "map_get(table, arena, state, key) -> offset or -1"},
-    {"map_rehash", map_rehash, METH_VARARGS, "map_rehash(old_table, new_table)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -86,11 +86,10 @@ class CMap:
         if (n + keys) * 2 > slots:
             while (n + keys) * 2 > slots:
                 slots *= 2
-            new = bytearray(slots * _SLOT)
-            _walk.map_rehash(self.table, new)
-            self.table = new
+            self.table = _walk.map_grow(self.table, slots * _SLOT, True, 0)   # rehashed without the GIL
         if used + key_bytes > len(self.arena):
-            self.arena.extend(bytes(max(len(self.arena), used + key_bytes - len(self.arena))))
+            size = max(2 * len(self.arena), used + key_bytes)
+            self.arena = _walk.map_grow(self.arena, size, False, used)
 
     def put(self, key: bytes, offset: int) -> None:
         self.reserve(1, len(key))
