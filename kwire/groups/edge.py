@@ -65,6 +65,9 @@ def group_config(broker) -> GroupConfig:
         consumer_heartbeat_interval_ms=int(c.get("group.consumer.heartbeat.interval.ms")),
         consumer_max_size=int(c.get("group.consumer.max.size")),
         consumer_assignors=_assignor_names(c.get("group.consumer.assignors")),
+        share_session_timeout_ms=int(c.get("group.share.session.timeout.ms")),
+        share_heartbeat_interval_ms=int(c.get("group.share.heartbeat.interval.ms")),
+        share_max_size=int(c.get("group.share.max.size")),
     )
 
 

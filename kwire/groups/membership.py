@@ -98,6 +98,10 @@ class GroupConfig:
     consumer_heartbeat_interval_ms: int = 5_000
     consumer_max_size: int = 2_147_483_647
     consumer_assignors: list = field(default_factory=lambda: ["uniform", "range"])
+    # KIP-932 share groups (group.share.*)
+    share_session_timeout_ms: int = 45_000
+    share_heartbeat_interval_ms: int = 5_000
+    share_max_size: int = 200
 
 
 def append_error(error: ErrorCode, too_large: ErrorCode) -> ErrorCode:
