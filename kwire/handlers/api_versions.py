@@ -14,7 +14,9 @@ same name is the finalized level, 1 or 2). At level 2 the response carries it as
 the Java client 4.x then uses transaction version 2) when the emulated release has them (4.0+;
 under 3.x emulation the level is taken as 1); at
 level 1 those three stop at v11 / v4 / v4 and no feature is sent (the tagged fields stay at
-their defaults, which keeps the response readable by librdkafka 2.0). Left out:
+their defaults, which keeps the response readable by librdkafka 2.0). ``share.version`` (KIP-932, the broker config of the same name, 0 or 1) is sent
+(supported 0-1, finalized at its level) when the emulated release has share groups (4.1+)
+and the level is 1; at 0 the share-group APIs are neither served nor advertised. Left out:
 metadata.version and the other KRaft features, which no stock client reads.
 """
 from __future__ import annotations
@@ -32,11 +34,23 @@ ENABLED_BY = {68: ("group.coordinator.rebalance.protocols", "consumer"),   # KIP
               69: ("group.coordinator.rebalance.protocols", "consumer")}
 
 
+#: the share-group APIs (KIP-932), served while the share.version feature is finalized at 1+
+SHARE_APIS = (76, 77, 78, 79, 90, 91, 92)
+SHARE_VERSION = "share.version"
+
+
+def share_version(config) -> int:
+    try:
+        return int(config.get(SHARE_VERSION) if config is not None else 1)
+    except (TypeError, ValueError):
+        return 0
+
+
 def disabled_apis(config) -> set[int]:
     """The api keys a broker with this config does not serve (nor advertise)."""
     if config is None:
         return set()
-    out = set()
+    out = set() if share_version(config) >= 1 else set(SHARE_APIS)
     for key, (name, needed) in ENABLED_BY.items():
         value = config.get(name)
         items = value.split(",") if isinstance(value, str) else list(value or ())
@@ -68,12 +82,20 @@ async def api_versions(ctx: RequestContext, req):
     if tv >= 2 and table.accepted.get(26, (0, 0))[1] < 5:
         tv = 1   # the emulated release (3.x) predates transaction version 2: not offered
     extra = {}
-    if tv >= 2 and ctx.version >= 3:
+    features = []   # (name, max supported, finalized level)
+    sv = share_version(config)
+    if sv >= 1 and 76 in table.accepted:   # the emulated release has share groups (4.1+)
+        features.append((SHARE_VERSION, 1, sv))
+    if tv >= 2:
+        features.append((TRANSACTION_VERSION, 2, tv))
+    if features and ctx.version >= 3:
+        features.sort()
         extra = dict(
-            supported_features=[ctx.struct("SupportedFeatureKey")(name=TRANSACTION_VERSION, min_version=0,
-                                                                  max_version=2)],
+            supported_features=[ctx.struct("SupportedFeatureKey")(name=n, min_version=0, max_version=hi)
+                                for n, hi, _lvl in features],
             finalized_features_epoch=0,
-            finalized_features=[ctx.struct("FinalizedFeatureKey")(name=TRANSACTION_VERSION, max_version_level=tv,
-                                                                  min_version_level=tv)])
+            finalized_features=[ctx.struct("FinalizedFeatureKey")(name=n, max_version_level=lvl,
+                                                                  min_version_level=lvl)
+                                for n, _hi, lvl in features])
     return ctx.response(error_code=0, api_keys=api_version_entries(ctx.api, tv, table, ctx.broker.config),
                         throttle_time_ms=0, **extra)
