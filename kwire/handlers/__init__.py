@@ -51,6 +51,7 @@ class BrokerServices(Protocol):
     authorizer: Any                # kwire.security.authorizer.Authorizer, None without authorizer.class.name
     fetch_sessions: FetchSessionCache
     share_partitions: Any          # kwire.share.manager.SharePartitionManager (KIP-932)
+    share_state: Any               # kwire.share.state_store.ShareStateStore (__share_group_state)
     quotas: Any                    # kwire.quota.manager.ClientQuotas
 
     @property

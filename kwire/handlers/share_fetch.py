@@ -15,7 +15,8 @@ ShareFetch, in order:
    with the acquired offset ranges and their delivery counts); when none can be had, the
    request waits up to ``max_wait_ms`` for new records, a release, or a lock expiring.
 The acquisition lock (``acquisition_lock_timeout_ms``) is the group's
-share.record.lock.duration.ms. ShareAcknowledge: steps 1 (it cannot open a session) and 2.
+share.record.lock.duration.ms. Before answering, the share partitions changed are written to
+``__share_group_state`` (kwire.share.state_store): an acknowledgement answered is durable. ShareAcknowledge: steps 1 (it cannot open a session) and 2.
 
 Errors per partition: UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED (READ on the topic; READ on
 the group for the request, GROUP_AUTHORIZATION_FAILED top level), and the leader checks of
@@ -182,6 +183,7 @@ async def share_fetch(ctx: RequestContext, req):
             t = b.image.topics_by_id.get(tid)
             if t is not None:
                 b.replica_manager.fetch_waiters.wake((t.name, p))
+        await b.share_state.flush()
         return answer(E.NONE, _rows(ctx, acks, {}))
     session.add((t.topic_id, p.partition_index) for t in req.topics for p in t.partitions)
     session.forget((t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions)
@@ -211,6 +213,7 @@ async def share_fetch(ctx: RequestContext, req):
             wait_until = min(wait_until, trio.current_time() + max(0, next_lock - b.clock.monotonic_ms()) / 1000)
         tps = [(t.name, p) for tid, p in session.partitions if (t := b.image.topics_by_id.get(tid)) is not None]
         await b.replica_manager.wait_for_data(tps, wait_until)
+    await b.share_state.flush()   # the acknowledgements and acquisitions answered are durable
     return answer(E.NONE, _rows(ctx, acks, fetched))
 
 
@@ -252,6 +255,7 @@ async def share_acknowledge(ctx: RequestContext, req):
     acks = _acknowledge(ctx, req, session, req.topics)
     if req.share_session_epoch == FINAL_EPOCH:
         mgr.close(session, now)
+    await b.share_state.flush()
     T, PD = ctx.struct("ShareAcknowledgeTopicResponse"), ctx.struct("PartitionData")
     by_topic: dict = {}
     for (tid, p), (e, name) in acks.items():

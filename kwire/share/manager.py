@@ -5,8 +5,8 @@ ShareSessionCache). Sans-I/O: time is passed in; the ShareFetch / ShareAcknowled
 A share partition (kwire.share.partition) is keyed by (group id, topic id, partition) and
 lives on the partition's leader. It is made on the first fetch of a group there, starting at
 ``share.auto.offset.reset`` of the group (latest by default, as Kafka: the high watermark;
-earliest: the log start offset; ``by_duration:<ISO-8601>`` is taken as earliest), unless a
-durable state says where it was (``load``).
+earliest: the log start offset; ``by_duration:<ISO-8601>`` is taken as earliest), unless its
+durable state was recovered (``recovered``, filled by kwire.share.state_store).
 
 A share session (KIP-932) is keyed by (group id, member id): epoch 0 opens it (replacing an
 older one of the member), the requests that follow carry 1, 2, ... (the epoch the session
@@ -69,6 +69,10 @@ class SharePartitionManager:
         #: called with (group id, topic id, partition, share partition) after a change that
         #: the durable form must record (the edge writes __share_group_state)
         self.on_change: Callable[[str, UUID, int, SharePartition], None] | None = None
+        #: (group id, topic id, partition) -> (start offset, state batches) read back from the
+        #: durable form at start (kwire.share.state_store): a share partition made here later
+        #: starts from it
+        self.recovered: dict[tuple[str, UUID, int], tuple[int, tuple]] = {}
 
     # ------------------------------------------------------------------ sessions
     def session(self, group_id: str, member_id: str, epoch: int, now: int, *,
@@ -119,6 +123,9 @@ class SharePartitionManager:
             sp = self.partitions[key] = SharePartition(
                 start_offset=start, record_lock_duration_ms=st.record_lock_duration_ms,
                 delivery_count_limit=st.delivery_count_limit, max_in_flight=st.max_in_flight)
+            saved = self.recovered.pop(key, None)
+            if saved is not None:
+                sp.restore(*saved)
             self._changed(group_id, topic_id, partition, sp)
         else:
             self.apply_settings(group_id, sp)
