@@ -69,6 +69,7 @@ class SharePartitionManager:
         #: called with (group id, topic id, partition, share partition) after a change that
         #: the durable form must record (the edge writes __share_group_state)
         self.on_change: Callable[[str, UUID, int, SharePartition], None] | None = None
+        self.on_remove: Callable[[str, UUID, int], None] | None = None
         #: (group id, topic id, partition) -> (start offset, state batches) read back from the
         #: durable form at start (kwire.share.state_store): a share partition made here later
         #: starts from it
@@ -166,6 +167,15 @@ class SharePartitionManager:
 
     def group_partitions(self, group_id: str) -> dict[TopicIdPartition, SharePartition]:
         return {(t, p): sp for (g, t, p), sp in self.partitions.items() if g == group_id}
+
+    def remove(self, group_id: str, topic_id: UUID, partition: int) -> bool:
+        """Forget a share partition's state (DeleteShareGroupOffsets): a fetch after it starts
+        afresh from share.auto.offset.reset. Returns whether there was one."""
+        key = (group_id, topic_id, partition)
+        had = self.partitions.pop(key, None) is not None or self.recovered.pop(key, None) is not None
+        if had and self.on_remove is not None:
+            self.on_remove(group_id, topic_id, partition)
+        return had
 
     def drop_group(self, group_id: str) -> None:
         for key in [k for k in self.partitions if k[0] == group_id]:

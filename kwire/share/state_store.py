@@ -49,10 +49,17 @@ class ShareStateStore:
         self.states: dict[Key, SR.ShareState] = {}
         self._creating: trio.Event | None = None
         self._warned: set[int] = set()
+        self.deleted: set[Key] = set()
         manager.on_change = self._on_change
+        manager.on_remove = self._on_remove
 
     def _on_change(self, group_id: str, topic_id: UUID, partition: int, sp: SharePartition) -> None:
         self.dirty[(group_id, topic_id, partition)] = sp
+        self.deleted.discard((group_id, topic_id, partition))
+
+    def _on_remove(self, group_id: str, topic_id: UUID, partition: int) -> None:
+        self.dirty.pop((group_id, topic_id, partition), None)
+        self.deleted.add((group_id, topic_id, partition))
 
     # ------------------------------------------------------------------ load
     def load(self) -> int:
@@ -106,7 +113,7 @@ class ShareStateStore:
 
     # ------------------------------------------------------------------ write
     async def flush(self) -> None:
-        if not self.dirty:
+        if not self.dirty and not self.deleted:
             return
         b = self.broker
         if SR.STATE_TOPIC not in b.image.topics:
@@ -117,8 +124,13 @@ class ShareStateStore:
         t = b.image.topics[SR.STATE_TOPIC]
         n = len(t.partitions)
         dirty, self.dirty = self.dirty, {}
+        deleted, self.deleted = self.deleted, set()
         now = b.clock.now_ms()
         by_part: dict[int, list] = {}
+        for gid, tid, p in deleted:   # tombstones (DeleteShareGroupOffsets)
+            self.states.pop((gid, tid, p), None)
+            by_part.setdefault(SR.state_partition(gid, tid, p, n), []).append(
+                (SR.key(SR.SNAPSHOT, gid, tid, p), None))
         for (gid, tid, p), sp in dirty.items():
             old = self.states.get((gid, tid, p))
             topic = b.image.topics_by_id.get(tid)

@@ -3,7 +3,7 @@ Admin against a kwire broker emulating Kafka 4.3 (scenarios in java/ShareCheck.j
 one JVM): 3 share consumers on one partition with every record delivered once; explicit
 ACCEPT / RELEASE / REJECT; a poison record archived at the delivery count limit; a consumer
 killed (SIGKILL) mid-batch whose records come back, delivery count 2, once their acquisition
-locks expire.
+locks expire; the share-group offsets admin APIs (list / alter / delete share group offsets).
 
 confluent-kafka 2.16's ShareConsumer (librdkafka's KIP-932 consumer) is tested in
 test_share_confluent.py.
@@ -58,7 +58,7 @@ def test_java_share_consumers(classes, broker):
     # the victim runs beside the other scenarios: killed once it holds records
     vt, vg = f"{prefix}-crash", f"{prefix}-g-crash"
     victim = _java(classes, broker.bootstrap_servers, "victim", vt, vg)
-    main = _java(classes, broker.bootstrap_servers, "share3,acks,poison", prefix)
+    main = _java(classes, broker.bootstrap_servers, "share3,acks,poison,offsets", prefix)
     try:
         line = ""
         for line in victim.stdout:
@@ -74,7 +74,7 @@ def test_java_share_consumers(classes, broker):
         assert "OK after" in after.stdout
         out, err = main.communicate(timeout=120)
         assert main.returncode == 0, (out + err)[-4000:]
-        for s in ("share3", "acks", "poison"):
+        for s in ("share3", "acks", "poison", "offsets"):
             assert f"OK {s}" in out, out
     finally:
         for p in (victim, main):

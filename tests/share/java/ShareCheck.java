@@ -12,6 +12,9 @@
 // acks:     explicit acknowledgement: ACCEPT, RELEASE (delivered again, count 2), REJECT (never).
 // poison:   a record released on every delivery is archived at the delivery count limit
 //           (the broker's group.share.delivery.count.limit, 3 in the test); the rest are read.
+// offsets:  Admin listShareGroupOffsets (start offset, lag) after 6 of 10 records were accepted;
+//           alterShareGroupOffsets back to 2 (the group empty) and the records from 2 come again;
+//           deleteShareGroupOffsets forgets the state (the group reads from earliest again).
 // victim:   polls records without acknowledging them, prints "ACQUIRED <offsets>" and waits to
 //           be killed (the test kills the JVM: SIGKILL).
 // after:    the records the killed victim held are delivered again (count 2) once their
@@ -32,6 +35,8 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.GroupListing;
+import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
+import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.ShareGroupDescription;
 import org.apache.kafka.clients.admin.ShareMemberDescription;
@@ -41,6 +46,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -74,6 +80,7 @@ public class ShareCheck {
                 case "share3" -> share3(topic, group);
                 case "acks" -> acks(topic, group);
                 case "poison" -> poison(topic, group);
+                case "offsets" -> offsets(topic, group);
                 default -> throw new IllegalArgumentException(scenario);
             }
         }
@@ -247,6 +254,67 @@ public class ShareCheck {
         check(deliveries == 3, "delivered 3 times (the limit): " + deliveries);
         check(accepted.equals(Set.of(1L, 2L, 3L)), "the others read: " + accepted);
         System.out.println("OK poison " + deliveries);
+    }
+
+    // ------------------------------------------------------------------------------ offsets
+    static SharePartitionOffsetInfo offsetOf(Admin a, String group, String topic) throws Exception {
+        Map<TopicPartition, SharePartitionOffsetInfo> m = a.listShareGroupOffsets(
+                Map.of(group, new ListShareGroupOffsetsSpec())).partitionsToOffsetInfo(group).get();
+        return m.get(new TopicPartition(topic, 0));
+    }
+
+    static List<Long> readAccepting(String topic, String group, int n) {
+        List<Long> got = new ArrayList<>();
+        try (KafkaShareConsumer<String, String> sc = consumer(group, true, n)) {
+            sc.subscribe(List.of(topic));
+            long until = System.currentTimeMillis() + 15000;
+            while (got.size() < n && System.currentTimeMillis() < until) {
+                for (ConsumerRecord<String, String> r : sc.poll(Duration.ofMillis(200))) {
+                    if (got.size() < n) {
+                        got.add(r.offset());
+                        sc.acknowledge(r, AcknowledgeType.ACCEPT);
+                    } else {
+                        sc.acknowledge(r, AcknowledgeType.RELEASE);
+                    }
+                }
+                sc.commitSync();
+            }
+        }
+        return got;
+    }
+
+    static void waitEmpty(Admin a, String group) throws Exception {
+        long until = System.currentTimeMillis() + 15000;
+        while (System.currentTimeMillis() < until) {
+            if (a.describeShareGroups(List.of(group)).describedGroups().get(group).get().members().isEmpty()) return;
+            Thread.sleep(100);
+        }
+        throw new AssertionError("the group did not empty");
+    }
+
+    static void offsets(String topic, String group) throws Exception {
+        setup(topic, group, 10);
+        List<Long> first = readAccepting(topic, group, 6);
+        check(first.equals(List.of(0L, 1L, 2L, 3L, 4L, 5L)), "first read " + first);
+        try (Admin a = admin()) {
+            waitEmpty(a, group);
+            SharePartitionOffsetInfo info = offsetOf(a, group, topic);
+            check(info != null && info.startOffset() == 6, "start offset 6: " + info);
+            check(info.lag().isPresent() && info.lag().get() == 4, "lag 4: " + info);
+            a.alterShareGroupOffsets(group, Map.of(new TopicPartition(topic, 0), 2L)).all().get();
+            check(offsetOf(a, group, topic).startOffset() == 2, "altered to 2");
+        }
+        List<Long> again = readAccepting(topic, group, 8);
+        check(again.equals(List.of(2L, 3L, 4L, 5L, 6L, 7L, 8L, 9L)), "from 2 again: " + again);
+        try (Admin a = admin()) {
+            waitEmpty(a, group);
+            a.deleteShareGroupOffsets(group, Set.of(topic)).all().get();
+            SharePartitionOffsetInfo gone = offsetOf(a, group, topic);
+            check(gone == null || gone.startOffset() == -1, "deleted: " + gone);
+        }
+        List<Long> third = readAccepting(topic, group, 3);
+        check(third.equals(List.of(0L, 1L, 2L)), "from earliest after the delete: " + third);
+        System.out.println("OK offsets");
     }
 
     // ------------------------------------------------------------------------------ crash
