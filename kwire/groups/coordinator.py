@@ -273,7 +273,9 @@ class GroupCoordinator(ConsumerGroups, ShareGroups, TransactionalOffsets, Partit
                 result[gid] = E.INVALID_GROUP_ID
                 continue
             g = self.groups.get(gid)
-            if g is None or g.is_(S.DEAD):
+            if g is None and gid in self.share_groups:   # KIP-932 (Admin deleteShareGroups)
+                result[gid] = self.delete_share_group(gid)
+            elif g is None or g.is_(S.DEAD):
                 result[gid] = E.GROUP_ID_NOT_FOUND
             elif not g.is_(S.EMPTY) or (g.consumer is not None and not g.consumer.is_empty()):
                 result[gid] = E.NON_EMPTY_GROUP

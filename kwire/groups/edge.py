@@ -163,9 +163,20 @@ class GroupEdge:
         coord.wakeup = self._wake.set
         coord.topic_metadata = self._topic_metadata
         coord.group_overrides = lambda gid: self.broker.image.group_configs.get(gid, {})
+        coord.share_group_deleted = self._share_group_deleted
         self._coordinator = coord
         self._nursery.start_soon(self.run_timers)
         return coord
+
+    def _share_group_deleted(self, group_id: str) -> None:
+        """A share group was deleted: its share partitions' state goes too (tombstones in
+        __share_group_state, written from a task)."""
+        b = self.broker
+        mgr = getattr(b, "share_partitions", None)
+        if mgr is not None:
+            mgr.drop_group(group_id)
+            if b.share_state.deleted and self._nursery is not None:
+                self._nursery.start_soon(b.share_state.flush)
 
     def _topic_metadata(self) -> dict:
         """name -> (topic id, partition count) of the topics consumer groups may subscribe to

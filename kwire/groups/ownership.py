@@ -119,6 +119,9 @@ class PartitionOwnership:
         doomed = self.groups_of(partition)
         for g in doomed:
             self._unload_group(g)
+        unload_share = getattr(self, "_unload_share_groups", None)
+        if unload_share is not None:
+            unload_share(partition)
         for producer_id, gids in list(self._txn_groups.items()):
             gids.difference_update([gid for gid in gids if self.partition_for(gid) == partition])
             if not gids:

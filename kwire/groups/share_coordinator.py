@@ -178,11 +178,26 @@ class ShareGroups:
         """(group id, state) of every share group."""
         return [(gid, sg.state().value) for gid, sg in sorted(self.share_groups.items())]
 
+    #: called with the id of a deleted share group (the edge drops its share partitions' state)
+    share_group_deleted = staticmethod(lambda _gid: None)
+
     def delete_share_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups on a share group: only an empty one (NON_EMPTY_GROUP otherwise)."""
         sg = self.share_groups.get(group_id)
         if sg is None:
             return E.GROUP_ID_NOT_FOUND
         if sg.members:
             return E.NON_EMPTY_GROUP
         del self.share_groups[group_id]
+        self.share_group_deleted(group_id)
+        log.info("group %s: share group deleted", group_id)
         return E.NONE
+
+    def _unload_share_groups(self, partition: int) -> int:
+        """The ``__consumer_offsets`` partition moved away: its share groups go (their members
+        join the new coordinator: UNKNOWN_MEMBER_ID, then epoch 0)."""
+        doomed = [gid for gid in self.share_groups if self.partition_for(gid) == partition]
+        for gid in doomed:
+            for mid in self.share_groups.pop(gid).members:
+                self.timers.cancel(("sg_session", gid, mid))
+        return len(doomed)

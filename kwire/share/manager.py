@@ -178,7 +178,8 @@ class SharePartitionManager:
         return had
 
     def drop_group(self, group_id: str) -> None:
-        for key in [k for k in self.partitions if k[0] == group_id]:
-            del self.partitions[key]
+        """A deleted share group: its share partitions' state and its sessions go."""
+        for key in [k for k in list(self.partitions) + list(self.recovered) if k[0] == group_id]:
+            self.remove(*key)
         for key in [k for k in self.sessions if k[0] == group_id]:
             del self.sessions[key]

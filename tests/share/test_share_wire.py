@@ -165,3 +165,20 @@ def test_unknown_topic_and_group_errors(broker):
         assert r.responses[0].partitions[0].error_code == E.UNKNOWN_TOPIC_ID
         assert _fetch(c, "", "m", 0, tid).error_code == E.INVALID_GROUP_ID
         assert _hb(c, "g-y", "", 0, ["t"]).error_code == E.INVALID_REQUEST
+
+
+def test_delete_share_group(broker):
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c, n=2)
+        a = str(uuid.uuid4())
+        _hb(c, group, a, 0, [topic])
+        _fetch(c, group, a, 0, tid, max_records=1)
+        assert broker.broker.share_partitions.get(group, tid, 0) is not None
+        r = c.request("DeleteGroups", 2, groups_names=[group])
+        assert r.results[0].error_code == E.NON_EMPTY_GROUP
+        _hb(c, group, a, -1)
+        r = c.request("DeleteGroups", 2, groups_names=[group])
+        assert r.results[0].error_code == 0
+        assert broker.broker.share_partitions.get(group, tid, 0) is None
+        d = c.request("ShareGroupDescribe", 1, group_ids=[group], include_authorized_operations=False).groups[0]
+        assert d.error_code == E.GROUP_ID_NOT_FOUND

@@ -14,7 +14,8 @@
 //           (the broker's group.share.delivery.count.limit, 3 in the test); the rest are read.
 // offsets:  Admin listShareGroupOffsets (start offset, lag) after 6 of 10 records were accepted;
 //           alterShareGroupOffsets back to 2 (the group empty) and the records from 2 come again;
-//           deleteShareGroupOffsets forgets the state (the group reads from earliest again).
+//           deleteShareGroupOffsets forgets the state (the group reads from earliest again);
+//           deleteShareGroups removes the empty group.
 // victim:   polls records without acknowledging them, prints "ACQUIRED <offsets>" and waits to
 //           be killed (the test kills the JVM: SIGKILL).
 // after:    the records the killed victim held are delivered again (count 2) once their
@@ -314,6 +315,17 @@ public class ShareCheck {
         }
         List<Long> third = readAccepting(topic, group, 3);
         check(third.equals(List.of(0L, 1L, 2L)), "from earliest after the delete: " + third);
+        try (Admin a = admin()) {   // deleteShareGroups (DeleteGroups) once it is empty
+            waitEmpty(a, group);
+            a.deleteShareGroups(List.of(group)).all().get();
+            try {
+                a.describeShareGroups(List.of(group)).describedGroups().get(group).get();
+                throw new AssertionError("the deleted group is still described");
+            } catch (java.util.concurrent.ExecutionException expected) {
+                check(expected.getCause() instanceof org.apache.kafka.common.errors.GroupIdNotFoundException,
+                      "deleted: " + expected.getCause());
+            }
+        }
         System.out.println("OK offsets");
     }
 
