@@ -182,3 +182,18 @@ def test_delete_share_group(broker):
         assert broker.broker.share_partitions.get(group, tid, 0) is None
         d = c.request("ShareGroupDescribe", 1, group_ids=[group], include_authorized_operations=False).groups[0]
         assert d.error_code == E.GROUP_ID_NOT_FOUND
+
+
+def test_share_version_0_turns_share_groups_off():
+    with Broker(overrides={"kwire.emulate.kafka.version": "4.3", "share.version": 0}) as b:
+        with WireClient(b.bootstrap_servers) as c:
+            r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+            keys = {k.api_key for k in r.api_keys}
+            assert not keys & {76, 77, 78, 79, 90, 91, 92} and 68 in keys
+            assert r.finalized_features == []
+            assert _hb(c, "g", "m", 0, ["t"]).error_code == E.UNSUPPORTED_VERSION
+            assert _fetch(c, "g", "m", 0, uuid.uuid4()).error_code == E.UNSUPPORTED_VERSION
+    with Broker(overrides={"kwire.emulate.kafka.version": "4.0"}) as b:   # before share groups
+        with WireClient(b.bootstrap_servers) as c:
+            r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+            assert not {k.api_key for k in r.api_keys} & {76, 77, 78, 79} and r.finalized_features == []
