@@ -94,6 +94,9 @@ class PartitionOwnership:
         if self.owned_partitions is not None:
             self.owned_partitions.add(p)
         load.apply_late_markers()   # transactions that ended while the partition loaded
+        install_share = getattr(self, "_install_share_groups", None)
+        if install_share is not None:
+            install_share(load.share_groups)   # KIP-932
         for gid, g in load.groups.items():
             old = self.groups.get(gid)
             if old is not None:   # made by a direct call while loading: the log wins

@@ -18,11 +18,12 @@ epochs below -1 are invalid):
 The answer carries the heartbeat interval (group.share.heartbeat.interval.ms or the group's
 share.heartbeat.interval.ms) and the assignment when it changed or the member joined.
 
-Left out: the membership is not written to ``__consumer_offsets`` (Kafka's ShareGroupMetadata,
-ShareGroupMemberMetadata, target-assignment records): after a restart or a coordinator move
-the members join again (their next heartbeat gets UNKNOWN_MEMBER_ID and they rejoin with
-epoch 0, as after a session timeout), while the share partitions' state (what was delivered
-and acknowledged) is durable in ``__share_group_state`` (kwire.share).
+Durable: the group epoch, the members and their assignments are written to
+``__consumer_offsets`` (kwire.groups.share_records) before the heartbeat is answered, and
+loaded with the partition (members keep their epochs across a restart or a coordinator
+move); the share partitions' state (what was delivered and acknowledged) is in
+``__share_group_state`` (kwire.share). Left out: the target-assignment records (recomputed
+from the members at load).
 """
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ import logging
 from dataclasses import dataclass, replace
 
 from kwire.errors import ErrorCode
+from kwire.groups import share_records as SHR
+from kwire.groups.membership import store_error
 from kwire.groups.pending import Pending
 from kwire.groups.share_group import Assignment, ShareGroup, ShareGroupMember
 
@@ -112,8 +115,9 @@ class ShareGroups:
             if sg is None or member_id not in sg.members:
                 return _fail(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.",
                              member_id, member_epoch)
-            self._remove_share_member(sg, member_id, "left the group")
-            return Pending.completed(ShareHeartbeatResult(E.NONE, None, member_id, LEAVE_EPOCH, 0))
+            records = self._remove_share_member(sg, member_id, "left the group")
+            return self._share_answer_after(group_id, records,
+                                            ShareHeartbeatResult(E.NONE, None, member_id, LEAVE_EPOCH, 0))
 
         old = sg.members.get(member_id) if sg is not None else None
         if member_epoch == 0:
@@ -134,28 +138,54 @@ class ShareGroups:
                           client_id=client_id, client_host=client_host,
                           subscribed_topic_names=tuple(subscribed_topic_names) if subscribed_topic_names is not None
                           else base.subscribed_topic_names)
+        epoch_before = sg.group_epoch
         now_member = sg.join_or_update(updated, all_topics)
+        records: list = []
+        if sg.group_epoch != epoch_before:
+            records.append((SHR.group_key(group_id), SHR.metadata_value(sg.group_epoch)))
+        if old is None or (old.rack_id, old.client_id, old.client_host, old.subscribed_topic_names) != \
+                (now_member.rack_id, now_member.client_id, now_member.client_host, now_member.subscribed_topic_names):
+            records.append((SHR.member_key(SHR.MEMBER_METADATA, group_id, member_id), SHR.member_value(now_member)))
+        if old is None or (old.member_epoch, old.previous_member_epoch, old.assignment) != \
+                (now_member.member_epoch, now_member.previous_member_epoch, now_member.assignment):
+            records.append((SHR.member_key(SHR.CURRENT_ASSIGNMENT, group_id, member_id),
+                            SHR.current_value(now_member)))
         self._schedule(("sg_session", group_id, member_id), self._share_session_timeout_ms(group_id))
         changed = old is None or member_epoch == 0 or now_member.assignment != old.assignment
         if old is None or now_member.member_epoch != old.member_epoch:
             log.info("group %s: share member %s at epoch %d (group epoch %d, %d members)", group_id, member_id,
                      now_member.member_epoch, sg.group_epoch, len(sg.members))
-        return Pending.completed(ShareHeartbeatResult(
+        return self._share_answer_after(group_id, records, ShareHeartbeatResult(
             E.NONE, None, member_id, now_member.member_epoch, self._share_heartbeat_interval_ms(group_id),
             dict(now_member.assignment) if changed else None))
 
-    def _remove_share_member(self, sg: ShareGroup, member_id: str, why: str) -> None:
+    def _share_answer_after(self, group_id: str, records: list,
+                            result: ShareHeartbeatResult) -> Pending[ShareHeartbeatResult]:
+        """Answer once the records are durable in ``__consumer_offsets``."""
+        if not records:
+            return Pending.completed(result)
+        p: Pending[ShareHeartbeatResult] = Pending()
+
+        def done(error: ErrorCode, *_rest) -> None:
+            p.set_result(result if error == E.NONE else
+                         ShareHeartbeatResult(store_error(error), None, result.member_id, -1))
+        self._write(group_id, records, done)
+        return p
+
+    def _remove_share_member(self, sg: ShareGroup, member_id: str, why: str) -> list:
         sg.remove(member_id, self.topic_metadata())
         self.timers.cancel(("sg_session", sg.group_id, member_id))
         log.info("group %s: share member %s %s; group epoch %d, %d members", sg.group_id, member_id, why,
                  sg.group_epoch, len(sg.members))
+        return SHR.leave_records(sg.group_id, member_id) + [
+            (SHR.group_key(sg.group_id), SHR.metadata_value(sg.group_epoch))]
 
     def _on_share_timer(self, key) -> bool:
         if key[0] != "sg_session":
             return False
         sg = self.share_groups.get(key[1])
         if sg is not None and key[2] in sg.members:
-            self._remove_share_member(sg, key[2], "missed its session timeout")
+            self._write(sg.group_id, self._remove_share_member(sg, key[2], "missed its session timeout"))
         return True
 
     # ------------------------------------------------------------------ admin
@@ -189,6 +219,7 @@ class ShareGroups:
         if sg.members:
             return E.NON_EMPTY_GROUP
         del self.share_groups[group_id]
+        self._write(group_id, [(SHR.group_key(group_id), None)])
         self.share_group_deleted(group_id)
         log.info("group %s: share group deleted", group_id)
         return E.NONE
@@ -201,3 +232,13 @@ class ShareGroups:
             for mid in self.share_groups.pop(gid).members:
                 self.timers.cancel(("sg_session", gid, mid))
         return len(doomed)
+
+    def _install_share_groups(self, loaded: dict[str, ShareGroup]) -> None:
+        """A load completed: its share groups are served, each member with a fresh session
+        (as Kafka's onLoaded), the target recomputed from the members."""
+        topics = self.topic_metadata()
+        for gid, sg in loaded.items():
+            SHR.finish_load(sg, topics)
+            self.share_groups[gid] = sg
+            for mid in sg.members:
+                self._schedule(("sg_session", gid, mid), self._share_session_timeout_ms(gid))

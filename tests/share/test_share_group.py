@@ -98,3 +98,31 @@ def test_new_partitions_bump_the_epoch():
     assert (r.member_epoch, r.assignment) == (3, None)   # its partitions did not change
     r = c.hb("b", 2, topics=None)
     assert (r.member_epoch, r.assignment) == (3, {T1: frozenset({1})})
+
+
+def test_membership_records_replay_to_the_same_group():
+    from kwire.groups import share_records as SHR
+    from kwire.groups.loader import PartitionLoad
+
+    log: list = []
+    c = Coord()
+    c.coord.writer = lambda p, recs, done, **kw: (log.extend(recs), done(E.NONE))
+    c.hb("a", 0)
+    c.hb("b", 0)
+    c.hb("a", 1, topics=None)
+    c.hb("b", -1)
+    load = PartitionLoad(0)
+    for k, v in log:
+        load.replay(k, v)
+    sg = load.share_groups["sg"]
+    assert sg.group_epoch == 3 and list(sg.members) == ["a"]
+    assert (sg.members["a"].member_epoch, sg.members["a"].subscribed_topic_names) == (2, ("t",))
+    SHR.finish_load(sg, c.topics)
+    assert sg.target == {"a": {T1: frozenset({0})}} and sg.assignment_epoch == 3
+    # a deleted group is a tombstone
+    c.hb("a", -1)
+    assert c.coord.delete_share_group("sg") == E.NONE
+    load = PartitionLoad(0)
+    for k, v in log:
+        load.replay(k, v)
+    assert "sg" not in load.share_groups

@@ -1,8 +1,10 @@
-"""Share-partition state survives a broker restart (KIP-932): written to __share_group_state as
-Kafka's ShareSnapshot records, read back at start (kwire.share.state_store); and the records'
-encoding round-trips (kwire.share.records)."""
+"""Share groups survive a broker restart (KIP-932): the share partitions' state written to
+__share_group_state as Kafka's ShareSnapshot records and read back at start
+(kwire.share.state_store), the membership in __consumer_offsets (kwire.groups.share_records);
+and the records' encoding round-trips (kwire.share.records)."""
 from __future__ import annotations
 
+import time
 import uuid
 
 from kwire.share import records as SR
@@ -50,10 +52,17 @@ def test_state_survives_restart(tmp_path):
         sp_table = b.broker.share_partitions.recovered
         assert (group, tid, 0) in sp_table
         with WireClient(b.bootstrap_servers) as c:
-            m = str(uuid.uuid4())
             for _ in range(50):   # the coordinator loads its partition
-                if _hb(c, group, m, 0, [topic]).error_code == 0:
+                r = _hb(c, group, a, 1)
+                if r.error_code not in (14, 15, 16):   # load in progress / not available / not coordinator
                     break
+                time.sleep(0.1)
+            # the member, its epoch and assignment came back from __consumer_offsets
+            assert (r.error_code, r.member_epoch) == (0, 1)
+            d = c.request("ShareGroupDescribe", 1, group_ids=[group], include_authorized_operations=False).groups[0]
+            assert [(m.member_id, m.member_epoch, m.subscribed_topic_names) for m in d.members] == [(a, 1, [topic])]
+            m = str(uuid.uuid4())
+            assert _hb(c, group, m, 0, [topic]).member_epoch == 2
             r = _fetch(c, group, m, 0, tid)
             # the locks did not survive, the delivery counts did; 0 (accepted), 1 (rejected) are done
             assert _acquired(r) == [(2, 2, 3), (3, 4, 2)]
