@@ -208,7 +208,9 @@ async def share_fetch(ctx: RequestContext, req):
         if fetched or req.max_wait_ms <= 0 or trio.current_time() >= deadline or not session.partitions:
             break
         wait_until = deadline
-        next_lock = mgr.next_lock_deadline()
+        locks = [d for tid, p in session.partitions
+                 if (sp := mgr.get(req.group_id, tid, p)) is not None and (d := sp.next_lock_deadline()) is not None]
+        next_lock = min(locks) if locks else None   # a lock of the session's partitions expiring
         if next_lock is not None:
             wait_until = min(wait_until, trio.current_time() + max(0, next_lock - b.clock.monotonic_ms()) / 1000)
         tps = [(t.name, p) for tid, p in session.partitions if (t := b.image.topics_by_id.get(tid)) is not None]
