@@ -8,16 +8,17 @@ Produce is advertised from v0 (librdkafka disables compression otherwise), as Ka
 although it refuses v0-2. A request at a version we do not know gets UNSUPPORTED_VERSION encoded
 as v0 (see kwire.connection).
 
-Features (v3+, KIP-584): the one kwire has is ``transaction.version`` (the broker config of the
-same name is the finalized level, 1 or 2). At level 2 the response carries it as supported
+Features (v3+, KIP-584): ``transaction.version`` and ``share.version`` (broker configs of
+the same names are the finalized levels). transaction.version at level 2: sent as supported
 (0-2) and finalized (2), with Produce v12, EndTxn v5 and TxnOffsetCommit v5 (KIP-890 part 2:
 the Java client 4.x then uses transaction version 2) when the emulated release has them (4.0+;
-under 3.x emulation the level is taken as 1); at
-level 1 those three stop at v11 / v4 / v4 and no feature is sent (the tagged fields stay at
-their defaults, which keeps the response readable by librdkafka 2.0). ``share.version`` (KIP-932, the broker config of the same name, 0 or 1) is sent
-(supported 0-1, finalized at its level) when the emulated release has share groups (4.1+)
-and the level is 1; at 0 the share-group APIs are neither served nor advertised. Left out:
-metadata.version and the other KRaft features, which no stock client reads.
+under 3.x emulation the level is taken as 1); at level 1 those three stop at v11 / v4 / v4.
+share.version (KIP-932, 0 or 1, default 1): at 1 sent as supported (0-1) and finalized (1)
+when the emulated release has share groups (4.1+); at 0 the share-group APIs (76-79, 90-92)
+are neither served nor advertised. With no feature to send the tagged fields stay at their
+defaults, which keeps the response readable by librdkafka 2.0 (under 4.1+ emulation
+share.version is sent: share.version=0 leaves it out). Left out: metadata.version and the
+other KRaft features, which no stock client reads.
 """
 from __future__ import annotations
 
