@@ -4,8 +4,8 @@ go to the writer, answers wait on ``Pending``, time comes from the clock.
 
 A heartbeat (``consumer_group_heartbeat``):
 1. finds or creates the group (epoch 0 creates it; an Empty classic group becomes a consumer
-   group keeping its offsets; a classic group with members answers GROUP_ID_NOT_FOUND, "not
-   a consumer group": the online upgrade is a later slice) and the member (epoch 0 joins:
+   group keeping its offsets; a classic group with members is upgraded online where
+   group.consumer.migration.policy allows, else GROUP_ID_NOT_FOUND: kwire.groups.consumer_migration) and the member (epoch 0 joins:
    v1 clients bring their own member id, v0 ones get one; otherwise UNKNOWN_MEMBER_ID, or
    FENCED_MEMBER_EPOCH for an epoch the member is not at, except its previous epoch with a
    subset of its partitions: the answer carrying the bump may have been lost);
@@ -33,7 +33,8 @@ Static members (an instance id): epoch -2 leaves for a while, keeping the partit
 session timer running); a member joining (epoch 0) with that instance id takes over the place,
 epoch and partitions without a rebalance (UNRELEASED_INSTANCE_ID while the old one has not
 left; FENCED_INSTANCE_ID for the old one afterwards). Members using the classic protocol in a
-consumer group (migration) are a later slice.
+consumer group, and the downgrade when the last consumer-protocol member leaves:
+kwire.groups.consumer_migration.
 """
 from __future__ import annotations
 
@@ -181,7 +182,13 @@ class ConsumerGroups:
             g.consumer = ConsumerGroup(group_id)
             g.protocol_type = None
         elif g.consumer is None:
-            return _fail(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            if member_epoch != 0:
+                return _fail(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            # the online upgrade of a classic group (kwire.groups.consumer_migration)
+            error, message, upgrade = self._upgrade_classic_group(g)
+            if error is not None:
+                return _fail(error, message)
+            records += upgrade
         cg = g.consumer
 
         # -- the member
@@ -377,6 +384,10 @@ class ConsumerGroups:
         return self._answer_after(group_id, records, ConsumerHeartbeatResult(E.NONE, None, member_id, epoch, 0))
 
     def _fence_member(self, g: Group, member_id: str, why: str) -> list[Record]:
+        downgrade = self._maybe_downgrade(g, member_id)   # the last consumer-protocol member left
+        if downgrade is not None:
+            log.info("group %s: member %s %s", g.group_id, member_id, why)
+            return downgrade
         cg = g.consumer
         cg.remove_member(member_id)
         self.timers.cancel(("cg_session", g.group_id, member_id))
@@ -415,8 +426,9 @@ class ConsumerGroups:
     def _start_consumer_timers(self, g: Group) -> None:
         """After a load: every member gets a fresh session (as Kafka's onLoaded)."""
         if g.consumer is not None:
-            for mid in g.consumer.members:
-                self._schedule(("cg_session", g.group_id, mid), self._session_timeout_ms(g.group_id))
+            for mid, m in g.consumer.members.items():
+                self._schedule(("cg_session", g.group_id, mid), m.classic.session_timeout_ms
+                               if m.classic is not None else self._session_timeout_ms(g.group_id))
 
     # ------------------------------------------------------------------ offsets
     def validate_consumer_offset_commit(self, g: Group, member_id: str, member_epoch: int,
@@ -431,6 +443,8 @@ class ConsumerGroups:
         m = cg.members.get(member_id)
         if m is None:
             return E.UNKNOWN_MEMBER_ID
+        if m.classic is not None and not transactional:   # a classic member: its generation
+            return E.ILLEGAL_GENERATION if member_epoch != m.member_epoch else None
         if api_version < 9 and not transactional:
             return E.UNSUPPORTED_VERSION
         if member_epoch != m.member_epoch:

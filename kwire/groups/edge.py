@@ -65,6 +65,7 @@ def group_config(broker) -> GroupConfig:
         consumer_heartbeat_interval_ms=int(c.get("group.consumer.heartbeat.interval.ms")),
         consumer_max_size=int(c.get("group.consumer.max.size")),
         consumer_assignors=_assignor_names(c.get("group.consumer.assignors")),
+        consumer_migration_policy=str(c.get("group.consumer.migration.policy")).lower(),
     )
 
 

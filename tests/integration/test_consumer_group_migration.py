@@ -1,0 +1,145 @@
+"""The online upgrade and downgrade of a group whose members switch protocol, with stock
+clients (kwire.groups.consumer_migration): classic members (confluent-kafka with
+group.protocol=classic, kafka-python) and a member with group.protocol=consumer (librdkafka
+2.16) in one group. Checked at every poll: no partition owned by two members; at the end:
+the committed offsets are still there.
+
+All clients are polled from this thread in turn, so each one's local assignment is what it
+last told the broker."""
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kwire.testing import Broker
+
+OVERRIDES = {
+    "kwire.emulate.kafka.version": "4.0",
+    "group.initial.rebalance.delay.ms": 0,
+    "group.consumer.heartbeat.interval.ms": 200,
+    "group.consumer.min.heartbeat.interval.ms": 100,
+    "group.consumer.session.timeout.ms": 6000,
+}
+PARTITIONS = 6
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with Broker(mode="thread", overrides=OVERRIDES) as b:
+        yield b
+
+
+def _topic(broker):
+    name = f"mig-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(15)
+    return name
+
+
+class Rd:
+    """A confluent-kafka consumer (classic or consumer protocol)."""
+
+    def __init__(self, bs, group, topic, protocol):
+        conf = {"bootstrap.servers": bs, "group.id": group, "group.protocol": protocol,
+                "auto.offset.reset": "earliest", "enable.auto.commit": False}
+        if protocol == "classic":
+            conf.update({"heartbeat.interval.ms": 200, "session.timeout.ms": 6000,
+                         "partition.assignment.strategy": "range"})
+        self.c = Consumer(conf)
+        self.c.subscribe([topic])
+        self.topic = topic
+
+    def poll(self):
+        self.c.poll(0.02)
+
+    def owned(self):
+        return {tp.partition for tp in self.c.assignment()}
+
+    def commit(self, partition, offset):
+        self.c.commit(offsets=[TopicPartition(self.topic, partition, offset)], asynchronous=False)
+
+    def close(self):
+        self.c.close()
+
+
+class Kp:
+    """A kafka-python consumer (classic protocol, eager range)."""
+
+    def __init__(self, bs, group, topic):
+        from kafka import KafkaConsumer
+
+        self.c = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
+                               enable_auto_commit=False, heartbeat_interval_ms=200, session_timeout_ms=6000)
+
+    def poll(self):
+        self.c.poll(timeout_ms=20)
+
+    def owned(self):
+        return {tp.partition for tp in self.c.assignment()}
+
+    def close(self):
+        self.c.close()
+
+
+def _poll_until(members, cond, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for m in members:
+            m.poll()
+            owned = [p for x in members for p in x.owned()]
+            assert len(owned) == len(set(owned)), f"a partition owned twice: {[sorted(x.owned()) for x in members]}"
+        if cond():
+            return
+    raise AssertionError(f"not settled: {[sorted(x.owned()) for x in members]}")
+
+
+def _all_once(members):
+    owned = [p for x in members for p in x.owned()]
+    return sorted(owned) == list(range(PARTITIONS)) and all(x.owned() for x in members)
+
+
+def _group(admin, group):
+    from confluent_kafka import ConsumerGroupType
+
+    d = admin.describe_consumer_groups([group])[group].result(10)
+    return d.type, d.state, {m.member_id: m for m in d.members}, ConsumerGroupType
+
+
+def test_classic_members_upgrade_to_a_consumer_group_and_back(broker):
+    bs = broker.bootstrap_servers
+    topic = _topic(broker)
+    group = f"mig-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bs})
+    a, b = Rd(bs, group, topic, "classic"), Kp(bs, group, topic)
+    members = [a, b]
+    m = None
+    try:
+        _poll_until(members, lambda: _all_once(members))
+        a.commit(0, 7)
+        # one member switches to group.protocol=consumer: the group is upgraded online
+        m = Rd(bs, group, topic, "consumer")
+        members.append(m)
+        _poll_until(members, lambda: _all_once(members))
+        kind, state, described, GT = _group(admin, group)
+        assert kind == GT.CONSUMER and len(described) == 3
+        wire = broker.client()   # member types (ConsumerGroupDescribe v1): 0 classic, 1 consumer
+        try:
+            d = wire.request("ConsumerGroupDescribe", 1, group_ids=[group], include_authorized_operations=False)
+            assert sorted(x.member_type for x in d.groups[0].members) == [0, 0, 1]
+            assert d.groups[0].group_epoch > 0
+        finally:
+            wire.close()
+        # the last consumer-protocol member leaves: the group goes back to classic
+        members.remove(m)
+        m.close()
+        m = None
+        _poll_until(members, lambda: _all_once(members))
+        kind, *_rest, GT = _group(admin, group)
+        assert kind == GT.CLASSIC
+        committed = a.c.committed([TopicPartition(topic, 0)], timeout=10)
+        assert committed[0].offset == 7
+    finally:
+        for x in members + ([m] if m else []):
+            x.close()
