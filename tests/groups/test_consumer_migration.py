@@ -306,3 +306,22 @@ def test_classic_apis_on_consumer_group_errors():
     p = c.coord.join_group("g", "nobody", protocol_type="consumer", protocols=[("range", b"\0\0")],
                            session_timeout_ms=10_000, rebalance_timeout_ms=5_000)
     assert p.result.error == E.UNKNOWN_MEMBER_ID
+
+
+def test_downgrade_records_replay_into_a_classic_group():
+    c = Cluster()
+    a = Classic(c, name="a")
+    classic_group(c, a)
+    m = Modern(c, "m1")
+    m.step()
+    settle([a, m])
+    m.leave()
+    other = GroupCoordinator(GroupConfig(), FakeClock(), lambda *a_, **k: None)
+    other.topic_metadata = lambda: {"t": (T1, 6)}
+    for k, v in c.log:
+        other.replay(k, v)
+    g = other.groups["g"]
+    assert g.consumer is None and list(g.members) == [a.member_id]
+    assert g.generation_id == c.group().generation_id and g.protocol_name == "range"
+    owned = cp.decode_assignment(g.members[a.member_id].assignment).assigned_partitions
+    assert sorted(p for tp in owned for p in tp.partitions) == sorted(a.owned)
