@@ -49,7 +49,7 @@ from uuid import UUID
 from kwire.errors import ErrorCode
 from kwire.groups import consumer_records as CR
 from kwire.groups import records as R
-from kwire.groups.assignors import ASSIGNORS
+from kwire.groups.assignors import ASSIGNORS, Racks
 from kwire.groups.consumer_group import (Assignment, ConsumerGroup, ConsumerGroupMember, MemberState,
                                          compile_regex, is_subset, member_topic_ids, reconcile)
 from kwire.groups.group import Group, GroupState
@@ -106,6 +106,8 @@ class ConsumerGroups:
 
     #: name -> (topic id, partition count) of every topic; the edge sets it from the image
     topic_metadata: Callable[[], Mapping[str, tuple[UUID, int]]] = staticmethod(lambda: {})
+    #: (topic id, partition) -> the racks of its replicas' brokers; the edge sets it from the image
+    partition_racks: Callable[[UUID, int], frozenset] = staticmethod(lambda _t, _p: frozenset())
     #: group id -> its dynamic group configs (IncrementalAlterConfigs on a GROUP resource)
     group_overrides: Callable[[str], Mapping[str, str]] = staticmethod(lambda _gid: {})
 
@@ -347,7 +349,8 @@ class ConsumerGroups:
         chosen = max(votes, key=lambda a: (votes[a], -names.index(a))) if votes else names[0]
         subs = {mid: member_topic_ids(m, cg.subscription_metadata) for mid, m in cg.members.items()}
         topics = {tid: n for tid, n in cg.subscription_metadata.values()}
-        new = ASSIGNORS[chosen](subs, topics, cg.target)
+        racks = Racks({mid: m.rack_id for mid, m in cg.members.items()}, self.partition_racks)
+        new = ASSIGNORS[chosen](subs, topics, cg.target, racks)
         records = []
         for mid in cg.members:
             a = new.get(mid, {})

@@ -18,7 +18,7 @@ rebalance after leaving with epoch -2 (kwire.groups.consumer_coordinator).
 Both APIs are served (and advertised) only while group.coordinator.rebalance.protocols lists
 "consumer" (its default); otherwise they answer UNSUPPORTED_VERSION.
 
-Left out (later slices): rack-aware assignment, client-side
+Left out (later slices): client-side
 assignors, RE2/J's rarer corners (Python's ``re`` matches, constructs RE2/J refuses are
 refused; Unicode classes like ``\\p{Greek}`` are not translated).
 """
