@@ -143,3 +143,68 @@ def test_classic_members_upgrade_to_a_consumer_group_and_back(broker):
     finally:
         for x in members + ([m] if m else []):
             x.close()
+
+
+class Jv:
+    """A Java kafka-clients 4.x member (the compat suite's driver)."""
+
+    def __init__(self, java, group, topic, protocol):
+        conf = {"group.protocol": protocol}
+        if protocol == "classic":
+            conf.update({"heartbeat.interval.ms": "200", "session.timeout.ms": "6000"})
+        self.m = java.group_member(group, [topic], **conf)
+
+    def poll(self):
+        self.m.poll(0.05)
+
+    def owned(self):
+        return {p for _, p in self.m.assignment()}
+
+    def close(self):
+        self.m.close()
+
+
+def test_java_classic_member_upgraded_by_a_consumer_protocol_member_and_back(broker):
+    """Kafka 4's own client as the classic member (eager range): a librdkafka member with
+    group.protocol=consumer upgrades the group; when it leaves the group is classic again and
+    the Java member owns everything; then the Java member itself rejoins with the consumer
+    protocol beside a classic librdkafka member."""
+    from compat_tests.clients.java import JavaClient, JavaUnavailable
+    try:
+        java = JavaClient(broker.bootstrap_servers)
+    except JavaUnavailable as exc:
+        pytest.fail(f"the Java client is part of the test set-up: {exc}")
+    bs = broker.bootstrap_servers
+    topic = _topic(broker)
+    group = f"migj-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bs})
+    j = Jv(java, group, topic, "classic")
+    members = [j]
+    m = None
+    try:
+        _poll_until(members, lambda: _all_once(members))
+        m = Rd(bs, group, topic, "consumer")
+        members.append(m)
+        _poll_until(members, lambda: _all_once(members))
+        kind, _state, described, GT = _group(admin, group)
+        assert kind == GT.CONSUMER and len(described) == 2
+        members.remove(m)
+        m.close()
+        m = None
+        _poll_until(members, lambda: j.owned() == set(range(PARTITIONS)))
+        assert _group(admin, group)[0] == GT.CLASSIC
+        # the Java member switches: a classic librdkafka member joins, then the Java member
+        # comes back with group.protocol=consumer (the group is upgraded again)
+        m = Rd(bs, group, topic, "classic")
+        members.append(m)
+        _poll_until(members, lambda: _all_once(members))
+        members.remove(j)
+        j.close()
+        j = Jv(java, group, topic, "consumer")
+        members.append(j)
+        _poll_until(members, lambda: _all_once(members))
+        assert _group(admin, group)[0] == GT.CONSUMER
+    finally:
+        for x in members + ([m] if m and m not in members else []):
+            x.close()
+        java.close()
