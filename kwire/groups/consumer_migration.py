@@ -16,7 +16,9 @@ then bumps the group epoch as any new member does. Offsets stay where they are (
 Otherwise the heartbeat answers GROUP_ID_NOT_FOUND, as Kafka.
 
 Classic members of a consumer group keep using JoinGroup/SyncGroup/Heartbeat/LeaveGroup:
-- JoinGroup (v4+ without instance id: MEMBER_ID_REQUIRED first) updates the member from its
+- JoinGroup (v4+ without instance id: MEMBER_ID_REQUIRED first, with a fresh id that is not
+  kept: a JoinGroup with a member id the group does not know creates that member, as Kafka's
+  getOrMaybeSubscribeDynamicConsumerGroupMember does for classic joins) updates the member from its
   subscription (topics, rack, owned partitions), bumps the group epoch when the subscription
   changed, recomputes the target and reconciles it like a heartbeat; it answers at once with
   generation = member epoch, no leader (every classic member is a follower);
@@ -198,9 +200,6 @@ class ConsumerGroupMigration:
             return
         if unknown and require_known_member_id and instance_id is None:
             p.set_result(JoinResult(E.MEMBER_ID_REQUIRED, member_id))
-            return
-        if not unknown and old is None:
-            p.set_result(JoinResult(E.UNKNOWN_MEMBER_ID, member_id))
             return
         if old is not None and instance_id is not None and cg.static_members.get(instance_id) != member_id:
             p.set_result(JoinResult(E.FENCED_INSTANCE_ID, member_id))

@@ -305,6 +305,27 @@ def test_classic_apis_on_consumer_group_errors():
     assert p.result.error == E.INCONSISTENT_GROUP_PROTOCOL
     p = c.coord.join_group("g", "nobody", protocol_type="consumer", protocols=[("range", b"\0\0")],
                            session_timeout_ms=10_000, rebalance_timeout_ms=5_000)
+    assert p.result.error == E.INCONSISTENT_GROUP_PROTOCOL   # no subscription in those bytes
+
+
+def test_a_new_classic_member_joins_a_consumer_group():
+    """MEMBER_ID_REQUIRED, then the JoinGroup with that id creates the member (Kafka keeps
+    nothing in between); it gets its share through SyncGroup once the others let go."""
+    c = Cluster()
+    m = Modern(c)
+    m.step()
+    assert m.owned == set(range(6))
+    a = Classic(c, name="late")
+    settle([m])
+    a.rejoin_in_consumer_group()
+    assert a.member_id in c.group().consumer.members
+    assert c.group().consumer.members[a.member_id].classic is not None
+    settle([a, m])
+    assert_owned_once([a, m], complete=True)
+    assert len(a.owned) == 3 and len(m.owned) == 3
+    # a consumer-protocol member's id on the classic APIs is not a classic member
+    p = c.coord.join_group("g", m.mid, protocol_type="consumer", protocols=[("range", a._subscription())],
+                           session_timeout_ms=10_000, rebalance_timeout_ms=5_000)
     assert p.result.error == E.UNKNOWN_MEMBER_ID
 
 

@@ -77,6 +77,13 @@ class Kp:
         self.c.poll(timeout_ms=20)
 
     def owned(self):
+        """Eager: a member that sent its JoinGroup has given up everything (its subscription
+        names no owned partitions, and the coordinator hands them on); kafka-python still
+        lists them in assignment() until its SyncGroup answer replaces them."""
+        from kafka.coordinator.base import MemberState
+
+        if self.c._coordinator.state is MemberState.REBALANCING:  # noqa: SLF001
+            return set()
         return {tp.partition for tp in self.c.assignment()}
 
     def close(self):
@@ -131,6 +138,10 @@ def test_classic_members_upgrade_to_a_consumer_group_and_back(broker):
             assert d.groups[0].group_epoch > 0
         finally:
             wire.close()
+        # a new classic member joins the consumer group (JoinGroup/SyncGroup into it)
+        late = Rd(bs, group, topic, "classic")
+        members.append(late)
+        _poll_until(members, lambda: _all_once(members))
         # the last consumer-protocol member leaves: the group goes back to classic
         members.remove(m)
         m.close()
