@@ -59,6 +59,15 @@ from kwire.groups.pending import Pending
 E = ErrorCode
 log = logging.getLogger("kwire.groups")
 
+#: the member timers (kind, group id, member id) and why a member is fenced when one expires;
+#: cg_join / cg_sync are for classic members (kwire.groups.consumer_migration)
+_FENCED_BECAUSE = {
+    "cg_session": "missed its session timeout",
+    "cg_rebalance": "did not revoke its partitions within its rebalance timeout",
+    "cg_join": "did not rejoin (JoinGroup) within its rebalance timeout",
+    "cg_sync": "did not send its SyncGroup within its rebalance timeout",
+}
+
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 
@@ -325,8 +334,7 @@ class ConsumerGroups:
         """The new incarnation of a static member takes the place, epoch and partitions of the
         one that left with epoch -2 (no rebalance: the group epoch stays)."""
         gid = cg.group_id
-        self.timers.cancel(("cg_session", gid, prior.member_id))
-        self.timers.cancel(("cg_rebalance", gid, prior.member_id))
+        self._cancel_member_timers(gid, prior.member_id)
         target = cg.target.get(prior.member_id, {})
         cg.remove_member(prior.member_id)
         fresh = replace(prior, member_id=member_id)
@@ -393,8 +401,7 @@ class ConsumerGroups:
             return downgrade
         cg = g.consumer
         cg.remove_member(member_id)
-        self.timers.cancel(("cg_session", g.group_id, member_id))
-        self.timers.cancel(("cg_rebalance", g.group_id, member_id))
+        self._cancel_member_timers(g.group_id, member_id)
         cg.group_epoch += 1
         log.info("group %s: member %s %s; group epoch %d, %d members", g.group_id, member_id, why,
                  cg.group_epoch, len(cg.members))
@@ -405,15 +412,17 @@ class ConsumerGroups:
 
     def _on_consumer_timer(self, key) -> bool:
         kind = key[0]
-        if kind not in ("cg_session", "cg_rebalance"):
+        if kind not in _FENCED_BECAUSE:
             return False
         g = self.groups.get(key[1])
         if g is None or g.consumer is None or key[2] not in g.consumer.members:
             return True
-        why = "missed its session timeout" if kind == "cg_session" else \
-            "did not revoke its partitions within its rebalance timeout"
-        self._write(g.group_id, self._fence_member(g, key[2], why))
+        self._write(g.group_id, self._fence_member(g, key[2], _FENCED_BECAUSE[kind]))
         return True
+
+    def _cancel_member_timers(self, group_id: str, member_id: str) -> None:
+        for kind in _FENCED_BECAUSE:
+            self.timers.cancel((kind, group_id, member_id))
 
     def consumer_group_tombstones(self, g: Group) -> list[Record]:
         """Records that delete an empty consumer group (its offsets are the caller's)."""
@@ -423,8 +432,7 @@ class ConsumerGroups:
     def _cancel_consumer_timers(self, g: Group) -> None:
         if g.consumer is not None:
             for mid in g.consumer.members:
-                self.timers.cancel(("cg_session", g.group_id, mid))
-                self.timers.cancel(("cg_rebalance", g.group_id, mid))
+                self._cancel_member_timers(g.group_id, mid)
 
     def _start_consumer_timers(self, g: Group) -> None:
         """After a load: every member gets a fresh session (as Kafka's onLoaded)."""

@@ -28,17 +28,17 @@ Classic members of a consumer group keep using JoinGroup/SyncGroup/Heartbeat/Lea
 - Heartbeat answers REBALANCE_IN_PROGRESS while it must rejoin: its epoch is behind the group
   epoch, it has partitions to revoke, or partitions it waits for were released;
 - LeaveGroup fences it (the group epoch is bumped).
-Session timeouts are the members' classic session timeouts; a member with partitions to
-revoke that does not rejoin within its rebalance timeout is fenced (as consumer members).
+Session timeouts are the members' classic session timeouts; a member is fenced when it does
+not rejoin within its rebalance timeout after a heartbeat told it to (or while it has partitions
+to revoke), or does not send its SyncGroup within its rebalance timeout after its JoinGroup.
 
 Downgrade: when the last member using the consumer protocol leaves (epoch -1, session or
 rebalance timeout) and classic members remain (at most group.max.size), the consumer group
 becomes a classic group at generation = group epoch, Stable with each member's current
 assignment, and a rebalance is prepared at once so the members rejoin the classic way.
 
-Left out: the JoinGroup/SyncGroup timeouts of classic members inside a consumer group (the
-session timeout covers a member that stops), a classic static member replacing a consumer
-member of the same instance id (it joins as a new member instead).
+Left out: a classic static member replacing a consumer-protocol member of the same instance
+id (Kafka may downgrade then; here it joins as a new member).
 """
 from __future__ import annotations
 
@@ -247,6 +247,8 @@ class ConsumerGroupMigration:
             records.append((CR.member_key(CR.CURRENT_ASSIGNMENT, gid, member_id), CR.current_value(reconciled)))
         cg.update_member(reconciled)
         self._schedule(("cg_session", gid, member_id), session_timeout_ms)
+        self.timers.cancel(("cg_join", gid, member_id))
+        self._schedule(("cg_sync", gid, member_id), max(0, rebalance_timeout_ms))
         if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
             key = ("cg_rebalance", gid, member_id)
             if key not in self.timers:
@@ -299,6 +301,7 @@ class ConsumerGroupMigration:
         if cg.group_epoch > m.member_epoch and m.state is not MemberState.UNREVOKED_PARTITIONS:
             return SyncResult(E.REBALANCE_IN_PROGRESS)
         self._schedule(("cg_session", g.group_id, member_id), m.classic.session_timeout_ms)
+        self.timers.cancel(("cg_sync", g.group_id, member_id))
         try:
             version = cp.read_version(m.classic.protocols[0][1])
         except CodecError:
@@ -317,6 +320,9 @@ class ConsumerGroupMigration:
         self._schedule(("cg_session", g.group_id, member_id), m.classic.session_timeout_ms)
         if m.member_epoch < cg.group_epoch or m.state is MemberState.UNREVOKED_PARTITIONS or \
                 (m.state is MemberState.UNRELEASED_PARTITIONS and not self._waiting_on_unreleased(cg, m)):
+            key = ("cg_join", g.group_id, member_id)   # it must rejoin within its rebalance timeout
+            if key not in self.timers:
+                self._schedule(key, max(0, m.rebalance_timeout_ms))
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
 
@@ -364,8 +370,7 @@ class ConsumerGroupMigration:
         gid = g.group_id
         records: list[Record] = []
         for mid in cg.members:
-            self.timers.cancel(("cg_session", gid, mid))
-            self.timers.cancel(("cg_rebalance", gid, mid))
+            self._cancel_member_timers(gid, mid)
             records += [(CR.member_key(CR.CURRENT_ASSIGNMENT, gid, mid), None),
                         (CR.member_key(CR.TARGET_MEMBER, gid, mid), None),
                         (CR.member_key(CR.MEMBER_METADATA, gid, mid), None)]

@@ -346,3 +346,33 @@ def test_downgrade_records_replay_into_a_classic_group():
     assert g.generation_id == c.group().generation_id and g.protocol_name == "range"
     owned = cp.decode_assignment(g.members[a.member_id].assignment).assigned_partitions
     assert sorted(p for tp in owned for p in tp.partitions) == sorted(a.owned)
+
+
+def test_classic_member_that_does_not_rejoin_or_sync_is_fenced():
+    c = Cluster()
+    a, b = Classic(c, name="a"), Classic(c, name="b")
+    classic_group(c, a, b)
+    m = Modern(c)
+    m.step()
+    # a is told to rejoin but only keeps heartbeating: fenced after its rebalance timeout (5 s)
+    for _ in range(3):   # at 0, 2 and 4 s
+        assert a.heartbeat() == E.REBALANCE_IN_PROGRESS
+        b.step()
+        m.step()
+        c.clock.advance(2_000)
+        c.coord.tick()
+    assert a.member_id not in c.group().consumer.members
+    assert a.heartbeat() == E.UNKNOWN_MEMBER_ID
+    # b joins but never sends its SyncGroup: fenced after its rebalance timeout too
+    settle([b, m])
+    nb = Classic(c, name="nb")
+    p = nb.join()
+    assert p.done and p.result.error == E.NONE
+    for _ in range(4):
+        b.step()
+        m.step()
+        c.clock.advance(2_000)
+        c.coord.tick()
+    assert nb.member_id not in c.group().consumer.members
+    settle([b, m])
+    assert_owned_once([b, m], complete=True)
