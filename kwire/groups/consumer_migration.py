@@ -195,7 +195,11 @@ class ConsumerGroupMigration:
         if old is None and len(cg.members) >= self.config.consumer_max_size:
             p.set_result(JoinResult(E.GROUP_MAX_SIZE_REACHED, member_id))
             return
-        if protocol_type != CONSUMER_PROTOCOL_TYPE or not protocols:
+        others = [m.classic for mid, m in cg.members.items() if m.classic is not None and mid != member_id]
+        common = set.intersection(*({n for n, _ in c.protocols} for c in others)) if others else None
+        if protocol_type != CONSUMER_PROTOCOL_TYPE or not protocols or \
+                (common is not None and not common & {n for n, _ in protocols}):
+            # Kafka's supportsClassicProtocols: the classic members keep a protocol in common
             p.set_result(JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id))
             return
         if unknown and require_known_member_id and instance_id is None:
@@ -367,6 +371,9 @@ class ConsumerGroupMigration:
         if not rest or any(m.classic is None for m in rest) or not self._downgrade_enabled() \
                 or len(rest) > self.config.group_max_size:
             return None
+        common = set.intersection(*({n for n, _ in m.classic.protocols} for m in rest))
+        if not common:   # cannot happen through classic_join_to_consumer_group's check
+            return None
         gid = g.group_id
         records: list[Record] = []
         for mid in cg.members:
@@ -375,10 +382,7 @@ class ConsumerGroupMigration:
                         (CR.member_key(CR.TARGET_MEMBER, gid, mid), None),
                         (CR.member_key(CR.MEMBER_METADATA, gid, mid), None)]
         records += self.consumer_group_tombstones(g)
-        protocol = rest[0].classic.protocols[0][0]
-        common = set.intersection(*({n for n, _ in m.classic.protocols} for m in rest))
-        if protocol not in common and common:
-            protocol = next(n for n, _ in rest[0].classic.protocols if n in common)
+        protocol = next(n for n, _ in rest[0].classic.protocols if n in common)
         assignment: dict[str, bytes] = {}
         g.consumer = None
         self._reset_classic_state(g)

@@ -323,6 +323,11 @@ def test_a_new_classic_member_joins_a_consumer_group():
     settle([a, m])
     assert_owned_once([a, m], complete=True)
     assert len(a.owned) == 3 and len(m.owned) == 3
+    # a classic member offering no protocol the classic members share is refused
+    other = cp.encode_subscription(cp.Subscription(topics=["t"], user_data=None), 0)
+    p = c.coord.join_group("g", "x1", protocol_type="consumer", protocols=[("roundrobin", other)],
+                           session_timeout_ms=10_000, rebalance_timeout_ms=5_000)
+    assert p.result.error == E.INCONSISTENT_GROUP_PROTOCOL
     # a consumer-protocol member's id on the classic APIs is not a classic member
     p = c.coord.join_group("g", m.mid, protocol_type="consumer", protocols=[("range", a._subscription())],
                            session_timeout_ms=10_000, rebalance_timeout_ms=5_000)
