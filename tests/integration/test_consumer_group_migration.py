@@ -41,12 +41,12 @@ def _topic(broker):
 class Rd:
     """A confluent-kafka consumer (classic or consumer protocol)."""
 
-    def __init__(self, bs, group, topic, protocol):
+    def __init__(self, bs, group, topic, protocol, strategy="range"):
         conf = {"bootstrap.servers": bs, "group.id": group, "group.protocol": protocol,
                 "auto.offset.reset": "earliest", "enable.auto.commit": False}
         if protocol == "classic":
             conf.update({"heartbeat.interval.ms": 200, "session.timeout.ms": 6000,
-                         "partition.assignment.strategy": "range"})
+                         "partition.assignment.strategy": strategy})
         self.c = Consumer(conf)
         self.c.subscribe([topic])
         self.topic = topic
@@ -219,3 +219,31 @@ def test_java_classic_member_upgraded_by_a_consumer_protocol_member_and_back(bro
         for x in members + ([m] if m and m not in members else []):
             x.close()
         java.close()
+
+
+def test_cooperative_classic_members_in_a_consumer_group(broker):
+    """librdkafka classic members with cooperative-sticky (they report what they own and give
+    partitions up incrementally): a consumer-protocol member upgrades the group; partitions
+    move without being owned twice, first to it, then back when it leaves (downgrade)."""
+    bs = broker.bootstrap_servers
+    topic = _topic(broker)
+    group = f"migc-{uuid.uuid4().hex[:8]}"
+    a, b = Rd(bs, group, topic, "classic", "cooperative-sticky"), Rd(bs, group, topic, "classic", "cooperative-sticky")
+    members = [a, b]
+    m = None
+    try:
+        _poll_until(members, lambda: _all_once(members))
+        m = Rd(bs, group, topic, "consumer")
+        members.append(m)
+        _poll_until(members, lambda: _all_once(members) and all(len(x.owned()) == 2 for x in members))
+        admin = AdminClient({"bootstrap.servers": bs})
+        kind, _state, described, GT = _group(admin, group)
+        assert kind == GT.CONSUMER and len(described) == 3
+        members.remove(m)
+        m.close()
+        m = None
+        _poll_until(members, lambda: _all_once(members))
+        assert _group(admin, group)[0] == GT.CLASSIC
+    finally:
+        for x in members + ([m] if m else []):
+            x.close()
