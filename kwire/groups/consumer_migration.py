@@ -54,7 +54,7 @@ from kwire.groups.consumer_group import (Assignment, ClassicMemberMetadata, Cons
                                          ConsumerGroupMember, MemberState, member_topic_ids,
                                          reconcile)
 from kwire.groups.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
-from kwire.groups.membership import Record
+from kwire.groups.membership import Record, store_error
 from kwire.groups.pending import Pending
 from kwire.groups.results import JoinResult, LeaveMemberResult, SyncResult
 
@@ -114,6 +114,9 @@ class ConsumerGroupMigration:
                 if m.assignment:
                     for t, ps in self._ids_of(cp.decode_assignment(m.assignment).assigned_partitions).items():
                         assigned[t] = frozenset(ps)
+                        taken = [p for p in ps if cg.partition_owner(t, p) is not None]
+                        if taken:   # a classic leader gave a partition twice: Kafka refuses too
+                            raise ValueError(f"partitions {taken} of topic {t} assigned to two members")
                 cm = ConsumerGroupMember(
                     m.member_id, instance_id=m.group_instance_id, rack_id=sub.rack_id,
                     client_id=m.client_id, client_host=m.client_host,
@@ -123,7 +126,8 @@ class ConsumerGroupMigration:
                 cg.update_member(cm)
                 cg.target[m.member_id] = dict(assigned)
         except (CodecError, KeyError, IndexError, UnicodeDecodeError, ValueError) as exc:
-            log.warning("group %s: cannot upgrade to a consumer group: malformed consumer protocol (%s)", gid, exc)
+            log.warning("group %s: cannot upgrade to a consumer group: malformed consumer protocol or "
+                        "assignment (%s)", gid, exc)
             return E.GROUP_ID_NOT_FOUND, (f"Cannot upgrade classic group {gid} to consumer group because the "
                                           "embedded consumer protocol is malformed."), []
         all_topics = self.topic_metadata()
@@ -239,8 +243,6 @@ class ConsumerGroupMigration:
             cg.group_epoch += 1
             records.append((CR.group_key(CR.GROUP_METADATA, gid), CR.metadata_value(cg.group_epoch)))
         cg.update_member(updated)
-        if instance_id is not None:
-            cg.static_members[instance_id] = member_id
         if cg.group_epoch > cg.assignment_epoch:
             records.extend(self._compute_target(cg))
         current = cg.members[member_id]
@@ -265,15 +267,11 @@ class ConsumerGroupMigration:
                   reconciled.member_epoch, reconciled.state.name, cg.group_epoch)
 
         def done(error: ErrorCode) -> None:
-            p.set_result(result if error == E.NONE else JoinResult(self._store_error(error), member_id))
+            p.set_result(result if error == E.NONE else JoinResult(store_error(error), member_id))
         if records:
             self._write(gid, records, done)
         else:
             done(E.NONE)
-
-    def _store_error(self, error: ErrorCode) -> ErrorCode:
-        from kwire.groups.membership import store_error  # noqa: PLC0415
-        return store_error(error)
 
     # ------------------------------------------------------------------ SyncGroup, Heartbeat, LeaveGroup
     def _classic_member_of(self, cg: ConsumerGroup, member_id: str,

@@ -470,3 +470,16 @@ def test_random_mixes_of_protocols_never_own_a_partition_twice(seed):
             assert_owned_once(live)
     assert_owned_once(live, complete=True)
     assert c.coord.fetch_offsets("g", [("t", 0)]).offsets[("t", 0)].offset == 42
+
+
+def test_upgrade_refused_when_the_classic_assignment_gives_a_partition_twice():
+    c = Cluster()
+    a, b = Classic(c, name="a"), Classic(c, name="b")
+    classic_group(c, a, b)
+    both = cp.encode_assignment(cp.Assignment(assigned_partitions=[cp.AssignmentTopicPartition(
+        topic="t", partitions=[0, 1])], user_data=None), 0)
+    for m in c.group().members.values():   # as a buggy client-side assignor would
+        m.assignment = both
+    p = c.coord.consumer_group_heartbeat("g", "m", 0, rebalance_timeout_ms=5_000, subscribed_topic_names=["t"])
+    assert p.result.error == E.GROUP_ID_NOT_FOUND
+    assert c.group().consumer is None and c.group().is_(GroupState.STABLE)
