@@ -114,7 +114,7 @@ def _group(admin, group):
     return d.type, d.state, {m.member_id: m for m in d.members}, ConsumerGroupType
 
 
-def test_classic_members_upgrade_to_a_consumer_group_and_back(broker):
+def test_classic_members_upgrade_to_a_consumer_group_and_back(broker, capsys):
     bs = broker.bootstrap_servers
     topic = _topic(broker)
     group = f"mig-{uuid.uuid4().hex[:8]}"
@@ -138,6 +138,15 @@ def test_classic_members_upgrade_to_a_consumer_group_and_back(broker):
             assert d.groups[0].group_epoch > 0
         finally:
             wire.close()
+        # kwire groups describes the mixed group through ConsumerGroupDescribe
+        from kwire.cli import main
+
+        capsys.readouterr()
+        assert main(["groups", "--bootstrap-server", bs, "--describe", "--group", group, "--members",
+                     "--verbose"]) == 0
+        rows = [r.split() for r in capsys.readouterr().out.splitlines()[2:]]
+        assert sum(int(r[4]) for r in rows) == PARTITIONS
+        assert {r[1] for r in rows} == set(described)
         # a new classic member joins the consumer group (JoinGroup/SyncGroup into it)
         late = Rd(bs, group, topic, "classic")
         members.append(late)
