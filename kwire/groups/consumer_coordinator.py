@@ -6,7 +6,8 @@ A heartbeat (``consumer_group_heartbeat``):
 1. finds or creates the group (epoch 0 creates it; an Empty classic group becomes a consumer
    group keeping its offsets; a classic group with members is upgraded online where
    group.consumer.migration.policy allows, else GROUP_ID_NOT_FOUND:
-   kwire.groups.consumer_migration) and the member (epoch 0 joins: v1 clients bring their own member id, v0 ones get one; otherwise UNKNOWN_MEMBER_ID, or
+   kwire.groups.consumer_migration) and the member (epoch 0 joins: v1 clients bring their
+   own member id, v0 ones get one; otherwise UNKNOWN_MEMBER_ID, or
    FENCED_MEMBER_EPOCH for an epoch the member is not at, except its previous epoch with a
    subset of its partitions: the answer carrying the bump may have been lost);
 2. bumps the group epoch when a member joins, changes its subscription or assignor, or the
