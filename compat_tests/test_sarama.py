@@ -1,0 +1,185 @@
+"""Sarama 1.22 (Go; Debian's golang-github-shopify-sarama-dev), the client of issue 18: its
+default ``config.Version`` is the oldest it knows (0.8.2.0), and that version alone decides the
+protocol versions it sends (1.22 never asks ApiVersions):
+
+============  =========================================================================
+Version       requests (kwire counts them per API and version; test_sarama_request_versions)
+============  =========================================================================
+0.8.2.0       Metadata v0, Produce v0 (message format v0), Fetch v0, ListOffsets v0,
+(default)     FindCoordinator v0, OffsetFetch v1, OffsetCommit v1; no consumer groups
+0.10.2.0      Metadata v1, Produce v2 (format v1), Fetch v3, ListOffsets v1, FindCoordinator v0,
+              JoinGroup v1, SyncGroup v0, Heartbeat v0, LeaveGroup v0, OffsetFetch v1,
+              OffsetCommit v1 (the oldest Version its ConsumerGroup accepts)
+2.0.0         Metadata v5, Produce v3 (record batch v2), Fetch v4, ListOffsets v1, and the group
+              requests of 0.10.2.0: OffsetCommit v1 still (v2 only with Offsets.Retention set)
+============  =========================================================================
+
+So every Sarama 1.22 consumer that commits sends OffsetCommit v1, which Kafka 4 removed: under
+``kwire.emulate.kafka.version=3.9`` each Version produces, consumes (Fetch v0-3 down-converted
+from record batch v2), commits and, restarted, resumes from the committed offset; under 4.0 the
+removed versions are refused the Kafka 4 way (the connection closed, one log line naming the API
+and version): Sarama reports an error (it used to go unnoticed: the group re-read everything),
+and the broker serves everyone else.
+
+The driver is compat_tests/go/sarama_driver (our Go program), built by compat_tests.go_driver. A
+missing Go toolchain or Sarama package fails these tests with what to install.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+
+import pytest
+
+from compat_tests import go_driver
+from compat_tests.targets import api_versions
+
+RELEASES = ["3.9", "4.0"]
+# client name -> Sarama config.Version ("" = Sarama's default), compression
+SARAMA = {"sarama-1.22 default": ("", "gzip"), "sarama-1.22 Version=0.10.2.0": ("0.10.2.0", "lz4"),
+          "sarama-1.22 Version=2.0.0": ("2.0.0", "snappy")}
+GROUPS_FROM = (0, 10, 2)   # Sarama 1.22's ConsumerGroup needs Version >= V0_10_2_0
+
+_V = {"": [("Metadata", 0), ("Produce", 0), ("Fetch", 0), ("ListOffsets", 0)],
+      "0.10.2.0": [("Metadata", 1), ("Produce", 2), ("Fetch", 3), ("ListOffsets", 1)],
+      "2.0.0": [("Metadata", 5), ("Produce", 3), ("Fetch", 4), ("ListOffsets", 1)]}
+_COMMIT = [("FindCoordinator", 0), ("OffsetFetch", 1), ("OffsetCommit", 1)]
+_GROUP = [("JoinGroup", 1), ("SyncGroup", 0), ("LeaveGroup", 0)]   # + Heartbeat v0 when a session lasts 1 s
+EXPECTED_REQUESTS = {v: set(base + _COMMIT + (_GROUP if v else [])) for v, base in _V.items()}
+
+
+def _groups(version: str) -> bool:
+    return bool(version) and tuple(int(x) for x in version.split(".")[:3]) >= GROUPS_FROM
+
+
+@pytest.fixture(scope="module")
+def go_built():
+    try:
+        return go_driver.build("sarama_driver")
+    except go_driver.GoUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="module", params=RELEASES)
+def release(request, target, go_built):
+    """(bootstrap, True when the broker serves the removed versions, the kwire server or None)."""
+    if target.name.startswith("kwire"):
+        from kwire.testing import Broker, free_port
+
+        b = Broker(mode="thread", overrides={"kwire.emulate.kafka.version": request.param,
+                                             "group.initial.rebalance.delay.ms": 0,
+                                             "metrics.listen": f"127.0.0.1:{free_port()}"}).start()
+        yield b.bootstrap_servers, request.param.startswith("3."), b.server
+        b.stop()
+        return
+    old = api_versions(target.bootstrap).get(1, (4, 0))[0] == 0
+    if old != request.param.startswith("3."):
+        pytest.skip(f"the target serves {'3.x' if old else '4.x'} protocol versions; this row is for {request.param}")
+    yield target.bootstrap, old, None
+
+
+def _create(bootstrap: str, topic: str) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    a = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000)
+    try:
+        a.create_topics([NewTopic(topic, 1, 1)])
+    finally:
+        a.close()
+
+
+def _end_offset(bootstrap: str, topic: str) -> int:
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=bootstrap)   # a current client
+    try:
+        return c.end_offsets([TopicPartition(topic, 0)])[TopicPartition(topic, 0)]
+    finally:
+        c.close()
+
+
+def sarama(bootstrap: str, topic: str, version: str, op: str, *args: str, timeout: float = 10.0) -> dict:
+    return go_driver.run("sarama_driver", "-op", op, "-brokers", bootstrap, "-topic", topic, "-version", version,
+                         *args, timeout=timeout)
+
+
+def _offsets(r: dict) -> list[int]:
+    assert "error" not in r, r
+    return r["offsets"]
+
+
+@pytest.mark.parametrize("client_name", list(SARAMA))
+def test_sarama_produce_consume_commit(release, client_name, caplog):
+    """Sarama 1.22 at its default Version and pinned to 0.10.2.0 / 2.0.0 produces (compressed),
+    consumes from the oldest offset, commits with OffsetCommit v1 (the OffsetManager, and a
+    ConsumerGroup where its Version allows) and, restarted, resumes after the commit, on a 3.x
+    broker; on a 4.x broker each request Kafka 4 removed is refused (Sarama gets an error, the
+    broker logs one line per refused connection naming the API and version, nothing is written,
+    and it serves a current client afterwards)."""
+    caplog.set_level(logging.INFO, logger="kwire")
+    bootstrap, old, _server = release
+    version, codec = SARAMA[client_name]
+    topic = f"compat-sarama-{uuid.uuid4().hex[:8]}"
+    _create(bootstrap, topic)
+    produced = sarama(bootstrap, topic, version, "produce", "-n", "6", "-compression", codec)
+    if old:
+        assert _offsets(produced) == list(range(6))
+        got = sarama(bootstrap, topic, version, "consume", "-n", "6")
+        assert _offsets(got) == list(range(6)) and got["values"] == [f"v{i}" for i in range(6)]
+        for op in ["commit"] + (["group"] if _groups(version) else []):
+            group = f"compat-sarama-{op}-{uuid.uuid4().hex[:6]}"
+            assert _offsets(sarama(bootstrap, topic, version, op, "-group", group, "-n", "4")) == [0, 1, 2, 3]
+            again = sarama(bootstrap, topic, version, op, "-group", group, "-n", "2")
+            assert _offsets(again) == [4, 5], f"{op}: a restarted consumer re-read from {again}"
+        return
+    # what each Version sends first that Kafka 4 removed (the module's table)
+    refused = {"": ["Produce v0", "ListOffsets v0", "ListOffsets v0"],
+               "0.10.2.0": ["Produce v2", "Fetch v3", "Fetch v3", "JoinGroup v1"],
+               "2.0.0": [None, None, "OffsetCommit v1", "JoinGroup v1"]}[version]
+    if refused[0]:
+        assert "error" in produced, produced
+        assert _end_offset(bootstrap, topic) == 0, "a refused produce wrote records"
+        from kafka import KafkaProducer   # the broker lives: a current client writes
+        p = KafkaProducer(bootstrap_servers=bootstrap)
+        for i in range(6):
+            p.send(topic, value=b"v%d" % i, key=b"k", partition=0)
+        p.flush(10)
+        p.close()
+    else:
+        assert _offsets(produced) == list(range(6))
+    got = sarama(bootstrap, topic, version, "consume", "-n", "6")
+    if refused[1]:
+        assert "error" in got, got
+    else:   # Metadata v5, Fetch v4, ListOffsets v1: all still in Kafka 4
+        assert _offsets(got) == list(range(6))
+    r = sarama(bootstrap, topic, version, "commit", "-group", f"compat-sarama-{uuid.uuid4().hex[:6]}", "-n", "4")
+    assert "error" in r, r
+    if _groups(version):
+        r = sarama(bootstrap, topic, version, "group", "-group", f"compat-sarama-{uuid.uuid4().hex[:6]}", "-n", "4")
+        assert "error" in r, r
+    assert _end_offset(bootstrap, topic) == 6, "the broker stopped serving"
+    if _server is not None:
+        logged = {m.split(": no handler for ", 1)[1] for m in caplog.messages if ": no handler for " in m}
+        assert {r for r in refused if r} == logged, (refused, logged)
+
+
+@pytest.mark.parametrize("client_name", list(SARAMA))
+def test_sarama_request_versions(release, client_name):
+    """The protocol versions Sarama 1.22 sends for each config.Version (the module's table), as
+    kwire counts them: produce, consume, commit (and a consumer group where the Version allows)."""
+    bootstrap, old, server = release
+    if server is None or not old:
+        pytest.skip("counted by a kwire emulating 3.x (its request metrics)")
+    version, codec = SARAMA[client_name]
+    topic = f"compat-sarama-{uuid.uuid4().hex[:8]}"
+    _create(bootstrap, topic)
+    before = dict(server.metrics.requests)
+    assert _offsets(sarama(bootstrap, topic, version, "produce", "-n", "3", "-compression", codec)) == [0, 1, 2]
+    assert _offsets(sarama(bootstrap, topic, version, "consume", "-n", "3")) == [0, 1, 2]
+    group = f"compat-sarama-{uuid.uuid4().hex[:6]}"
+    assert _offsets(sarama(bootstrap, topic, version, "commit", "-group", group, "-n", "2")) == [0, 1]
+    if _groups(version):
+        assert _offsets(sarama(bootstrap, topic, version, "group", "-group", group, "-n", "1")) == [2]
+    sent = {k for k, n in server.metrics.requests.items() if n > before.get(k, 0)}
+    sent.discard(("Heartbeat", 0))
+    assert sent == EXPECTED_REQUESTS[version], sorted(sent)
