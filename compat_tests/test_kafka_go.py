@@ -20,10 +20,8 @@ import uuid
 import pytest
 
 from compat_tests import go_driver
-from compat_tests.test_sarama import _create, _end_offset, _offsets
-from compat_tests.targets import api_versions
+from compat_tests.old_release import RELEASES, create_topic, emulated, end_offset, offsets, produce_current, refused_logged
 
-RELEASES = ["3.9", "4.0"]
 CLIENT = "kafka-go-0.2"
 EXPECTED_REQUESTS = {("Metadata", 1), ("Produce", 2), ("Fetch", 2), ("ListOffsets", 1), ("FindCoordinator", 0),
                      ("JoinGroup", 1), ("SyncGroup", 0), ("OffsetCommit", 2), ("OffsetFetch", 1)}
@@ -40,19 +38,7 @@ def go_built():
 @pytest.fixture(scope="module", params=RELEASES)
 def release(request, target, go_built):
     """(bootstrap, True when the broker serves the removed versions, the kwire server or None)."""
-    if target.name.startswith("kwire"):
-        from kwire.testing import Broker, free_port
-
-        b = Broker(mode="thread", overrides={"kwire.emulate.kafka.version": request.param,
-                                             "group.initial.rebalance.delay.ms": 0,
-                                             "metrics.listen": f"127.0.0.1:{free_port()}"}).start()
-        yield b.bootstrap_servers, request.param.startswith("3."), b.server
-        b.stop()
-        return
-    old = api_versions(target.bootstrap).get(1, (4, 0))[0] == 0
-    if old != request.param.startswith("3."):
-        pytest.skip(f"the target serves {'3.x' if old else '4.x'} protocol versions; this row is for {request.param}")
-    yield target.bootstrap, old, None
+    yield from emulated(request, target)
 
 
 def kafka_go(bootstrap: str, topic: str, op: str, *args: str, timeout: float = 10.0) -> dict:
@@ -69,15 +55,15 @@ def test_kafka_go_produce_consume_commit(release, client_name, caplog):
     bootstrap, old, server = release
     topic = f"compat-kafkago-{uuid.uuid4().hex[:8]}"
     group = f"compat-kafkago-{uuid.uuid4().hex[:6]}"
-    _create(bootstrap, topic)
+    create_topic(bootstrap, topic)
     if old:
         before = dict(server.metrics.requests) if server is not None else {}
         assert "error" not in kafka_go(bootstrap, topic, "produce", "-n", "6", "-compression", "gzip")
         got = kafka_go(bootstrap, topic, "consume", "-n", "6")
-        assert _offsets(got) == list(range(6)) and got["values"] == [f"v{i}" for i in range(6)]
-        assert _offsets(kafka_go(bootstrap, topic, "group", "-group", group, "-n", "4")) == [0, 1, 2, 3]
+        assert offsets(got) == list(range(6)) and got["values"] == [f"v{i}" for i in range(6)]
+        assert offsets(kafka_go(bootstrap, topic, "group", "-group", group, "-n", "4")) == [0, 1, 2, 3]
         again = kafka_go(bootstrap, topic, "group", "-group", group, "-n", "2")
-        assert _offsets(again) == [4, 5], f"a restarted group member re-read from {again}"
+        assert offsets(again) == [4, 5], f"a restarted group member re-read from {again}"
         if server is not None:   # the versions kafka-go 0.2 sends, as kwire counts them
             sent = {k for k, n in server.metrics.requests.items() if n > before.get(k, 0)}
             sent -= {("Heartbeat", 0), ("LeaveGroup", 0)}   # when a session lasts a heartbeat / leaves
@@ -85,16 +71,11 @@ def test_kafka_go_produce_consume_commit(release, client_name, caplog):
         return
     r = kafka_go(bootstrap, topic, "produce", "-n", "6", "-compression", "gzip", timeout=5)
     assert "error" in r, r
-    assert _end_offset(bootstrap, topic) == 0, "a refused produce wrote records"
-    from kafka import KafkaProducer   # the broker lives: a current client writes
-    p = KafkaProducer(bootstrap_servers=bootstrap)
-    for i in range(6):
-        p.send(topic, value=b"v%d" % i, key=b"k", partition=0)
-    p.flush(10)
-    p.close()
+    assert end_offset(bootstrap, topic) == 0, "a refused produce wrote records"
+    produce_current(bootstrap, topic, 6)   # the broker lives: a current client writes
     assert "error" in kafka_go(bootstrap, topic, "consume", "-n", "6", timeout=3)
     assert "error" in kafka_go(bootstrap, topic, "group", "-group", group, "-n", "4", timeout=3)
-    assert _end_offset(bootstrap, topic) == 6, "the broker stopped serving"
+    assert end_offset(bootstrap, topic) == 6, "the broker stopped serving"
     if server is not None:
-        logged = {m.split(": no handler for ", 1)[1] for m in caplog.messages if ": no handler for " in m}
+        logged = refused_logged(caplog)
         assert logged == {"Produce v2", "Fetch v2", "JoinGroup v1"}, logged

@@ -32,9 +32,8 @@ import uuid
 import pytest
 
 from compat_tests import go_driver
-from compat_tests.targets import api_versions
+from compat_tests.old_release import RELEASES, create_topic, emulated, end_offset, offsets, produce_current, refused_logged
 
-RELEASES = ["3.9", "4.0"]
 # client name -> Sarama config.Version ("" = Sarama's default), compression
 SARAMA = {"sarama-1.22 default": ("", "gzip"), "sarama-1.22 Version=0.10.2.0": ("0.10.2.0", "lz4"),
           "sarama-1.22 Version=2.0.0": ("2.0.0", "snappy")}
@@ -63,49 +62,12 @@ def go_built():
 @pytest.fixture(scope="module", params=RELEASES)
 def release(request, target, go_built):
     """(bootstrap, True when the broker serves the removed versions, the kwire server or None)."""
-    if target.name.startswith("kwire"):
-        from kwire.testing import Broker, free_port
-
-        b = Broker(mode="thread", overrides={"kwire.emulate.kafka.version": request.param,
-                                             "group.initial.rebalance.delay.ms": 0,
-                                             "metrics.listen": f"127.0.0.1:{free_port()}"}).start()
-        yield b.bootstrap_servers, request.param.startswith("3."), b.server
-        b.stop()
-        return
-    old = api_versions(target.bootstrap).get(1, (4, 0))[0] == 0
-    if old != request.param.startswith("3."):
-        pytest.skip(f"the target serves {'3.x' if old else '4.x'} protocol versions; this row is for {request.param}")
-    yield target.bootstrap, old, None
-
-
-def _create(bootstrap: str, topic: str) -> None:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    a = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000)
-    try:
-        a.create_topics([NewTopic(topic, 1, 1)])
-    finally:
-        a.close()
-
-
-def _end_offset(bootstrap: str, topic: str) -> int:
-    from kafka import KafkaConsumer, TopicPartition
-
-    c = KafkaConsumer(bootstrap_servers=bootstrap)   # a current client
-    try:
-        return c.end_offsets([TopicPartition(topic, 0)])[TopicPartition(topic, 0)]
-    finally:
-        c.close()
+    yield from emulated(request, target)
 
 
 def sarama(bootstrap: str, topic: str, version: str, op: str, *args: str, timeout: float = 10.0) -> dict:
     return go_driver.run("sarama_driver", "-op", op, "-brokers", bootstrap, "-topic", topic, "-version", version,
                          *args, timeout=timeout)
-
-
-def _offsets(r: dict) -> list[int]:
-    assert "error" not in r, r
-    return r["offsets"]
 
 
 @pytest.mark.parametrize("client_name", list(SARAMA))
@@ -120,17 +82,17 @@ def test_sarama_produce_consume_commit(release, client_name, caplog):
     bootstrap, old, _server = release
     version, codec = SARAMA[client_name]
     topic = f"compat-sarama-{uuid.uuid4().hex[:8]}"
-    _create(bootstrap, topic)
+    create_topic(bootstrap, topic)
     produced = sarama(bootstrap, topic, version, "produce", "-n", "6", "-compression", codec)
     if old:
-        assert _offsets(produced) == list(range(6))
+        assert offsets(produced) == list(range(6))
         got = sarama(bootstrap, topic, version, "consume", "-n", "6")
-        assert _offsets(got) == list(range(6)) and got["values"] == [f"v{i}" for i in range(6)]
+        assert offsets(got) == list(range(6)) and got["values"] == [f"v{i}" for i in range(6)]
         for op in ["commit"] + (["group"] if _groups(version) else []):
             group = f"compat-sarama-{op}-{uuid.uuid4().hex[:6]}"
-            assert _offsets(sarama(bootstrap, topic, version, op, "-group", group, "-n", "4")) == [0, 1, 2, 3]
+            assert offsets(sarama(bootstrap, topic, version, op, "-group", group, "-n", "4")) == [0, 1, 2, 3]
             again = sarama(bootstrap, topic, version, op, "-group", group, "-n", "2")
-            assert _offsets(again) == [4, 5], f"{op}: a restarted consumer re-read from {again}"
+            assert offsets(again) == [4, 5], f"{op}: a restarted consumer re-read from {again}"
         return
     # what each Version sends first that Kafka 4 removed (the module's table)
     refused = {"": ["Produce v0", "ListOffsets v0", "ListOffsets v0"],
@@ -138,28 +100,23 @@ def test_sarama_produce_consume_commit(release, client_name, caplog):
                "2.0.0": [None, None, "OffsetCommit v1", "JoinGroup v1"]}[version]
     if refused[0]:
         assert "error" in produced, produced
-        assert _end_offset(bootstrap, topic) == 0, "a refused produce wrote records"
-        from kafka import KafkaProducer   # the broker lives: a current client writes
-        p = KafkaProducer(bootstrap_servers=bootstrap)
-        for i in range(6):
-            p.send(topic, value=b"v%d" % i, key=b"k", partition=0)
-        p.flush(10)
-        p.close()
+        assert end_offset(bootstrap, topic) == 0, "a refused produce wrote records"
+        produce_current(bootstrap, topic, 6)   # the broker lives: a current client writes
     else:
-        assert _offsets(produced) == list(range(6))
+        assert offsets(produced) == list(range(6))
     got = sarama(bootstrap, topic, version, "consume", "-n", "6")
     if refused[1]:
         assert "error" in got, got
     else:   # Metadata v5, Fetch v4, ListOffsets v1: all still in Kafka 4
-        assert _offsets(got) == list(range(6))
+        assert offsets(got) == list(range(6))
     r = sarama(bootstrap, topic, version, "commit", "-group", f"compat-sarama-{uuid.uuid4().hex[:6]}", "-n", "4")
     assert "error" in r, r
     if _groups(version):
         r = sarama(bootstrap, topic, version, "group", "-group", f"compat-sarama-{uuid.uuid4().hex[:6]}", "-n", "4")
         assert "error" in r, r
-    assert _end_offset(bootstrap, topic) == 6, "the broker stopped serving"
+    assert end_offset(bootstrap, topic) == 6, "the broker stopped serving"
     if _server is not None:
-        logged = {m.split(": no handler for ", 1)[1] for m in caplog.messages if ": no handler for " in m}
+        logged = refused_logged(caplog)
         assert {r for r in refused if r} == logged, (refused, logged)
 
 
@@ -172,14 +129,14 @@ def test_sarama_request_versions(release, client_name):
         pytest.skip("counted by a kwire emulating 3.x (its request metrics)")
     version, codec = SARAMA[client_name]
     topic = f"compat-sarama-{uuid.uuid4().hex[:8]}"
-    _create(bootstrap, topic)
+    create_topic(bootstrap, topic)
     before = dict(server.metrics.requests)
-    assert _offsets(sarama(bootstrap, topic, version, "produce", "-n", "3", "-compression", codec)) == [0, 1, 2]
-    assert _offsets(sarama(bootstrap, topic, version, "consume", "-n", "3")) == [0, 1, 2]
+    assert offsets(sarama(bootstrap, topic, version, "produce", "-n", "3", "-compression", codec)) == [0, 1, 2]
+    assert offsets(sarama(bootstrap, topic, version, "consume", "-n", "3")) == [0, 1, 2]
     group = f"compat-sarama-{uuid.uuid4().hex[:6]}"
-    assert _offsets(sarama(bootstrap, topic, version, "commit", "-group", group, "-n", "2")) == [0, 1]
+    assert offsets(sarama(bootstrap, topic, version, "commit", "-group", group, "-n", "2")) == [0, 1]
     if _groups(version):
-        assert _offsets(sarama(bootstrap, topic, version, "group", "-group", group, "-n", "1")) == [2]
+        assert offsets(sarama(bootstrap, topic, version, "group", "-group", group, "-n", "1")) == [2]
     sent = {k for k, n in server.metrics.requests.items() if n > before.get(k, 0)}
     sent.discard(("Heartbeat", 0))
     assert sent == EXPECTED_REQUESTS[version], sorted(sent)
