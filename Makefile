@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 .PHONY: serve test bench compat dist deps docs clean spark-example
 
 # .venv with kwire alone (what `make serve` needs), then the test extra on top (`make test`).
-$(VENV)/.base: pyproject.toml setup.py kwire/log/_walk.c
+$(VENV)/.base: pyproject.toml setup.py kwire/log/_walk.c kwire/codec/_downconvert.c
 	@test -n "$(PY)" || { echo "make: need Python >= 3.11 on PATH (or make PY=/path/to/python3.11)"; exit 1; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -70,5 +70,6 @@ deps:
 
 clean:
 	rm -rf $(VENV) kwire-data .pytest_cache .hypothesis build dist kwire.egg-info \
-	  compat-report.md compat-report.json tests/js/node_modules kwire/log/_walk.*.so
+	  compat-report.md compat-report.json tests/js/node_modules kwire/log/_walk.*.so \
+	  kwire/codec/_downconvert.*.so
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
