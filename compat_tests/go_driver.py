@@ -12,6 +12,7 @@ skip.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -71,13 +72,16 @@ def build(name: str) -> Path:
         out = root / f"{name}-{h.hexdigest()[:16]}"
         if not out.exists():
             root.mkdir(parents=True, exist_ok=True)
-            tmp = root / f".{out.name}.{os.getpid()}.{threading.get_ident()}"
-            proc = subprocess.run([go, "build", "-o", str(tmp), "."], cwd=src, env=_env(root / "cache"),
-                                  capture_output=True, text=True, timeout=600)
-            if proc.returncode != 0 or not tmp.exists():
-                raise GoUnavailable(f"go build of compat_tests/go/{name} failed ({INSTALL}?): "
-                                    f"{proc.stderr.strip()[-2000:]}")
-            os.replace(tmp, out)   # atomic: a concurrent worker's build of the same source wins equally
+            with open(root / ".build.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)   # one build at a time across xdist workers (2 cores)
+                if not out.exists():
+                    tmp = root / f".{out.name}.{os.getpid()}.{threading.get_ident()}"
+                    proc = subprocess.run([go, "build", "-o", str(tmp), "."], cwd=src, env=_env(root / "cache"),
+                                          capture_output=True, text=True, timeout=600)
+                    if proc.returncode != 0 or not tmp.exists():
+                        raise GoUnavailable(f"go build of compat_tests/go/{name} failed ({INSTALL}?): "
+                                            f"{proc.stderr.strip()[-2000:]}")
+                    os.replace(tmp, out)   # atomic
         _built[name] = out
         return out
 

@@ -75,9 +75,10 @@ def test_sarama_produce_consume_commit(release, client_name, caplog):
     """Sarama 1.22 at its default Version and pinned to 0.10.2.0 / 2.0.0 produces (compressed),
     consumes from the oldest offset, commits with OffsetCommit v1 (the OffsetManager, and a
     ConsumerGroup where its Version allows) and, restarted, resumes after the commit, on a 3.x
-    broker, with the protocol versions of the module's table; on a 4.x broker each request Kafka 4 removed is refused (Sarama gets an error, the
-    broker logs one line per refused connection naming the API and version, nothing is written,
-    and it serves a current client afterwards)."""
+    broker, sending the protocol versions of the module's table; on a 4.x broker each request
+    Kafka 4 removed is refused (Sarama gets an error, the broker logs one line per refused
+    connection naming the API and version, nothing is written, and it serves a current client
+    afterwards)."""
     caplog.set_level(logging.INFO, logger="kwire")
     bootstrap, old, server = release
     version, codec = SARAMA[client_name]
