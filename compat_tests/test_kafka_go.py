@@ -73,8 +73,8 @@ def test_kafka_go_produce_consume_commit(release, client_name, caplog):
     assert "error" in r, r
     assert end_offset(bootstrap, topic) == 0, "a refused produce wrote records"
     produce_current(bootstrap, topic, 6)   # the broker lives: a current client writes
-    assert "error" in kafka_go(bootstrap, topic, "consume", "-n", "6", timeout=3)
-    assert "error" in kafka_go(bootstrap, topic, "group", "-group", group, "-n", "4", timeout=3)
+    assert "error" in kafka_go(bootstrap, topic, "consume", "-n", "6", timeout=2)
+    assert "error" in kafka_go(bootstrap, topic, "group", "-group", group, "-n", "4", timeout=2)
     assert end_offset(bootstrap, topic) == 6, "the broker stopped serving"
     if server is not None:
         logged = refused_logged(caplog)

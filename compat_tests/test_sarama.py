@@ -1,25 +1,31 @@
 """Sarama 1.22 (Go; Debian's golang-github-shopify-sarama-dev), the client of issue 18: its
 default ``config.Version`` is the oldest it knows (0.8.2.0), and that version alone decides the
-protocol versions it sends (1.22 never asks ApiVersions):
+protocol versions it sends (1.22 never asks ApiVersions). From its source (client.go,
+produce_set.go, consumer.go, consumer_group.go, offset_manager.go):
 
-============  =========================================================================
-Version       requests (kwire counts them per API and version in the 3.9 row)
-============  =========================================================================
-0.8.2.0       Metadata v0, Produce v0 (message format v0), Fetch v0, ListOffsets v0,
-(default)     FindCoordinator v0, OffsetFetch v1, OffsetCommit v1; no consumer groups
-0.10.2.0      Metadata v1, Produce v2 (format v1), Fetch v3, ListOffsets v1, FindCoordinator v0,
-              JoinGroup v1, SyncGroup v0, Heartbeat v0, LeaveGroup v0, OffsetFetch v1,
-              OffsetCommit v1 (the oldest Version its ConsumerGroup accepts)
-2.0.0         Metadata v5, Produce v3 (record batch v2), Fetch v4, ListOffsets v1, and the group
-              requests of 0.10.2.0: OffsetCommit v1 still (v2 only with Offsets.Retention set)
-============  =========================================================================
+==============  ==========================================================================
+config.Version  requests
+==============  ==========================================================================
+0.8.2.x         Metadata v0, Produce v0 (message format v0), Fetch v0, ListOffsets v0
+(the default)
+0.9.0.x         Fetch v1; the rest as 0.8.2
+0.10.0.x        Metadata v1, Produce v2 (format v1), Fetch v2, ListOffsets v0
+0.10.1.x        Fetch v3, ListOffsets v1, JoinGroup v1; the rest as 0.10.0
+0.10.2.x        as 0.10.1; the oldest Version its ConsumerGroup accepts
+0.11.0.x        Produce v3 (record batch v2), Fetch v4
+1.0.0 - 2.2.0   Metadata v5; the rest as 0.11
+every Version   FindCoordinator v0, OffsetFetch v1, OffsetCommit v1 (v2 only with
+                Consumer.Offsets.Retention set), SyncGroup / Heartbeat / LeaveGroup v0
+==============  ==========================================================================
 
-So every Sarama 1.22 consumer that commits sends OffsetCommit v1, which Kafka 4 removed: under
-``kwire.emulate.kafka.version=3.9`` each Version produces, consumes (Fetch v0-3 down-converted
-from record batch v2), commits and, restarted, resumes from the committed offset; under 4.0 the
-removed versions are refused the Kafka 4 way (the connection closed, one log line naming the API
-and version): Sarama reports an error (it used to go unnoticed: the group re-read everything),
-and the broker serves everyone else.
+So every Sarama 1.22 consumer that commits sends OffsetCommit v1, which Kafka 4 removed (and
+every group member JoinGroup v1, which 4.0 removed and 4.1 brought back). The scenario runs the
+default, 0.10.2.0 and 2.0.0 and checks, in the 3.9 row, the requests kwire counted against this
+table. Under ``kwire.emulate.kafka.version=3.9`` each Version produces, consumes (Fetch v0-3
+down-converted from record batch v2), commits and, restarted, resumes from the committed offset;
+under 4.0 the removed versions are refused the Kafka 4 way (the connection closed, one log line
+naming the API and version): Sarama reports an error (a group used to re-read everything without
+a word), and the broker serves everyone else.
 
 The driver is compat_tests/go/sarama_driver (our Go program), built by compat_tests.go_driver. A
 missing Go toolchain or Sarama package fails these tests with what to install.
