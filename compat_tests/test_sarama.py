@@ -130,3 +130,28 @@ def test_sarama_produce_consume_commit(release, client_name, caplog):
     if server is not None:
         logged = refused_logged(caplog)
         assert {r for r in refused if r} == logged, (refused, logged)
+
+
+def test_sarama_group_on_kafka_41_with_retention(target, go_built, caplog):
+    """Kafka 4.1 brought JoinGroup v0-1 back but not OffsetCommit v1: a Sarama 1.22 group at
+    Version 2.0.0 fails to commit there (the error is reported), and with
+    Consumer.Offsets.Retention set (OffsetCommit v2, which Kafka 4 serves) it commits and resumes."""
+    if not target.name.startswith("kwire"):
+        pytest.skip("needs a kwire emulating 4.1")
+    from kwire.testing import Broker
+
+    caplog.set_level(logging.INFO, logger="kwire")
+    with Broker(mode="thread", overrides={"kwire.emulate.kafka.version": "4.1",
+                                          "group.initial.rebalance.delay.ms": 0}) as b:
+        bootstrap = b.bootstrap_servers
+        topic = f"compat-sarama-{uuid.uuid4().hex[:8]}"
+        create_topic(bootstrap, topic)
+        produce_current(bootstrap, topic, 6)
+        r = sarama(bootstrap, topic, "2.0.0", "group", "-group", f"g-{uuid.uuid4().hex[:6]}", "-n", "4")
+        assert "error" in r and "EOF" in r["error"], r   # OffsetCommit v1: the connection closed
+        assert refused_logged(caplog) == {"OffsetCommit v1"}
+        group = f"g-{uuid.uuid4().hex[:6]}"
+        assert offsets(sarama(bootstrap, topic, "2.0.0", "group", "-group", group, "-n", "4",
+                              "-retention", "24h")) == [0, 1, 2, 3]
+        assert offsets(sarama(bootstrap, topic, "2.0.0", "group", "-group", group, "-n", "2",
+                              "-retention", "24h")) == [4, 5]

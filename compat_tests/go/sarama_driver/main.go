@@ -101,6 +101,7 @@ func main() {
 	version := flag.String("version", "", "Sarama config.Version (empty: Sarama's default)")
 	compression := flag.String("compression", "none", "none | gzip | snappy | lz4")
 	timeout := flag.Duration("timeout", 15*time.Second, "give up after this long")
+	retention := flag.Duration("retention", 0, "Consumer.Offsets.Retention (set: OffsetCommit v2 instead of v1)")
 	verbose := flag.Bool("v", false, "Sarama's log on stderr")
 	flag.Parse()
 	if *verbose {
@@ -110,6 +111,7 @@ func main() {
 		fail("-brokers and -topic are required")
 	}
 	conf := config(*version, *compression, *timeout)
+	conf.Consumer.Offsets.Retention = *retention
 	time.AfterFunc(*timeout+10*time.Second, func() { fail("%s: still running %v after its timeout", *op, *timeout+10*time.Second) })
 	addrs := strings.Split(*brokers, ",")
 	res := result{Offsets: []int64{}, Values: []string{}, Errors: []string{}, Version: conf.Version.String()}
