@@ -25,7 +25,8 @@ table. Under ``kwire.emulate.kafka.version=3.9`` each Version produces, consumes
 down-converted from record batch v2), commits and, restarted, resumes from the committed offset;
 under 4.0 the removed versions are refused the Kafka 4 way (the connection closed, one log line
 naming the API and version): Sarama reports an error (a group used to re-read everything without
-a word), and the broker serves everyone else.
+a word), and the broker serves everyone else. Under 4.1 (JoinGroup v1 back) a group commits
+once Consumer.Offsets.Retention is set, which makes Sarama send OffsetCommit v2.
 
 The driver is compat_tests/go/sarama_driver (our Go program), built by compat_tests.go_driver. A
 missing Go toolchain or Sarama package fails these tests with what to install.
