@@ -45,6 +45,15 @@ def create_topic(bootstrap: str, topic: str) -> None:
         a.close()
 
 
+def requests_since(server, before: dict) -> set[tuple[str, int]]:
+    """(api, version) of the requests the broker counted since ``before`` (a copy of its
+    ``metrics.requests``), less the set-up's own CreateTopics (kafka-python's admin client, v5+,
+    which no old client sends): a request is counted once its answer is written, so the
+    set-up's can land just after ``before`` was taken."""
+    sent = {k for k, n in server.metrics.requests.items() if n > before.get(k, 0)}
+    return {k for k in sent if not (k[0] == "CreateTopics" and k[1] >= 5)}
+
+
 def end_offset(bootstrap: str, topic: str) -> int:
     from kafka import KafkaConsumer, TopicPartition
 

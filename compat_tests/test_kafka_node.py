@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.old_release import RELEASES, create_topic, emulated, end_offset, offsets, produce_current, refused_logged
+from compat_tests.old_release import (RELEASES, create_topic, emulated, end_offset, offsets, produce_current, refused_logged,
+                                      requests_since)
 
 JS_DIR = Path(__file__).resolve().parent.parent / "tests" / "js"
 CLIENT = "kafka-node-5.0"
@@ -78,7 +79,7 @@ def test_kafka_node_produce_consume_commit(release, node, client_name, caplog):
         assert offsets(again) == [4, 5] and again["values"] == ["w0", "w1"], \
             f"a restarted group member re-read from {again}"
         if server is not None:   # the versions kafka-node sends, as kwire counts them
-            sent = {k for k, n in server.metrics.requests.items() if n > before.get(k, 0)}
+            sent = requests_since(server, before)
             sent.discard(("Heartbeat", 0))
             assert sent == EXPECTED_REQUESTS, sorted(sent)
         return

@@ -39,7 +39,8 @@ import uuid
 import pytest
 
 from compat_tests import go_driver
-from compat_tests.old_release import RELEASES, create_topic, emulated, end_offset, offsets, produce_current, refused_logged
+from compat_tests.old_release import (RELEASES, create_topic, emulated, end_offset, offsets, produce_current, refused_logged,
+                                      requests_since)
 
 # client name -> Sarama config.Version ("" = Sarama's default), compression
 SARAMA = {"sarama-1.22 default": ("", "gzip"), "sarama-1.22 Version=0.10.2.0": ("0.10.2.0", "lz4"),
@@ -103,7 +104,7 @@ def test_sarama_produce_consume_commit(release, client_name, caplog):
             again = sarama(bootstrap, topic, version, op, "-group", group, "-n", "2")
             assert offsets(again) == [4, 5], f"{op}: a restarted consumer re-read from {again}"
         if server is not None:   # the versions this Version sends (the module's table), as kwire counts them
-            sent = {k for k, n in server.metrics.requests.items() if n > before.get(k, 0)}
+            sent = requests_since(server, before)
             sent.discard(("Heartbeat", 0))   # when a session lasts a heartbeat interval
             assert sent == EXPECTED_REQUESTS[version], sorted(sent)
         return
