@@ -26,6 +26,7 @@ from kwire.groups import consumer_records as CR
 from kwire.groups import records as R
 from kwire.groups.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState
 from kwire.groups.consumer_coordinator import ConsumerGroups
+from kwire.groups.consumer_migration import ConsumerGroupMigration
 from kwire.groups.share_coordinator import ShareGroups
 from kwire.groups.loader import replay_record
 from kwire.groups.membership import GroupConfig, Membership, Record, Writer, append_error
@@ -48,7 +49,8 @@ def commit_error(error: ErrorCode) -> ErrorCode:
     return append_error(error, E.INVALID_COMMIT_OFFSET_SIZE)
 
 
-class GroupCoordinator(ConsumerGroups, ShareGroups, TransactionalOffsets, PartitionOwnership, Membership):
+class GroupCoordinator(ConsumerGroupMigration, ConsumerGroups, ShareGroups, TransactionalOffsets, PartitionOwnership,
+                       Membership):
     def __init__(self, config: GroupConfig | None = None, clock=None, writer: Writer | None = None,
                  new_uuid: Callable[[], str] | None = None, *,
                  owned_partitions: Iterable[int] | None = None):

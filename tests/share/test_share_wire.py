@@ -88,7 +88,8 @@ def test_api_versions_advertise_share_groups(broker):
         r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
     keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
     assert keys[76] == (1, 1) and keys[77] == (1, 1) and keys[78] == (1, 2) and keys[79] == (1, 2)
-    assert [(f.name, f.max_version_level) for f in r.finalized_features] == [("share.version", 1)]
+    assert ("share.version", 1) in [(f.name, f.max_version_level) for f in r.finalized_features]
+    assert ("share.version", 0, 1) in [(f.name, f.min_version, f.max_version) for f in r.supported_features]
 
 
 def test_heartbeat_fetch_acknowledge(broker):
@@ -190,10 +191,11 @@ def test_share_version_0_turns_share_groups_off():
             r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
             keys = {k.api_key for k in r.api_keys}
             assert not keys & {76, 77, 78, 79, 90, 91, 92} and 68 in keys
-            assert r.finalized_features == []
+            assert "share.version" not in [f.name for f in r.finalized_features]
             assert _hb(c, "g", "m", 0, ["t"]).error_code == E.UNSUPPORTED_VERSION
             assert _fetch(c, "g", "m", 0, uuid.uuid4()).error_code == E.UNSUPPORTED_VERSION
     with Broker(overrides={"kwire.emulate.kafka.version": "4.0"}) as b:   # before share groups
         with WireClient(b.bootstrap_servers) as c:
             r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
-            assert not {k.api_key for k in r.api_keys} & {76, 77, 78, 79} and r.finalized_features == []
+            assert not {k.api_key for k in r.api_keys} & {76, 77, 78, 79}
+            assert "share.version" not in [f.name for f in r.finalized_features]
