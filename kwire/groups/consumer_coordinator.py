@@ -181,6 +181,8 @@ class ConsumerGroups:
         if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._consumer_leave(group_id, member_id, member_epoch, instance_id)
 
+        if group_id in getattr(self, "share_groups", ()):   # KIP-932
+            return _fail(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         # -- the group
         records: list[Record] = []
         g = self.groups.get(group_id)

@@ -226,6 +226,9 @@ class Membership:
         if not group_id:
             p.set_result(JoinResult(E.INVALID_GROUP_ID, member_id))
             return p
+        if group_id in getattr(self, "share_groups", ()):   # KIP-932: "not a classic group"
+            p.set_result(JoinResult(E.GROUP_ID_NOT_FOUND, member_id))
+            return p
         cfg = self.config
         if not cfg.group_min_session_timeout_ms <= session_timeout_ms <= cfg.group_max_session_timeout_ms:
             p.set_result(JoinResult(E.INVALID_SESSION_TIMEOUT, member_id))

@@ -126,3 +126,14 @@ def test_membership_records_replay_to_the_same_group():
     for k, v in log:
         load.replay(k, v)
     assert "sg" not in load.share_groups
+
+
+def test_a_share_group_id_is_not_a_classic_or_consumer_group():
+    c = Coord()
+    c.hb("a", 0)
+    p = c.coord.consumer_group_heartbeat("sg", "m", 0, rebalance_timeout_ms=100, subscribed_topic_names=["t"])
+    assert p.result.error == E.GROUP_ID_NOT_FOUND
+    p = c.coord.join_group("sg", "", protocol_type="consumer", protocols=[("range", b"")],
+                           session_timeout_ms=10_000)
+    assert p.result.error == E.GROUP_ID_NOT_FOUND
+    assert "sg" not in c.coord.groups
