@@ -108,17 +108,20 @@ def _acquire(ctx: RequestContext, req, tid, name: str, partition: int, max_recor
     if head.error and head.error != E.OFFSET_OUT_OF_RANGE:
         return head.error, b"", [], head.leader_epoch, 0
     sp = mgr.get_or_create(req.group_id, tid, partition, head.log_start_offset, head.high_watermark)
+    before = (sp.version, sp.start_offset, sp.end_offset)   # lock expiries below count too
     if sp.start_offset < head.log_start_offset:
         log.info("share group %s: %s-%d starts again at the log start offset %d (was %d)", req.group_id,
                  name, partition, head.log_start_offset, sp.start_offset)
         sp.reset(head.log_start_offset)
-    if not sp.can_acquire(now):
+    if not sp.can_acquire(now) or sp.fetch_offset(now) >= head.high_watermark:
+        if (sp.version, sp.start_offset, sp.end_offset) != before:
+            mgr.changed(req.group_id, tid, partition)
         return E.NONE, b"", [], head.leader_epoch, 0
     offset = sp.fetch_offset(now)
-    if offset >= head.high_watermark:
-        return E.NONE, b"", [], head.leader_epoch, 0
     res = rm.read(name, partition, offset, max_bytes, min_one=True)
     if res.error:
+        if (sp.version, sp.start_offset, sp.end_offset) != before:
+            mgr.changed(req.group_id, tid, partition)
         return res.error, b"", [], res.leader_epoch, 0
     data = bytes(res.records) if res.size else b""
     batches = []
@@ -136,11 +139,10 @@ def _acquire(ctx: RequestContext, req, tid, name: str, partition: int, max_recor
                for o in range(max(bt.base_offset, offset), bt.last_offset + 1)]
     read_end = batches[-1].last_offset + 1 if batches else None
     acquired = sp.acquire(req.member_id, offsets, max_records, now, read_end=read_end)
+    if (sp.version, sp.start_offset, sp.end_offset) != before:   # the durable form must follow
+        mgr.changed(req.group_id, tid, partition)
     if not acquired:
-        if read_end is not None:
-            mgr.changed(req.group_id, tid, partition)
         return E.NONE, b"", [], res.leader_epoch, 0
-    mgr.changed(req.group_id, tid, partition)
     chosen = [bt for bt in batches if any(a.first_offset <= bt.last_offset and bt.base_offset <= a.last_offset
                                            for a in acquired)]
     out = b"".join(bytes(data[bt.pos:bt.end]) for bt in chosen)
