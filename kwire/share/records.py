@@ -11,10 +11,10 @@ records (share-coordinator/src/main/resources/common/message), key version = rec
 Keys are not flexible, values are (tagged fields skipped on read; DeliveryCompleteCount,
 Kafka 4.2's tagged field 0, is not written). kwire writes a snapshot on every change (the topic
 is compacted, so the last one is what a load reads) and reads both kinds; a tombstone deletes
-the share partition's state. The ShareUpdateValue layout is Kafka's JSON as read; the
-CreateTimestamp / WriteTimestamp fields of ShareSnapshotValue follow Kafka 4.1+ as far as the
-sources available here showed (an older JSON without them was all that could be read), so a
-snapshot written by Kafka may differ from ours in those two fields.
+the share partition's state. The keys and ShareUpdateValue follow Kafka's JSON as read from
+apache/kafka; the ShareSnapshotValue revision readable here is an older one (no timestamps):
+the CreateTimestamp / WriteTimestamp fields after StartOffset are Kafka 4.1+'s as recalled, not
+checked against its JSON, so a snapshot written by Kafka may not decode here (nor ours there).
 
 The ``__share_group_state`` partition of a share partition: ``abs(hash("group:topicId:partition"))
 % partitions`` with Java's String.hashCode, as Kafka's SharePartitionKey.asCoordinatorKey.
