@@ -70,8 +70,13 @@ class Kp:
     def __init__(self, bs, group, topic):
         from kafka import KafkaConsumer
 
-        self.c = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
+        self.c = KafkaConsumer(bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
                                enable_auto_commit=False, heartbeat_interval_ms=200, session_timeout_ms=6000)
+        # kafka-python 3.0.x strands a member whose first join is redone for fresh metadata
+        # while its poll() times out (the xfail pinned in test_groups.py): learn the partitions
+        # before subscribing, as the other kafka-python group tests do
+        self.c.partitions_for_topic(topic)
+        self.c.subscribe([topic])
 
     def poll(self):
         self.c.poll(timeout_ms=20)
