@@ -147,7 +147,7 @@ def test_transaction_errors_on_the_wire(txn_broker):
         assert write_markers(c, a, ea, True, {topic: [0, 7], "no-such-topic": [0]}, coordinator_epoch=3) == {
             (topic, 0): 0, (topic, 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             ("no-such-topic", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
-        assert write_markers(c, a, ea, True, {topic: [0]}, coordinator_epoch=2, version=0) == {
+        assert write_markers(c, a, ea, True, {topic: [0]}, coordinator_epoch=2) == {
             (topic, 0): ErrorCode.TRANSACTION_COORDINATOR_FENCED}
         # the coordinator fences the producer with a bumped epoch (a timed-out transaction)
         assert produce(c, topic, kp_batch([b"z"], a, ea, 1)) == (0, 2)
