@@ -226,7 +226,7 @@ class KafkaServer:
         cfg = self.broker.config
         versions = table_of(cfg)
         conn = KafkaConnection(int(cfg.get("socket.request.max.bytes")), max_queued=int(cfg.get("queued.max.requests")),
-                               serves=versions.serves, peer=peer, versions=versions)
+                               serves=versions.serves, peer=peer, versions=versions, config=cfg)
         if listener is not None:
             conn.listener = listener.name
             if listener.sasl is not None:

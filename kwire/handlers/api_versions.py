@@ -9,7 +9,8 @@ although it refuses v0-2. A request at a version we do not know gets UNSUPPORTED
 as v0 (see kwire.connection).
 
 Features (v3+, KIP-584): the one kwire has is ``transaction.version`` (the broker config of the
-same name is the finalized level, 1 or 2). At level 2 the response carries it as supported
+same name is the finalized level, 1 or 2; unset, the emulated release's default: 2 under 4.x,
+as Kafka 4 formats a new cluster, 1 under 3.x). At level 2 the response carries it as supported
 (0-2) and finalized (2), with Produce v12, EndTxn v5 and TxnOffsetCommit v5 (KIP-890 part 2:
 the Java client 4.x then uses transaction version 2) when the emulated release has them (4.0+;
 under 3.x emulation the level is taken as 1); at
@@ -60,13 +61,21 @@ def api_version_entries(api_versions_api: Api, transaction_version: int = 1,
     return out
 
 
+def transaction_version(config, table: ApiVersionTable) -> int:
+    """The finalized transaction.version level: the config's, else the emulated release's default
+    (Kafka's TransactionVersion.TV_2 bootstraps with metadata version 4.0-IV2, so kafka-storage
+    format gives a new 4.x cluster level 2); always 1 under a release without EndTxn v5 (3.x)."""
+    if table.accepted.get(26, (0, 0))[1] < 5:
+        return 1   # the emulated release (3.x) predates transaction version 2: not offered
+    configured = config.get(TRANSACTION_VERSION) if config is not None else None
+    return 2 if configured is None else int(configured)
+
+
 @handles("ApiVersions")
 async def api_versions(ctx: RequestContext, req):
     config = ctx.broker.config
     table = table_of(config)
-    tv = int(config.get(TRANSACTION_VERSION) or 1)
-    if tv >= 2 and table.accepted.get(26, (0, 0))[1] < 5:
-        tv = 1   # the emulated release (3.x) predates transaction version 2: not offered
+    tv = transaction_version(config, table)
     extra = {}
     if tv >= 2 and ctx.version >= 3:
         extra = dict(

@@ -69,10 +69,7 @@ def test_kafka_python_infers_from_the_table(version):
 # ---------------------------------------------------------------------------- on the wire
 @pytest.fixture(scope="module", params=KAFKA_VERSIONS)
 def emulating(request):
-    # transaction.version 2, as a Kafka 4 cluster formats it by default (3.9 offers version 1 only):
-    # at version 1 Produce stops at v11, and kafka-python tells 4.1 by Produce v13
-    with Broker(mode="thread", overrides={"kwire.emulate.kafka.version": request.param,
-                                          "transaction.version": 2}) as b:
+    with Broker(mode="thread", overrides={"kwire.emulate.kafka.version": request.param}) as b:
         yield request.param, b.bootstrap_servers
 
 
@@ -98,16 +95,16 @@ def _recv_frame(s) -> bytes | None:
     return body
 
 
-def _advertised(version: str, transaction_version: int = 2) -> dict:
-    """The release's ranges as the ``emulating`` broker advertises them: at transaction version 2
-    (offered under 4.x only) in full; at version 1 Produce, EndTxn and TxnOffsetCommit stop
-    before transaction version 2 (v11, v4, v4)."""
+def _advertised_at_default_transaction_version(version: str) -> dict:
+    """The release's ranges as a broker with transaction.version unset advertises them: level 2
+    under 4.x (the release's own ranges, as a new Kafka 4 cluster); under 3.x level 1, where
+    Produce, EndTxn and TxnOffsetCommit stop before transaction version 2 (v11, v4, v4)."""
     from kwire.handlers.api_versions import TV1_MAX_VERSIONS
 
-    t = table_for(version).advertised
-    if version.startswith("4.") and transaction_version >= 2:
-        return dict(t)
-    return {k: (lo, min(hi, TV1_MAX_VERSIONS.get(k, hi))) for k, (lo, hi) in t.items()}
+    table = table_for(version).advertised
+    if version.startswith("4."):
+        return dict(table)
+    return {k: (lo, min(hi, TV1_MAX_VERSIONS.get(k, hi))) for k, (lo, hi) in table.items()}
 
 
 def test_api_versions_answer_per_release(emulating):
@@ -119,14 +116,14 @@ def test_api_versions_answer_per_release(emulating):
             _, resp = FR.decode_response(a, v, _recv_frame(s))
             assert resp.error_code == 0
             got = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-            assert got == _advertised(version)
+            assert got == _advertised_at_default_transaction_version(version)
         # an unknown ApiVersions version: UNSUPPORTED_VERSION as v0, with this release's ranges
         body = struct.pack(">hhi", 18, 9, 77) + struct.pack(">h", 1) + b"x" + b"\x00" + b"\x00\x00\x00"
         s.sendall(struct.pack(">i", len(body)) + body)
         _, resp = FR.decode_response(a, 0, _recv_frame(s))
         assert resp.error_code == ErrorCode.UNSUPPORTED_VERSION
         assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == \
-            _advertised(version, transaction_version=1)
+            _advertised_at_default_transaction_version(version)
 
 
 def test_kafka_python_check_version_infers_the_release(emulating):
