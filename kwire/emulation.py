@@ -179,7 +179,7 @@ _OTHER_NAMES = {
     34: "AlterReplicaLogDirs", 38: "CreateDelegationToken", 39: "RenewDelegationToken",
     40: "ExpireDelegationToken", 41: "DescribeDelegationToken", 48: "DescribeClientQuotas",
     49: "AlterClientQuotas", 50: "DescribeUserScramCredentials", 51: "AlterUserScramCredentials",
-    57: "UpdateFeatures", 61: "DescribeProducers", 68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
+    57: "UpdateFeatures", 68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
     76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge",
     80: "AddRaftVoter", 81: "RemoveRaftVoter", 83: "InitializeShareGroupState", 84: "ReadShareGroupState",
     85: "WriteShareGroupState", 86: "DeleteShareGroupState", 87: "ReadShareGroupStateSummary",
