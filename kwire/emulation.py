@@ -95,7 +95,7 @@ KAFKA_API_VERSIONS: dict[str, dict[int, tuple[int, int]]] = {
 }
 KAFKA_VERSIONS: tuple[str, ...] = tuple(KAFKA_API_VERSIONS)
 # The newest release whose APIs kwire serves in full (see the module doc; a test checks it).
-DEFAULT_KAFKA_VERSION = "4.1"
+DEFAULT_KAFKA_VERSION = "4.3"
 CONFIG_KEY = "kwire.emulate.kafka.version"
 
 
