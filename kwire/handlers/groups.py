@@ -336,7 +336,7 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: boo
     if error is not None:
         return error, {}
     parts = None if topics is None else \
-        [(t.name, i) for t in topics for i in t.partition_indexes if t.name != ""]
+        [(t.name, i) for t in topics for i in t.partition_indexes if ctx.version < 10 or t.name != ""]
     r = coord.fetch_offsets(group_id, parts, require_stable)
     if ctx.broker.authorizer is None:
         return r.error, r.offsets
