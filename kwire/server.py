@@ -126,6 +126,9 @@ class KafkaServer:
         nursery.start_soon(self.cleaner.run)   # compaction (cleanup.policy=compact), off the loop
         await start_groups(self.broker, nursery)  # replay before serving
         await start_transactions(self.broker, nursery)
+        share_state = getattr(self.broker, "share_state", None)
+        if share_state is not None:
+            share_state.load()   # the share partitions' state (KIP-932), before serving
 
     async def _retention_loop(self) -> None:
         """Retention, flush of rolled segments and checkpoints: decided here on the loop,

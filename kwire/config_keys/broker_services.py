@@ -278,6 +278,11 @@ _b("metrics.listen", S, "", "kwire: HOST:PORT of the Prometheus text endpoint (G
 _b("metadata.snapshot.interval.entries", I, 10000, "kwire: committed metadata entries between snapshots.",
    at_least(1), kwire=True)
 
+_b("share.version", SH, 1, "kwire: the share.version feature level the cluster finalizes (KIP-932), "
+   "advertised in ApiVersions when the emulated release has share groups (4.1+); 1: share groups "
+   "(ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and the share-group "
+   "offsets admin APIs) are served; 0: they are not (UNSUPPORTED_VERSION, left out of ApiVersions).",
+   between(0, 1), kwire=True)
 _b("transaction.version", SH, None, "kwire: the transaction.version feature level the cluster finalizes, "
    "advertised in ApiVersions (Kafka sets it with kafka-storage format --feature or kafka-features "
    "upgrade); 2: KIP-890 part 2, producers skip AddPartitionsToTxn/AddOffsetsToTxn (Produce v12 and "
