@@ -207,7 +207,10 @@ class GroupCoordinator(ConsumerGroupMigration, ConsumerGroups, ShareGroups, Tran
             g = self.groups.get(gid)
             if g is None or g.is_(S.DEAD) or g.consumer is not None:
                 # a consumer group "is not a classic group" (Kafka answers it so, Dead)
-                out.append(GroupDescription(gid, E.GROUP_ID_NOT_FOUND, S.DEAD.value, "", ""))
+                msg = f"Group {gid} not found." if g is None or g.consumer is None \
+                    else f"Group {gid} is not a classic group."
+                out.append(GroupDescription(gid, E.GROUP_ID_NOT_FOUND, S.DEAD.value, "", "",
+                                            error_message=msg))
                 continue
             stable = g.is_(S.STABLE)
             members = [MemberDescription(

@@ -17,10 +17,9 @@ from kwire.emulation import (DEFAULT_KAFKA_VERSION, KAFKA_API_VERSIONS, KAFKA_VE
 from kwire.errors import ErrorCode
 from kwire.testing import Broker
 
-# What a kwire broker emulating each release is inferred to be by kafka-python's check_version.
-# 4.1 and 4.2 are inferred 4.0: kafka-python tells 4.1 by Produce v13 (topic ids) and 4.2 by
-# ListOffsets v11, which kwire does not serve (docs/emulation.md).
-INFERRED = {"3.9": (3, 9), "4.0": (4, 0), "4.1": (4, 0), "4.2": (4, 0), "4.3": (4, 3)}
+# What a kwire broker emulating each release is inferred to be by kafka-python's check_version:
+# exactly that release (it tells 4.1 by Produce v13, topic ids, and 4.2 by ListOffsets v11).
+INFERRED = {"3.9": (3, 9), "4.0": (4, 0), "4.1": (4, 1), "4.2": (4, 2), "4.3": (4, 3)}
 # ZooKeeper-era inter-broker APIs a 3.9 ZooKeeper broker answered (kafka-python recorded one) and a
 # KRaft broker does not; and the KRaft broker's own APIs the ZooKeeper broker lacked.
 _ZK_ONLY = {4, 5, 6, 7, 56, 58, 67}
