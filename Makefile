@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 .PHONY: serve test bench compat dist deps docs clean spark-example
 
 # .venv with kwire alone (what `make serve` needs), then the test extra on top (`make test`).
-$(VENV)/.base: pyproject.toml setup.py kwire/log/_walk.c
+$(VENV)/.base: pyproject.toml setup.py kwire/log/_walk.c kwire/codec/_downconvert.c
 	@test -n "$(PY)" || { echo "make: need Python >= 3.11 on PATH (or make PY=/path/to/python3.11)"; exit 1; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -32,6 +32,7 @@ tests/js/node_modules/.installed: tests/js/package-lock.json
 test: .venv tests/js/node_modules/.installed
 	@command -v kcat >/dev/null 2>&1 || echo "make: kcat not found: its tests will fail (make deps installs it)"
 	@command -v javac >/dev/null 2>&1 || echo "make: javac not found: the Java compat column will fail (make deps installs a JDK)"
+	@command -v go >/dev/null 2>&1 || echo "make: go not found: the Sarama and kafka-go tests will fail (make deps installs Go and their sources)"
 	$(BIN)/python -m pytest -q -n 3 --dist loadgroup --durations=30 tests compat_tests
 
 compat: .venv
@@ -53,19 +54,22 @@ docs: $(VENV)/.base
 	$(BIN)/python -m kwire.config_keys.reference > docs/config.md
 	$(BIN)/python -m kwire.emulation > docs/emulation.md
 
-# What the tests need beside Python: kcat, node/npm (KafkaJS), Java 17 (Java clients).
+# What the tests need beside Python: kcat, node/npm (KafkaJS), Java 17 (Java clients), Go with Debian's
+# Sarama and kafka-go sources (the old Go clients of compat_tests; brew has no such packages).
 deps:
 	@if command -v apt-get >/dev/null 2>&1; then \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    kcat nodejs npm openjdk-17-jdk-headless; \
+	    kcat nodejs npm openjdk-17-jdk-headless golang-go gcc \
+	    golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev; \
 	elif command -v brew >/dev/null 2>&1; then \
 	  brew install kcat node openjdk@17; \
 	else \
-	  echo "make deps: install kcat, node/npm and a JDK 17 (javac too) with your package manager"; exit 1; \
+	  echo "make deps: install kcat, node/npm, a JDK 17 (javac too), and Go with Sarama 1.22 and kafka-go 0.2 sources in /usr/share/gocode (Debian's golang-github-shopify-sarama-dev, golang-github-segmentio-kafka-go-dev)"; exit 1; \
 	fi
 
 clean:
 	rm -rf $(VENV) kwire-data .pytest_cache .hypothesis build dist kwire.egg-info \
-	  compat-report.md compat-report.json tests/js/node_modules kwire/log/_walk.*.so
+	  compat-report.md compat-report.json tests/js/node_modules kwire/log/_walk.*.so \
+	  kwire/codec/_downconvert.*.so
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -5,7 +5,8 @@ records of 1 KB in v2 batches of 100 (stored with the codec given). One client o
 reads them all from offset 0, 1 MiB per request, with Fetch v12 (v2 batches, sent with sendfile)
 and with Fetch v3 (down-converted to message format v1 in the broker: a read, a decode and an
 encode per record, no sendfile); MB/s of record values, best of the rounds. The issue's goal:
-v3 at least 0.2 of v12. Also the produce side: 10,000 x 1 KB records in requests of 100 as
+v3 at least 0.2 of v12. Uncompressed v3 is measured twice: with the C walk
+(kwire/codec/_downconvert.c, when built) and with the pure-Python walk it replaces. Also the produce side: 10,000 x 1 KB records in requests of 100 as
 Produce v2 message sets (converted to v2 batches on append) against Produce v9 batches.
 
 ``python -m bench emulation`` runs it alone.
@@ -17,6 +18,7 @@ import struct
 import time
 
 from kwire.codec import frame as FR
+from kwire.codec import legacy_records as L
 from kwire.codec.apis import api
 from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import KafkaError
@@ -163,17 +165,25 @@ def run(quick: bool = False) -> list[tuple]:
                     produced[version] = None
             # the data every fetch reads: v2 batches of 100 records
             _produce_all(b.bootstrap_servers, topic, 9, codec)
-            best = {12: 0.0, 3: 0.0}
-            cpu = {12: float("inf"), 3: float("inf")}
+            # v3 twice: through the C walk (kwire/codec/_downconvert.c) and the pure-Python one
+            # ("3py": the broker runs in this process, so switching the module's hook switches it)
+            kinds = (12, 3, "3py") if codec == 0 and L._plain_c is not None else (12, 3)
+            best = {k: 0.0 for k in kinds}
+            cpu = {k: float("inf") for k in kinds}
+            c_walk = L._plain_c
             for _ in range(rounds):
-                for version in (12, 3):
+                for kind in kinds:
+                    version = 3 if kind == "3py" else kind
+                    L._plain_c = None if kind == "3py" else c_walk
                     try:
                         wall, used = _read_all(b.bootstrap_servers, topic, version)
                     except (ConnectionError, OSError, KafkaError):
-                        best[version] = None
+                        best[kind] = None
                         continue
-                    best[version] = max(best[version], mb / wall)
-                    cpu[version] = min(cpu[version], used)
+                    finally:
+                        L._plain_c = c_walk
+                    best[kind] = max(best[kind], mb / wall)
+                    cpu[kind] = min(cpu[kind], used)
             row(f"fetch v12 10,000 x 1 KB ({cname}, sendfile)", best[12], "MB/s")
             if best[3] is None:
                 rows.append((f"fetch v3 ({cname})", 0, "-", "-", "n/a"))
@@ -185,6 +195,9 @@ def run(quick: bool = False) -> list[tuple]:
             else:
                 row(f"fetch v3 / v12 ({cname})", ratio, "ratio", ">= 0.2", ratio >= 0.2)
             row(f"fetch v3 / v12 CPU seconds, broker + client ({cname})", cpu[12] / cpu[3], "ratio")
+            if "3py" in best and best["3py"]:
+                row(f"fetch v3 10,000 x 1 KB ({cname}, Python walk, no C)", best["3py"], "MB/s")
+                row(f"fetch v3 / v12 ({cname}, Python walk, no C)", best["3py"] / best[12], "ratio")
             row(f"produce v9 10,000 x 1 KB in 100 batches ({cname})", produced[9], "MB/s")
             if produced[2] is not None:
                 row(f"produce v2 message sets, converted ({cname})", produced[2], "MB/s")

@@ -141,6 +141,12 @@ class Broker:
         self.producer_ids = ProducerIdManager(expiration_ms=int(self.config.get("producer.id.expiration.ms")))
         self.producer_ids_lock = trio.Lock()   # one block allocation (a metadata commit) at a time
         self.fetch_sessions = FetchSessionCache()
+        # KIP-932: the share partitions this node leads and the share sessions of its clients
+        from kwire.share.manager import SharePartitionManager  # noqa: PLC0415
+        from kwire.share.settings import share_settings  # noqa: PLC0415
+        self.share_partitions = SharePartitionManager(lambda gid: share_settings(self.config, self.image, gid))
+        from kwire.share.state_store import ShareStateStore  # noqa: PLC0415
+        self.share_state = ShareStateStore(self, self.share_partitions)   # __share_group_state
         # client quotas (kwire.quota): sensors per user / client id, bounds from the image
         from kwire.quota.manager import ClientQuotas  # noqa: PLC0415
         self.quotas = ClientQuotas(lambda: self.image.client_quotas, int(self.config.get("quota.window.num")),

@@ -95,7 +95,7 @@ KAFKA_API_VERSIONS: dict[str, dict[int, tuple[int, int]]] = {
 }
 KAFKA_VERSIONS: tuple[str, ...] = tuple(KAFKA_API_VERSIONS)
 # The newest release whose APIs kwire serves in full (see the module doc; a test checks it).
-DEFAULT_KAFKA_VERSION = "3.9"
+DEFAULT_KAFKA_VERSION = "4.3"
 CONFIG_KEY = "kwire.emulate.kafka.version"
 
 
@@ -179,7 +179,7 @@ _OTHER_NAMES = {
     34: "AlterReplicaLogDirs", 38: "CreateDelegationToken", 39: "RenewDelegationToken",
     40: "ExpireDelegationToken", 41: "DescribeDelegationToken", 48: "DescribeClientQuotas",
     49: "AlterClientQuotas", 50: "DescribeUserScramCredentials", 51: "AlterUserScramCredentials",
-    57: "UpdateFeatures", 61: "DescribeProducers", 68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
+    57: "UpdateFeatures", 68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
     76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge",
     80: "AddRaftVoter", 81: "RemoveRaftVoter", 83: "InitializeShareGroupState", 84: "ReadShareGroupState",
     85: "WriteShareGroupState", 86: "DeleteShareGroupState", 87: "ReadShareGroupStateSummary",
@@ -223,8 +223,7 @@ def render() -> str:
            "finalized feature in ApiVersions) is Kafka 4's: under 3.x emulation the broker offers transaction "
            "version 1 only.",
            "- Version-sniffing clients infer the release from these ranges: kafka-python's check_version says "
-           "3.9, 4.0 and 4.3 under those emulations; under 4.1 and 4.2 it says 4.0 (it tells 4.1 by Produce v13 "
-           "and 4.2 by ListOffsets v11, which kwire does not serve).", ""]
+           "the emulated release under each of them (it tells 4.1 by Produce v13 and 4.2 by ListOffsets v11).", ""]
     for v in KAFKA_VERSIONS:
         gaps = missing(v, served)
         partial = [(k, r, got) for k, (r, got) in gaps.items() if got is not None]

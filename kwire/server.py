@@ -100,6 +100,33 @@ class _CloseConnection(Exception):
     pass
 
 
+class LogThrottle:
+    """At most one log line per key (peer host and reason) per ``interval`` seconds: an old
+    client refused under 4.x emulation reconnects in a tight loop (kafka-go 0.2: ~150 times a
+    second), which must not flood the log. The next line after a quiet spell says how many
+    were left out."""
+
+    MAX_KEYS = 4096
+
+    def __init__(self, interval: float = 10.0):
+        self.interval = interval
+        self._last: dict = {}
+        self._left_out: Counter = Counter()
+
+    def allow(self, key, now: float) -> int | None:
+        """None: leave this one out; else how many were left out since the last line."""
+        last = self._last.get(key)
+        if last is not None and now - last < self.interval:
+            self._left_out[key] += 1
+            return None
+        if len(self._last) >= self.MAX_KEYS:   # forget the quiet ones
+            for k in [k for k, t in self._last.items() if now - t >= self.interval]:
+                del self._last[k]
+                self._left_out.pop(k, None)
+        self._last[key] = now
+        return self._left_out.pop(key, 0)
+
+
 class KafkaServer:
     """Serves the Kafka protocol for one Broker on one or more listeners."""
 
@@ -109,6 +136,7 @@ class KafkaServer:
         self.connections: dict[KafkaConnection, trio.CancelScope] = {}
         self._timed_out: dict[KafkaConnection, str] = {}
         self._per_ip: Counter = Counter()
+        self._close_log = LogThrottle()
         self.in_flight = 0  # requests being handled right now, across connections
         self._idle: trio.Event | None = None
         self._accepting = trio.CancelScope()
@@ -126,6 +154,9 @@ class KafkaServer:
         nursery.start_soon(self.cleaner.run)   # compaction (cleanup.policy=compact), off the loop
         await start_groups(self.broker, nursery)  # replay before serving
         await start_transactions(self.broker, nursery)
+        share_state = getattr(self.broker, "share_state", None)
+        if share_state is not None:
+            share_state.load()   # the share partitions' state (KIP-932), before serving
 
     async def _retention_loop(self) -> None:
         """Retention, flush of rolled segments and checkpoints: decided here on the loop,
@@ -226,7 +257,7 @@ class KafkaServer:
         cfg = self.broker.config
         versions = table_of(cfg)
         conn = KafkaConnection(int(cfg.get("socket.request.max.bytes")), max_queued=int(cfg.get("queued.max.requests")),
-                               serves=versions.serves, peer=peer, versions=versions)
+                               serves=versions.serves, peer=peer, versions=versions, config=cfg)
         if listener is not None:
             conn.listener = listener.name
             if listener.sasl is not None:
@@ -266,7 +297,11 @@ class KafkaServer:
                 reason = self._timed_out.pop(conn, "timed out")
                 (log.info if conn.partial else log.debug)("closing connection from %s: %s", peer, reason)
         except _CloseConnection as exc:
-            log.warning("closing connection from %s: %s", peer, exc)
+            left_out = self._close_log.allow((host, str(exc)), time.monotonic())
+            if left_out is not None:
+                log.warning("closing connection from %s: %s%s", peer, exc,
+                            f" (and {left_out} more from {host} in the last {self._close_log.interval:.0f}s)"
+                            if left_out else "")
         except HandshakeFailed as exc:
             log.info("closing connection from %s on listener %s: %s", peer, listener.name, exc)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as exc:

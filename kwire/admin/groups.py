@@ -1,6 +1,8 @@
 """``kwire groups``: kafka-consumer-groups.sh's flags and output.
 
 --list; --describe (offsets with lag, or --members / --state) for --group or --all-groups;
+KIP-848 consumer groups through ConsumerGroupDescribe (kwire.admin.consumer_groups: group and
+assignment epochs, member epochs, current and target assignments with --verbose);
 --reset-offsets (--to-earliest, --to-latest, --to-current, --to-offset, --shift-by,
 --to-datetime, --by-duration) with --dry-run or --execute, for an inactive group only, as
 Kafka requires; --delete. Offsets are committed the way Kafka's admin client alters them:
@@ -21,6 +23,7 @@ examples:
   kwire groups --list
   kwire groups --describe --group billing                 offsets, log end offsets, lag, owners
   kwire groups --describe --group billing --members --verbose
+  kwire groups --describe --group billing --state --verbose   (consumer groups: epochs)
   kwire groups --reset-offsets --group billing --topic orders --to-earliest --dry-run
   kwire groups --reset-offsets --group billing --all-topics --shift-by -10 --execute
   kwire groups --delete --group billing
@@ -46,7 +49,8 @@ def add_parser(sub) -> None:
     p.add_argument("--group", action="append", default=[], metavar="GROUP", help="the group (repeatable)")
     p.add_argument("--all-groups", action="store_true", help="every group")
     p.add_argument("--members", action="store_true", help="--describe: the members")
-    p.add_argument("--verbose", action="store_true", help="--describe --members: also each member's partitions")
+    p.add_argument("--verbose", action="store_true", help="--describe --members: also each member's partitions "
+                   "(consumer groups: member epochs, current and target assignments); --state: the epochs")
     p.add_argument("--state", nargs="?", const=True, default=None, metavar="STATE",
                    help="--describe: the group's state; --list: only groups in STATE (e.g. Stable, Empty)")
     p.add_argument("--offsets", action="store_true", help="--describe: offsets and lag (the default)")
@@ -162,6 +166,19 @@ def _state_note(group: str, state: str) -> bool:
 
 
 def _describe(c, args, group: str) -> None:
+    from kwire.admin import consumer_groups as CG  # noqa: PLC0415
+
+    cg, coordinator = CG.describe_consumer_group(c, group)
+    if cg is not None:   # a KIP-848 consumer group
+        if args.state is True:
+            CG.print_state(c, group, cg, coordinator, args.verbose)
+        elif _state_note(group, cg.group_state):
+            if args.members:
+                CG.print_members(group, cg, args.verbose)
+            else:
+                _print_offsets(c, group, coordinator, {m.member_id: m for m in cg.members},
+                               {m.member_id: CG.partitions(m.assignment) for m in cg.members})
+        return
     g, coordinator = _group(c, group)
     if args.state is True:
         host, port = c.brokers.get(coordinator, ("?", -1))
@@ -199,10 +216,15 @@ def _describe(c, args, group: str) -> None:
     # offsets (the default)
     if not _state_note(group, g.group_state):
         return
+    _print_offsets(c, group, coordinator, {m.member_id: m for m in g.members}, _assignments(g))
+
+
+def _print_offsets(c, group: str, coordinator: int, members: dict, owned: dict[str, list[tuple[str, int]]]) -> None:
+    """GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID;
+    ``members``: member id -> an object with client_host and client_id."""
     committed = _committed(c, coordinator, group)
     owners = {}
-    members = {m.member_id: m for m in g.members}
-    for mid, tps in _assignments(g).items():
+    for mid, tps in owned.items():
         for tp in tps:
             owners[tp] = members[mid]
     tps = sorted(set(committed) | set(owners))
@@ -267,11 +289,14 @@ def _reset(c, args, groups: list[str]) -> None:
         print("WARN: No action will be performed as the --execute option is missing. Add --dry-run to keep "
               "this behaviour without the warning, or --execute to commit the offsets.", file=sys.stderr)
     plans = {}
+    from kwire.admin.consumer_groups import describe_consumer_group  # noqa: PLC0415
+
     for group in groups:
-        g, coordinator = _group(c, group)
-        if g.group_state not in ("Empty", "Dead"):
+        cg, coordinator = describe_consumer_group(c, group)
+        state = cg.group_state if cg is not None else _group(c, group)[0].group_state
+        if state not in ("Empty", "Dead"):
             raise AdminError(f"Assignments can only be reset if the group '{group}' is inactive, but the current "
-                             f"state is {g.group_state}.")
+                             f"state is {state}.")
         committed = _committed(c, coordinator, group)
         tps: list[tuple[str, int]] = []
         if args.all_topics:

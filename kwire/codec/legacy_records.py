@@ -23,6 +23,11 @@ from kwire.codec import compression as Z
 from kwire.codec.records import CREATE_TIME, LOG_APPEND_TIME, build_batch, iter_batches
 from kwire.errors import ErrorCode
 
+try:   # the plain-batch walk in C (kwire/codec/_downconvert.c, built by setup.py when a compiler is there)
+    from kwire.codec._downconvert import plain_batch as _plain_c
+except ImportError:   # pragma: no cover - a build without a C compiler: the Python walk below
+    _plain_c = None
+
 MAGIC_V0 = 0
 MAGIC_V1 = 1
 CODEC_MASK = 0x07
@@ -179,10 +184,15 @@ def down_convert(data, to_magic: int, first_offset: int) -> list[bytes]:
             continue
         codec = batch.compression
         if codec == Z.NONE and batch.timestamp_type != LOG_APPEND_TIME:
-            try:
-                unit = _plain_batch(batch, to_magic, first_offset)
-            except (IndexError, ValueError):   # anything unusual: the general path names it
-                unit = None
+            unit = None
+            if _plain_c is not None:   # the same bytes as _plain_batch (a property test holds it to that)
+                unit = _plain_c(batch.payload(), batch.record_count, batch.base_offset, batch.base_timestamp,
+                                to_magic, first_offset)
+            if unit is None:
+                try:
+                    unit = _plain_batch(batch, to_magic, first_offset)
+                except (IndexError, ValueError, struct.error):   # anything unusual: the general path names it
+                    unit = None
             if unit is not None:
                 if unit:
                     units.append(unit)

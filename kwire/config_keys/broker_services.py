@@ -278,8 +278,15 @@ _b("metrics.listen", S, "", "kwire: HOST:PORT of the Prometheus text endpoint (G
 _b("metadata.snapshot.interval.entries", I, 10000, "kwire: committed metadata entries between snapshots.",
    at_least(1), kwire=True)
 
-_b("transaction.version", SH, 1, "kwire: the transaction.version feature level the cluster finalizes, "
+_b("share.version", SH, 1, "kwire: the share.version feature level the cluster finalizes (KIP-932), "
+   "advertised in ApiVersions when the emulated release has share groups (4.1+); 1: share groups "
+   "(ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and the share-group "
+   "offsets admin APIs) are served; 0: they are not (UNSUPPORTED_VERSION, left out of ApiVersions).",
+   between(0, 1), kwire=True)
+_b("transaction.version", SH, None, "kwire: the transaction.version feature level the cluster finalizes, "
    "advertised in ApiVersions (Kafka sets it with kafka-storage format --feature or kafka-features "
    "upgrade); 2: KIP-890 part 2, producers skip AddPartitionsToTxn/AddOffsetsToTxn (Produce v12 and "
-   "TxnOffsetCommit v5 add the partition) and EndTxn v5 bumps the epoch of every transaction.",
+   "TxnOffsetCommit v5 add the partition) and EndTxn v5 bumps the epoch of every transaction. Unset: "
+   "the emulated release's default, as kafka-storage format picks it: 2 under Kafka 4.x emulation, 1 "
+   "under 3.x (which has no version 2, so 2 is taken as 1 there too).",
    between(1, 2), kwire=True)

@@ -4,9 +4,10 @@ go to the writer, answers wait on ``Pending``, time comes from the clock.
 
 A heartbeat (``consumer_group_heartbeat``):
 1. finds or creates the group (epoch 0 creates it; an Empty classic group becomes a consumer
-   group keeping its offsets; a classic group with members answers GROUP_ID_NOT_FOUND, "not
-   a consumer group": the online upgrade is a later slice) and the member (epoch 0 joins:
-   v1 clients bring their own member id, v0 ones get one; otherwise UNKNOWN_MEMBER_ID, or
+   group keeping its offsets; a classic group with members is upgraded online where
+   group.consumer.migration.policy allows, else GROUP_ID_NOT_FOUND:
+   kwire.groups.consumer_migration) and the member (epoch 0 joins: v1 clients bring their
+   own member id, v0 ones get one; otherwise UNKNOWN_MEMBER_ID, or
    FENCED_MEMBER_EPOCH for an epoch the member is not at, except its previous epoch with a
    subset of its partitions: the answer carrying the bump may have been lost);
 2. bumps the group epoch when a member joins, changes its subscription or assignor, or the
@@ -33,7 +34,8 @@ Static members (an instance id): epoch -2 leaves for a while, keeping the partit
 session timer running); a member joining (epoch 0) with that instance id takes over the place,
 epoch and partitions without a rebalance (UNRELEASED_INSTANCE_ID while the old one has not
 left; FENCED_INSTANCE_ID for the old one afterwards). Members using the classic protocol in a
-consumer group (migration) are a later slice.
+consumer group, and the downgrade when the last consumer-protocol member leaves:
+kwire.groups.consumer_migration.
 """
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ from uuid import UUID
 from kwire.errors import ErrorCode
 from kwire.groups import consumer_records as CR
 from kwire.groups import records as R
-from kwire.groups.assignors import ASSIGNORS
+from kwire.groups.assignors import ASSIGNORS, Racks
 from kwire.groups.consumer_group import (Assignment, ConsumerGroup, ConsumerGroupMember, MemberState,
                                          compile_regex, is_subset, member_topic_ids, reconcile)
 from kwire.groups.group import Group, GroupState
@@ -57,6 +59,15 @@ from kwire.groups.pending import Pending
 
 E = ErrorCode
 log = logging.getLogger("kwire.groups")
+
+#: the member timers (kind, group id, member id) and why a member is fenced when one expires;
+#: cg_join / cg_sync are for classic members (kwire.groups.consumer_migration)
+_FENCED_BECAUSE = {
+    "cg_session": "missed its session timeout",
+    "cg_rebalance": "did not revoke its partitions within its rebalance timeout",
+    "cg_join": "did not rejoin (JoinGroup) within its rebalance timeout",
+    "cg_sync": "did not send its SyncGroup within its rebalance timeout",
+}
 
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
@@ -105,6 +116,8 @@ class ConsumerGroups:
 
     #: name -> (topic id, partition count) of every topic; the edge sets it from the image
     topic_metadata: Callable[[], Mapping[str, tuple[UUID, int]]] = staticmethod(lambda: {})
+    #: (topic id, partition) -> the racks of its replicas' brokers; the edge sets it from the image
+    partition_racks: Callable[[UUID, int], frozenset] = staticmethod(lambda _t, _p: frozenset())
     #: group id -> its dynamic group configs (IncrementalAlterConfigs on a GROUP resource)
     group_overrides: Callable[[str], Mapping[str, str]] = staticmethod(lambda _gid: {})
 
@@ -168,6 +181,8 @@ class ConsumerGroups:
         if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._consumer_leave(group_id, member_id, member_epoch, instance_id)
 
+        if group_id in getattr(self, "share_groups", ()):   # KIP-932
+            return _fail(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         # -- the group
         records: list[Record] = []
         g = self.groups.get(group_id)
@@ -181,7 +196,13 @@ class ConsumerGroups:
             g.consumer = ConsumerGroup(group_id)
             g.protocol_type = None
         elif g.consumer is None:
-            return _fail(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            if member_epoch != 0:
+                return _fail(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            # the online upgrade of a classic group (kwire.groups.consumer_migration)
+            error, message, upgrade = self._upgrade_classic_group(g)
+            if error is not None:
+                return _fail(error, message)
+            records += upgrade
         cg = g.consumer
 
         # -- the member
@@ -316,8 +337,7 @@ class ConsumerGroups:
         """The new incarnation of a static member takes the place, epoch and partitions of the
         one that left with epoch -2 (no rebalance: the group epoch stays)."""
         gid = cg.group_id
-        self.timers.cancel(("cg_session", gid, prior.member_id))
-        self.timers.cancel(("cg_rebalance", gid, prior.member_id))
+        self._cancel_member_timers(gid, prior.member_id)
         target = cg.target.get(prior.member_id, {})
         cg.remove_member(prior.member_id)
         fresh = replace(prior, member_id=member_id)
@@ -340,7 +360,8 @@ class ConsumerGroups:
         chosen = max(votes, key=lambda a: (votes[a], -names.index(a))) if votes else names[0]
         subs = {mid: member_topic_ids(m, cg.subscription_metadata) for mid, m in cg.members.items()}
         topics = {tid: n for tid, n in cg.subscription_metadata.values()}
-        new = ASSIGNORS[chosen](subs, topics, cg.target)
+        racks = Racks({mid: m.rack_id for mid, m in cg.members.items()}, self.partition_racks)
+        new = ASSIGNORS[chosen](subs, topics, cg.target, racks)
         records = []
         for mid in cg.members:
             a = new.get(mid, {})
@@ -377,10 +398,13 @@ class ConsumerGroups:
         return self._answer_after(group_id, records, ConsumerHeartbeatResult(E.NONE, None, member_id, epoch, 0))
 
     def _fence_member(self, g: Group, member_id: str, why: str) -> list[Record]:
+        downgrade = self._maybe_downgrade(g, member_id)   # the last consumer-protocol member left
+        if downgrade is not None:
+            log.info("group %s: member %s %s", g.group_id, member_id, why)
+            return downgrade
         cg = g.consumer
         cg.remove_member(member_id)
-        self.timers.cancel(("cg_session", g.group_id, member_id))
-        self.timers.cancel(("cg_rebalance", g.group_id, member_id))
+        self._cancel_member_timers(g.group_id, member_id)
         cg.group_epoch += 1
         log.info("group %s: member %s %s; group epoch %d, %d members", g.group_id, member_id, why,
                  cg.group_epoch, len(cg.members))
@@ -391,15 +415,17 @@ class ConsumerGroups:
 
     def _on_consumer_timer(self, key) -> bool:
         kind = key[0]
-        if kind not in ("cg_session", "cg_rebalance"):
+        if kind not in _FENCED_BECAUSE:
             return False
         g = self.groups.get(key[1])
         if g is None or g.consumer is None or key[2] not in g.consumer.members:
             return True
-        why = "missed its session timeout" if kind == "cg_session" else \
-            "did not revoke its partitions within its rebalance timeout"
-        self._write(g.group_id, self._fence_member(g, key[2], why))
+        self._write(g.group_id, self._fence_member(g, key[2], _FENCED_BECAUSE[kind]))
         return True
+
+    def _cancel_member_timers(self, group_id: str, member_id: str) -> None:
+        for kind in _FENCED_BECAUSE:
+            self.timers.cancel((kind, group_id, member_id))
 
     def consumer_group_tombstones(self, g: Group) -> list[Record]:
         """Records that delete an empty consumer group (its offsets are the caller's)."""
@@ -409,14 +435,14 @@ class ConsumerGroups:
     def _cancel_consumer_timers(self, g: Group) -> None:
         if g.consumer is not None:
             for mid in g.consumer.members:
-                self.timers.cancel(("cg_session", g.group_id, mid))
-                self.timers.cancel(("cg_rebalance", g.group_id, mid))
+                self._cancel_member_timers(g.group_id, mid)
 
     def _start_consumer_timers(self, g: Group) -> None:
         """After a load: every member gets a fresh session (as Kafka's onLoaded)."""
         if g.consumer is not None:
-            for mid in g.consumer.members:
-                self._schedule(("cg_session", g.group_id, mid), self._session_timeout_ms(g.group_id))
+            for mid, m in g.consumer.members.items():
+                self._schedule(("cg_session", g.group_id, mid), m.classic.session_timeout_ms
+                               if m.classic is not None else self._session_timeout_ms(g.group_id))
 
     # ------------------------------------------------------------------ offsets
     def validate_consumer_offset_commit(self, g: Group, member_id: str, member_epoch: int,
@@ -431,6 +457,8 @@ class ConsumerGroups:
         m = cg.members.get(member_id)
         if m is None:
             return E.UNKNOWN_MEMBER_ID
+        if m.classic is not None and not transactional:   # a classic member: its generation
+            return E.ILLEGAL_GENERATION if member_epoch != m.member_epoch else None
         if api_version < 9 and not transactional:
             return E.UNSUPPORTED_VERSION
         if member_epoch != m.member_epoch:

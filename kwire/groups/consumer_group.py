@@ -45,6 +45,15 @@ class ConsumerGroupState(enum.Enum):
 
 
 @dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """A member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside a
+    consumer group, after an online upgrade: its session timeout and the protocols it
+    offered in its JoinGroup (name, consumer protocol subscription bytes)."""
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
 class ConsumerGroupMember:
     member_id: str
     instance_id: str | None = None
@@ -60,6 +69,12 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    #: set for a member using the classic protocol (kwire.groups.consumer_migration)
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def owned_partitions(self) -> Iterable[tuple[UUID, int]]:
         for a in (self.assigned, self.pending_revocation):

@@ -7,7 +7,8 @@ records (group-coordinator/src/main/resources/common/message), key version = rec
 - 7 ConsumerGroupTargetAssignmentMemberKey (group, member) -> ...TargetAssignmentMemberValue v0
 - 8 ConsumerGroupCurrentMemberAssignmentKey (group, member) -> ...CurrentMemberAssignmentValue v0
 
-Keys are not flexible, values are (v0+, tagged fields: written without any, unknown ones
+Keys are not flexible, values are (v0+, tagged fields: written only when set - the member's
+ClassicMemberMetadata, tag 0, for a member using the classic protocol - unknown ones
 skipped on read). A removed member or group is a tombstone of each of its keys.
 ConsumerGroupPartitionMetadata (type 4) is not written, as Kafka 4.1+ no longer writes it
 (the subscribed topics' metadata is recomputed from the metadata image); a type-4 record
@@ -20,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from kwire.codec.schema import F, Message
 from kwire.errors import CodecError
-from kwire.groups.consumer_group import Assignment, ConsumerGroupMember, MemberState
+from kwire.groups.consumer_group import Assignment, ClassicMemberMetadata, ConsumerGroupMember, MemberState
 
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
@@ -45,7 +46,15 @@ MEMBER_VALUE = Message("ConsumerGroupMemberMetadataValue", valid="0", flexible="
     F("subscribed_topic_regex", "string", "0+", nullable="0+"),
     F("rebalance_timeout_ms", "int32", "0+", default=-1),
     F("server_assignor", "string", "0+", nullable="0+"),
+    F("classic_member_metadata", "ClassicMemberMetadata", "0+", nullable="0+", default=None, tag=0,
+      tagged="0+", fields=[
+          F("session_timeout_ms", "int32", "0+"),
+          F("supported_protocols", "[]ClassicProtocol", "0+", fields=[
+              F("name", "string", "0+"), F("metadata", "bytes", "0+")]),
+      ]),
 ])
+_CLASSIC = MEMBER_VALUE.struct("ClassicMemberMetadata")
+_PROTOCOL = MEMBER_VALUE.struct("ClassicProtocol")
 TARGET_METADATA_VALUE = Message("ConsumerGroupTargetAssignmentMetadataValue", valid="0", flexible="0+",
                                 fields=[F("assignment_epoch", "int32", "0+")])
 TARGET_MEMBER_VALUE = Message("ConsumerGroupTargetAssignmentMemberValue", valid="0", flexible="0+", fields=[
@@ -116,7 +125,10 @@ def member_value(m: ConsumerGroupMember) -> bytes:
         instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id,
         client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
         subscribed_topic_regex=m.subscribed_topic_regex, rebalance_timeout_ms=m.rebalance_timeout_ms,
-        server_assignor=m.server_assignor))
+        server_assignor=m.server_assignor,
+        classic_member_metadata=None if m.classic is None else _CLASSIC(
+            session_timeout_ms=m.classic.session_timeout_ms,
+            supported_protocols=[_PROTOCOL(name=n, metadata=md) for n, md in m.classic.protocols])))
 
 
 def apply_member_value(m: ConsumerGroupMember, buf: bytes) -> ConsumerGroupMember:
@@ -124,7 +136,10 @@ def apply_member_value(m: ConsumerGroupMember, buf: bytes) -> ConsumerGroupMembe
     return replace(m, instance_id=v.instance_id, rack_id=v.rack_id, client_id=v.client_id,
                    client_host=v.client_host, subscribed_topic_names=tuple(v.subscribed_topic_names),
                    subscribed_topic_regex=v.subscribed_topic_regex,
-                   rebalance_timeout_ms=v.rebalance_timeout_ms, server_assignor=v.server_assignor)
+                   rebalance_timeout_ms=v.rebalance_timeout_ms, server_assignor=v.server_assignor,
+                   classic=None if v.classic_member_metadata is None else ClassicMemberMetadata(
+                       v.classic_member_metadata.session_timeout_ms,
+                       tuple((x.name, bytes(x.metadata)) for x in v.classic_member_metadata.supported_protocols)))
 
 
 def target_metadata_value(epoch: int) -> bytes:

@@ -26,6 +26,8 @@ from kwire.groups import consumer_records as CR
 from kwire.groups import records as R
 from kwire.groups.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState
 from kwire.groups.consumer_coordinator import ConsumerGroups
+from kwire.groups.consumer_migration import ConsumerGroupMigration
+from kwire.groups.share_coordinator import ShareGroups
 from kwire.groups.loader import replay_record
 from kwire.groups.membership import GroupConfig, Membership, Record, Writer, append_error
 from kwire.groups.offsets import OffsetAndMetadata
@@ -47,7 +49,8 @@ def commit_error(error: ErrorCode) -> ErrorCode:
     return append_error(error, E.INVALID_COMMIT_OFFSET_SIZE)
 
 
-class GroupCoordinator(ConsumerGroups, TransactionalOffsets, PartitionOwnership, Membership):
+class GroupCoordinator(ConsumerGroupMigration, ConsumerGroups, ShareGroups, TransactionalOffsets, PartitionOwnership,
+                       Membership):
     def __init__(self, config: GroupConfig | None = None, clock=None, writer: Writer | None = None,
                  new_uuid: Callable[[], str] | None = None, *,
                  owned_partitions: Iterable[int] | None = None):
@@ -57,10 +60,11 @@ class GroupCoordinator(ConsumerGroups, TransactionalOffsets, PartitionOwnership,
         super().__init__(config, writer=writer, new_uuid=new_uuid, **kw)
         self._init_ownership(owned_partitions)
         self._init_transactional_offsets()
+        self._init_share_groups()
         self._schedule(("expire_offsets",), self.config.offsets_retention_check_interval_ms)
 
     def _on_timer(self, key) -> None:
-        if self._on_consumer_timer(key):
+        if self._on_consumer_timer(key) or self._on_share_timer(key):
             return
         if key[0] == "expire_offsets":
             self.expire_offsets()
@@ -203,7 +207,10 @@ class GroupCoordinator(ConsumerGroups, TransactionalOffsets, PartitionOwnership,
             g = self.groups.get(gid)
             if g is None or g.is_(S.DEAD) or g.consumer is not None:
                 # a consumer group "is not a classic group" (Kafka answers it so, Dead)
-                out.append(GroupDescription(gid, E.GROUP_ID_NOT_FOUND, S.DEAD.value, "", ""))
+                msg = f"Group {gid} not found." if g is None or g.consumer is None \
+                    else f"Group {gid} is not a classic group."
+                out.append(GroupDescription(gid, E.GROUP_ID_NOT_FOUND, S.DEAD.value, "", "",
+                                            error_message=msg))
                 continue
             stable = g.is_(S.STABLE)
             members = [MemberDescription(
@@ -231,6 +238,9 @@ class GroupCoordinator(ConsumerGroups, TransactionalOffsets, PartitionOwnership,
             if (not states or listing.state.lower() in states) and \
                     (not types or listing.group_type in types):
                 out.append(listing)
+        for gid, state in self.share_group_listings():   # KIP-932: type and protocol type "share"
+            if (not states or state.lower() in states) and (not types or "share" in types):
+                out.append(GroupListing(gid, "share", state, "share"))
         return out
 
     # ================================================================== deletion ========
@@ -268,7 +278,9 @@ class GroupCoordinator(ConsumerGroups, TransactionalOffsets, PartitionOwnership,
                 result[gid] = E.INVALID_GROUP_ID
                 continue
             g = self.groups.get(gid)
-            if g is None or g.is_(S.DEAD):
+            if g is None and gid in self.share_groups:   # KIP-932 (Admin deleteShareGroups)
+                result[gid] = self.delete_share_group(gid)
+            elif g is None or g.is_(S.DEAD):
                 result[gid] = E.GROUP_ID_NOT_FOUND
             elif not g.is_(S.EMPTY) or (g.consumer is not None and not g.consumer.is_empty()):
                 result[gid] = E.NON_EMPTY_GROUP

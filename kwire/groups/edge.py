@@ -65,6 +65,10 @@ def group_config(broker) -> GroupConfig:
         consumer_heartbeat_interval_ms=int(c.get("group.consumer.heartbeat.interval.ms")),
         consumer_max_size=int(c.get("group.consumer.max.size")),
         consumer_assignors=_assignor_names(c.get("group.consumer.assignors")),
+        consumer_migration_policy=str(c.get("group.consumer.migration.policy")).lower(),
+        share_session_timeout_ms=int(c.get("group.share.session.timeout.ms")),
+        share_heartbeat_interval_ms=int(c.get("group.share.heartbeat.interval.ms")),
+        share_max_size=int(c.get("group.share.max.size")),
     )
 
 
@@ -159,16 +163,37 @@ class GroupEdge:
         coord = GroupCoordinator(self.config, self.broker.clock, self._write, owned_partitions=())
         coord.wakeup = self._wake.set
         coord.topic_metadata = self._topic_metadata
+        coord.partition_racks = self._partition_racks
         coord.group_overrides = lambda gid: self.broker.image.group_configs.get(gid, {})
+        coord.share_group_deleted = self._share_group_deleted
         self._coordinator = coord
         self._nursery.start_soon(self.run_timers)
         return coord
+
+    def _share_group_deleted(self, group_id: str) -> None:
+        """A share group was deleted: its share partitions' state goes too (tombstones in
+        __share_group_state, written from a task)."""
+        b = self.broker
+        mgr = getattr(b, "share_partitions", None)
+        if mgr is not None:
+            mgr.drop_group(group_id)
+            if b.share_state.deleted and self._nursery is not None:
+                self._nursery.start_soon(b.share_state.flush)
 
     def _topic_metadata(self) -> dict:
         """name -> (topic id, partition count) of the topics consumer groups may subscribe to
         (internal topics left out, as Kafka's regex subscriptions leave them out)."""
         return {name: (t.topic_id, len(t.partitions)) for name, t in self.broker.image.topics.items()
                 if not t.is_internal}
+
+    def _partition_racks(self, topic_id, partition: int) -> frozenset:
+        """The racks of the brokers holding a partition's replicas (rack-aware assignors)."""
+        image = self.broker.image
+        t = image.topics_by_id.get(topic_id)
+        p = t.partitions.get(partition) if t is not None else None
+        if p is None:
+            return frozenset()
+        return frozenset(b.rack for r in p.replicas if (b := image.brokers.get(r)) is not None and b.rack)
 
     async def ensure_topic(self) -> None:
         """Create ``__consumer_offsets`` unless it exists, and wait until it does (a first

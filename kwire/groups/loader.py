@@ -29,6 +29,7 @@ import logging
 from kwire.codec.records import CONTROL_ABORT, CONTROL_COMMIT, parse_control_record
 from kwire.errors import CodecError
 from kwire.groups import consumer_records as CR
+from kwire.groups import share_records as SHR
 from kwire.groups import records as R
 from kwire.groups.consumer_group import ConsumerGroup, ConsumerGroupMember
 from kwire.groups.group import Group, GroupState, Member
@@ -158,7 +159,7 @@ class PartitionLoad:
     """The groups of one ``__consumer_offsets`` partition, rebuilt record by record before
     they are served (nothing is live here: no timers, no waiting requests)."""
 
-    __slots__ = ("partition", "groups", "records", "next_offset", "_txn_groups", "_late")
+    __slots__ = ("partition", "groups", "records", "next_offset", "_txn_groups", "_late", "share_groups")
 
     def __init__(self, partition: int):
         self.partition = partition
@@ -170,11 +171,19 @@ class PartitionLoad:
         self._txn_groups: dict[int, set[str]] = {}
         #: markers written while loading: (producer id, committed, marker offset)
         self._late: list[tuple[int, bool, int]] = []
+        #: KIP-932 share groups (kwire.groups.share_records), kept apart from the others
+        self.share_groups: dict = {}
 
     def replay(self, key: bytes, value: bytes | None, *, record_offset: int = -1,
                producer_id: int = -1) -> None:
         """One record of a data batch (``producer_id`` >= 0 for a transactional one)."""
         self.records += 1
+        if SHR.is_share_key(bytes(key)):
+            try:
+                SHR.replay(self.share_groups, bytes(key), value)
+            except CodecError:
+                pass   # skipped like an unknown key
+            return
         replay_record(self.groups, key, value, self._forget, record_offset=record_offset,
                       producer_id=producer_id)
         if producer_id >= 0 and value is not None:

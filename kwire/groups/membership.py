@@ -98,6 +98,11 @@ class GroupConfig:
     consumer_heartbeat_interval_ms: int = 5_000
     consumer_max_size: int = 2_147_483_647
     consumer_assignors: list = field(default_factory=lambda: ["uniform", "range"])
+    consumer_migration_policy: str = "bidirectional"   # group.consumer.migration.policy
+    # KIP-932 share groups (group.share.*)
+    share_session_timeout_ms: int = 45_000
+    share_heartbeat_interval_ms: int = 5_000
+    share_max_size: int = 200
 
 
 def append_error(error: ErrorCode, too_large: ErrorCode) -> ErrorCode:
@@ -221,6 +226,9 @@ class Membership:
         if not group_id:
             p.set_result(JoinResult(E.INVALID_GROUP_ID, member_id))
             return p
+        if group_id in getattr(self, "share_groups", ()):   # KIP-932: "not a classic group"
+            p.set_result(JoinResult(E.GROUP_ID_NOT_FOUND, member_id))
+            return p
         cfg = self.config
         if not cfg.group_min_session_timeout_ms <= session_timeout_ms <= cfg.group_max_session_timeout_ms:
             p.set_result(JoinResult(E.INVALID_SESSION_TIMEOUT, member_id))
@@ -238,8 +246,12 @@ class Membership:
             created = True
         if g.consumer is not None:   # a KIP-848 consumer group
             if not g.consumer.is_empty():
-                # the online migration of a consumer group's members is a later slice
-                p.set_result(JoinResult(E.GROUP_ID_NOT_FOUND, member_id))
+                # a classic member of a consumer group (kwire.groups.consumer_migration)
+                self.classic_join_to_consumer_group(
+                    g, p, member_id, protocol_type=protocol_type, protocols=protocols,
+                    session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
+                    instance_id=group_instance_id, client_id=client_id, client_host=client_host,
+                    require_known_member_id=require_known_member_id)
                 return p
             # an empty consumer group becomes a classic one, keeping its offsets (as Kafka)
             self._write(group_id, self.consumer_group_tombstones(g))
@@ -550,6 +562,11 @@ class Membership:
         if g.is_(S.DEAD):
             p.set_result(SyncResult(E.COORDINATOR_NOT_AVAILABLE))
             return p
+        if g.consumer is not None:   # a classic member of a consumer group
+            p.set_result(self.classic_sync_to_consumer_group(g, generation_id, member_id, group_instance_id,
+                                                             protocol_type, protocol_name)
+                         if not g.consumer.is_empty() else SyncResult(E.UNKNOWN_MEMBER_ID))
+            return p
         error = self._validate_current_member(g, member_id, group_instance_id)
         if error is None:
             if generation_id != g.generation_id:
@@ -634,6 +651,8 @@ class Membership:
             return E.UNKNOWN_MEMBER_ID
         if g.is_(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
+        if g.consumer is not None:   # a classic member of a consumer group
+            return self.classic_heartbeat_to_consumer_group(g, generation_id, member_id, group_instance_id)
         error = self._validate_current_member(g, member_id, group_instance_id)
         if error is not None:
             return error
@@ -691,6 +710,8 @@ class Membership:
                                         for mid, iid in members])
         if g.is_(S.DEAD):
             return LeaveResult(E.COORDINATOR_NOT_AVAILABLE)
+        if g.consumer is not None:   # classic members of a consumer group
+            return LeaveResult(E.NONE, self.classic_leave_consumer_group(g, members))
         out = []
         for mid, iid in members:
             if mid == "":

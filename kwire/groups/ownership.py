@@ -94,6 +94,9 @@ class PartitionOwnership:
         if self.owned_partitions is not None:
             self.owned_partitions.add(p)
         load.apply_late_markers()   # transactions that ended while the partition loaded
+        install_share = getattr(self, "_install_share_groups", None)
+        if install_share is not None:
+            install_share(load.share_groups)   # KIP-932
         for gid, g in load.groups.items():
             old = self.groups.get(gid)
             if old is not None:   # made by a direct call while loading: the log wins
@@ -119,6 +122,9 @@ class PartitionOwnership:
         doomed = self.groups_of(partition)
         for g in doomed:
             self._unload_group(g)
+        unload_share = getattr(self, "_unload_share_groups", None)
+        if unload_share is not None:
+            unload_share(partition)
         for producer_id, gids in list(self._txn_groups.items()):
             gids.difference_update([gid for gid in gids if self.partition_for(gid) == partition])
             if not gids:

@@ -84,6 +84,7 @@ class GroupDescription:
     protocol_type: str
     protocol: str
     members: list[MemberDescription] = field(default_factory=list)
+    error_message: str | None = None   # DescribeGroups v6+
 
 
 @dataclass(slots=True)

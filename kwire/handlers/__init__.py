@@ -50,6 +50,8 @@ class BrokerServices(Protocol):
     producer_ids_lock: trio.Lock
     authorizer: Any                # kwire.security.authorizer.Authorizer, None without authorizer.class.name
     fetch_sessions: FetchSessionCache
+    share_partitions: Any          # kwire.share.manager.SharePartitionManager (KIP-932)
+    share_state: Any               # kwire.share.state_store.ShareStateStore (__share_group_state)
     quotas: Any                    # kwire.quota.manager.ClientQuotas
 
     @property
@@ -142,8 +144,8 @@ class RequestContext:
 
 _MODULES = [
     "api_versions", "metadata", "produce", "fetch", "list_offsets", "topics", "configs",
-    "records_admin", "cluster", "groups", "consumer_groups", "init_producer_id", "describe_quorum", "offset_for_leader_epoch",
-    "describe_log_dirs", "describe_topic_partitions", "elect_leaders",
+    "records_admin", "cluster", "groups", "consumer_groups", "share_groups", "share_fetch", "share_offsets", "init_producer_id", "describe_quorum", "offset_for_leader_epoch",
+    "describe_log_dirs", "describe_topic_partitions", "elect_leaders", "describe_producers",
     "reassignments",
     "write_txn_markers",
     "transactions",

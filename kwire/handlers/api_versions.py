@@ -8,14 +8,19 @@ Produce is advertised from v0 (librdkafka disables compression otherwise), as Ka
 although it refuses v0-2. A request at a version we do not know gets UNSUPPORTED_VERSION encoded
 as v0 (see kwire.connection).
 
-Features (v3+, KIP-584): the one kwire has is ``transaction.version`` (the broker config of the
-same name is the finalized level, 1 or 2). At level 2 the response carries it as supported
+Features (v3+, KIP-584): ``transaction.version`` and ``share.version`` (broker configs of
+the same names are the finalized levels). transaction.version is 1 or 2; unset, the emulated
+release's default: 2 under 4.x, as Kafka 4 formats a new cluster, 1 under 3.x. At level 2 it
+is sent as supported
 (0-2) and finalized (2), with Produce v12, EndTxn v5 and TxnOffsetCommit v5 (KIP-890 part 2:
 the Java client 4.x then uses transaction version 2) when the emulated release has them (4.0+;
-under 3.x emulation the level is taken as 1); at
-level 1 those three stop at v11 / v4 / v4 and no feature is sent (the tagged fields stay at
-their defaults, which keeps the response readable by librdkafka 2.0). Left out:
-metadata.version and the other KRaft features, which no stock client reads.
+under 3.x emulation the level is taken as 1); at level 1 those three stop at v11 / v4 / v4.
+share.version (KIP-932, 0 or 1, default 1): at 1 sent as supported (0-1) and finalized (1)
+when the emulated release has share groups (4.1+); at 0 the share-group APIs (76-79, 90-92)
+are neither served nor advertised. With no feature to send the tagged fields stay at their
+defaults, which keeps the response readable by librdkafka 2.0 (under 4.1+ emulation
+share.version is sent: share.version=0 leaves it out). Left out: metadata.version and the
+other KRaft features, which no stock client reads.
 """
 from __future__ import annotations
 
@@ -32,11 +37,23 @@ ENABLED_BY = {68: ("group.coordinator.rebalance.protocols", "consumer"),   # KIP
               69: ("group.coordinator.rebalance.protocols", "consumer")}
 
 
+#: the share-group APIs (KIP-932), served while the share.version feature is finalized at 1+
+SHARE_APIS = (76, 77, 78, 79, 90, 91, 92)
+SHARE_VERSION = "share.version"
+
+
+def share_version(config) -> int:
+    try:
+        return int(config.get(SHARE_VERSION) if config is not None else 1)
+    except (TypeError, ValueError):
+        return 0
+
+
 def disabled_apis(config) -> set[int]:
     """The api keys a broker with this config does not serve (nor advertise)."""
     if config is None:
         return set()
-    out = set()
+    out = set() if share_version(config) >= 1 else set(SHARE_APIS)
     for key, (name, needed) in ENABLED_BY.items():
         value = config.get(name)
         items = value.split(",") if isinstance(value, str) else list(value or ())
@@ -60,20 +77,36 @@ def api_version_entries(api_versions_api: Api, transaction_version: int = 1,
     return out
 
 
+def transaction_version(config, table: ApiVersionTable) -> int:
+    """The finalized transaction.version level: the config's, else the emulated release's default
+    (Kafka's TransactionVersion.TV_2 bootstraps with metadata version 4.0-IV2, so kafka-storage
+    format gives a new 4.x cluster level 2); always 1 under a release without EndTxn v5 (3.x)."""
+    if table.accepted.get(26, (0, 0))[1] < 5:
+        return 1   # the emulated release (3.x) predates transaction version 2: not offered
+    configured = config.get(TRANSACTION_VERSION) if config is not None else None
+    return 2 if configured is None else int(configured)
+
+
 @handles("ApiVersions")
 async def api_versions(ctx: RequestContext, req):
     config = ctx.broker.config
     table = table_of(config)
-    tv = int(config.get(TRANSACTION_VERSION) or 1)
-    if tv >= 2 and table.accepted.get(26, (0, 0))[1] < 5:
-        tv = 1   # the emulated release (3.x) predates transaction version 2: not offered
+    tv = transaction_version(config, table)
     extra = {}
-    if tv >= 2 and ctx.version >= 3:
+    features = []   # (name, max supported, finalized level)
+    sv = share_version(config)
+    if sv >= 1 and 76 in table.accepted:   # the emulated release has share groups (4.1+)
+        features.append((SHARE_VERSION, 1, sv))
+    if tv >= 2:
+        features.append((TRANSACTION_VERSION, 2, tv))
+    if features and ctx.version >= 3:
+        features.sort()
         extra = dict(
-            supported_features=[ctx.struct("SupportedFeatureKey")(name=TRANSACTION_VERSION, min_version=0,
-                                                                  max_version=2)],
+            supported_features=[ctx.struct("SupportedFeatureKey")(name=n, min_version=0, max_version=hi)
+                                for n, hi, _lvl in features],
             finalized_features_epoch=0,
-            finalized_features=[ctx.struct("FinalizedFeatureKey")(name=TRANSACTION_VERSION, max_version_level=tv,
-                                                                  min_version_level=tv)])
+            finalized_features=[ctx.struct("FinalizedFeatureKey")(name=n, max_version_level=lvl,
+                                                                  min_version_level=lvl)
+                                for n, _hi, lvl in features])
     return ctx.response(error_code=0, api_keys=api_version_entries(ctx.api, tv, table, ctx.broker.config),
                         throttle_time_ms=0, **extra)

@@ -1,9 +1,11 @@
-"""DescribeCluster (key 60): versions 0-1; UnregisterBroker (key 64): version 0.
+"""DescribeCluster (key 60): versions 0-2; UnregisterBroker (key 64): version 0.
 
 DescribeCluster: cluster id, controller and live brokers from the metadata image, and the
 cluster's authorized operations when asked (without an authorizer: every operation a cluster
 supports). endpoint_type 1 (brokers) only; a request for controllers (2) gets
-UNSUPPORTED_ENDPOINT_TYPE, as Kafka does on a broker listener.
+UNSUPPORTED_ENDPOINT_TYPE, as Kafka does on a broker listener. v2 (KIP-1073):
+include_fenced_brokers lists every registered broker, each with is_fenced; otherwise only the
+unfenced ones, as before.
 
 UnregisterBroker: removes a broker's registration through the active controller
 (UnregisterBrokerRecord), so a decommissioned or phantom broker id disappears from Metadata
@@ -33,8 +35,12 @@ async def describe_cluster(ctx: RequestContext, req):
                             error_message="The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER",
                             endpoint_type=req.endpoint_type, cluster_id=b.cluster_id, controller_id=-1, brokers=[])
     B = ctx.struct("DescribeClusterBroker")
-    brokers = [B(broker_id=x.node_id, host=h, port=p, rack=x.rack)
-               for x in b.image.live_brokers() for h, p in (x.address(ctx.listener),)]
+    if ctx.version >= 2 and req.include_fenced_brokers:
+        listed = sorted(b.image.brokers.values(), key=lambda x: x.node_id)
+    else:
+        listed = b.image.live_brokers()
+    brokers = [B(broker_id=x.node_id, host=h, port=p, rack=x.rack, is_fenced=x.fenced)
+               for x in listed for h, p in (x.address(ctx.listener),)]
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
                         cluster_id=b.cluster_id, controller_id=b.controller_id(), brokers=brokers,
                         cluster_authorized_operations=ops)

@@ -1,22 +1,24 @@
 """KIP-848 consumer group APIs, answered by the group coordinator (kwire.groups.consumer_coordinator):
 ConsumerGroupHeartbeat 0-1 (v1: regex subscriptions, member ids chosen by the client) and
-ConsumerGroupDescribe 0-1 (v1: member type, always 1 "consumer" here).
+ConsumerGroupDescribe 0-1 (v1: member type, 1 "consumer" or 0 "classic" for a member of an
+upgraded group still using JoinGroup/SyncGroup).
 
 The group is coordinated by the leader of its ``__consumer_offsets`` partition, as classic
 groups (kwire.handlers.groups: NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE /
 COORDINATOR_LOAD_IN_PROGRESS the same way). Topic ids in the heartbeat are resolved with
 the metadata image; owned partitions of topics the image does not know are dropped.
-A classic group with members answers GROUP_ID_NOT_FOUND ("not a consumer group"), and
-classic APIs on a consumer group answer as Kafka 4 does (DescribeGroups: Dead; JoinGroup:
-GROUP_ID_NOT_FOUND); an empty group of either kind changes kind on first use.
+A classic group with members is upgraded online by a member joining with the consumer
+protocol, and a consumer group whose last consumer-protocol member leaves is downgraded, as
+group.consumer.migration.policy allows (kwire.groups.consumer_migration; otherwise
+GROUP_ID_NOT_FOUND); classic DescribeGroups on a consumer group answers Dead, as Kafka 4;
+an empty group of either kind changes kind on first use.
 With an authorizer: READ on the group to heartbeat, DESCRIBE to describe it
 (GROUP_AUTHORIZATION_FAILED otherwise). Static members (instance ids) rejoin without a
 rebalance after leaving with epoch -2 (kwire.groups.consumer_coordinator).
 Both APIs are served (and advertised) only while group.coordinator.rebalance.protocols lists
 "consumer" (its default); otherwise they answer UNSUPPORTED_VERSION.
 
-Left out (later slices): the online upgrade / downgrade of a classic group whose members
-switch protocol (group.consumer.migration.policy), rack-aware assignment, client-side
+Left out (later slices): client-side
 assignors, RE2/J's rarer corners (Python's ``re`` matches, constructs RE2/J refuses are
 refused; Unicode classes like ``\\p{Greek}`` are not translated).
 """
@@ -31,6 +33,7 @@ from kwire.security.operations import AclOperation as Op
 
 E = ErrorCode
 CONSUMER_MEMBER_TYPE = 1
+CLASSIC_MEMBER_TYPE = 0   # a member using the classic protocol (after an online upgrade)
 
 
 def _disabled(ctx: RequestContext) -> bool:
@@ -101,7 +104,7 @@ async def consumer_group_describe(ctx: RequestContext, req):
                      subscribed_topic_regex=m.subscribed_topic_regex,
                      assignment=assignment(m.assigned),
                      target_assignment=assignment((d.targets or {}).get(m.member_id, {})),
-                     member_type=CONSUMER_MEMBER_TYPE)
+                     member_type=CLASSIC_MEMBER_TYPE if m.classic is not None else CONSUMER_MEMBER_TYPE)
                    for m in d.members or ()]
         out.append(G(error_code=d.error, error_message=d.message, group_id=gid, group_state=d.state,
                      group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,

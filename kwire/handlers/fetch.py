@@ -1,4 +1,5 @@
-"""Fetch (key 1): versions 0-17.
+"""Fetch (key 1): versions 0-18 (v18's follower high watermark, KIP-1166, is read and not used:
+a kwire leader completes a follower's waiting fetch by data alone; consumers send the default).
 
 Long poll: the answer waits until min_bytes are available or max_wait_ms passes, woken the
 moment data is appended to any fetched partition (no polling: a waiting fetch holds only an
@@ -69,7 +70,7 @@ def _resolve_topics(ctx: RequestContext, req):
     return out
 
 
-@handles("Fetch", "0-17")
+@handles("Fetch", "0-18")
 async def fetch(ctx: RequestContext, req):
     b = ctx.broker
     v = ctx.version

@@ -1,7 +1,9 @@
 """Group APIs, answered by the group coordinator (kwire.groups, wired in kwire.groups.edge):
 FindCoordinator 0-6 (batched coordinator_keys from v4), JoinGroup 0-9, SyncGroup 0-5,
-Heartbeat 0-4, LeaveGroup 0-5 (batched from v3), OffsetCommit 0-9, OffsetFetch 0-9 (several
-groups from v8), DescribeGroups 0-5, ListGroups 0-5 (state filter from v4, type filter from v5:
+Heartbeat 0-4, LeaveGroup 0-5 (batched from v3), OffsetCommit 0-10, OffsetFetch 0-10 (several
+groups from v8; both name topics by id from v10: an id the metadata image does not know is
+UNKNOWN_TOPIC_ID for its partitions, and a fetch of all topics leaves out the committed offsets
+of topics that no longer exist, which have no id), DescribeGroups 0-6 (v6: error message), ListGroups 0-5 (state filter from v4, type filter from v5:
 "classic" or "consumer"), DeleteGroups 0-2, OffsetDelete 0.
 
 A group is coordinated by the leader of its ``__consumer_offsets`` partition (FindCoordinator
@@ -23,8 +25,8 @@ transactional offset commit still open (TxnOffsetCommit, kwire.handlers.txn_offs
 KIP-848 consumer groups (kwire.handlers.consumer_groups): OffsetCommit checks the member epoch
 (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID; UNSUPPORTED_VERSION below v9 for their members), OffsetFetch
 v9 the member id and epoch it names; ListGroups shows them with type and protocol type "consumer";
-DescribeGroups answers them Dead with GROUP_ID_NOT_FOUND below v6 turned NONE, as Kafka
-("not a classic group").
+DescribeGroups answers them Dead with GROUP_ID_NOT_FOUND below v6 turned NONE, as Kafka;
+from v6 with Kafka's message ("Group g is not a classic group.", "Group g not found.").
 OffsetCommit v0 and OffsetFetch v0 kept offsets in ZooKeeper: a Kafka 3.x KRaft broker answers
 them UNSUPPORTED_VERSION ("Unsupported when using a Raft-based metadata quorum"), for every
 partition, once any named partition exists and may be read, and so does kwire. OffsetCommit v1's
@@ -258,7 +260,15 @@ async def leave_group(ctx: RequestContext, req):
 
 
 # ============================================================================ OffsetCommit
-@handles("OffsetCommit", "0-9")
+def _names_from_ids(ctx: RequestContext, topics) -> None:
+    """v10+: each topic's name from its id, in place ("" for an id the image does not know)."""
+    by_id = ctx.broker.image.topics_by_id
+    for t in topics:
+        found = by_id.get(t.topic_id)
+        t.name = found.name if found is not None else ""
+
+
+@handles("OffsetCommit", "0-10")
 async def offset_commit(ctx: RequestContext, req):
     coord, unavailable = _coordinator_for(ctx, req.group_id)
     image = ctx.broker.image
@@ -273,13 +283,18 @@ async def offset_commit(ctx: RequestContext, req):
         top_error = E.GROUP_AUTHORIZATION_FAILED
     errors: dict[tuple[str, int], int] = {}
     valid = []
+    by_id = ctx.version >= 10
+    if by_id:
+        _names_from_ids(ctx, req.topics)
     for t in req.topics:
         topic = image.topics.get(t.name)
-        no_read = top_error is None and _topic_denied(ctx, t.name, Op.READ)
+        no_read = top_error is None and t.name != "" and _topic_denied(ctx, t.name, Op.READ)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             if top_error is not None:
                 errors[tp] = top_error
+            elif by_id and t.name == "":
+                errors[tp] = E.UNKNOWN_TOPIC_ID
             elif no_read:
                 errors[tp] = E.TOPIC_AUTHORIZATION_FAILED
             elif topic is None or p.partition_index not in topic.partitions:
@@ -298,7 +313,7 @@ async def offset_commit(ctx: RequestContext, req):
         errors.update(r.errors)
     out = []
     for t in req.topics:
-        out.append(T(name=t.name, partitions=[
+        out.append(T(name=t.name, **({"topic_id": t.topic_id} if by_id else {}), partitions=[
             Pn(partition_index=p.partition_index,
                error_code=errors.get((t.name, p.partition_index), E.NONE))
             for p in t.partitions]))
@@ -321,7 +336,7 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: boo
     if error is not None:
         return error, {}
     parts = None if topics is None else \
-        [(t.name, i) for t in topics for i in t.partition_indexes]
+        [(t.name, i) for t in topics for i in t.partition_indexes if ctx.version < 10 or t.name != ""]
     r = coord.fetch_offsets(group_id, parts, require_stable)
     if ctx.broker.authorizer is None:
         return r.error, r.offsets
@@ -343,7 +358,7 @@ def _by_topic(offsets) -> dict[str, list]:
     return out
 
 
-@handles("OffsetFetch", "0-9")
+@handles("OffsetFetch", "0-10")
 async def offset_fetch(ctx: RequestContext, req):
     v = ctx.version
     if v < 8:
@@ -370,20 +385,36 @@ async def offset_fetch(ctx: RequestContext, req):
     T = ctx.struct("OffsetFetchResponseTopics")
     Pn = ctx.struct("OffsetFetchResponsePartitions")
     groups = []
+    image = ctx.broker.image
     for g in req.groups:
+        unknown = []
+        if v >= 10 and g.topics is not None:
+            _names_from_ids(ctx, g.topics)
+            unknown = [t for t in g.topics if t.name == ""]
         err, offsets = _fetch_group(ctx, g.group_id, g.topics, req.require_stable,
                                     g.member_id if v >= 9 else None, g.member_epoch if v >= 9 else -1)
-        topics = [T(name=name, partitions=[
-            Pn(partition_index=p, committed_offset=fo.offset,
-               committed_leader_epoch=fo.leader_epoch, metadata=fo.metadata,
-               error_code=fo.error) for p, fo in parts])
-            for name, parts in _by_topic(offsets).items()]
+        topics = []
+        for name, parts in _by_topic(offsets).items():
+            ids = {}
+            if v >= 10:
+                known = image.topics.get(name)
+                if known is None:   # all topics: a deleted topic has no id to name it by
+                    continue
+                ids = {"topic_id": known.topic_id}
+            topics.append(T(name=name, **ids, partitions=[
+                Pn(partition_index=p, committed_offset=fo.offset,
+                   committed_leader_epoch=fo.leader_epoch, metadata=fo.metadata,
+                   error_code=fo.error) for p, fo in parts]))
+        if not err:
+            topics += [T(name="", topic_id=t.topic_id, partitions=[
+                Pn(partition_index=i, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                   error_code=E.UNKNOWN_TOPIC_ID) for i in t.partition_indexes]) for t in unknown]
         groups.append(G(group_id=g.group_id, topics=topics, error_code=err))
     return ctx.response(throttle_time_ms=0, groups=groups)
 
 
 # ============================================================================ DescribeGroups
-@handles("DescribeGroups", "0-5")
+@handles("DescribeGroups", "0-6")
 async def describe_groups(ctx: RequestContext, req):
     G = ctx.struct("DescribedGroup")
     M = ctx.struct("DescribedGroupMember")
@@ -403,7 +434,7 @@ async def describe_groups(ctx: RequestContext, req):
         if err == E.GROUP_ID_NOT_FOUND and ctx.version < 6:
             err = E.NONE  # Kafka answers an unknown group as Dead without error below v6
         described[d.group_id] = G(
-            error_code=err, group_id=d.group_id, group_state=d.state,
+            error_code=err, error_message=d.error_message if err else None, group_id=d.group_id, group_state=d.state,
             authorized_operations=operations_field(ctx, "group", d.group_id, want_ops),
             protocol_type=d.protocol_type, protocol_data=d.protocol,
             members=[M(member_id=m.member_id, group_instance_id=m.group_instance_id,

@@ -1,8 +1,10 @@
-"""ListOffsets (key 2): versions 0-10 (v10 timeout_ms: no remote storage, answered at once).
+"""ListOffsets (key 2): versions 0-11 (v10 timeout_ms: no remote storage, answered at once).
 
 Timestamps: -1 latest (high watermark; the last stable offset with isolation_level 1,
 read_committed, which also bounds a lookup by timestamp), -2 earliest (log start offset), -3 max timestamp (KIP-734),
--4 earliest local (= earliest: no tiered storage), -5 latest tiered (-1: no tiered storage),
+-4 earliest local (= earliest: no tiered storage), -5 latest tiered and (v11, KIP-1023) -6
+earliest pending upload (-1 and epoch -1: no tiered storage, as Kafka answers for a topic without
+remote storage; -6 below v11 is UNSUPPORTED_VERSION, as Kafka's ReplicaManager answers it),
 >= 0 the first offset whose timestamp is >= the target (-1/-1 when none). Answered by the
 replica manager (ReplicaManager.fetch_offset_for_timestamp), with its leader checks:
 UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR (the log dir is
@@ -20,6 +22,7 @@ import os
 
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
+from kwire.replication.replica_manager import EARLIEST_PENDING_UPLOAD_TIMESTAMP
 from kwire.security.authorizer import TOPIC, allowed
 from kwire.security.operations import AclOperation as Op
 
@@ -43,6 +46,10 @@ async def list_offsets(ctx: RequestContext, req):
             if ctx.version == 0:
                 error, offsets = _legacy_offsets(ctx, t.name, p.partition_index, p.timestamp, p.max_num_offsets)
                 parts.append(Pr(partition_index=p.partition_index, error_code=error, old_style_offsets=offsets))
+                continue
+            if p.timestamp == EARLIEST_PENDING_UPLOAD_TIMESTAMP and ctx.version < 11:
+                parts.append(Pr(partition_index=p.partition_index, error_code=ErrorCode.UNSUPPORTED_VERSION,
+                                timestamp=-1, offset=-1, leader_epoch=-1))
                 continue
             error, offset, timestamp, epoch = rm.fetch_offset_for_timestamp(
                 t.name, p.partition_index, p.timestamp, current_leader_epoch=p.current_leader_epoch,

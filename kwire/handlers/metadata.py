@@ -1,4 +1,8 @@
-"""Metadata (key 3): versions 0-12.
+"""Metadata (key 3): versions 0-13.
+
+v13's top-level error code (KIP-1102: REBOOTSTRAP_REQUIRED tells a client with
+metadata.recovery.strategy=rebootstrap to rebootstrap) is always NONE: Kafka's brokers answer
+it so too; the code is for a server that knows its client's bootstrap list went stale.
 
 All topics when ``topics`` is null (v1+) or empty (v0); auto topic creation when the request
 allows it (always before v4) and auto.create.topics.enable is on, with num.partitions and
@@ -86,6 +90,6 @@ async def metadata(ctx: RequestContext, req):
     brokers = [B(node_id=x.node_id, host=h, port=p, rack=x.rack)
                for x in image.live_brokers() for h, p in (x.address(ctx.listener),)]
     return ctx.response(throttle_time_ms=0, brokers=brokers, cluster_id=b.cluster_id,
-                        controller_id=b.controller_id(), topics=topics,
+                        controller_id=b.controller_id(), topics=topics, error_code=0,
                         cluster_authorized_operations=operations_field(
                             ctx, "cluster", CLUSTER_NAME, 8 <= v <= 10 and req.include_cluster_authorized_operations))

@@ -1,4 +1,6 @@
-"""Produce (key 0): versions 0-12 (v12: transaction version 2, see below). v0-2 carry message
+"""Produce (key 0): versions 0-13 (v12: transaction version 2, see below; v13 names each topic
+by id, KIP-516: an id the metadata image does not know is UNKNOWN_TOPIC_ID for its partitions,
+and the answer names topics by id too). v0-2 carry message
 formats v0/v1 (message sets; Kafka 3.x and older, kwire.emulate.kafka.version 3.9): each partition's message set is converted to one v2
 record batch (kwire.codec.legacy_records: keys, values and timestamps kept, -1 in v0; the
 compression codec kept) before the append, as Kafka's LogValidator converts to magic 2; a
@@ -80,12 +82,13 @@ from kwire.transactions.verify import add_to_transaction, verify_transaction
 log = logging.getLogger("kwire.produce")
 
 
-@handles("Produce", "0-12")
+@handles("Produce", "0-13")
 async def produce(ctx: RequestContext, req):
     v = ctx.version
     b = ctx.broker
     T = ctx.struct("TopicProduceResponse")
     Pr = ctx.struct("PartitionProduceResponse")
+    unknown_ids = _resolve_topic_ids(ctx, req) if v >= 13 else []
     acks = req.acks
     now = b.clock.now_ms()
     global_error = 0
@@ -156,7 +159,12 @@ async def produce(ctx: RequestContext, req):
                 offset = res.last_offset + 1
                 to_replicate.append((pr, td.name, pd.index, offset, rm.leader_epoch(td.name, pd.index),
                                      rm.wait_for_high_watermark(td.name, pd.index, offset)))
-        out.append(T(name=td.name, partition_responses=parts))
+        out.append(T(name=td.name, topic_id=td.topic_id, partition_responses=parts) if v >= 13
+                   else T(name=td.name, partition_responses=parts))
+    for td in unknown_ids:
+        out.append(T(topic_id=td.topic_id, partition_responses=[
+            Pr(index=pd.index, error_code=ErrorCode.UNKNOWN_TOPIC_ID, base_offset=-1, log_append_time_ms=-1,
+               log_start_offset=-1) for pd in td.partition_data]))
     if to_sync:   # with acks=0 only flushes are due (log_sync_after_append), done all the same
         await _sync(ctx, to_sync)
     if acks == 0:
@@ -164,6 +172,22 @@ async def produce(ctx: RequestContext, req):
     if to_replicate:
         await _wait_for_replication(ctx, req, to_replicate)
     return ctx.response(responses=out, throttle_time_ms=0)
+
+
+def _resolve_topic_ids(ctx: RequestContext, req) -> list:
+    """Produce v13+: each topic's name from its id (in place); the topics whose id the image does
+    not know are taken out of the request and returned (UNKNOWN_TOPIC_ID, as Kafka answers)."""
+    by_id = ctx.broker.image.topics_by_id
+    known, unknown = [], []
+    for td in req.topic_data:
+        t = by_id.get(td.topic_id)
+        if t is None:
+            unknown.append(td)
+        else:
+            td.name = t.name
+            known.append(td)
+    req.topic_data = known
+    return unknown
 
 
 def _convert_message_sets(req) -> dict:

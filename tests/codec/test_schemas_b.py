@@ -9,6 +9,7 @@ byte-identical (none of these messages has tagged fields, so there is one right 
 from __future__ import annotations
 
 import struct
+import uuid
 
 import pytest
 from kafka.protocol.admin import (DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
@@ -104,6 +105,7 @@ def roundtrip_both_ways(msg, kcls, data, v):
 
 # --- realistic messages ---------------------------------------------------------------------
 SUB = bytes.fromhex("0003") + b"payload"
+TID1, TID2 = uuid.UUID("5f0c7f4e-2b8a-4d57-9d0e-1f6a8c3b2a11"), uuid.UUID("0b7d1c2e-9a44-4e0f-8c1d-7e2f3a4b5c6d")
 MEMBER_A = "consumer-1-7d0c5a4e-0b6f-4f6e-8a5b-1c3d9e2f4a10"
 MEMBER_B = "consumer-2-1f2e3d4c-5b6a-4789-9abc-def012345678"
 
@@ -145,13 +147,13 @@ CASES = {
     "DescribeGroups": (DescribeGroupsRequest, DescribeGroupsResponse,
         {"groups": ["orders-app", "billing"], "include_authorized_operations": True},
         {"throttle_time_ms": 0, "groups": [
-            {"error_code": 0, "group_id": "orders-app", "group_state": "Stable", "protocol_type": "consumer",
+            {"error_code": 0, "error_message": None, "group_id": "orders-app", "group_state": "Stable", "protocol_type": "consumer",
              "protocol_data": "range", "authorized_operations": 0b11111111000,
              "members": [{"member_id": MEMBER_A, "group_instance_id": "pod-0", "client_id": "consumer-1",
                           "client_host": "/10.0.0.7", "member_metadata": SUB, "member_assignment": b"\x00\x00x"},
                          {"member_id": MEMBER_B, "group_instance_id": None, "client_id": "consumer-2",
                           "client_host": "/10.0.0.8", "member_metadata": b"", "member_assignment": b""}]},
-            {"error_code": 69, "group_id": "billing", "group_state": "Dead", "protocol_type": "",
+            {"error_code": 69, "error_message": "Group billing not found.", "group_id": "billing", "group_state": "Dead", "protocol_type": "",
              "protocol_data": "", "members": [], "authorized_operations": NOT_REQUESTED}]}),
     "ListGroups": (ListGroupsRequest, ListGroupsResponse,
         {"states_filter": ["Stable", "PreparingRebalance"], "types_filter": ["classic"]},
@@ -163,22 +165,22 @@ CASES = {
     "OffsetCommit": (OffsetCommitRequest, OffsetCommitResponse,
         {"group_id": "orders-app", "generation_id_or_member_epoch": 7, "member_id": MEMBER_A,
          "group_instance_id": "pod-0", "retention_time_ms": 86400000,
-         "topics": [{"name": "orders", "partitions": [
+         "topics": [{"name": "orders", "topic_id": TID1, "partitions": [
              {"partition_index": 0, "committed_offset": 1234567890123, "committed_leader_epoch": 4,
               "committed_metadata": ""},
              {"partition_index": 5, "committed_offset": 0, "committed_leader_epoch": -1,
               "committed_metadata": None}]},
-             {"name": "payments", "partitions": [
+             {"name": "payments", "topic_id": TID2, "partitions": [
                  {"partition_index": 1, "committed_offset": 42, "committed_leader_epoch": 0,
                   "committed_metadata": "checkpoint-42"}]}]},
         {"throttle_time_ms": 0, "topics": [
-            {"name": "orders", "partitions": [{"partition_index": 0, "error_code": 0},
+            {"name": "orders", "topic_id": TID1, "partitions": [{"partition_index": 0, "error_code": 0},
                                               {"partition_index": 5, "error_code": 22}]}]}),
     "OffsetFetch": (OffsetFetchRequest, OffsetFetchResponse,
         {"group_id": "orders-app", "require_stable": True,
          "topics": [{"name": "orders", "partition_indexes": [0, 1, 5]}],
          "groups": [{"group_id": "orders-app", "member_id": MEMBER_A, "member_epoch": 12,
-                     "topics": [{"name": "orders", "partition_indexes": [0, 1, 5]}]},
+                     "topics": [{"name": "orders", "topic_id": TID1, "partition_indexes": [0, 1, 5]}]},
                     {"group_id": "billing", "member_id": None, "member_epoch": -1, "topics": None}]},
         {"throttle_time_ms": 0, "error_code": 0,
          "topics": [{"name": "orders", "partitions": [
@@ -186,7 +188,8 @@ CASES = {
               "metadata": "", "error_code": 0},
              {"partition_index": 5, "committed_offset": -1, "committed_leader_epoch": -1,
               "metadata": None, "error_code": 0}]}],
-         "groups": [{"group_id": "orders-app", "error_code": 0, "topics": [{"name": "orders", "partitions": [
+         "groups": [{"group_id": "orders-app", "error_code": 0, "topics": [{"name": "orders", "topic_id": TID1,
+                                                                           "partitions": [
              {"partition_index": 0, "committed_offset": 99, "committed_leader_epoch": 4,
               "metadata": "m", "error_code": 0},
              {"partition_index": 1, "committed_offset": -1, "committed_leader_epoch": -1,
@@ -212,8 +215,8 @@ PARAMS = [pytest.param(name, kind, v, id=f"{name}-{kind}-v{v}")
 
 
 def test_version_ranges_are_the_ones_we_claim():
-    want = {10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5),
-            8: (0, 9), 9: (0, 9), 42: (0, 2), 47: (0, 0)}
+    want = {10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5),
+            8: (0, 10), 9: (0, 10), 42: (0, 2), 47: (0, 0)}
     for key, (lo, hi) in want.items():
         a = APIS[key]
         assert (a.request.valid.lo, a.request.valid.hi) == (lo, hi) == (a.response.valid.lo, a.response.valid.hi)

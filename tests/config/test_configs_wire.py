@@ -24,6 +24,7 @@ INVALID_REQUEST, INVALID_CONFIG = 42, 40
 def kw():
     port = free_port()
     with Broker(mode="thread", port=port, overrides={
+            "kwire.emulate.kafka.version": "3.9",   # DescribeConfigs v0 (test_documentation_and_v0) is 3.x's
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}", "log.retention.hours": 24,
             "group.initial.rebalance.delay.ms": 0}) as b:
         yield b

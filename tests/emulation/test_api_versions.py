@@ -17,10 +17,9 @@ from kwire.emulation import (DEFAULT_KAFKA_VERSION, KAFKA_API_VERSIONS, KAFKA_VE
 from kwire.errors import ErrorCode
 from kwire.testing import Broker
 
-# What a kwire broker emulating each release is inferred to be by kafka-python's check_version.
-# 4.1 and 4.2 are inferred 4.0: kafka-python tells 4.1 by Produce v13 (topic ids) and 4.2 by
-# ListOffsets v11, which kwire does not serve (docs/emulation.md).
-INFERRED = {"3.9": (3, 9), "4.0": (4, 0), "4.1": (4, 0), "4.2": (4, 0), "4.3": (4, 3)}
+# What a kwire broker emulating each release is inferred to be by kafka-python's check_version:
+# exactly that release (it tells 4.1 by Produce v13, topic ids, and 4.2 by ListOffsets v11).
+INFERRED = {"3.9": (3, 9), "4.0": (4, 0), "4.1": (4, 1), "4.2": (4, 2), "4.3": (4, 3)}
 # ZooKeeper-era inter-broker APIs a 3.9 ZooKeeper broker answered (kafka-python recorded one) and a
 # KRaft broker does not; and the KRaft broker's own APIs the ZooKeeper broker lacked.
 _ZK_ONLY = {4, 5, 6, 7, 56, 58, 67}
@@ -96,12 +95,16 @@ def _recv_frame(s) -> bytes | None:
     return body
 
 
-def _advertised_at_transaction_version_1(version: str) -> dict:
-    """The release's ranges as a broker at transaction.version 1 (the default) advertises them:
+def _advertised_at_default_transaction_version(version: str) -> dict:
+    """The release's ranges as a broker with transaction.version unset advertises them: level 2
+    under 4.x (the release's own ranges, as a new Kafka 4 cluster); under 3.x level 1, where
     Produce, EndTxn and TxnOffsetCommit stop before transaction version 2 (v11, v4, v4)."""
     from kwire.handlers.api_versions import TV1_MAX_VERSIONS
 
-    return {k: (lo, min(hi, TV1_MAX_VERSIONS.get(k, hi))) for k, (lo, hi) in table_for(version).advertised.items()}
+    table = table_for(version).advertised
+    if version.startswith("4."):
+        return dict(table)
+    return {k: (lo, min(hi, TV1_MAX_VERSIONS.get(k, hi))) for k, (lo, hi) in table.items()}
 
 
 def test_api_versions_answer_per_release(emulating):
@@ -113,14 +116,14 @@ def test_api_versions_answer_per_release(emulating):
             _, resp = FR.decode_response(a, v, _recv_frame(s))
             assert resp.error_code == 0
             got = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-            assert got == _advertised_at_transaction_version_1(version)
+            assert got == _advertised_at_default_transaction_version(version)
         # an unknown ApiVersions version: UNSUPPORTED_VERSION as v0, with this release's ranges
         body = struct.pack(">hhi", 18, 9, 77) + struct.pack(">h", 1) + b"x" + b"\x00" + b"\x00\x00\x00"
         s.sendall(struct.pack(">i", len(body)) + body)
         _, resp = FR.decode_response(a, 0, _recv_frame(s))
         assert resp.error_code == ErrorCode.UNSUPPORTED_VERSION
         assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == \
-            _advertised_at_transaction_version_1(version)
+            _advertised_at_default_transaction_version(version)
 
 
 def test_kafka_python_check_version_infers_the_release(emulating):

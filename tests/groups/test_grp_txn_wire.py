@@ -107,7 +107,7 @@ def test_api_versions_and_errors_that_need_no_write(kw):
     with kw.client() as c:
         r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
     served = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
-    assert served[28] == (0, 4)
+    assert served[28] == (0, 5)   # v5 at transaction version 2, a 4.x broker's default
     pid, epoch = producer_id(kw)
     # a topic or partition that does not exist
     assert txn_commit(kw, "app", pid, epoch, {0: 1}, topic="nope") == {0: E.UNKNOWN_TOPIC_OR_PARTITION}

@@ -23,12 +23,16 @@ class EosApp:
     """One incarnation of the application at a time; ``restarts`` counts them."""
 
     def __init__(self, bootstrap: str, input: str, output: str, *, group: str, transactional_id: str,
-                 log_path: str, batch: int = 20, extra: tuple[str, ...] = ()):
-        self.argv = [sys.executable, APP, "--bootstrap", bootstrap, "--input", input, "--output", output,
+                 log_path: str, batch: int = 20, extra: tuple[str, ...] = (), program: list[str] | None = None):
+        """``program``: the command of another implementation with eos_app.py's arguments and
+        lines (tests/transactions/java/EosApp.java); eos_app.py by default."""
+        self.argv = [*(program or [sys.executable, APP]), "--bootstrap", bootstrap, "--input", input, "--output", output,
                      "--group", group, "--transactional-id", transactional_id, "--batch", str(batch), *extra]
         if os.environ.get("KWIRE_EOS_DEBUG"):      # librdkafka debug contexts into the app's log
             self.argv += ["--debug", os.environ["KWIRE_EOS_DEBUG"]]
         self.log_path = log_path
+        #: what makes a live app write its stacks: faulthandler's SIGUSR1, or a JVM's SIGQUIT thread dump
+        self.stack_signal = signal.SIGUSR1 if program is None else signal.SIGQUIT
         self.proc: subprocess.Popen | None = None
         self.lines: list[str] = []
         self.lock = threading.Lock()
@@ -97,9 +101,9 @@ class EosApp:
             raise AssertionError(f"{exc}\n{self.tail()}") from None
 
     def stacks(self) -> None:
-        """Have a live app write its Python stacks to its log (faulthandler on SIGUSR1)."""
+        """Have a live app write its stacks to its log (faulthandler on SIGUSR1; a JVM on SIGQUIT)."""
         if self.alive:
-            os.kill(self.proc.pid, signal.SIGUSR1)
+            os.kill(self.proc.pid, self.stack_signal)
             time.sleep(0.2)            # let it write before the log is read: diagnostics only
 
     def tail(self, n: int = 3000) -> str:

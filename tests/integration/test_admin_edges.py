@@ -25,7 +25,9 @@ TOPIC_OPS = {AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOper
 
 @pytest.fixture(scope="module")
 def broker():
-    with Broker(overrides={"group.initial.rebalance.delay.ms": 0, "broker.session.timeout.ms": 1500}) as b:
+    # Kafka 4.0's ranges: Metadata v13, DescribeCluster v2
+    with Broker(overrides={"kwire.emulate.kafka.version": "4.0", "group.initial.rebalance.delay.ms": 0,
+                           "broker.session.timeout.ms": 1500}) as b:
         yield b
 
 
@@ -119,9 +121,10 @@ def test_metadata_by_topic_id_with_empty_name(broker):
                           include_topic_authorized_operations=False)
             got = r.topics[0]
             assert got.error_code == 0 and got.name == topic and got.topic_id == tid and len(got.partitions) == 3
-        r = c.request("Metadata", 12, topics=[T(topic_id=uuid.uuid4(), name="")], allow_auto_topic_creation=False,
+        r = c.request("Metadata", 13, topics=[T(topic_id=uuid.uuid4(), name="")], allow_auto_topic_creation=False,
                       include_topic_authorized_operations=False)
         assert r.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        assert r.error_code == 0     # v13's top-level code: Kafka's brokers never set it either
 
 
 def test_authorized_operations_with_a_stock_admin_client(broker):
@@ -183,6 +186,14 @@ def test_unregister_broker_removes_a_dead_registration(broker):
     with WireClient(bs) as c:
         r = c.request("DescribeCluster", 0, include_cluster_authorized_operations=False)
         assert [b.broker_id for b in r.brokers] == [1]
+        # v2 (KIP-1073): fenced brokers only when asked, each with is_fenced
+        r = c.request("DescribeCluster", 2, include_cluster_authorized_operations=False, endpoint_type=1,
+                      include_fenced_brokers=False)
+        assert [(b.broker_id, b.is_fenced) for b in r.brokers] == [(1, False)]
+        r = c.request("DescribeCluster", 2, include_cluster_authorized_operations=False, endpoint_type=1,
+                      include_fenced_brokers=True)
+        if phantom in image.brokers:
+            assert [(b.broker_id, b.is_fenced) for b in r.brokers] == [(1, False), (phantom, True)]
     if phantom in image.brokers:
         r = _unregister(bs, phantom)
         assert r.error_code == 0, r

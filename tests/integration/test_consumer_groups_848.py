@@ -304,8 +304,14 @@ def test_wire_errors_and_classic_clash(broker, topic):
     assert ok.error_code == 0 and ok.group_state == "Stable" and ok.assignor_name == "uniform"
     assert ok.members[0].member_type == 1 and ok.members[0].assignment.topic_partitions[0].topic_name == topic
     assert missing.error_code == 69   # GROUP_ID_NOT_FOUND
+    # DescribeGroups: Dead; from v6 GROUP_ID_NOT_FOUND with Kafka's message, NONE below
+    d = c.request("DescribeGroups", 6, groups=[g, "nobody"], include_authorized_operations=False)
+    assert [(x.error_code, x.error_message, x.group_state) for x in d.groups] == [
+        (69, f"Group {g} is not a classic group.", "Dead"), (69, "Group nobody not found.", "Dead")]
+    d = c.request("DescribeGroups", 5, groups=[g, "nobody"], include_authorized_operations=False)
+    assert [(x.error_code, x.group_state) for x in d.groups] == [(0, "Dead"), (0, "Dead")]
 
-    # a classic group with a member: ConsumerGroupHeartbeat answers GROUP_ID_NOT_FOUND
+    # a classic group with a member: a ConsumerGroupHeartbeat of a member it does not know answers GROUP_ID_NOT_FOUND
     classic = _name("classic")
     cl = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": classic,
                    "auto.offset.reset": "earliest"})
@@ -313,7 +319,8 @@ def test_wire_errors_and_classic_clash(broker, topic):
         cl.subscribe([topic])
         assert _poll_until([cl], lambda: bool(cl.assignment()))
         c.request("FindCoordinator", 3, key=classic, key_type=0)
-        r = _wire_heartbeat(c, classic, "m", 0, topics=[topic])
+        # (epoch 0 would upgrade it online: test_consumer_group_migration.py)
+        r = _wire_heartbeat(c, classic, "m", 3, topics=[topic])
         assert r.error_code == 69 and "not a consumer group" in r.error_message
         d = c.request("ConsumerGroupDescribe", 0, group_ids=[classic], include_authorized_operations=False)
         assert d.groups[0].error_code == 69

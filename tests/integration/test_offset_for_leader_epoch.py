@@ -142,7 +142,7 @@ def test_api_versions_lists_it(broker):
     with broker.client() as c:
         r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
     keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
-    assert keys[23] == (0, 4)   # Kafka 3.9 (the default emulation) served v0-1 too
+    assert keys[23] == (2, 4)   # Kafka 4.x (the default emulation) dropped v0-1 (KIP-896)
 
 
 def _produce(broker, topic, values):

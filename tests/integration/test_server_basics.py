@@ -17,9 +17,9 @@ def test_api_versions_lists_served_apis(bootstrap):
         r = c.request("ApiVersions", v, client_software_name="t", client_software_version="1")
         assert r.error_code == 0
         keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
-        assert keys[0] == (0, 11)  # Produce advertised from v0
-        assert keys[3] == (0, 12)
-        assert keys[1] == (0, 17)   # the default emulation (Kafka 3.9) serves Fetch v0-3 too
+        assert keys[0] == (0, 13)  # Produce advertised from v0 (v12+: transaction version 2, a 4.x default)
+        assert keys[3] == (0, 13)
+        assert keys[1] == (4, 18)   # the default emulation (Kafka 4.x) refuses Fetch v0-3 (KIP-896)
     c.close()
 
 

@@ -65,11 +65,12 @@ def produce(c, topic, batch, *, transactional_id="tx", partition=0, version=8):
     return pr.error_code, pr.base_offset
 
 
-def write_markers(c, pid, epoch, commit, partitions, *, coordinator_epoch=0, version=1):
+def write_markers(c, pid, epoch, commit, partitions, *, coordinator_epoch=0, version=1, transaction_version=0):
     """partitions: {topic: [partition, ...]} -> {(topic, partition): error code}"""
     R = api("WriteTxnMarkers").request
     m = R.struct("WritableTxnMarker")(producer_id=pid, producer_epoch=epoch, transaction_result=commit,
-                                      coordinator_epoch=coordinator_epoch, topics=[
+                                      coordinator_epoch=coordinator_epoch, transaction_version=transaction_version,
+                                      topics=[
         R.struct("WritableTxnMarkerTopic")(name=t, partition_indexes=ps) for t, ps in partitions.items()])
     r = c.request("WriteTxnMarkers", version, markers=[m])
     assert r.markers[0].producer_id == pid
@@ -147,7 +148,7 @@ def test_transaction_errors_on_the_wire(txn_broker):
         assert write_markers(c, a, ea, True, {topic: [0, 7], "no-such-topic": [0]}, coordinator_epoch=3) == {
             (topic, 0): 0, (topic, 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             ("no-such-topic", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
-        assert write_markers(c, a, ea, True, {topic: [0]}, coordinator_epoch=2, version=0) == {
+        assert write_markers(c, a, ea, True, {topic: [0]}, coordinator_epoch=2) == {
             (topic, 0): ErrorCode.TRANSACTION_COORDINATOR_FENCED}
         # the coordinator fences the producer with a bumped epoch (a timed-out transaction)
         assert produce(c, topic, kp_batch([b"z"], a, ea, 1)) == (0, 2)
@@ -292,3 +293,25 @@ def test_transactions_survive_a_restart(tmp_path, how):
                            transactional_id=None)[0] == ErrorCode.INVALID_TXN_STATE
             assert write_markers(c, b, eb, True, {topic: [0]}) == {(topic, 0): 0}
             assert fetch(c, topic, 1).last_stable_offset == 6
+
+
+def test_write_txn_markers_v2_transaction_version_2_epochs():
+    """WriteTxnMarkers v2 (KIP-1228, Kafka 4.2): a marker of transaction version 2 needs an epoch
+    above the producer's on the partition (EndTxn bumped it); versions 0-1 accept an equal epoch."""
+    with Broker(mode="thread", overrides={**NO_VERIFY, "kwire.emulate.kafka.version": "4.3"}) as b:
+        _markers_v2(b.bootstrap_servers)
+
+
+def _markers_v2(bs):
+    topic = new_topic(bs)
+    tp = (topic, 0)
+    with WireClient(bs) as c:
+        a, ea = pid_of(c)
+        assert produce(c, topic, kp_batch([b"x"], a, ea, 0)) == (0, 0)
+        assert write_markers(c, a, ea, True, {topic: [0]}, version=2, transaction_version=2) == \
+            {tp: ErrorCode.INVALID_PRODUCER_EPOCH}
+        assert write_markers(c, a, ea + 1, True, {topic: [0]}, version=2, transaction_version=2) == {tp: 0}
+        # a late duplicate at the now current epoch: refused under version 2, taken under version 1
+        assert write_markers(c, a, ea + 1, True, {topic: [0]}, version=2, transaction_version=2) == \
+            {tp: ErrorCode.INVALID_PRODUCER_EPOCH}
+        assert write_markers(c, a, ea + 1, True, {topic: [0]}, version=2, transaction_version=1) == {tp: 0}

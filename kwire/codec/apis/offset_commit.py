@@ -1,14 +1,13 @@
-"""OffsetCommit (key 8), versions 0-9.
+"""OffsetCommit (key 8), versions 0-10.
 
 v0-1 (ZooKeeper-era commits) were removed from Kafka 4; 3.x served v1 (generation and member,
 per-partition ``commit_timestamp``) and answered v0 (stored in ZooKeeper) UNSUPPORTED_VERSION on a
 KRaft broker. ``retention_time_ms``
-exists in v2-4 only; v7+ carries ``group_instance_id``. The v10 ``topic_id`` is kept in the
-schema but lies outside the versions we serve.
+exists in v2-4 only; v7+ carries ``group_instance_id``. v10 names topics by id (KIP-848).
 """
 from kwire.codec.schema import F, Message
 
-REQUEST = Message("OffsetCommitRequest", api_key=8, kind="request", valid="0-9", flexible="8+", fields=[
+REQUEST = Message("OffsetCommitRequest", api_key=8, kind="request", valid="0-10", flexible="8+", fields=[
     F("group_id", "string", "0+"),
     F("generation_id_or_member_epoch", "int32", "1+", default=-1, ignorable=True),
     F("member_id", "string", "1+", ignorable=True),
@@ -27,7 +26,7 @@ REQUEST = Message("OffsetCommitRequest", api_key=8, kind="request", valid="0-9",
     ]),
 ])
 
-RESPONSE = Message("OffsetCommitResponse", api_key=8, kind="response", valid="0-9", flexible="8+", fields=[
+RESPONSE = Message("OffsetCommitResponse", api_key=8, kind="response", valid="0-10", flexible="8+", fields=[
     F("throttle_time_ms", "int32", "3+", ignorable=True),
     F("topics", "[]OffsetCommitResponseTopic", "0+", fields=[
         F("name", "string", "0-9", ignorable=True),

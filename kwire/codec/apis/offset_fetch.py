@@ -1,14 +1,14 @@
-"""OffsetFetch (key 9), versions 0-9.
+"""OffsetFetch (key 9), versions 0-10.
 
 v0 (offsets in ZooKeeper) was removed from Kafka 4; Kafka 3.x KRaft brokers answer it
 UNSUPPORTED_VERSION on every partition (no ZooKeeper), and so does kwire. v1-7 ask for one group
 (``group_id`` + ``topics``, null topics = all, v2+); v8+ batch several ``groups``, and the
 response moves to per-group results. v9 adds ``member_id`` / ``member_epoch`` (KIP-848).
-The v10 ``topic_id`` fields are kept in the schema but lie beyond the versions we serve.
+v10 names topics by id (KIP-848).
 """
 from kwire.codec.schema import F, Message
 
-REQUEST = Message("OffsetFetchRequest", api_key=9, kind="request", valid="0-9", flexible="6+", fields=[
+REQUEST = Message("OffsetFetchRequest", api_key=9, kind="request", valid="0-10", flexible="6+", fields=[
     F("group_id", "string", "0-7"),
     F("topics", "[]OffsetFetchRequestTopic", "0-7", nullable="2-7", fields=[
         F("name", "string", "0-7"),
@@ -27,7 +27,7 @@ REQUEST = Message("OffsetFetchRequest", api_key=9, kind="request", valid="0-9", 
     F("require_stable", "bool", "7+", default=False),
 ])
 
-RESPONSE = Message("OffsetFetchResponse", api_key=9, kind="response", valid="0-9", flexible="6+", fields=[
+RESPONSE = Message("OffsetFetchResponse", api_key=9, kind="response", valid="0-10", flexible="6+", fields=[
     F("throttle_time_ms", "int32", "3+", ignorable=True),
     F("topics", "[]OffsetFetchResponseTopic", "0-7", fields=[
         F("name", "string", "0-7"),

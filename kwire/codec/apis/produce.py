@@ -1,17 +1,18 @@
-"""Produce (key 0), versions 0-12.
+"""Produce (key 0), versions 0-13.
 
 Kafka 4 declares 3-13; v0-2 stay here because ApiVersions must advertise Produce from v0
 (librdkafka turns compression off otherwise). v12 is v11's shape (transaction version 2: the
-leader adds the partition to the transaction itself); v13 (topic ids) is not served.
+leader adds the partition to the transaction itself); v13 names topics by id (KIP-516).
 """
 from kwire.codec.schema import F, Message
 
-REQUEST = Message("ProduceRequest", api_key=0, kind="request", valid="0-12", flexible="9+", fields=[
+REQUEST = Message("ProduceRequest", api_key=0, kind="request", valid="0-13", flexible="9+", fields=[
     F("transactional_id", "string", "3+", nullable="3+", default=None),
     F("acks", "int16", "0+"),
     F("timeout_ms", "int32", "0+"),
     F("topic_data", "[]TopicProduceData", "0+", fields=[
         F("name", "string", "0-12", ignorable=True, map_key=True),
+        F("topic_id", "uuid", "13+", ignorable=True, map_key=True),
         F("partition_data", "[]PartitionProduceData", "0+", fields=[
             F("index", "int32", "0+"),
             F("records", "records", "0+", nullable="0+"),
@@ -19,9 +20,10 @@ REQUEST = Message("ProduceRequest", api_key=0, kind="request", valid="0-12", fle
     ]),
 ])
 
-RESPONSE = Message("ProduceResponse", api_key=0, kind="response", valid="0-12", flexible="9+", fields=[
+RESPONSE = Message("ProduceResponse", api_key=0, kind="response", valid="0-13", flexible="9+", fields=[
     F("responses", "[]TopicProduceResponse", "0+", fields=[
         F("name", "string", "0-12", ignorable=True, map_key=True),
+        F("topic_id", "uuid", "13+", ignorable=True, map_key=True),
         F("partition_responses", "[]PartitionProduceResponse", "0+", fields=[
             F("index", "int32", "0+"),
             F("error_code", "int16", "0+"),

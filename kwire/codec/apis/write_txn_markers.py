@@ -1,7 +1,7 @@
-"""WriteTxnMarkers (key 27), versions 0-1 (v2 adds TransactionVersion for KIP-890 part 2)."""
+"""WriteTxnMarkers (key 27), versions 0-2 (v2 adds each marker's TransactionVersion, KIP-1228)."""
 from kwire.codec.schema import F, Message
 
-REQUEST = Message("WriteTxnMarkersRequest", api_key=27, kind="request", valid="0-1", flexible="1+", fields=[
+REQUEST = Message("WriteTxnMarkersRequest", api_key=27, kind="request", valid="0-2", flexible="1+", fields=[
     F("markers", "[]WritableTxnMarker", "0+", fields=[
         F("producer_id", "int64", "0+"),
         F("producer_epoch", "int16", "0+"),
@@ -11,10 +11,11 @@ REQUEST = Message("WriteTxnMarkersRequest", api_key=27, kind="request", valid="0
             F("partition_indexes", "[]int32", "0+"),
         ]),
         F("coordinator_epoch", "int32", "0+"),
+        F("transaction_version", "int8", "2+", default=0, ignorable=True),
     ]),
 ])
 
-RESPONSE = Message("WriteTxnMarkersResponse", api_key=27, kind="response", valid="0-1", flexible="1+", fields=[
+RESPONSE = Message("WriteTxnMarkersResponse", api_key=27, kind="response", valid="0-2", flexible="1+", fields=[
     F("markers", "[]WritableTxnMarkerResult", "0+", fields=[
         F("producer_id", "int64", "0+"),
         F("topics", "[]WritableTxnMarkerTopicResult", "0+", fields=[

@@ -1,0 +1,165 @@
+"""The share-group offsets admin APIs (KIP-932), as the Java Admin client uses them
+(listShareGroupOffsets, alterShareGroupOffsets, deleteShareGroupOffsets):
+DescribeShareGroupOffsets 0-1 (v1: the lag), AlterShareGroupOffsets 0, DeleteShareGroupOffsets 0.
+
+Sent to the group's coordinator (NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE /
+COORDINATOR_LOAD_IN_PROGRESS as the other group APIs); a group that is not a share group
+answers GROUP_ID_NOT_FOUND. The offsets are the share partitions' start offsets
+(kwire.share.partition), read from this broker's share partitions and their recovered
+durable state. Describe: -1 for a partition the group never read; the lag (v1, KIP-1226)
+is the high watermark minus the start offset minus the records in flight already done.
+Alter sets the start offset (in-flight state dropped) and Delete forgets the state of
+whole topics (the next fetch starts from share.auto.offset.reset), both only on an empty
+group (NON_EMPTY_GROUP otherwise), both written to ``__share_group_state`` before answering.
+With an authorizer: DESCRIBE on the group and topics to describe, READ on the group to
+alter / delete (GROUP_AUTHORIZATION_FAILED / TOPIC_AUTHORIZATION_FAILED).
+Served while share.version is 1 (kwire.handlers.api_versions).
+
+Left out: on a multi-broker cluster the share partitions led by other brokers than the
+coordinator are not seen here (Kafka asks its share coordinator, ReadShareGroupStateSummary):
+they describe as -1 and are altered or deleted only where this broker leads them.
+"""
+from __future__ import annotations
+
+from uuid import UUID
+
+from kwire.errors import ErrorCode
+from kwire.handlers import RequestContext, handles
+from kwire.handlers.api_versions import disabled_apis
+from kwire.handlers.groups import _coordinator_for, _group_denied, _topic_denied
+from kwire.security.operations import AclOperation as Op
+from kwire.share.partition import DONE
+
+E = ErrorCode
+_ZERO = UUID(int=0)
+
+
+def _group_error(ctx: RequestContext, group_id: str, op: int, need_empty: bool = False):
+    """(coordinator, None) or (None, error code, message)."""
+    if ctx.api.key in disabled_apis(ctx.broker.config):
+        return None, E.UNSUPPORTED_VERSION, None
+    if _group_denied(ctx, group_id, op):
+        return None, E.GROUP_AUTHORIZATION_FAILED, None
+    coord, err = _coordinator_for(ctx, group_id)
+    if coord is None:
+        return None, err, None
+    sg = coord.share_group(group_id)
+    if sg is None:
+        return None, E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+    if need_empty and sg.members:
+        return None, E.NON_EMPTY_GROUP, f"The group {group_id} has active members."
+    return coord, None, None
+
+
+def _partitions_of(ctx: RequestContext, group_id: str) -> dict:
+    """{(topic id, partition): (start offset, done in flight)} of the group's share partitions here."""
+    mgr = ctx.broker.share_partitions
+    out = {}
+    for (gid, tid, p), (start, batches) in mgr.recovered.items():
+        if gid == group_id:
+            done = sum(b.last_offset - b.first_offset + 1 for b in batches if b.delivery_state in (2, 4))
+            out[(tid, p)] = (start, done)
+    for (tid, p), sp in mgr.group_partitions(group_id).items():
+        out[(tid, p)] = (sp.start_offset, sum(1 for r in sp.records.values() if r.state in DONE))
+    return out
+
+
+@handles("DescribeShareGroupOffsets", "0-1")
+async def describe_share_group_offsets(ctx: RequestContext, req):
+    G, T = ctx.struct("DescribeShareGroupOffsetsResponseGroup"), ctx.struct("DescribeShareGroupOffsetsResponseTopic")
+    P = ctx.struct("DescribeShareGroupOffsetsResponsePartition")
+    image = ctx.broker.image
+    rm = ctx.broker.replica_manager
+    out = []
+    for g in req.groups:
+        coord, err, msg = _group_error(ctx, g.group_id, Op.DESCRIBE)
+        if coord is None:
+            out.append(G(group_id=g.group_id, topics=[], error_code=err, error_message=msg))
+            continue
+        state = _partitions_of(ctx, g.group_id)
+        if g.topics is None:   # every topic the group has state for
+            wanted: dict[str, list[int]] = {}
+            for tid, p in sorted(state, key=lambda k: (str(k[0]), k[1])):
+                t = image.topics_by_id.get(tid)
+                if t is not None:
+                    wanted.setdefault(t.name, []).append(p)
+        else:
+            wanted = {t.topic_name: list(t.partitions) for t in g.topics}
+        topics = []
+        for name, parts in wanted.items():
+            t = image.topics.get(name)
+            denied = _topic_denied(ctx, name, Op.DESCRIBE)
+            rows = []
+            for p in parts:
+                if t is None or p not in t.partitions or denied:
+                    code = E.TOPIC_AUTHORIZATION_FAILED if denied else E.UNKNOWN_TOPIC_OR_PARTITION
+                    rows.append(P(partition_index=p, start_offset=-1, leader_epoch=-1, error_code=code))
+                    continue
+                start, done = state.get((t.topic_id, p), (-1, 0))
+                lag = -1
+                if start >= 0:
+                    head = rm.read(name, p, 0, 0, min_one=False)
+                    if head.high_watermark >= 0:
+                        lag = max(0, head.high_watermark - start - done)
+                rows.append(P(partition_index=p, start_offset=start, leader_epoch=t.partitions[p].leader_epoch,
+                              lag=lag, error_code=0))
+            topics.append(T(topic_name=name, topic_id=t.topic_id if t is not None else _ZERO, partitions=rows))
+        out.append(G(group_id=g.group_id, topics=topics, error_code=0))
+    return ctx.response(throttle_time_ms=0, groups=out)
+
+
+@handles("AlterShareGroupOffsets", "0")
+async def alter_share_group_offsets(ctx: RequestContext, req):
+    T, P = ctx.struct("AlterShareGroupOffsetsResponseTopic"), ctx.struct("AlterShareGroupOffsetsResponsePartition")
+    coord, err, msg = _group_error(ctx, req.group_id, Op.READ, need_empty=True)
+    image, mgr, rm = ctx.broker.image, ctx.broker.share_partitions, ctx.broker.replica_manager
+    out = []
+    for t in req.topics:
+        ti = image.topics.get(t.topic_name)
+        denied = _topic_denied(ctx, t.topic_name, Op.READ)
+        rows = []
+        for p in t.partitions:
+            code = err
+            if code is None:
+                if denied:
+                    code = E.TOPIC_AUTHORIZATION_FAILED
+                elif ti is None or p.partition_index not in ti.partitions:
+                    code = E.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    head = rm.read(t.topic_name, p.partition_index, 0, 0, min_one=False)
+                    if head.high_watermark < 0:
+                        code = ErrorCode(head.error) if head.error else E.NOT_LEADER_OR_FOLLOWER
+                    else:
+                        sp = mgr.get_or_create(req.group_id, ti.topic_id, p.partition_index,
+                                               head.log_start_offset, head.high_watermark)
+                        sp.reset(max(p.start_offset, head.log_start_offset))
+                        mgr.changed(req.group_id, ti.topic_id, p.partition_index)
+                        code = E.NONE
+            rows.append(P(partition_index=p.partition_index, error_code=code, error_message=None))
+        out.append(T(topic_name=t.topic_name, topic_id=ti.topic_id if ti is not None else _ZERO, partitions=rows))
+    await ctx.broker.share_state.flush()
+    return ctx.response(throttle_time_ms=0, error_code=err or 0, error_message=msg, responses=out)
+
+
+@handles("DeleteShareGroupOffsets", "0")
+async def delete_share_group_offsets(ctx: RequestContext, req):
+    T = ctx.struct("DeleteShareGroupOffsetsResponseTopic")
+    coord, err, msg = _group_error(ctx, req.group_id, Op.READ, need_empty=True)
+    if coord is None:
+        return ctx.response(throttle_time_ms=0, error_code=err, error_message=msg, responses=[])
+    image, mgr = ctx.broker.image, ctx.broker.share_partitions
+    out = []
+    for t in req.topics:
+        ti = image.topics.get(t.topic_name)
+        if ti is None:
+            out.append(T(topic_name=t.topic_name, topic_id=_ZERO, error_code=E.UNKNOWN_TOPIC_OR_PARTITION))
+            continue
+        if _topic_denied(ctx, t.topic_name, Op.READ):
+            out.append(T(topic_name=t.topic_name, topic_id=ti.topic_id, error_code=E.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        for p in ti.partitions:
+            mgr.remove(req.group_id, ti.topic_id, p)
+        out.append(T(topic_name=t.topic_name, topic_id=ti.topic_id, error_code=0))
+    await ctx.broker.share_state.flush()
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, responses=out)
+

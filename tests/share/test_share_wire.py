@@ -1,0 +1,201 @@
+"""Share groups over the wire (KIP-932) with kwire's own wire client against an in-process
+broker emulating Kafka 4.3: ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch with share
+sessions and piggy-backed acknowledgements, ShareAcknowledge, ApiVersions' share.version.
+The stock Java client is in test_share_java.py."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from kwire.errors import ErrorCode as E
+from kwire.testing import Broker
+from kwire.testing.client import WireClient
+
+ACCEPT, RELEASE, REJECT = 1, 2, 3
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with Broker(overrides={"kwire.emulate.kafka.version": "4.3", "offsets.topic.num.partitions": 1,
+                           "group.share.record.lock.duration.ms": 1000,
+                           "group.share.min.record.lock.duration.ms": 1000,
+                           "group.share.delivery.count.limit": 3}) as b:
+        yield b
+
+
+def _setup(c: WireClient, n: int = 5):
+    topic = f"sw-{uuid.uuid4().hex[:8]}"
+    c.create_topic(topic, 1)
+    c.produce(topic, [(None, f"v{i}".encode()) for i in range(n)])
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    # new share partitions start at the latest offset by default: read from the start here
+    r = c.request("IncrementalAlterConfigs", 1, resources=[
+        _res(c, group, "share.auto.offset.reset", "earliest")], validate_only=False)
+    assert r.responses[0].error_code == 0, r.responses[0]
+    for _ in range(100):   # the first look-up creates __consumer_offsets
+        fc = c.request("FindCoordinator", 6, key_type=0, coordinator_keys=[group])
+        if fc.coordinators[0].error_code == 0:
+            break
+        import time
+        time.sleep(0.1)
+    return topic, broker_topic_id(c, topic), group
+
+
+def broker_topic_id(c: WireClient, topic: str) -> uuid.UUID:
+    from kwire.codec.apis import api
+    MT = api("Metadata").request.struct("MetadataRequestTopic")
+    md = c.request("Metadata", 12, topics=[MT(topic_id=uuid.UUID(int=0), name=topic)],
+                   allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    return md.topics[0].topic_id
+
+
+def _res(c, group, name, value):
+    from kwire.codec.apis import api
+    req = api("IncrementalAlterConfigs").request
+    R, C = req.struct("AlterConfigsResource"), req.struct("AlterableConfig")
+    return R(resource_type=32, resource_name=group, configs=[C(name=name, config_operation=0, value=value)])
+
+
+def _hb(c, group, member, epoch, topics=None):
+    return c.request("ShareGroupHeartbeat", 1, group_id=group, member_id=member, member_epoch=epoch,
+                     rack_id=None, subscribed_topic_names=topics)
+
+
+def _fetch(c, group, member, epoch, tid, acks=(), max_records=100, wait=0, forget=False):
+    from kwire.codec.apis import api
+    req = api("ShareFetch").request
+    T, P, B = req.struct("FetchTopic"), req.struct("FetchPartition"), req.struct("AcknowledgementBatch")
+    topics = [T(topic_id=tid, partitions=[P(partition_index=0, acknowledgement_batches=[
+        B(first_offset=f, last_offset=l, acknowledge_types=list(t)) for f, l, t in acks])])]
+    return c.request("ShareFetch", 2, group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=wait,
+                     min_bytes=1, max_bytes=1 << 20, max_records=max_records, batch_size=100, topics=topics,
+                     forgotten_topics_data=[])
+
+
+def _acquired(r):
+    assert r.error_code == 0, r
+    out = []
+    for t in r.responses:
+        for p in t.partitions:
+            assert p.error_code == 0, p
+            out += [(a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records]
+    return out
+
+
+def test_api_versions_advertise_share_groups(broker):
+    with WireClient(broker.bootstrap_servers) as c:
+        r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+    keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+    assert keys[76] == (1, 1) and keys[77] == (1, 1) and keys[78] == (1, 2) and keys[79] == (1, 2)
+    assert ("share.version", 1) in [(f.name, f.max_version_level) for f in r.finalized_features]
+    assert ("share.version", 0, 1) in [(f.name, f.min_version, f.max_version) for f in r.supported_features]
+
+
+def test_heartbeat_fetch_acknowledge(broker):
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c)
+        a, b = str(uuid.uuid4()), str(uuid.uuid4())
+        r = _hb(c, group, a, 0, [topic])
+        assert (r.error_code, r.member_epoch) == (0, 1)
+        assert [(tp.topic_id, tp.partitions) for tp in r.assignment.topic_partitions] == [(tid, [0])]
+        r = _hb(c, group, b, 0, [topic])
+        assert (r.error_code, r.member_epoch, r.assignment.topic_partitions[0].partitions) == (0, 2, [0])
+        d = c.request("ShareGroupDescribe", 1, group_ids=[group], include_authorized_operations=False).groups[0]
+        assert (d.error_code, d.group_state, d.assignor_name, len(d.members)) == (0, "Stable", "simple", 2)
+        lg = c.request("ListGroups", 5, states_filter=[], types_filter=["share"])
+        assert [(g.group_id, g.group_type) for g in lg.groups if g.group_id == group] == [(group, "share")]
+
+        # a takes 3, b the other 2: never the same record twice
+        r = _fetch(c, group, a, 0, tid, max_records=3)
+        assert _acquired(r) == [(0, 2, 1)] and r.acquisition_lock_timeout_ms == 1000
+        assert r.responses[0].partitions[0].records   # the batch holding them
+        assert _acquired(_fetch(c, group, b, 0, tid)) == [(3, 4, 1)]
+        # a: accept 0, release 1, reject 2 (piggy-backed); then b can have 1 again
+        r = _fetch(c, group, a, 1, tid, acks=[(0, 2, (ACCEPT, RELEASE, REJECT))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == 0
+        assert _acquired(r) == [(1, 1, 2)]   # a itself takes the released record back
+        # b acknowledges what it holds with ShareAcknowledge; a record it does not hold is refused
+        ack = c.request("ShareAcknowledge", 2, group_id=group, member_id=b, share_session_epoch=1,
+                        topics=[_ack_topic(tid, [(1, 1, (ACCEPT,))])])
+        assert ack.responses[0].partitions[0].error_code == E.INVALID_RECORD_STATE
+        ack = c.request("ShareAcknowledge", 2, group_id=group, member_id=b, share_session_epoch=2,
+                        topics=[_ack_topic(tid, [(3, 4, (ACCEPT,))])])
+        assert ack.responses[0].partitions[0].error_code == 0
+        sp = broker.broker.share_partitions.get(group, tid, 0)
+        assert (sp.start_offset, sp.end_offset, [int(sp.state_of(o)) for o in range(1, 5)]) == (1, 5, [1, 4, 2, 2])
+        # session errors
+        assert _fetch(c, group, b, 7, tid).error_code == E.INVALID_SHARE_SESSION_EPOCH
+        assert _fetch(c, group, "nobody", 3, tid).error_code == E.SHARE_SESSION_NOT_FOUND
+        assert _fetch(c, group, b, 0, tid, acks=[(1, 1, (ACCEPT,))]).error_code == E.INVALID_REQUEST
+        # a closes its session: its record goes back, b gets it
+        _fetch(c, group, a, -1, tid)
+        assert _acquired(_fetch(c, group, b, 0, tid)) == [(1, 1, 3)]
+
+
+def _ack_topic(tid, batches):
+    from kwire.codec.apis import api
+    req = api("ShareAcknowledge").request
+    T, P, B = req.struct("AcknowledgeTopic"), req.struct("AcknowledgePartition"), req.struct("AcknowledgementBatch")
+    return T(topic_id=tid, partitions=[P(partition_index=0, acknowledgement_batches=[
+        B(first_offset=f, last_offset=l, acknowledge_types=list(t)) for f, l, t in batches])])
+
+
+def test_lock_expiry_and_delivery_limit_over_the_wire(broker):
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c, n=2)
+        a = str(uuid.uuid4())
+        _hb(c, group, a, 0, [topic])
+        assert _acquired(_fetch(c, group, a, 0, tid, max_records=1)) == [(0, 0, 1)]
+        # nothing else to take but offset 1; the long poll waits for offset 0's lock to expire
+        assert _acquired(_fetch(c, group, a, 1, tid, max_records=1)) == [(1, 1, 1)]
+        r = _fetch(c, group, a, 2, tid, acks=[(1, 1, (ACCEPT,))], max_records=1, wait=3000)
+        assert r.responses[0].partitions[0].acknowledge_error_code == 0
+        assert _acquired(r) == [(0, 0, 2)]   # redelivered after 1 s
+        r = _fetch(c, group, a, 3, tid, acks=[(0, 0, (RELEASE,))], max_records=1)
+        assert _acquired(r) == [(0, 0, 3)]
+        _fetch(c, group, a, 4, tid, acks=[(0, 0, (RELEASE,))])   # 3 deliveries: archived
+        sp = broker.broker.share_partitions.get(group, tid, 0)
+        assert (sp.start_offset, sp.in_flight()) == (2, 0)
+
+
+def test_unknown_topic_and_group_errors(broker):
+    with WireClient(broker.bootstrap_servers) as c:
+        tid = uuid.uuid4()
+        r = _fetch(c, "g-x", "m", 0, tid)
+        assert r.responses[0].partitions[0].error_code == E.UNKNOWN_TOPIC_ID
+        assert _fetch(c, "", "m", 0, tid).error_code == E.INVALID_GROUP_ID
+        assert _hb(c, "g-y", "", 0, ["t"]).error_code == E.INVALID_REQUEST
+
+
+def test_delete_share_group(broker):
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c, n=2)
+        a = str(uuid.uuid4())
+        _hb(c, group, a, 0, [topic])
+        _fetch(c, group, a, 0, tid, max_records=1)
+        assert broker.broker.share_partitions.get(group, tid, 0) is not None
+        r = c.request("DeleteGroups", 2, groups_names=[group])
+        assert r.results[0].error_code == E.NON_EMPTY_GROUP
+        _hb(c, group, a, -1)
+        r = c.request("DeleteGroups", 2, groups_names=[group])
+        assert r.results[0].error_code == 0
+        assert broker.broker.share_partitions.get(group, tid, 0) is None
+        d = c.request("ShareGroupDescribe", 1, group_ids=[group], include_authorized_operations=False).groups[0]
+        assert d.error_code == E.GROUP_ID_NOT_FOUND
+
+
+def test_share_version_0_turns_share_groups_off():
+    with Broker(overrides={"kwire.emulate.kafka.version": "4.3", "share.version": 0}) as b:
+        with WireClient(b.bootstrap_servers) as c:
+            r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+            keys = {k.api_key for k in r.api_keys}
+            assert not keys & {76, 77, 78, 79, 90, 91, 92} and 68 in keys
+            assert "share.version" not in [f.name for f in r.finalized_features]
+            assert _hb(c, "g", "m", 0, ["t"]).error_code == E.UNSUPPORTED_VERSION
+            assert _fetch(c, "g", "m", 0, uuid.uuid4()).error_code == E.UNSUPPORTED_VERSION
+    with Broker(overrides={"kwire.emulate.kafka.version": "4.0"}) as b:   # before share groups
+        with WireClient(b.bootstrap_servers) as c:
+            r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+            assert not {k.api_key for k in r.api_keys} & {76, 77, 78, 79}
+            assert "share.version" not in [f.name for f in r.finalized_features]
