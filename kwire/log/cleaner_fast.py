@@ -47,7 +47,9 @@ from kwire.codec.records import (
 
 try:
     from kwire.log import _walk
-    _walk.map_put_batch   # noqa: B018 - an older build lacks the map
+    for _name in ("map_put_batch", "map_put_batches", "map_retain", "map_retain_batches", "map_put", "map_get",
+                  "map_grow"):
+        getattr(_walk, _name)   # an older build lacks the map: the Python path then
 except (ImportError, AttributeError):   # no C compiler at install: the Python path does it all
     _walk = None
 
