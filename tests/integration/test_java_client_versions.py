@@ -45,6 +45,8 @@ def test_java_client_uses_the_4x_versions():
                                     [Rec(b"d", partition=0)])
             assert c.watermarks(topic, 0) == (0, 6)    # 2 + (record, marker) twice
             assert c.offset_for_time(topic, 0, 0) == 0
+            got = c.consume(topic, (0,), count=3, read_committed=True)   # Fetch: the aborted d is left out
+            assert [r.value for r in got] == [b"a", b"b", b"c"]
             m = c.group_member(group, [topic], **{"group.protocol": "consumer"})
             try:
                 for _ in range(60):
