@@ -70,32 +70,32 @@ class ProtocolError(Exception):
     """The remote side broke the protocol (client side: a response that cannot be read)."""
 
 
-def _api_versions_fallback(correlation_id: int, versions=None, config=None) -> list:
+def _api_versions_fallback(correlation_id: int, versions=None) -> list:
+    """An ApiVersions of a version we do not know, answered as v0 with UNSUPPORTED_VERSION and,
+    as Kafka does since 2.4 (KIP-511, ApiVersionsRequest.getErrorResponse), only ApiVersions'
+    own range: the client retries at the newest version it shares with us."""
     from kwire.emulation import table_of
-    from kwire.handlers.api_versions import api_version_entries, transaction_version
 
     api = FR.APIS[FR.API_VERSIONS_KEY]
     table = versions if versions is not None else table_of(None)
-    entries = api_version_entries(api, transaction_version(config, table), table, config)
-    body = api.response.cls(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=entries)
+    lo, hi = table.advertised[FR.API_VERSIONS_KEY]
+    entry = api.response.struct("ApiVersion")(api_key=FR.API_VERSIONS_KEY, min_version=lo, max_version=hi)
+    body = api.response.cls(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=[entry])
     return FR.encode_response(api, 0, correlation_id, body)
 
 
 class KafkaConnection:
     """The server side of one connection. ``serves(api_key, version)`` says which requests a
     handler exists for (None: every version our schemas know); ``versions`` (a
-    kwire.emulation.ApiVersionTable) gives the ranges an ApiVersions of an unknown version is
-    answered with (None: the default emulated release's); ``config`` the broker config it is
-    answered for (transaction.version, APIs a setting turns off)."""
+    kwire.emulation.ApiVersionTable) gives the ApiVersions range an ApiVersions of an unknown
+    version is answered with (None: the default emulated release's)."""
 
     __slots__ = ("peer", "requests", "reading_since", "principal", "listener", "sasl", "close_after_response",
-                 "raw_tokens", "_decoder", "_serves", "_versions", "_config", "_closed", "_eof", "__weakref__")
+                 "raw_tokens", "_decoder", "_serves", "_versions", "_closed", "_eof", "__weakref__")
 
     def __init__(self, max_frame_size: int = FR.DEFAULT_MAX_FRAME, *, max_queued: int | None = None,
-                 serves: Callable[[int, int], bool] | None = None, peer: str = "?", versions=None,
-                 config=None):
+                 serves: Callable[[int, int], bool] | None = None, peer: str = "?", versions=None):
         self.peer = peer
-        self._config = config   # the broker's config: the fallback ApiVersions answers as ApiVersions does
         self.requests = 0  # requests taken so far
         self.reading_since: float | None = None  # set by the edge's read loop (kwire.net.pump)
         self.principal = ANONYMOUS   # who is on the other end (kwire.security.principal); set by TLS / SASL
@@ -165,7 +165,7 @@ class KafkaConnection:
         except UnsupportedVersion as exc:
             hdr = exc.header  # type: ignore[attr-defined]
             if exc.api_key == FR.API_VERSIONS_KEY:
-                return Reply(hdr, _api_versions_fallback(hdr.correlation_id, self._versions, self._config), len(frame))
+                return Reply(hdr, _api_versions_fallback(hdr.correlation_id, self._versions), len(frame))
             return self._close(f"unsupported version {exc.version} of api key {exc.api_key} "
                                f"(client {hdr.client_id!r})", hdr)
         except UnknownApiKey as exc:
@@ -184,7 +184,7 @@ class KafkaConnection:
         hdr = req.header
         if self._serves is not None and not self._serves(hdr.api_key, hdr.api_version):
             if hdr.api_key == FR.API_VERSIONS_KEY:
-                return Reply(hdr, _api_versions_fallback(hdr.correlation_id, self._versions, self._config), len(frame))
+                return Reply(hdr, _api_versions_fallback(hdr.correlation_id, self._versions), len(frame))
             return self._close(f"no handler for {req.api.name} v{hdr.api_version}", hdr)
         return req
 

@@ -257,7 +257,7 @@ class KafkaServer:
         cfg = self.broker.config
         versions = table_of(cfg)
         conn = KafkaConnection(int(cfg.get("socket.request.max.bytes")), max_queued=int(cfg.get("queued.max.requests")),
-                               serves=versions.serves, peer=peer, versions=versions, config=cfg)
+                               serves=versions.serves, peer=peer, versions=versions)
         if listener is not None:
             conn.listener = listener.name
             if listener.sasl is not None:
