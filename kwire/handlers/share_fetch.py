@@ -88,8 +88,8 @@ def _acknowledge(ctx: RequestContext, req, session, topics) -> dict:
                 out[key] = (E.INVALID_RECORD_STATE, name)
                 continue
             err = E.NONE
-            for b in p.acknowledgement_batches:
-                e = sp.acknowledge(req.member_id, b.first_offset, b.last_offset, list(b.acknowledge_types), now)
+            for ack in p.acknowledgement_batches:
+                e = sp.acknowledge(req.member_id, ack.first_offset, ack.last_offset, list(ack.acknowledge_types), now)
                 if e != E.NONE:
                     err = e
             mgr.changed(req.group_id, t.topic_id, p.partition_index)

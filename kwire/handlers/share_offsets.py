@@ -57,7 +57,7 @@ def _partitions_of(ctx: RequestContext, group_id: str) -> dict:
     out = {}
     for (gid, tid, p), (start, batches) in mgr.recovered.items():
         if gid == group_id:
-            done = sum(b.last_offset - b.first_offset + 1 for b in batches if b.delivery_state in (2, 4))
+            done = sum(x.last_offset - x.first_offset + 1 for x in batches if x.delivery_state in (2, 4))
             out[(tid, p)] = (start, done)
     for (tid, p), sp in mgr.group_partitions(group_id).items():
         out[(tid, p)] = (sp.start_offset, sum(1 for r in sp.records.values() if r.state in DONE))

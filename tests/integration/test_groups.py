@@ -360,12 +360,15 @@ def test_mixed_confluent_and_kafka_python_range_group(broker):
                 m.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
+# Not strict: the stuck join needs kafka-python's poll loop to time out before the SyncGroup
+# answer, which a loaded machine's slow loop can miss (it XPASSed once in CI). AssertionError only:
+# anything else fails the test.
+@pytest.mark.xfail(strict=False, raises=AssertionError, reason=(
     "kafka-python 3.0.x bug: need_rejoin() ignores a join still in flight when the rejoin was "
     "asked for by a metadata change, so a leader whose poll() times out before its SyncGroup "
     "answer never completes the join (no heartbeats, evicted at its session timeout). kwire "
-    "answers the SyncGroup; Apache Kafka behaves the same. When this XPASSes, kafka-python "
-    "is fixed: drop the metadata warm-up in _kafka_python_range_consumer."))
+    "answers the SyncGroup; Apache Kafka behaves the same. When this XPASSes every time, "
+    "kafka-python is fixed: drop the metadata warm-up in _kafka_python_range_consumer."))
 def test_kafka_python_leader_rejoin_after_metadata_change_client_bug():
     """Deterministic reproduction of the stuck kafka-python leader: its first assignment is
     made without partition metadata (its topic Metadata request is held back), so it rejoins
