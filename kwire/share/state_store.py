@@ -1,25 +1,45 @@
-"""The Trio edge of share-partition durability (Kafka's share coordinator and persister, in
-one piece on the share partition's leader): the state of each share partition is written to
-``__share_group_state`` (records: kwire.share.records) and read back when the broker starts.
+"""The Trio edge of share-partition durability (KIP-932): Kafka's share persister (on the
+share partition's leader) and share coordinator (on the leader of the ``__share_group_state``
+partition of the key "group:topicId:partition", kwire.share.records.state_partition), talking
+Kafka's inter-broker RPCs ReadShareGroupState (84) and WriteShareGroupState (85) over the
+inter-broker channel (kwire.transactions.channel.BrokerChannel), or calling the coordinator
+side directly when both roles are on this broker (the local fast path).
 
-- ``load()``: at start, before anything is served, the records of the local
-  ``__share_group_state`` partitions are replayed (snapshots, updates, tombstones) into the
-  share partition manager's ``recovered`` table; a share partition made afterwards starts from
-  its recovered state (acquired records come back available: locks do not survive a restart,
-  delivery counts do) instead of share.auto.offset.reset.
-- ``flush()``: the ShareFetch / ShareAcknowledge handlers call it before answering: every
-  share partition changed since the last flush gets a ShareSnapshot record, appended as the
-  leader with acks=all and awaited (share.coordinator.write.timeout.ms), so an acknowledgement
-  answered is durable. The topic is created on the first write (share.coordinator.state.topic.*:
-  partitions, replication factor at most the live brokers, compacted, segment bytes).
+The persister:
+- ``ensure_loaded()``: the ShareFetch / ShareAcknowledge handlers call it for the partitions
+  this broker leads before touching them. The first time a share partition is served at a
+  leader epoch (a new leader, or this broker leading it again), its state is read from the
+  share coordinator (ReadShareGroupState with the leader epoch, which fences writes of older
+  leaders) and the share partition starts from it (acquired records come back available: a
+  lock does not survive its leader, the delivery count does, so the next delivery counts one
+  more); no state: share.auto.offset.reset. Until a read succeeds (no coordinator yet, it
+  died and its partition has no new leader) the partition is not served: ``ready()`` is false
+  and the fetch answers it with no records (the client fetches again).
+- ``flush()``: before answering, the ShareFetch / ShareAcknowledge handlers flush every share
+  partition changed since the last flush: WriteShareGroupState (state epoch, leader epoch,
+  start offset, state batches) to the coordinator, which appends a ShareSnapshot record with
+  acks=all and answers once it is replicated, so an acknowledgement answered is durable. A
+  failed write stays dirty for the next flush (logged).
 
-Left out: the share coordinator as a separate role (Kafka's Read/Write/Initialize/Delete
-ShareGroupState RPCs to the leader of the state partition): here the share partition's leader
-appends to the state partition itself, which works when it leads that partition too (a single
-broker, or where leaderships coincide); otherwise the write is skipped with a warning and
-the state stays in memory. A share partition moving to another leader starts from what that
-broker recovered at its start. ShareUpdate deltas are read but not written (a full snapshot
-each time; the compacted topic keeps the last).
+The coordinator (``coordinator_read`` / ``coordinator_write``, served to other brokers by
+kwire.handlers.share_state): it keeps the last state of each key of the ``__share_group_state``
+partitions it leads, replaying a partition's log (snapshots, updates, tombstones) the first
+time it serves it at a leader epoch. A write with a leader epoch older than the last one seen
+(by a read or a write) gets FENCED_LEADER_EPOCH; a partition it does not lead:
+NOT_COORDINATOR. The topic is created on the first write (share.coordinator.state.topic.*:
+partitions, replication factor at most the live brokers, compacted, segment bytes).
+
+``load()`` replays the local ``__share_group_state`` partitions at start (the ``recovered``
+table of the share partition manager, a share partition made before any read answers).
+
+Left out: InitializeShareGroupState (83; Kafka's group coordinator initializes a share
+partition's state when the group first gets it assigned: here the first write does),
+DeleteShareGroupState (86; DeleteShareGroupOffsets' tombstone is appended only where this
+broker is the coordinator, else logged), ReadShareGroupStateSummary (87;
+DescribeShareGroupOffsets answers from the share partitions this broker holds).
+ShareUpdate deltas are read but not written (a full snapshot each time; the compacted topic
+keeps the last). The coordinator replays a partition on the event loop (a compacted topic of
+small records).
 """
 from __future__ import annotations
 
@@ -29,10 +49,11 @@ from uuid import UUID
 
 import trio
 
+from kwire.codec.apis import api
 from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import ErrorCode, KafkaError
 from kwire.share import records as SR
-from kwire.share.partition import SharePartition
+from kwire.share.partition import SharePartition, StateBatch
 
 if TYPE_CHECKING:
     from kwire.share.manager import SharePartitionManager
@@ -46,10 +67,16 @@ class ShareStateStore:
         self.broker = broker
         self.manager = manager
         self.dirty: dict[Key, SharePartition] = {}
-        self.states: dict[Key, SR.ShareState] = {}
-        self._creating: trio.Event | None = None
-        self._warned: set[int] = set()
         self.deleted: set[Key] = set()
+        #: persister: the leader epoch at which each share partition was read (served since)
+        self.served: dict[Key, int] = {}
+        #: coordinator: the last state of each key, and the leader epoch of each state
+        #: partition at which its log was replayed
+        self.states: dict[Key, SR.ShareState] = {}
+        self.replayed: dict[int, int] = {}
+        self.leader_epochs: dict[Key, int] = {}   # the newest share-partition leader epoch seen
+        self._creating: trio.Event | None = None
+        self._channel = None
         manager.on_change = self._on_change
         manager.on_remove = self._on_remove
 
@@ -61,39 +88,269 @@ class ShareStateStore:
         self.dirty.pop((group_id, topic_id, partition), None)
         self.deleted.add((group_id, topic_id, partition))
 
+    @property
+    def channel(self):
+        if self._channel is None:
+            from kwire.transactions.channel import BrokerChannel  # noqa: PLC0415
+
+            b = self.broker
+            self._channel = BrokerChannel(b, int(b.config.get("request.timeout.ms")) / 1000,
+                                          f"kwire-share-persister-{b.node_id}", link=b.peer_security.inter_broker)
+        return self._channel
+
+    async def aclose(self) -> None:
+        if self._channel is not None:
+            await self._channel.aclose()
+
+    # ------------------------------------------------------------------ where
+    def coordinator_node(self, group_id: str, topic_id: UUID, partition: int) -> tuple[int, int | None]:
+        """(state partition, the broker leading it or None) for a share partition."""
+        t = self.broker.image.topics.get(SR.STATE_TOPIC)
+        if t is None:
+            return -1, None
+        sp_idx = SR.state_partition(group_id, topic_id, partition, len(t.partitions))
+        part = t.partitions.get(sp_idx)
+        if part is None or part.leader is None or part.leader < 0:
+            return sp_idx, None
+        node = self.broker.image.brokers.get(part.leader)
+        if node is None or getattr(node, "fenced", False):
+            return sp_idx, None
+        return sp_idx, part.leader
+
+    def _leader_epoch(self, topic_id: UUID, partition: int) -> int | None:
+        """The leader epoch of a partition this broker leads, else None."""
+        t = self.broker.image.topics_by_id.get(topic_id)
+        part = t.partitions.get(partition) if t is not None else None
+        if part is None or part.leader != self.broker.node_id:
+            return None
+        return part.leader_epoch
+
+    # ------------------------------------------------------------------ persister: read
+    def ready(self, group_id: str, topic_id: UUID, partition: int) -> bool:
+        """Whether the share partition's state was read at the current leader epoch."""
+        epoch = self._leader_epoch(topic_id, partition)
+        return epoch is None or self.served.get((group_id, topic_id, partition)) == epoch
+
+    async def ensure_loaded(self, group_id: str, tps) -> None:
+        """Read the state of each (topic id, partition) this broker leads and has not served
+        at its current leader epoch (see the module doc)."""
+        for tid, p in tps:
+            epoch = self._leader_epoch(tid, p)
+            key = (group_id, tid, p)
+            if epoch is None or self.served.get(key) == epoch:
+                continue
+            err, state = await self.read_state(group_id, tid, p, epoch)
+            if err != ErrorCode.NONE:
+                log.info("share state: reading the state of %s %s-%d failed (%s); not served yet",
+                         group_id, tid, p, ErrorCode(err).name)
+                continue
+            if self._leader_epoch(tid, p) != epoch:
+                continue
+            self.manager.partitions.pop(key, None)   # what an earlier leadership here left
+            self.dirty.pop(key, None)
+            if state is not None and state[0] >= 0:
+                self.manager.recovered[key] = state
+            else:
+                self.manager.recovered.pop(key, None)
+            self.served[key] = epoch
+
+    async def read_state(self, group_id: str, topic_id: UUID, partition: int, leader_epoch: int):
+        """(error, (start offset, state batches) or None) from the share coordinator."""
+        if SR.STATE_TOPIC not in self.broker.image.topics:
+            return ErrorCode.NONE, None   # nothing was ever written
+        _, node = self.coordinator_node(group_id, topic_id, partition)
+        if node is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        if node == self.broker.node_id:
+            err, st = self.coordinator_read(group_id, topic_id, partition, leader_epoch)
+            return err, ((st.start_offset, st.batches) if st is not None else None)
+        R = api("ReadShareGroupState").request
+        req = R.cls(group_id=group_id, topics=[R.struct("ReadStateData")(topic_id=topic_id, partitions=[
+            R.struct("PartitionData")(partition=partition, leader_epoch=leader_epoch)])])
+        try:
+            resp = await self.channel.request(node, "ReadShareGroupState", 0, req)
+        except Exception as exc:  # noqa: BLE001 - unreachable, timed out, a bad answer
+            log.info("share state: ReadShareGroupState to broker %d failed: %s", node, exc)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        for r in resp.results:
+            for pr in r.partitions:
+                if r.topic_id == topic_id and pr.partition == partition:
+                    if pr.error_code:
+                        return ErrorCode(pr.error_code), None
+                    batches = tuple(StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                                    for b in pr.state_batches)
+                    return ErrorCode.NONE, ((pr.start_offset, batches) if pr.start_offset >= 0 else None)
+        return ErrorCode.UNKNOWN_SERVER_ERROR, None
+
+    # ------------------------------------------------------------------ persister: write
+    async def flush(self) -> None:
+        if not self.dirty and not self.deleted:
+            return
+        b = self.broker
+        if SR.STATE_TOPIC not in b.image.topics:
+            await self._ensure_topic()
+            if b.image.topics.get(SR.STATE_TOPIC) is None:
+                return   # not created (logged): the state stays dirty for the next flush
+        dirty, self.dirty = self.dirty, {}
+        deleted, self.deleted = self.deleted, set()
+        for key in deleted:   # tombstones (DeleteShareGroupOffsets)
+            self.served.pop(key, None)
+            sp_idx, node = self.coordinator_node(*key)
+            if node == b.node_id:
+                self.states.pop(key, None)
+                await self._append(sp_idx, [(SR.key(SR.SNAPSHOT, *key), None)])
+            else:
+                log.warning("share state: the share coordinator of %s is broker %s: the deletion of its "
+                            "state is not sent (DeleteShareGroupState is left out)", key, node)
+        writes: dict[tuple[int | None, str], list] = {}
+        for key, sp in dirty.items():
+            gid, tid, p = key
+            epoch = self._leader_epoch(tid, p)
+            if epoch is None or self.served.get(key, epoch) != epoch:
+                continue   # no longer the leader: the state is not this broker's to write
+            _, node = self.coordinator_node(gid, tid, p)
+            writes.setdefault((node, gid), []).append((tid, p, epoch, sp.start_offset, tuple(sp.state_batches())))
+        for (node, gid), parts in writes.items():
+            failed = await self._write(node, gid, parts)
+            for tid, p in failed:
+                key = (gid, tid, p)
+                if key not in self.dirty and (sp := self.manager.partitions.get(key)) is not None:
+                    self.dirty[key] = sp
+
+    async def _write(self, node: int | None, group_id: str, parts: list) -> list:
+        """Write the states of one group's share partitions to one coordinator; the
+        (topic id, partition) not written."""
+        if node is None:
+            log.warning("share state: no share coordinator for %s now; kept for the next write", group_id)
+            return [(tid, p) for tid, p, *_ in parts]
+        if node == self.broker.node_id:
+            failed = []
+            for tid, p, epoch, start, batches in parts:
+                err = await self.coordinator_write(group_id, tid, p, 0, epoch, start, batches)
+                if err != ErrorCode.NONE:
+                    log.warning("share state: write of %s %s-%d failed: %s", group_id, tid, p, ErrorCode(err).name)
+                    if err != ErrorCode.FENCED_LEADER_EPOCH:
+                        failed.append((tid, p))
+            return failed
+        R = api("WriteShareGroupState").request
+        by_topic: dict[UUID, list] = {}
+        for tid, p, epoch, start, batches in parts:
+            by_topic.setdefault(tid, []).append(R.struct("PartitionData")(
+                partition=p, state_epoch=0, leader_epoch=epoch, start_offset=start,
+                state_batches=[R.struct("StateBatch")(first_offset=x.first_offset, last_offset=x.last_offset,
+                                                      delivery_state=x.delivery_state,
+                                                      delivery_count=x.delivery_count) for x in batches]))
+        req = R.cls(group_id=group_id, topics=[R.struct("WriteStateData")(topic_id=t, partitions=ps)
+                                              for t, ps in by_topic.items()])
+        try:
+            resp = await self.channel.request(node, "WriteShareGroupState", 0, req)
+        except Exception as exc:  # noqa: BLE001 - unreachable, timed out, a bad answer
+            log.warning("share state: WriteShareGroupState to broker %d failed: %s; kept for the next write",
+                        node, exc)
+            return [(tid, p) for tid, p, *_ in parts]
+        ok = set()
+        for r in resp.results:
+            for pr in r.partitions:
+                if pr.error_code == 0 or pr.error_code == ErrorCode.FENCED_LEADER_EPOCH:
+                    ok.add((r.topic_id, pr.partition))
+                if pr.error_code:
+                    log.warning("share state: broker %d answered the write of %s %s-%d with %s", node,
+                                group_id, r.topic_id, pr.partition, ErrorCode(pr.error_code).name)
+        return [(tid, p) for tid, p, *_ in parts if (tid, p) not in ok]
+
+    # ------------------------------------------------------------------ coordinator
+    def _coordinating(self, group_id: str, topic_id: UUID, partition: int) -> tuple[ErrorCode, int]:
+        """NOT_COORDINATOR unless this broker leads the key's state partition; replays the
+        partition's log the first time it serves it at its leader epoch."""
+        t = self.broker.image.topics.get(SR.STATE_TOPIC)
+        if t is None:
+            return ErrorCode.NOT_COORDINATOR, -1
+        n = len(t.partitions)
+        sp_idx = SR.state_partition(group_id, topic_id, partition, n)
+        part = t.partitions.get(sp_idx)
+        if part is None or part.leader != self.broker.node_id:
+            return ErrorCode.NOT_COORDINATOR, sp_idx
+        if self.replayed.get(sp_idx) != part.leader_epoch:
+            states: dict[Key, SR.ShareState] = {}
+            if not self._replay_partition(sp_idx, states):
+                return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, sp_idx
+            for k in [k for k in self.states if SR.state_partition(*k, n) == sp_idx]:
+                del self.states[k]
+            self.states.update(states)
+            self.replayed[sp_idx] = part.leader_epoch
+        return ErrorCode.NONE, sp_idx
+
+    def coordinator_read(self, group_id: str, topic_id: UUID, partition: int,
+                         leader_epoch: int) -> tuple[ErrorCode, SR.ShareState | None]:
+        """ReadShareGroupState on the coordinator: the key's state (None: never written)."""
+        err, _ = self._coordinating(group_id, topic_id, partition)
+        if err != ErrorCode.NONE:
+            return err, None
+        key = (group_id, topic_id, partition)
+        if leader_epoch >= 0:
+            if leader_epoch < self.leader_epochs.get(key, -1):
+                return ErrorCode.FENCED_LEADER_EPOCH, None
+            self.leader_epochs[key] = leader_epoch
+        return ErrorCode.NONE, self.states.get(key)
+
+    async def coordinator_write(self, group_id: str, topic_id: UUID, partition: int, state_epoch: int,
+                                leader_epoch: int, start_offset: int, batches) -> ErrorCode:
+        """WriteShareGroupState on the coordinator: a ShareSnapshot record appended and
+        replicated (acks=all), or the error."""
+        err, sp_idx = self._coordinating(group_id, topic_id, partition)
+        if err != ErrorCode.NONE:
+            return err
+        key = (group_id, topic_id, partition)
+        if leader_epoch < self.leader_epochs.get(key, -1):
+            return ErrorCode.FENCED_LEADER_EPOCH
+        self.leader_epochs[key] = leader_epoch
+        old = self.states.get(key)
+        now = self.broker.clock.now_ms()
+        if start_offset < 0:   # "not being written": keep the one stored
+            start_offset = old.start_offset if old is not None else 0
+        st = SR.ShareState(group_id, topic_id, partition, (old.snapshot_epoch + 1) if old else 0,
+                           max(state_epoch, old.state_epoch if old else 0), leader_epoch, start_offset,
+                           old.create_timestamp if old else now, now, tuple(batches))
+        self.states[key] = st
+        return await self._append(sp_idx, [(SR.key(SR.SNAPSHOT, group_id, topic_id, partition),
+                                            SR.snapshot_value(st))])
+
     # ------------------------------------------------------------------ load
     def load(self) -> int:
         """Replay the local ``__share_group_state`` partitions (blocking reads, at start).
         Returns the number of share partitions recovered."""
-        rm = self.broker.replica_manager
         t = self.broker.image.topics.get(SR.STATE_TOPIC)
         if t is None:
             return 0
         states: dict[Key, SR.ShareState] = {}
         for p in sorted(t.partitions):
-            plog = rm.local_log(SR.STATE_TOPIC, p)
-            if plog is None or plog.offline:
-                continue
-            offset, end = plog.log_start_offset, plog.log_end_offset
-            while offset < end:
-                data = plog.read(offset, 1 << 20, max_offset=end)
-                if data is None or data.size == 0:
-                    break
-                advanced = offset
-                for batch in iter_batches(bytes(data), allow_partial_tail=True):
-                    advanced = batch.next_offset
-                    if batch.is_control:
-                        continue
-                    for r in batch.records():
-                        self._replay(states, r.key, r.value)
-                if advanced <= offset:
-                    break
-                offset = advanced
+            self._replay_partition(p, states)
         self.states = states
         self.manager.recovered = {k: (s.start_offset, s.batches) for k, s in states.items()}
         if states:
             log.info("share state: %d share partitions recovered from %s", len(states), SR.STATE_TOPIC)
         return len(states)
+
+    def _replay_partition(self, p: int, states: dict) -> bool:
+        plog = self.broker.replica_manager.local_log(SR.STATE_TOPIC, p)
+        if plog is None or plog.offline:
+            return False
+        offset, end = plog.log_start_offset, plog.log_end_offset
+        while offset < end:
+            data = plog.read(offset, 1 << 20, max_offset=end)
+            if data is None or data.size == 0:
+                break
+            advanced = offset
+            for batch in iter_batches(bytes(data), allow_partial_tail=True):
+                advanced = batch.next_offset
+                if batch.is_control:
+                    continue
+                for r in batch.records():
+                    self._replay(states, r.key, r.value)
+            if advanced <= offset:
+                break
+            offset = advanced
+        return True
 
     @staticmethod
     def _replay(states: dict, key: bytes | None, value: bytes | None) -> None:
@@ -111,52 +368,21 @@ class ShareStateStore:
         except Exception as exc:  # noqa: BLE001 - one bad record must not stop the load
             log.warning("share state: skipped a record of %s: %s", SR.STATE_TOPIC, exc)
 
-    # ------------------------------------------------------------------ write
-    async def flush(self) -> None:
-        if not self.dirty and not self.deleted:
-            return
-        b = self.broker
-        if SR.STATE_TOPIC not in b.image.topics:
-            await self._ensure_topic()
-            t = b.image.topics.get(SR.STATE_TOPIC)
-            if t is None:
-                return   # not created (logged): the state stays dirty for the next flush
-        t = b.image.topics[SR.STATE_TOPIC]
-        n = len(t.partitions)
-        dirty, self.dirty = self.dirty, {}
-        deleted, self.deleted = self.deleted, set()
-        now = b.clock.now_ms()
-        by_part: dict[int, list] = {}
-        for gid, tid, p in deleted:   # tombstones (DeleteShareGroupOffsets)
-            self.states.pop((gid, tid, p), None)
-            by_part.setdefault(SR.state_partition(gid, tid, p, n), []).append(
-                (SR.key(SR.SNAPSHOT, gid, tid, p), None))
-        for (gid, tid, p), sp in dirty.items():
-            old = self.states.get((gid, tid, p))
-            topic = b.image.topics_by_id.get(tid)
-            part = topic.partitions.get(p) if topic is not None else None
-            st = SR.ShareState(gid, tid, p, (old.snapshot_epoch + 1) if old else 0, old.state_epoch if old else 0,
-                               part.leader_epoch if part is not None else 0, sp.start_offset,
-                               old.create_timestamp if old else now, now, tuple(sp.state_batches()))
-            self.states[(gid, tid, p)] = st
-            by_part.setdefault(SR.state_partition(gid, tid, p, n), []).append(
-                (SR.key(SR.SNAPSHOT, gid, tid, p), SR.snapshot_value(st)))
-        for part, recs in by_part.items():
-            await self._append(part, recs)
-
-    async def _append(self, partition: int, recs: list) -> None:
+    async def _append(self, partition: int, recs: list) -> ErrorCode:
+        """Append records to a state partition this broker leads (acks=all) and wait until
+        they are replicated (share.coordinator.write.timeout.ms)."""
         b = self.broker
         rm = b.replica_manager
         now = b.clock.now_ms()
         try:
             batch = build_batch([(k, v, None, now) for k, v in recs])
             res = rm.append_records(SR.STATE_TOPIC, partition, bytearray(batch), now, required_acks=-1)
-        except (KafkaError, OSError) as exc:
-            if partition not in self._warned:
-                self._warned.add(partition)
-                log.warning("share state: cannot append to %s-%d here (%s): the state of its share "
-                            "partitions is kept in memory only", SR.STATE_TOPIC, partition, exc)
-            return
+        except KafkaError as exc:
+            log.warning("share state: cannot append to %s-%d here: %s", SR.STATE_TOPIC, partition, exc)
+            return ErrorCode(exc.code) if hasattr(exc, "code") else ErrorCode.UNKNOWN_SERVER_ERROR
+        except OSError as exc:
+            log.warning("share state: cannot append to %s-%d here: %s", SR.STATE_TOPIC, partition, exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR
         ev = rm.wait_for_high_watermark(SR.STATE_TOPIC, partition, res.last_offset + 1)
         if ev is not None:
             timeout = int(b.config.get("share.coordinator.write.timeout.ms")) / 1000
@@ -164,6 +390,11 @@ class ShareStateStore:
                 await ev.wait()
             if scope.cancelled_caught:
                 log.warning("share state: write to %s-%d not replicated in time", SR.STATE_TOPIC, partition)
+                return ErrorCode.REQUEST_TIMED_OUT
+            check = getattr(rm, "acks_all_error", None)
+            if check is not None:
+                return check(SR.STATE_TOPIC, partition, res.last_offset + 1, getattr(res, "leader_epoch", -1))
+        return ErrorCode.NONE
 
     async def _ensure_topic(self) -> None:
         if self._creating is not None:
