@@ -78,6 +78,13 @@ def _named(req) -> set:
     return {(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions}
 
 
+def _not_durable(acks: dict, group_id: str, failed: dict) -> None:
+    """An acknowledgement whose state could not be written answers the write's error."""
+    for (tid, p), (err, name) in list(acks.items()):
+        if err == E.NONE and (e := failed.get((group_id, tid, p))) is not None:
+            acks[(tid, p)] = (e, name)
+
+
 def _acknowledge(ctx: RequestContext, req, session, topics) -> dict:
     """Apply the acknowledgement batches; {(topic id, partition): (error, name)}."""
     mgr = ctx.broker.share_partitions
@@ -197,7 +204,7 @@ async def share_fetch(ctx: RequestContext, req):
             t = b.image.topics_by_id.get(tid)
             if t is not None:
                 b.replica_manager.fetch_waiters.wake((t.name, p))
-        await b.share_state.flush()
+        _not_durable(acks, req.group_id, await b.share_state.flush())
         return answer(E.NONE, _rows(ctx, acks, {}))
     session.add((t.topic_id, p.partition_index) for t in req.topics for p in t.partitions)
     session.forget((t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions)
@@ -229,7 +236,8 @@ async def share_fetch(ctx: RequestContext, req):
             wait_until = min(wait_until, trio.current_time() + max(0, next_lock - b.clock.monotonic_ms()) / 1000)
         tps = [(t.name, p) for tid, p in session.partitions if (t := b.image.topics_by_id.get(tid)) is not None]
         await b.replica_manager.wait_for_data(tps, wait_until)
-    await b.share_state.flush()   # the acknowledgements and acquisitions answered are durable
+    # the acknowledgements and acquisitions answered are durable (or the acknowledgement fails)
+    _not_durable(acks, req.group_id, await b.share_state.flush())
     return answer(E.NONE, _rows(ctx, acks, fetched))
 
 
@@ -272,7 +280,7 @@ async def share_acknowledge(ctx: RequestContext, req):
     acks = _acknowledge(ctx, req, session, req.topics)
     if req.share_session_epoch == FINAL_EPOCH:
         mgr.close(session, now)
-    await b.share_state.flush()
+    _not_durable(acks, req.group_id, await b.share_state.flush())
     T, PD = ctx.struct("ShareAcknowledgeTopicResponse"), ctx.struct("PartitionData")
     by_topic: dict = {}
     for (tid, p), (e, name) in acks.items():

@@ -76,6 +76,7 @@ class ShareStateStore:
         self.replayed: dict[int, int] = {}
         self.leader_epochs: dict[Key, int] = {}   # the newest share-partition leader epoch seen
         self._creating: trio.Event | None = None
+        self._flushing = trio.Lock()   # one flush at a time: writes in order, answers after them
         self._channel = None
         manager.on_change = self._on_change
         manager.on_remove = self._on_remove
@@ -183,14 +184,19 @@ class ShareStateStore:
         return ErrorCode.UNKNOWN_SERVER_ERROR, None
 
     # ------------------------------------------------------------------ persister: write
-    async def flush(self) -> None:
+    async def flush(self) -> dict[Key, ErrorCode]:
+        """Write the share partitions changed; the ones not written (kept dirty) and why."""
+        async with self._flushing:
+            return await self._flush()
+
+    async def _flush(self) -> dict[Key, ErrorCode]:
         if not self.dirty and not self.deleted:
-            return
+            return {}
         b = self.broker
         if SR.STATE_TOPIC not in b.image.topics:
             await self._ensure_topic()
-            if b.image.topics.get(SR.STATE_TOPIC) is None:
-                return   # not created (logged): the state stays dirty for the next flush
+            if b.image.topics.get(SR.STATE_TOPIC) is None:   # not created (logged): kept dirty
+                return {k: ErrorCode.COORDINATOR_NOT_AVAILABLE for k in self.dirty}
         dirty, self.dirty = self.dirty, {}
         deleted, self.deleted = self.deleted, set()
         for key in deleted:   # tombstones (DeleteShareGroupOffsets)
@@ -202,35 +208,55 @@ class ShareStateStore:
             else:
                 log.warning("share state: the share coordinator of %s is broker %s: the deletion of its "
                             "state is not sent (DeleteShareGroupState is left out)", key, node)
-        writes: dict[tuple[int | None, str], list] = {}
-        for key, sp in dirty.items():
-            gid, tid, p = key
-            epoch = self._leader_epoch(tid, p)
-            if epoch is None or self.served.get(key, epoch) != epoch:
-                continue   # no longer the leader: the state is not this broker's to write
-            _, node = self.coordinator_node(gid, tid, p)
-            writes.setdefault((node, gid), []).append((tid, p, epoch, sp.start_offset, tuple(sp.state_batches())))
-        for (node, gid), parts in writes.items():
-            failed = await self._write(node, gid, parts)
-            for tid, p in failed:
-                key = (gid, tid, p)
-                if key not in self.dirty and (sp := self.manager.partitions.get(key)) is not None:
-                    self.dirty[key] = sp
+        failed = await self._write_all(dict(dirty))
+        for key in failed:   # kept for the next flush
+            if key not in self.dirty and (sp := self.manager.partitions.get(key)) is not None:
+                self.dirty[key] = sp
+        return failed
+
+    async def _write_all(self, pending: dict) -> dict[Key, ErrorCode]:
+        """Write the states, retrying (the coordinator may be moving, or not know yet that it
+        leads its partition) with a backoff until share.coordinator.write.timeout.ms; the keys
+        not written and why."""
+        b = self.broker
+        deadline = trio.current_time() + int(b.config.get("share.coordinator.write.timeout.ms")) / 1000
+        backoff = 0.05
+        while True:
+            writes: dict[tuple[int | None, str], list] = {}
+            for key, sp in pending.items():
+                gid, tid, p = key
+                epoch = self._leader_epoch(tid, p)
+                if epoch is None or self.served.get(key, epoch) != epoch:
+                    continue   # no longer the leader: the state is not this broker's to write
+                _, node = self.coordinator_node(gid, tid, p)
+                writes.setdefault((node, gid), []).append((tid, p, epoch, sp.start_offset,
+                                                           tuple(sp.state_batches())))
+            failed: dict[Key, ErrorCode] = {}
+            for (node, gid), parts in writes.items():
+                for (tid, p), err in (await self._write(node, gid, parts)).items():
+                    failed[(gid, tid, p)] = err
+            if not failed or trio.current_time() + backoff >= deadline:
+                if failed:
+                    log.warning("share state: %d share partition states not written: %s", len(failed),
+                                sorted({e.name for e in failed.values()}))
+                return failed
+            await trio.sleep(backoff)
+            backoff = min(backoff * 2, 0.5)
+            pending = {k: sp for k in failed if (sp := self.manager.partitions.get(k)) is not None}
 
     async def _write(self, node: int | None, group_id: str, parts: list) -> list:
         """Write the states of one group's share partitions to one coordinator; the
-        (topic id, partition) not written."""
+        (topic id, partition) not written and why."""
         if node is None:
-            log.warning("share state: no share coordinator for %s now; kept for the next write", group_id)
-            return [(tid, p) for tid, p, *_ in parts]
+            return {(tid, p): ErrorCode.COORDINATOR_NOT_AVAILABLE for tid, p, *_ in parts}
         if node == self.broker.node_id:
-            failed = []
+            failed = {}
             for tid, p, epoch, start, batches in parts:
                 err = await self.coordinator_write(group_id, tid, p, 0, epoch, start, batches)
                 if err != ErrorCode.NONE:
-                    log.warning("share state: write of %s %s-%d failed: %s", group_id, tid, p, ErrorCode(err).name)
+                    log.info("share state: write of %s %s-%d failed: %s", group_id, tid, p, ErrorCode(err).name)
                     if err != ErrorCode.FENCED_LEADER_EPOCH:
-                        failed.append((tid, p))
+                        failed[(tid, p)] = ErrorCode(err)
             return failed
         R = api("WriteShareGroupState").request
         by_topic: dict[UUID, list] = {}
@@ -245,18 +271,21 @@ class ShareStateStore:
         try:
             resp = await self.channel.request(node, "WriteShareGroupState", 0, req)
         except Exception as exc:  # noqa: BLE001 - unreachable, timed out, a bad answer
-            log.warning("share state: WriteShareGroupState to broker %d failed: %s; kept for the next write",
-                        node, exc)
-            return [(tid, p) for tid, p, *_ in parts]
-        ok = set()
+            log.info("share state: WriteShareGroupState to broker %d failed: %s", node, exc)
+            return {(tid, p): ErrorCode.COORDINATOR_NOT_AVAILABLE for tid, p, *_ in parts}
+        errors = {}
         for r in resp.results:
             for pr in r.partitions:
-                if pr.error_code == 0 or pr.error_code == ErrorCode.FENCED_LEADER_EPOCH:
-                    ok.add((r.topic_id, pr.partition))
+                errors[(r.topic_id, pr.partition)] = ErrorCode(pr.error_code)
                 if pr.error_code:
-                    log.warning("share state: broker %d answered the write of %s %s-%d with %s", node,
-                                group_id, r.topic_id, pr.partition, ErrorCode(pr.error_code).name)
-        return [(tid, p) for tid, p, *_ in parts if (tid, p) not in ok]
+                    log.info("share state: broker %d answered the write of %s %s-%d with %s", node,
+                             group_id, r.topic_id, pr.partition, ErrorCode(pr.error_code).name)
+        out = {}
+        for tid, p, *_ in parts:
+            err = errors.get((tid, p), ErrorCode.UNKNOWN_SERVER_ERROR)
+            if err not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
+                out[(tid, p)] = err
+        return out
 
     # ------------------------------------------------------------------ coordinator
     def _coordinating(self, group_id: str, topic_id: UUID, partition: int) -> tuple[ErrorCode, int]:
