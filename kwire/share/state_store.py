@@ -1,7 +1,8 @@
 """The Trio edge of share-partition durability (KIP-932): Kafka's share persister (on the
 share partition's leader) and share coordinator (on the leader of the ``__share_group_state``
 partition of the key "group:topicId:partition", kwire.share.records.state_partition), talking
-Kafka's inter-broker RPCs ReadShareGroupState (84) and WriteShareGroupState (85) over the
+Kafka's inter-broker RPCs ReadShareGroupState (84), WriteShareGroupState (85) and
+DeleteShareGroupState (86) over the
 inter-broker channel (kwire.transactions.channel.BrokerChannel), or calling the coordinator
 side directly when both roles are on this broker (the local fast path).
 
@@ -21,7 +22,7 @@ The persister:
   acks=all and answers once it is replicated, so an acknowledgement answered is durable. A
   failed write stays dirty for the next flush (logged).
 
-The coordinator (``coordinator_read`` / ``coordinator_write``, served to other brokers by
+The coordinator (``coordinator_read`` / ``_write`` / ``_delete``, served to other brokers by
 kwire.handlers.share_state): it keeps the last state of each key of the ``__share_group_state``
 partitions it leads, replaying a partition's log (snapshots, updates, tombstones) the first
 time it serves it at a leader epoch. A write with a leader epoch older than the last one seen
@@ -32,11 +33,13 @@ partitions, replication factor at most the live brokers, compacted, segment byte
 ``load()`` replays the local ``__share_group_state`` partitions at start (the ``recovered``
 table of the share partition manager, a share partition made before any read answers).
 
+DeleteShareGroupOffsets deletes a share partition's state with DeleteShareGroupState (86;
+the coordinator appends a tombstone).
+
 Left out: InitializeShareGroupState (83; Kafka's group coordinator initializes a share
 partition's state when the group first gets it assigned: here the first write does),
-DeleteShareGroupState (86; DeleteShareGroupOffsets' tombstone is appended only where this
-broker is the coordinator, else logged), ReadShareGroupStateSummary (87;
-DescribeShareGroupOffsets answers from the share partitions this broker holds).
+ReadShareGroupStateSummary (87; DescribeShareGroupOffsets answers from the share partitions
+this broker holds).
 ShareUpdate deltas are read but not written (a full snapshot each time; the compacted topic
 keeps the last). The coordinator replays a partition on the event loop (a compacted topic of
 small records).
@@ -201,13 +204,9 @@ class ShareStateStore:
         deleted, self.deleted = self.deleted, set()
         for key in deleted:   # tombstones (DeleteShareGroupOffsets)
             self.served.pop(key, None)
-            sp_idx, node = self.coordinator_node(*key)
-            if node == b.node_id:
-                self.states.pop(key, None)
-                await self._append(sp_idx, [(SR.key(SR.SNAPSHOT, *key), None)])
-            else:
-                log.warning("share state: the share coordinator of %s is broker %s: the deletion of its "
-                            "state is not sent (DeleteShareGroupState is left out)", key, node)
+            err = await self._delete(*key)
+            if err != ErrorCode.NONE:
+                log.warning("share state: the deletion of the state of %s failed: %s", key, err.name)
         failed = await self._write_all(dict(dirty))
         for key in failed:   # kept for the next flush
             if key not in self.dirty and (sp := self.manager.partitions.get(key)) is not None:
@@ -287,6 +286,27 @@ class ShareStateStore:
                 out[(tid, p)] = err
         return out
 
+    async def _delete(self, group_id: str, topic_id: UUID, partition: int) -> ErrorCode:
+        """DeleteShareGroupState of one share partition at its coordinator."""
+        _, node = self.coordinator_node(group_id, topic_id, partition)
+        if node is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if node == self.broker.node_id:
+            return await self.coordinator_delete(group_id, topic_id, partition)
+        R = api("DeleteShareGroupState").request
+        req = R.cls(group_id=group_id, topics=[R.struct("DeleteStateData")(
+            topic_id=topic_id, partitions=[R.struct("PartitionData")(partition=partition)])])
+        try:
+            resp = await self.channel.request(node, "DeleteShareGroupState", 0, req)
+        except Exception as exc:  # noqa: BLE001 - unreachable, timed out, a bad answer
+            log.info("share state: DeleteShareGroupState to broker %d failed: %s", node, exc)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        for r in resp.results:
+            for pr in r.partitions:
+                if r.topic_id == topic_id and pr.partition == partition:
+                    return ErrorCode(pr.error_code)
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
     # ------------------------------------------------------------------ coordinator
     def _coordinating(self, group_id: str, topic_id: UUID, partition: int) -> tuple[ErrorCode, int]:
         """NOT_COORDINATOR unless this broker leads the key's state partition; replays the
@@ -343,6 +363,16 @@ class ShareStateStore:
         self.states[key] = st
         return await self._append(sp_idx, [(SR.key(SR.SNAPSHOT, group_id, topic_id, partition),
                                             SR.snapshot_value(st))])
+
+    async def coordinator_delete(self, group_id: str, topic_id: UUID, partition: int) -> ErrorCode:
+        """DeleteShareGroupState on the coordinator: a tombstone for the key, replicated."""
+        err, sp_idx = self._coordinating(group_id, topic_id, partition)
+        if err != ErrorCode.NONE:
+            return err
+        key = (group_id, topic_id, partition)
+        self.states.pop(key, None)
+        self.leader_epochs.pop(key, None)
+        return await self._append(sp_idx, [(SR.key(SR.SNAPSHOT, group_id, topic_id, partition), None)])
 
     # ------------------------------------------------------------------ load
     def load(self) -> int:

@@ -1,5 +1,6 @@
 """The share coordinator's inter-broker RPCs (KIP-932) over the wire against an in-process
-broker: FindCoordinator key type 2, ReadShareGroupState (84) and WriteShareGroupState (85)
+broker: FindCoordinator key type 2, ReadShareGroupState (84), WriteShareGroupState (85) and
+DeleteShareGroupState (86)
 answered from ``__share_group_state`` (kwire.handlers.share_state), with the errors Kafka
 gives (FENCED_LEADER_EPOCH, INVALID_REQUEST); and a share partition started from a state
 written by another "leader" through WriteShareGroupState. The three-node failover is
@@ -83,6 +84,13 @@ def test_find_coordinator_read_write(broker):
         p = _read(c, group, tid, leader_epoch=5)
         assert (p.error_code, p.start_offset, _batches(p)) == (0, 3, [(3, 3, 2, 2), (4, 4, 0, 2)])
         assert _write(c, group, tid, 5, 0, [], partition=-2, version=0).error_code == E.INVALID_REQUEST
+        # deleted: as never written
+        D = api("DeleteShareGroupState").request
+        r = c.request("DeleteShareGroupState", 0, group_id=group, topics=[D.struct("DeleteStateData")(
+            topic_id=tid, partitions=[D.struct("PartitionData")(partition=0)])])
+        assert r.results[0].partitions[0].error_code == 0
+        p = _read(c, group, tid, leader_epoch=5)
+        assert (p.error_code, p.start_offset, _batches(p)) == (0, -1, [])
 
 
 def test_leader_starts_from_the_coordinators_state(broker):
