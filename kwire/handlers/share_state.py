@@ -1,7 +1,8 @@
 """ReadShareGroupState (key 84, v0), WriteShareGroupState (key 85, v0-1) and
 DeleteShareGroupState (key 86, v0): the share
 coordinator's side of KIP-932's inter-broker RPCs (Kafka's ShareCoordinatorService), sent by
-a share partition's leader (kwire.share.state_store, the persister) to the leader of the
+a share partition's leader (kwire.share.state_store, the persister); answered by
+kwire.share.coordinator to the leader of the
 ``__share_group_state`` partition of the key "group:topicId:partition".
 
 Read answers the key's last state (state epoch, start offset, state batches; start offset -1
@@ -36,7 +37,7 @@ def _denied(ctx: RequestContext) -> bool:
 
 @handles("ReadShareGroupState", "0")
 async def read_share_group_state(ctx: RequestContext, req):
-    store = ctx.broker.share_state
+    coord = ctx.broker.share_state.coordinator
     TR, PR, SB = ctx.struct("ReadStateResult"), ctx.struct("PartitionResult"), ctx.struct("StateBatch")
     denied = _denied(ctx)
     results = []
@@ -48,7 +49,7 @@ async def read_share_group_state(ctx: RequestContext, req):
             elif p.partition < 0:
                 err, st = E.INVALID_REQUEST, None
             else:
-                err, st = store.coordinator_read(req.group_id, t.topic_id, p.partition, p.leader_epoch)
+                err, st = coord.read(req.group_id, t.topic_id, p.partition, p.leader_epoch)
             parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name,
                             state_epoch=st.state_epoch if st is not None else 0,
                             start_offset=st.start_offset if st is not None else -1,
@@ -61,7 +62,7 @@ async def read_share_group_state(ctx: RequestContext, req):
 
 @handles("WriteShareGroupState", "0-1")
 async def write_share_group_state(ctx: RequestContext, req):
-    store = ctx.broker.share_state
+    coord = ctx.broker.share_state.coordinator
     TR, PR = ctx.struct("WriteStateResult"), ctx.struct("PartitionResult")
     denied = _denied(ctx)
     results = []
@@ -75,8 +76,8 @@ async def write_share_group_state(ctx: RequestContext, req):
             else:
                 batches = tuple(StateBatch(x.first_offset, x.last_offset, x.delivery_state, x.delivery_count)
                                 for x in p.state_batches)
-                err = await store.coordinator_write(req.group_id, t.topic_id, p.partition, p.state_epoch,
-                                                    p.leader_epoch, p.start_offset, batches)
+                err = await coord.write(req.group_id, t.topic_id, p.partition, p.state_epoch,
+                                        p.leader_epoch, p.start_offset, batches)
             parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name))
         results.append(TR(topic_id=t.topic_id, partitions=parts))
     return ctx.response(results=results)
@@ -84,7 +85,7 @@ async def write_share_group_state(ctx: RequestContext, req):
 
 @handles("DeleteShareGroupState", "0")
 async def delete_share_group_state(ctx: RequestContext, req):
-    store = ctx.broker.share_state
+    coord = ctx.broker.share_state.coordinator
     TR, PR = ctx.struct("DeleteStateResult"), ctx.struct("PartitionResult")
     denied = _denied(ctx)
     results = []
@@ -96,7 +97,7 @@ async def delete_share_group_state(ctx: RequestContext, req):
             elif p.partition < 0:
                 err = E.INVALID_REQUEST
             else:
-                err = await store.coordinator_delete(req.group_id, t.topic_id, p.partition)
+                err = await coord.delete(req.group_id, t.topic_id, p.partition)
             parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name))
         results.append(TR(topic_id=t.topic_id, partitions=parts))
     return ctx.response(results=results)

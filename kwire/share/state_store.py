@@ -20,15 +20,17 @@ The persister:
   partition changed since the last flush: WriteShareGroupState (state epoch, leader epoch,
   start offset, state batches) to the coordinator, which appends a ShareSnapshot record with
   acks=all and answers once it is replicated, so an acknowledgement answered is durable. A
-  failed write stays dirty for the next flush (logged).
+  failed write (no coordinator, it moving, NOT_COORDINATOR while it learns it leads) is
+  retried with a backoff until share.coordinator.write.timeout.ms; then it stays dirty for
+  the next flush, and the acknowledgements of that partition in the request answer the
+  write's error (the state in memory keeps them). One flush at a time (writes in order; a
+  request answers only after the writes of what it changed). The topic is created on the
+  first write (share.coordinator.state.topic.*: partitions, replication factor at most the
+  live brokers, compacted, segment bytes).
 
-The coordinator (``coordinator_read`` / ``_write`` / ``_delete``, served to other brokers by
-kwire.handlers.share_state): it keeps the last state of each key of the ``__share_group_state``
-partitions it leads, replaying a partition's log (snapshots, updates, tombstones) the first
-time it serves it at a leader epoch. A write with a leader epoch older than the last one seen
-(by a read or a write) gets FENCED_LEADER_EPOCH; a partition it does not lead:
-NOT_COORDINATOR. The topic is created on the first write (share.coordinator.state.topic.*:
-partitions, replication factor at most the live brokers, compacted, segment bytes).
+The coordinator's side is kwire.share.coordinator (``self.coordinator``; served to other
+brokers by kwire.handlers.share_state); FindCoordinator key type 2 names it
+(``coordinator_node``).
 
 ``load()`` replays the local ``__share_group_state`` partitions at start (the ``recovered``
 table of the share partition manager, a share partition made before any read answers).
@@ -41,8 +43,7 @@ partition's state when the group first gets it assigned: here the first write do
 ReadShareGroupStateSummary (87; DescribeShareGroupOffsets answers from the share partitions
 this broker holds).
 ShareUpdate deltas are read but not written (a full snapshot each time; the compacted topic
-keeps the last). The coordinator replays a partition on the event loop (a compacted topic of
-small records).
+keeps the last). Kafka rolls the in-memory state back when a write fails; here it stays.
 """
 from __future__ import annotations
 
@@ -53,16 +54,15 @@ from uuid import UUID
 import trio
 
 from kwire.codec.apis import api
-from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import ErrorCode, KafkaError
 from kwire.share import records as SR
+from kwire.share.coordinator import Key, ShareCoordinator
 from kwire.share.partition import SharePartition, StateBatch
 
 if TYPE_CHECKING:
     from kwire.share.manager import SharePartitionManager
 
 log = logging.getLogger("kwire.share")
-Key = tuple[str, UUID, int]
 
 
 class ShareStateStore:
@@ -73,11 +73,7 @@ class ShareStateStore:
         self.deleted: set[Key] = set()
         #: persister: the leader epoch at which each share partition was read (served since)
         self.served: dict[Key, int] = {}
-        #: coordinator: the last state of each key, and the leader epoch of each state
-        #: partition at which its log was replayed
-        self.states: dict[Key, SR.ShareState] = {}
-        self.replayed: dict[int, int] = {}
-        self.leader_epochs: dict[Key, int] = {}   # the newest share-partition leader epoch seen
+        self.coordinator = ShareCoordinator(broker)   # the coordinator's side, for the keys led here
         self._creating: trio.Event | None = None
         self._flushing = trio.Lock()   # one flush at a time: writes in order, answers after them
         self._channel = None
@@ -166,7 +162,7 @@ class ShareStateStore:
         if node is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
         if node == self.broker.node_id:
-            err, st = self.coordinator_read(group_id, topic_id, partition, leader_epoch)
+            err, st = self.coordinator.read(group_id, topic_id, partition, leader_epoch)
             return err, ((st.start_offset, st.batches) if st is not None else None)
         R = api("ReadShareGroupState").request
         req = R.cls(group_id=group_id, topics=[R.struct("ReadStateData")(topic_id=topic_id, partitions=[
@@ -251,7 +247,7 @@ class ShareStateStore:
         if node == self.broker.node_id:
             failed = {}
             for tid, p, epoch, start, batches in parts:
-                err = await self.coordinator_write(group_id, tid, p, 0, epoch, start, batches)
+                err = await self.coordinator.write(group_id, tid, p, 0, epoch, start, batches)
                 if err != ErrorCode.NONE:
                     log.info("share state: write of %s %s-%d failed: %s", group_id, tid, p, ErrorCode(err).name)
                     if err != ErrorCode.FENCED_LEADER_EPOCH:
@@ -292,7 +288,7 @@ class ShareStateStore:
         if node is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if node == self.broker.node_id:
-            return await self.coordinator_delete(group_id, topic_id, partition)
+            return await self.coordinator.delete(group_id, topic_id, partition)
         R = api("DeleteShareGroupState").request
         req = R.cls(group_id=group_id, topics=[R.struct("DeleteStateData")(
             topic_id=topic_id, partitions=[R.struct("PartitionData")(partition=partition)])])
@@ -307,73 +303,6 @@ class ShareStateStore:
                     return ErrorCode(pr.error_code)
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
-    # ------------------------------------------------------------------ coordinator
-    def _coordinating(self, group_id: str, topic_id: UUID, partition: int) -> tuple[ErrorCode, int]:
-        """NOT_COORDINATOR unless this broker leads the key's state partition; replays the
-        partition's log the first time it serves it at its leader epoch."""
-        t = self.broker.image.topics.get(SR.STATE_TOPIC)
-        if t is None:
-            return ErrorCode.NOT_COORDINATOR, -1
-        n = len(t.partitions)
-        sp_idx = SR.state_partition(group_id, topic_id, partition, n)
-        part = t.partitions.get(sp_idx)
-        if part is None or part.leader != self.broker.node_id:
-            return ErrorCode.NOT_COORDINATOR, sp_idx
-        if self.replayed.get(sp_idx) != part.leader_epoch:
-            states: dict[Key, SR.ShareState] = {}
-            if not self._replay_partition(sp_idx, states):
-                return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, sp_idx
-            for k in [k for k in self.states if SR.state_partition(*k, n) == sp_idx]:
-                del self.states[k]
-            self.states.update(states)
-            self.replayed[sp_idx] = part.leader_epoch
-        return ErrorCode.NONE, sp_idx
-
-    def coordinator_read(self, group_id: str, topic_id: UUID, partition: int,
-                         leader_epoch: int) -> tuple[ErrorCode, SR.ShareState | None]:
-        """ReadShareGroupState on the coordinator: the key's state (None: never written)."""
-        err, _ = self._coordinating(group_id, topic_id, partition)
-        if err != ErrorCode.NONE:
-            return err, None
-        key = (group_id, topic_id, partition)
-        if leader_epoch >= 0:
-            if leader_epoch < self.leader_epochs.get(key, -1):
-                return ErrorCode.FENCED_LEADER_EPOCH, None
-            self.leader_epochs[key] = leader_epoch
-        return ErrorCode.NONE, self.states.get(key)
-
-    async def coordinator_write(self, group_id: str, topic_id: UUID, partition: int, state_epoch: int,
-                                leader_epoch: int, start_offset: int, batches) -> ErrorCode:
-        """WriteShareGroupState on the coordinator: a ShareSnapshot record appended and
-        replicated (acks=all), or the error."""
-        err, sp_idx = self._coordinating(group_id, topic_id, partition)
-        if err != ErrorCode.NONE:
-            return err
-        key = (group_id, topic_id, partition)
-        if leader_epoch < self.leader_epochs.get(key, -1):
-            return ErrorCode.FENCED_LEADER_EPOCH
-        self.leader_epochs[key] = leader_epoch
-        old = self.states.get(key)
-        now = self.broker.clock.now_ms()
-        if start_offset < 0:   # "not being written": keep the one stored
-            start_offset = old.start_offset if old is not None else 0
-        st = SR.ShareState(group_id, topic_id, partition, (old.snapshot_epoch + 1) if old else 0,
-                           max(state_epoch, old.state_epoch if old else 0), leader_epoch, start_offset,
-                           old.create_timestamp if old else now, now, tuple(batches))
-        self.states[key] = st
-        return await self._append(sp_idx, [(SR.key(SR.SNAPSHOT, group_id, topic_id, partition),
-                                            SR.snapshot_value(st))])
-
-    async def coordinator_delete(self, group_id: str, topic_id: UUID, partition: int) -> ErrorCode:
-        """DeleteShareGroupState on the coordinator: a tombstone for the key, replicated."""
-        err, sp_idx = self._coordinating(group_id, topic_id, partition)
-        if err != ErrorCode.NONE:
-            return err
-        key = (group_id, topic_id, partition)
-        self.states.pop(key, None)
-        self.leader_epochs.pop(key, None)
-        return await self._append(sp_idx, [(SR.key(SR.SNAPSHOT, group_id, topic_id, partition), None)])
-
     # ------------------------------------------------------------------ load
     def load(self) -> int:
         """Replay the local ``__share_group_state`` partitions (blocking reads, at start).
@@ -383,77 +312,12 @@ class ShareStateStore:
             return 0
         states: dict[Key, SR.ShareState] = {}
         for p in sorted(t.partitions):
-            self._replay_partition(p, states)
-        self.states = states
+            self.coordinator.replay_partition(p, states)
+        self.coordinator.states = states
         self.manager.recovered = {k: (s.start_offset, s.batches) for k, s in states.items()}
         if states:
             log.info("share state: %d share partitions recovered from %s", len(states), SR.STATE_TOPIC)
         return len(states)
-
-    def _replay_partition(self, p: int, states: dict) -> bool:
-        plog = self.broker.replica_manager.local_log(SR.STATE_TOPIC, p)
-        if plog is None or plog.offline:
-            return False
-        offset, end = plog.log_start_offset, plog.log_end_offset
-        while offset < end:
-            data = plog.read(offset, 1 << 20, max_offset=end)
-            if data is None or data.size == 0:
-                break
-            advanced = offset
-            for batch in iter_batches(bytes(data), allow_partial_tail=True):
-                advanced = batch.next_offset
-                if batch.is_control:
-                    continue
-                for r in batch.records():
-                    self._replay(states, r.key, r.value)
-            if advanced <= offset:
-                break
-            offset = advanced
-        return True
-
-    @staticmethod
-    def _replay(states: dict, key: bytes | None, value: bytes | None) -> None:
-        if key is None:
-            return
-        try:
-            kind, gid, tid, p = SR.decode_key(key)
-            k = (gid, tid, p)
-            if value is None:
-                states.pop(k, None)
-            elif kind == SR.SNAPSHOT:
-                states[k] = SR.decode_snapshot(gid, tid, p, value)
-            elif k in states:
-                states[k] = SR.apply_update(states[k], value)
-        except Exception as exc:  # noqa: BLE001 - one bad record must not stop the load
-            log.warning("share state: skipped a record of %s: %s", SR.STATE_TOPIC, exc)
-
-    async def _append(self, partition: int, recs: list) -> ErrorCode:
-        """Append records to a state partition this broker leads (acks=all) and wait until
-        they are replicated (share.coordinator.write.timeout.ms)."""
-        b = self.broker
-        rm = b.replica_manager
-        now = b.clock.now_ms()
-        try:
-            batch = build_batch([(k, v, None, now) for k, v in recs])
-            res = rm.append_records(SR.STATE_TOPIC, partition, bytearray(batch), now, required_acks=-1)
-        except KafkaError as exc:
-            log.warning("share state: cannot append to %s-%d here: %s", SR.STATE_TOPIC, partition, exc)
-            return ErrorCode(exc.code) if hasattr(exc, "code") else ErrorCode.UNKNOWN_SERVER_ERROR
-        except OSError as exc:
-            log.warning("share state: cannot append to %s-%d here: %s", SR.STATE_TOPIC, partition, exc)
-            return ErrorCode.KAFKA_STORAGE_ERROR
-        ev = rm.wait_for_high_watermark(SR.STATE_TOPIC, partition, res.last_offset + 1)
-        if ev is not None:
-            timeout = int(b.config.get("share.coordinator.write.timeout.ms")) / 1000
-            with trio.move_on_after(timeout) as scope:
-                await ev.wait()
-            if scope.cancelled_caught:
-                log.warning("share state: write to %s-%d not replicated in time", SR.STATE_TOPIC, partition)
-                return ErrorCode.REQUEST_TIMED_OUT
-            check = getattr(rm, "acks_all_error", None)
-            if check is not None:
-                return check(SR.STATE_TOPIC, partition, res.last_offset + 1, getattr(res, "leader_epoch", -1))
-        return ErrorCode.NONE
 
     async def _ensure_topic(self) -> None:
         if self._creating is not None:
