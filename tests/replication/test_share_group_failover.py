@@ -6,7 +6,8 @@ coordinator: ReadShareGroupState) the accepted records are never delivered again
 ones come back once each with their delivery count one higher, and nothing is lost. When
 the share coordinator (the __share_group_state leader) is another node than the share
 partition's leader, it is killed (and restarted) first, so the new leader reads from the
-new coordinator, which replayed its replicated partition. About 20-40 s."""
+new coordinator, which replayed its replicated partition. Then the new leader dies too: the
+next one delivers nothing again but the record produced after. About 30-40 s."""
 from __future__ import annotations
 
 import time
@@ -105,8 +106,17 @@ def test_share_state_survives_leader_and_coordinator_kills(tmp_path):
         assert sorted(offsets) == list(range(5, 10)), got     # each held one once, none lost
         assert {o: n for o, n, _ in got} == {o: held[o] + 1 for o in range(5, 10)}, (held, got)
         assert all(v == f"v{o}".encode() for o, _, v in got)
-        # all ten are done: nothing comes again
-        assert _poll(b, lambda g: False, 2.0, ack=lambda m: AT.ACCEPT) == []
+        # all ten are done: nothing comes again, not even from the next leader (the new
+        # leader's writes went to the coordinator of now)
+        assert _poll(b, lambda g: False, 1.0, ack=lambda m: AT.ACCEPT) == []
+        c.restart(leader)
+        second = _leader(c, TOPIC)
+        c.nodes[second].kill()
+        wait_for(lambda: _leader(c, TOPIC) not in (-1, second), 30, message="a third leader of the data partition")
+        assert _poll(b, lambda g: False, 4.0, ack=lambda m: AT.ACCEPT) == []
+        p.produce(TOPIC, b"v10", partition=0)
+        assert p.flush(15) == 0
+        assert [(o, n) for o, n, _ in _poll(b, lambda g: bool(g), 20, ack=lambda m: AT.ACCEPT)] == [(10, 1)]
     finally:
         for sc in scs:
             try:
