@@ -1,5 +1,6 @@
 """ReadShareGroupState (key 84), version 0 (KIP-932; an inter-broker request: a share
 partition's leader reads its state from the share coordinator)."""
+# Checked field by field against Kafka 4.3's JSON (kafka-clients 4.3.0; kafka-python ships none).
 from kwire.codec.schema import F, Message
 
 REQUEST = Message("ReadShareGroupStateRequest", api_key=84, kind="request", valid="0", flexible="0+", fields=[
