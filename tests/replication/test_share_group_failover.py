@@ -16,7 +16,7 @@ import confluent_kafka as ck
 import pytest
 
 from tests.raft.cluster import call, wait_for
-from tests.replication.chaos import bootstrap, create_topic, live_port, partitions, start_cluster
+from tests.replication.chaos import bootstrap, coordinator, create_topic, live_port, partitions, start_cluster
 from tests.share.test_share_wire import _res
 
 if not hasattr(ck, "ShareConsumer"):
@@ -45,6 +45,22 @@ def _poll(sc, want, timeout: float, ack=None) -> list:
         if batch and ack is not None:
             sc.commit_sync()
     return got
+
+
+def _start_offset(c) -> int:
+    from kwire.codec.apis import api  # noqa: PLC0415
+    R = api("DescribeShareGroupOffsets").request
+    gc = coordinator(live_port(c), GROUP)
+    print(f"group coordinator {gc}, share partition leader {_leader(c, TOPIC)}")
+    port = c.nodes[gc].port
+    r = call(port, "DescribeShareGroupOffsets", 1, timeout=5.0, groups=[R.struct(
+        "DescribeShareGroupOffsetsRequestGroup")(group_id=GROUP, topics=[R.struct(
+            "DescribeShareGroupOffsetsRequestTopic")(topic_name=TOPIC, partitions=[0])])])
+    g = r.groups[0]
+    assert g.error_code == 0, g
+    p = g.topics[0].partitions[0]
+    assert p.error_code == 0, p
+    return p.start_offset
 
 
 def test_share_state_survives_leader_and_coordinator_kills(tmp_path):
@@ -117,6 +133,9 @@ def test_share_state_survives_leader_and_coordinator_kills(tmp_path):
         p.produce(TOPIC, b"v10", partition=0)
         assert p.flush(15) == 0
         assert [(o, n) for o, n, _ in _poll(b, lambda g: bool(g), 20, ack=lambda m: AT.ACCEPT)] == [(10, 1)]
+        # the group's coordinator describes the offsets (from the share coordinator when another
+        # broker leads the partition): all eleven done
+        wait_for(lambda: _start_offset(c) == 11, 15, message="DescribeShareGroupOffsets: start offset 11")
     finally:
         for sc in scs:
             try:
