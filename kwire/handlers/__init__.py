@@ -144,7 +144,8 @@ class RequestContext:
 
 _MODULES = [
     "api_versions", "metadata", "produce", "fetch", "list_offsets", "topics", "configs",
-    "records_admin", "cluster", "groups", "consumer_groups", "share_groups", "share_fetch", "share_offsets", "init_producer_id", "describe_quorum", "offset_for_leader_epoch",
+    "records_admin", "cluster", "groups", "consumer_groups", "share_groups", "share_fetch", "share_offsets",
+    "share_state", "init_producer_id", "describe_quorum", "offset_for_leader_epoch",
     "describe_log_dirs", "describe_topic_partitions", "elect_leaders", "describe_producers",
     "reassignments",
     "write_txn_markers",

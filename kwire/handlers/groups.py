@@ -18,7 +18,9 @@ OffsetCommit READ on each topic; OffsetFetch and DescribeGroups DESCRIBE on the 
 topics: others are left out of an all-topics fetch, TOPIC_AUTHORIZATION_FAILED when named);
 ListGroups lists only groups the principal may DESCRIBE (all with DESCRIBE on the cluster);
 DeleteGroups and OffsetDelete need DELETE on the group. GROUP_AUTHORIZATION_FAILED otherwise.
-FindCoordinator key type 1 names a transaction coordinator (kwire.handlers.transactions).
+FindCoordinator key type 1 names a transaction coordinator (kwire.handlers.transactions), key
+type 2 (v6+) a share coordinator (the leader of the ``__share_group_state`` partition of
+"group:topicId:partition"; kwire.share.state_store).
 The first FindCoordinator of a group creates ``__consumer_offsets`` (kwire.groups.edge), as Kafka.
 OffsetFetch with require_stable (v7+) answers UNSTABLE_OFFSET_COMMIT for a partition with a
 transactional offset commit still open (TxnOffsetCommit, kwire.handlers.txn_offset_commit).
@@ -126,6 +128,27 @@ async def ensure_offsets_topic(ctx: RequestContext) -> None:
         await edge.ensure_topic()
 
 
+def _share_coordinator_node(ctx: RequestContext, key: str):
+    """Key type 2 (KIP-932, v6+): the share coordinator of the share partition
+    "group:topicId:partition", the leader of its ``__share_group_state`` partition (not
+    created here: COORDINATOR_NOT_AVAILABLE until the first write made it, as Kafka).
+    CLUSTER_ACTION on the cluster, as Kafka (an inter-broker look-up)."""
+    from kwire.share.records import parse_coordinator_key  # noqa: PLC0415
+
+    if ctx.version < 6:
+        return E.INVALID_REQUEST, "Share coordinator keys need FindCoordinator v6+.", None
+    if ctx.broker.authorizer is not None and not allowed(ctx, Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+        return E.CLUSTER_AUTHORIZATION_FAILED, None, None
+    parsed = parse_coordinator_key(key)
+    if parsed is None:
+        return E.INVALID_REQUEST, f"Invalid share coordinator key {key!r}.", None
+    _, node_id = ctx.broker.share_state.coordinator_node(*parsed)
+    node = ctx.broker.image.brokers.get(node_id) if node_id is not None else None
+    if node is None:
+        return NOT_AVAILABLE, "The share coordinator is not available.", None
+    return E.NONE, None, node
+
+
 @handles("FindCoordinator", "0-6")
 async def find_coordinator(ctx: RequestContext, req):
     v = ctx.version
@@ -136,6 +159,8 @@ async def find_coordinator(ctx: RequestContext, req):
             if ctx.broker.authorizer is not None and not allowed(ctx, Op.DESCRIBE, TRANSACTIONAL_ID, key):
                 return E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, None
             return transaction_coordinator_node(ctx, key)
+        if key_type == 2:
+            return _share_coordinator_node(ctx, key)
         if key_type != 0:
             return E.INVALID_REQUEST, f"Unknown coordinator key type {key_type}.", None
         if _group_denied(ctx, key, Op.DESCRIBE):

@@ -15,8 +15,13 @@ ShareFetch, in order:
    with the acquired offset ranges and their delivery counts); when none can be had, the
    request waits up to ``max_wait_ms`` for new records, a release, or a lock expiring.
 The acquisition lock (``acquisition_lock_timeout_ms``) is the group's
-share.record.lock.duration.ms. Before answering, the share partitions changed are written to
-``__share_group_state`` (kwire.share.state_store): an acknowledgement answered is durable. ShareAcknowledge: steps 1 (it cannot open a session) and 2.
+share.record.lock.duration.ms. Before step 2, each partition named that this broker leads
+and has not served at its leader epoch gets its state read from the share coordinator
+(ReadShareGroupState; kwire.share.state_store): a new leader goes on from where the old one
+wrote; a partition whose state cannot be read yet is answered with no records. Before
+answering, the share partitions changed are written to the share coordinator
+(WriteShareGroupState, replicated in ``__share_group_state``): an acknowledgement answered is
+durable. ShareAcknowledge: steps 1 (it cannot open a session) and 2.
 
 Errors per partition: UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED (READ on the topic; READ on
 the group for the request, GROUP_AUTHORIZATION_FAILED top level), and the leader checks of
@@ -69,6 +74,17 @@ def _topic_error(ctx: RequestContext, topic_id) -> tuple[str | None, ErrorCode]:
     return t.name, E.NONE
 
 
+def _named(req) -> set:
+    return {(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions}
+
+
+def _not_durable(acks: dict, group_id: str, failed: dict) -> None:
+    """An acknowledgement whose state could not be written answers the write's error."""
+    for (tid, p), (err, name) in list(acks.items()):
+        if err == E.NONE and (e := failed.get((group_id, tid, p))) is not None:
+            acks[(tid, p)] = (e, name)
+
+
 def _acknowledge(ctx: RequestContext, req, session, topics) -> dict:
     """Apply the acknowledgement batches; {(topic id, partition): (error, name)}."""
     mgr = ctx.broker.share_partitions
@@ -107,6 +123,8 @@ def _acquire(ctx: RequestContext, req, tid, name: str, partition: int, max_recor
     head = rm.read(name, partition, 0, 0, min_one=False)   # leader checks, high watermark, log start
     if head.error and head.error != E.OFFSET_OUT_OF_RANGE:
         return head.error, b"", [], head.leader_epoch, 0
+    if not b.share_state.ready(req.group_id, tid, partition):   # its state not read yet (no coordinator)
+        return E.NONE, b"", [], head.leader_epoch, 0
     sp = mgr.get_or_create(req.group_id, tid, partition, head.log_start_offset, head.high_watermark)
     before = (sp.version, sp.start_offset, sp.end_offset)   # lock expiries below count too
     if sp.start_offset < head.log_start_offset:
@@ -178,6 +196,7 @@ async def share_fetch(ctx: RequestContext, req):
     err, session = mgr.session(req.group_id, req.member_id, epoch, now, opening=True)
     if err != E.NONE:
         return answer(err)
+    await b.share_state.ensure_loaded(req.group_id, _named(req) | set(session.partitions))
     acks = _acknowledge(ctx, req, session, req.topics)
     if epoch == FINAL_EPOCH:
         mgr.close(session, now)
@@ -185,7 +204,7 @@ async def share_fetch(ctx: RequestContext, req):
             t = b.image.topics_by_id.get(tid)
             if t is not None:
                 b.replica_manager.fetch_waiters.wake((t.name, p))
-        await b.share_state.flush()
+        _not_durable(acks, req.group_id, await b.share_state.flush())
         return answer(E.NONE, _rows(ctx, acks, {}))
     session.add((t.topic_id, p.partition_index) for t in req.topics for p in t.partitions)
     session.forget((t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions)
@@ -217,7 +236,8 @@ async def share_fetch(ctx: RequestContext, req):
             wait_until = min(wait_until, trio.current_time() + max(0, next_lock - b.clock.monotonic_ms()) / 1000)
         tps = [(t.name, p) for tid, p in session.partitions if (t := b.image.topics_by_id.get(tid)) is not None]
         await b.replica_manager.wait_for_data(tps, wait_until)
-    await b.share_state.flush()   # the acknowledgements and acquisitions answered are durable
+    # the acknowledgements and acquisitions answered are durable (or the acknowledgement fails)
+    _not_durable(acks, req.group_id, await b.share_state.flush())
     return answer(E.NONE, _rows(ctx, acks, fetched))
 
 
@@ -256,10 +276,11 @@ async def share_acknowledge(ctx: RequestContext, req):
     err, session = mgr.session(req.group_id, req.member_id, req.share_session_epoch, now, opening=False)
     if err != E.NONE:
         return answer(err)
+    await b.share_state.ensure_loaded(req.group_id, _named(req))
     acks = _acknowledge(ctx, req, session, req.topics)
     if req.share_session_epoch == FINAL_EPOCH:
         mgr.close(session, now)
-    await b.share_state.flush()
+    _not_durable(acks, req.group_id, await b.share_state.flush())
     T, PD = ctx.struct("ShareAcknowledgeTopicResponse"), ctx.struct("PartitionData")
     by_topic: dict = {}
     for (tid, p), (e, name) in acks.items():

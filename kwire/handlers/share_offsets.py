@@ -15,9 +15,15 @@ With an authorizer: DESCRIBE on the group and topics to describe, READ on the gr
 alter / delete (GROUP_AUTHORIZATION_FAILED / TOPIC_AUTHORIZATION_FAILED).
 Served while share.version is 1 (kwire.handlers.api_versions).
 
-Left out: on a multi-broker cluster the share partitions led by other brokers than the
-coordinator are not seen here (Kafka asks its share coordinator, ReadShareGroupStateSummary):
-they describe as -1 and are altered or deleted only where this broker leads them.
+On a multi-broker cluster, a named partition led by another broker is described from its
+share coordinator (ReadShareGroupState without a leader epoch; Kafka sends
+ReadShareGroupStateSummary, not served here), its lag from this broker's replica when it
+has one (-1 otherwise); Delete sends DeleteShareGroupState to the share coordinator.
+
+Left out: a describe of all topics (no topics named) lists only the share partitions this
+broker holds; Alter changes only the share partitions this broker leads; after a Delete, a
+share partition led by another broker keeps its in-memory state until its leadership
+changes (Kafka fences it with the state epoch, which kwire's coordinator does not bump).
 """
 from __future__ import annotations
 
@@ -64,6 +70,17 @@ def _partitions_of(ctx: RequestContext, group_id: str) -> dict:
     return out
 
 
+async def _from_share_coordinator(ctx: RequestContext, group_id: str, topic_id: UUID, partition: int):
+    """(start offset, done in flight) of a share partition led by another broker, as its share
+    coordinator holds it (ReadShareGroupState without a leader epoch: it fences nothing);
+    (-1, 0) when never written or not readable now."""
+    err, state = await ctx.broker.share_state.read_state(group_id, topic_id, partition, -1)
+    if err != E.NONE or state is None:
+        return -1, 0
+    start, batches = state
+    return start, sum(x.last_offset - x.first_offset + 1 for x in batches if x.delivery_state in (2, 4))
+
+
 @handles("DescribeShareGroupOffsets", "0-1")
 async def describe_share_group_offsets(ctx: RequestContext, req):
     G, T = ctx.struct("DescribeShareGroupOffsetsResponseGroup"), ctx.struct("DescribeShareGroupOffsetsResponseTopic")
@@ -96,6 +113,8 @@ async def describe_share_group_offsets(ctx: RequestContext, req):
                     rows.append(P(partition_index=p, start_offset=-1, leader_epoch=-1, error_code=code))
                     continue
                 start, done = state.get((t.topic_id, p), (-1, 0))
+                if (t.topic_id, p) not in state and t.partitions[p].leader != ctx.broker.node_id:
+                    start, done = await _from_share_coordinator(ctx, g.group_id, t.topic_id, p)
                 lag = -1
                 if start >= 0:
                     head = rm.read(name, p, 0, 0, min_one=False)

@@ -90,6 +90,23 @@ def kafka_uuid_string(u: UUID) -> str:
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
 
 
+def parse_coordinator_key(key: str) -> tuple[str, UUID, int] | None:
+    """(group id, topic id, partition) of a share coordinator key "group:topicId:partition"
+    (Kafka's SharePartitionKey.getInstance; FindCoordinator key type 2), None if malformed."""
+    import base64  # noqa: PLC0415
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))
+        if len(raw) != 16 or kafka_uuid_string(UUID(bytes=raw)) != parts[1]:
+            return None
+        partition = int(parts[2])
+    except ValueError:
+        return None
+    return (parts[0], UUID(bytes=raw), partition) if partition >= 0 else None
+
+
 @dataclass(slots=True)
 class ShareState:
     group_id: str

@@ -1,25 +1,49 @@
-"""The Trio edge of share-partition durability (Kafka's share coordinator and persister, in
-one piece on the share partition's leader): the state of each share partition is written to
-``__share_group_state`` (records: kwire.share.records) and read back when the broker starts.
+"""The Trio edge of share-partition durability (KIP-932): Kafka's share persister (on the
+share partition's leader) and share coordinator (on the leader of the ``__share_group_state``
+partition of the key "group:topicId:partition", kwire.share.records.state_partition), talking
+Kafka's inter-broker RPCs ReadShareGroupState (84), WriteShareGroupState (85) and
+DeleteShareGroupState (86) over the
+inter-broker channel (kwire.transactions.channel.BrokerChannel), or calling the coordinator
+side directly when both roles are on this broker (the local fast path).
 
-- ``load()``: at start, before anything is served, the records of the local
-  ``__share_group_state`` partitions are replayed (snapshots, updates, tombstones) into the
-  share partition manager's ``recovered`` table; a share partition made afterwards starts from
-  its recovered state (acquired records come back available: locks do not survive a restart,
-  delivery counts do) instead of share.auto.offset.reset.
-- ``flush()``: the ShareFetch / ShareAcknowledge handlers call it before answering: every
-  share partition changed since the last flush gets a ShareSnapshot record, appended as the
-  leader with acks=all and awaited (share.coordinator.write.timeout.ms), so an acknowledgement
-  answered is durable. The topic is created on the first write (share.coordinator.state.topic.*:
-  partitions, replication factor at most the live brokers, compacted, segment bytes).
+The persister:
+- ``ensure_loaded()``: the ShareFetch / ShareAcknowledge handlers call it for the partitions
+  this broker leads before touching them. The first time a share partition is served at a
+  leader epoch (a new leader, or this broker leading it again), its state is read from the
+  share coordinator (ReadShareGroupState with the leader epoch, which fences writes of older
+  leaders) and the share partition starts from it (acquired records come back available: a
+  lock does not survive its leader, the delivery count does, so the next delivery counts one
+  more); no state: share.auto.offset.reset. Until a read succeeds (no coordinator yet, it
+  died and its partition has no new leader) the partition is not served: ``ready()`` is false
+  and the fetch answers it with no records (the client fetches again).
+- ``flush()``: before answering, the ShareFetch / ShareAcknowledge handlers flush every share
+  partition changed since the last flush: WriteShareGroupState (state epoch, leader epoch,
+  start offset, state batches) to the coordinator, which appends a ShareSnapshot record with
+  acks=all and answers once it is replicated, so an acknowledgement answered is durable. A
+  failed write (no coordinator, it moving, NOT_COORDINATOR while it learns it leads) is
+  retried with a backoff until share.coordinator.write.timeout.ms; then it stays dirty for
+  the next flush, and the acknowledgements of that partition in the request answer the
+  write's error (the state in memory keeps them). One flush at a time (writes in order; a
+  request answers only after the writes of what it changed). The topic is created on the
+  first write (share.coordinator.state.topic.*: partitions, replication factor at most the
+  live brokers, compacted, segment bytes).
 
-Left out: the share coordinator as a separate role (Kafka's Read/Write/Initialize/Delete
-ShareGroupState RPCs to the leader of the state partition): here the share partition's leader
-appends to the state partition itself, which works when it leads that partition too (a single
-broker, or where leaderships coincide); otherwise the write is skipped with a warning and
-the state stays in memory. A share partition moving to another leader starts from what that
-broker recovered at its start. ShareUpdate deltas are read but not written (a full snapshot
-each time; the compacted topic keeps the last).
+The coordinator's side is kwire.share.coordinator (``self.coordinator``; served to other
+brokers by kwire.handlers.share_state); FindCoordinator key type 2 names it
+(``coordinator_node``).
+
+``load()`` replays the local ``__share_group_state`` partitions at start (the ``recovered``
+table of the share partition manager, a share partition made before any read answers).
+
+DeleteShareGroupOffsets deletes a share partition's state with DeleteShareGroupState (86;
+the coordinator appends a tombstone).
+
+Left out: InitializeShareGroupState (83; Kafka's group coordinator initializes a share
+partition's state when the group first gets it assigned: here the first write does),
+ReadShareGroupStateSummary (87; DescribeShareGroupOffsets answers from the share partitions
+this broker holds).
+ShareUpdate deltas are read but not written (a full snapshot each time; the compacted topic
+keeps the last). Kafka rolls the in-memory state back when a write fails; here it stays.
 """
 from __future__ import annotations
 
@@ -29,16 +53,16 @@ from uuid import UUID
 
 import trio
 
-from kwire.codec.records import build_batch, iter_batches
+from kwire.codec.apis import api
 from kwire.errors import ErrorCode, KafkaError
 from kwire.share import records as SR
-from kwire.share.partition import SharePartition
+from kwire.share.coordinator import Key, ShareCoordinator
+from kwire.share.partition import SharePartition, StateBatch
 
 if TYPE_CHECKING:
     from kwire.share.manager import SharePartitionManager
 
 log = logging.getLogger("kwire.share")
-Key = tuple[str, UUID, int]
 
 
 class ShareStateStore:
@@ -46,10 +70,13 @@ class ShareStateStore:
         self.broker = broker
         self.manager = manager
         self.dirty: dict[Key, SharePartition] = {}
-        self.states: dict[Key, SR.ShareState] = {}
-        self._creating: trio.Event | None = None
-        self._warned: set[int] = set()
         self.deleted: set[Key] = set()
+        #: persister: the leader epoch at which each share partition was read (served since)
+        self.served: dict[Key, int] = {}
+        self.coordinator = ShareCoordinator(broker)   # the coordinator's side, for the keys led here
+        self._creating: trio.Event | None = None
+        self._flushing = trio.Lock()   # one flush at a time: writes in order, answers after them
+        self._channel = None
         manager.on_change = self._on_change
         manager.on_remove = self._on_remove
 
@@ -61,109 +88,236 @@ class ShareStateStore:
         self.dirty.pop((group_id, topic_id, partition), None)
         self.deleted.add((group_id, topic_id, partition))
 
+    @property
+    def channel(self):
+        if self._channel is None:
+            from kwire.transactions.channel import BrokerChannel  # noqa: PLC0415
+
+            b = self.broker
+            self._channel = BrokerChannel(b, int(b.config.get("request.timeout.ms")) / 1000,
+                                          f"kwire-share-persister-{b.node_id}", link=b.peer_security.inter_broker)
+        return self._channel
+
+    async def aclose(self) -> None:
+        if self._channel is not None:
+            await self._channel.aclose()
+
+    # ------------------------------------------------------------------ where
+    def coordinator_node(self, group_id: str, topic_id: UUID, partition: int) -> tuple[int, int | None]:
+        """(state partition, the broker leading it or None) for a share partition."""
+        t = self.broker.image.topics.get(SR.STATE_TOPIC)
+        if t is None:
+            return -1, None
+        sp_idx = SR.state_partition(group_id, topic_id, partition, len(t.partitions))
+        part = t.partitions.get(sp_idx)
+        if part is None or part.leader is None or part.leader < 0:
+            return sp_idx, None
+        node = self.broker.image.brokers.get(part.leader)
+        if node is None or getattr(node, "fenced", False):
+            return sp_idx, None
+        return sp_idx, part.leader
+
+    def _leader_epoch(self, topic_id: UUID, partition: int) -> int | None:
+        """The leader epoch of a partition this broker leads, else None."""
+        t = self.broker.image.topics_by_id.get(topic_id)
+        part = t.partitions.get(partition) if t is not None else None
+        if part is None or part.leader != self.broker.node_id:
+            return None
+        return part.leader_epoch
+
+    # ------------------------------------------------------------------ persister: read
+    def ready(self, group_id: str, topic_id: UUID, partition: int) -> bool:
+        """Whether the share partition's state was read at the current leader epoch."""
+        epoch = self._leader_epoch(topic_id, partition)
+        return epoch is None or self.served.get((group_id, topic_id, partition)) == epoch
+
+    async def ensure_loaded(self, group_id: str, tps) -> None:
+        """Read the state of each (topic id, partition) this broker leads and has not served
+        at its current leader epoch (see the module doc)."""
+        for tid, p in tps:
+            epoch = self._leader_epoch(tid, p)
+            key = (group_id, tid, p)
+            if epoch is None or self.served.get(key) == epoch:
+                continue
+            err, state = await self.read_state(group_id, tid, p, epoch)
+            if err != ErrorCode.NONE:
+                log.info("share state: reading the state of %s %s-%d failed (%s); not served yet",
+                         group_id, tid, p, ErrorCode(err).name)
+                continue
+            if self._leader_epoch(tid, p) != epoch:
+                continue
+            self.manager.partitions.pop(key, None)   # what an earlier leadership here left
+            self.dirty.pop(key, None)
+            if state is not None and state[0] >= 0:
+                self.manager.recovered[key] = state
+            else:
+                self.manager.recovered.pop(key, None)
+            self.served[key] = epoch
+
+    async def read_state(self, group_id: str, topic_id: UUID, partition: int, leader_epoch: int):
+        """(error, (start offset, state batches) or None) from the share coordinator."""
+        if SR.STATE_TOPIC not in self.broker.image.topics:
+            return ErrorCode.NONE, None   # nothing was ever written
+        _, node = self.coordinator_node(group_id, topic_id, partition)
+        if node is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        if node == self.broker.node_id:
+            err, st = self.coordinator.read(group_id, topic_id, partition, leader_epoch)
+            return err, ((st.start_offset, st.batches) if st is not None else None)
+        R = api("ReadShareGroupState").request
+        req = R.cls(group_id=group_id, topics=[R.struct("ReadStateData")(topic_id=topic_id, partitions=[
+            R.struct("PartitionData")(partition=partition, leader_epoch=leader_epoch)])])
+        try:
+            resp = await self.channel.request(node, "ReadShareGroupState", 0, req)
+        except Exception as exc:  # noqa: BLE001 - unreachable, timed out, a bad answer
+            log.info("share state: ReadShareGroupState to broker %d failed: %s", node, exc)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        for r in resp.results:
+            for pr in r.partitions:
+                if r.topic_id == topic_id and pr.partition == partition:
+                    if pr.error_code:
+                        return ErrorCode(pr.error_code), None
+                    batches = tuple(StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                                    for b in pr.state_batches)
+                    return ErrorCode.NONE, ((pr.start_offset, batches) if pr.start_offset >= 0 else None)
+        return ErrorCode.UNKNOWN_SERVER_ERROR, None
+
+    # ------------------------------------------------------------------ persister: write
+    async def flush(self) -> dict[Key, ErrorCode]:
+        """Write the share partitions changed; the ones not written (kept dirty) and why."""
+        async with self._flushing:
+            return await self._flush()
+
+    async def _flush(self) -> dict[Key, ErrorCode]:
+        if not self.dirty and not self.deleted:
+            return {}
+        b = self.broker
+        if SR.STATE_TOPIC not in b.image.topics:
+            await self._ensure_topic()
+            if b.image.topics.get(SR.STATE_TOPIC) is None:   # not created (logged): kept dirty
+                return {k: ErrorCode.COORDINATOR_NOT_AVAILABLE for k in self.dirty}
+        dirty, self.dirty = self.dirty, {}
+        deleted, self.deleted = self.deleted, set()
+        for key in deleted:   # tombstones (DeleteShareGroupOffsets)
+            self.served.pop(key, None)
+            err = await self._delete(*key)
+            if err != ErrorCode.NONE:
+                log.warning("share state: the deletion of the state of %s failed: %s", key, err.name)
+        failed = await self._write_all(dict(dirty))
+        for key in failed:   # kept for the next flush
+            if key not in self.dirty and (sp := self.manager.partitions.get(key)) is not None:
+                self.dirty[key] = sp
+        return failed
+
+    async def _write_all(self, pending: dict) -> dict[Key, ErrorCode]:
+        """Write the states, retrying (the coordinator may be moving, or not know yet that it
+        leads its partition) with a backoff until share.coordinator.write.timeout.ms; the keys
+        not written and why."""
+        b = self.broker
+        deadline = trio.current_time() + int(b.config.get("share.coordinator.write.timeout.ms")) / 1000
+        backoff = 0.05
+        while True:
+            writes: dict[tuple[int | None, str], list] = {}
+            for key, sp in pending.items():
+                gid, tid, p = key
+                epoch = self._leader_epoch(tid, p)
+                if epoch is None or self.served.get(key, epoch) != epoch:
+                    continue   # no longer the leader: the state is not this broker's to write
+                _, node = self.coordinator_node(gid, tid, p)
+                writes.setdefault((node, gid), []).append((tid, p, epoch, sp.start_offset,
+                                                           tuple(sp.state_batches())))
+            failed: dict[Key, ErrorCode] = {}
+            for (node, gid), parts in writes.items():
+                for (tid, p), err in (await self._write(node, gid, parts)).items():
+                    failed[(gid, tid, p)] = err
+            if not failed or trio.current_time() + backoff >= deadline:
+                if failed:
+                    log.warning("share state: %d share partition states not written: %s", len(failed),
+                                sorted({e.name for e in failed.values()}))
+                return failed
+            await trio.sleep(backoff)
+            backoff = min(backoff * 2, 0.5)
+            pending = {k: sp for k in failed if (sp := self.manager.partitions.get(k)) is not None}
+
+    async def _write(self, node: int | None, group_id: str, parts: list) -> list:
+        """Write the states of one group's share partitions to one coordinator; the
+        (topic id, partition) not written and why."""
+        if node is None:
+            return {(tid, p): ErrorCode.COORDINATOR_NOT_AVAILABLE for tid, p, *_ in parts}
+        if node == self.broker.node_id:
+            failed = {}
+            for tid, p, epoch, start, batches in parts:
+                err = await self.coordinator.write(group_id, tid, p, 0, epoch, start, batches)
+                if err != ErrorCode.NONE:
+                    log.info("share state: write of %s %s-%d failed: %s", group_id, tid, p, ErrorCode(err).name)
+                    if err != ErrorCode.FENCED_LEADER_EPOCH:
+                        failed[(tid, p)] = ErrorCode(err)
+            return failed
+        R = api("WriteShareGroupState").request
+        by_topic: dict[UUID, list] = {}
+        for tid, p, epoch, start, batches in parts:
+            by_topic.setdefault(tid, []).append(R.struct("PartitionData")(
+                partition=p, state_epoch=0, leader_epoch=epoch, start_offset=start,
+                state_batches=[R.struct("StateBatch")(first_offset=x.first_offset, last_offset=x.last_offset,
+                                                      delivery_state=x.delivery_state,
+                                                      delivery_count=x.delivery_count) for x in batches]))
+        req = R.cls(group_id=group_id, topics=[R.struct("WriteStateData")(topic_id=t, partitions=ps)
+                                              for t, ps in by_topic.items()])
+        try:
+            resp = await self.channel.request(node, "WriteShareGroupState", 0, req)
+        except Exception as exc:  # noqa: BLE001 - unreachable, timed out, a bad answer
+            log.info("share state: WriteShareGroupState to broker %d failed: %s", node, exc)
+            return {(tid, p): ErrorCode.COORDINATOR_NOT_AVAILABLE for tid, p, *_ in parts}
+        errors = {}
+        for r in resp.results:
+            for pr in r.partitions:
+                errors[(r.topic_id, pr.partition)] = ErrorCode(pr.error_code)
+                if pr.error_code:
+                    log.info("share state: broker %d answered the write of %s %s-%d with %s", node,
+                             group_id, r.topic_id, pr.partition, ErrorCode(pr.error_code).name)
+        out = {}
+        for tid, p, *_ in parts:
+            err = errors.get((tid, p), ErrorCode.UNKNOWN_SERVER_ERROR)
+            if err not in (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH):
+                out[(tid, p)] = err
+        return out
+
+    async def _delete(self, group_id: str, topic_id: UUID, partition: int) -> ErrorCode:
+        """DeleteShareGroupState of one share partition at its coordinator."""
+        _, node = self.coordinator_node(group_id, topic_id, partition)
+        if node is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if node == self.broker.node_id:
+            return await self.coordinator.delete(group_id, topic_id, partition)
+        R = api("DeleteShareGroupState").request
+        req = R.cls(group_id=group_id, topics=[R.struct("DeleteStateData")(
+            topic_id=topic_id, partitions=[R.struct("PartitionData")(partition=partition)])])
+        try:
+            resp = await self.channel.request(node, "DeleteShareGroupState", 0, req)
+        except Exception as exc:  # noqa: BLE001 - unreachable, timed out, a bad answer
+            log.info("share state: DeleteShareGroupState to broker %d failed: %s", node, exc)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        for r in resp.results:
+            for pr in r.partitions:
+                if r.topic_id == topic_id and pr.partition == partition:
+                    return ErrorCode(pr.error_code)
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
     # ------------------------------------------------------------------ load
     def load(self) -> int:
         """Replay the local ``__share_group_state`` partitions (blocking reads, at start).
         Returns the number of share partitions recovered."""
-        rm = self.broker.replica_manager
         t = self.broker.image.topics.get(SR.STATE_TOPIC)
         if t is None:
             return 0
         states: dict[Key, SR.ShareState] = {}
         for p in sorted(t.partitions):
-            plog = rm.local_log(SR.STATE_TOPIC, p)
-            if plog is None or plog.offline:
-                continue
-            offset, end = plog.log_start_offset, plog.log_end_offset
-            while offset < end:
-                data = plog.read(offset, 1 << 20, max_offset=end)
-                if data is None or data.size == 0:
-                    break
-                advanced = offset
-                for batch in iter_batches(bytes(data), allow_partial_tail=True):
-                    advanced = batch.next_offset
-                    if batch.is_control:
-                        continue
-                    for r in batch.records():
-                        self._replay(states, r.key, r.value)
-                if advanced <= offset:
-                    break
-                offset = advanced
-        self.states = states
+            self.coordinator.replay_partition(p, states)
+        self.coordinator.states = states
         self.manager.recovered = {k: (s.start_offset, s.batches) for k, s in states.items()}
         if states:
             log.info("share state: %d share partitions recovered from %s", len(states), SR.STATE_TOPIC)
         return len(states)
-
-    @staticmethod
-    def _replay(states: dict, key: bytes | None, value: bytes | None) -> None:
-        if key is None:
-            return
-        try:
-            kind, gid, tid, p = SR.decode_key(key)
-            k = (gid, tid, p)
-            if value is None:
-                states.pop(k, None)
-            elif kind == SR.SNAPSHOT:
-                states[k] = SR.decode_snapshot(gid, tid, p, value)
-            elif k in states:
-                states[k] = SR.apply_update(states[k], value)
-        except Exception as exc:  # noqa: BLE001 - one bad record must not stop the load
-            log.warning("share state: skipped a record of %s: %s", SR.STATE_TOPIC, exc)
-
-    # ------------------------------------------------------------------ write
-    async def flush(self) -> None:
-        if not self.dirty and not self.deleted:
-            return
-        b = self.broker
-        if SR.STATE_TOPIC not in b.image.topics:
-            await self._ensure_topic()
-            t = b.image.topics.get(SR.STATE_TOPIC)
-            if t is None:
-                return   # not created (logged): the state stays dirty for the next flush
-        t = b.image.topics[SR.STATE_TOPIC]
-        n = len(t.partitions)
-        dirty, self.dirty = self.dirty, {}
-        deleted, self.deleted = self.deleted, set()
-        now = b.clock.now_ms()
-        by_part: dict[int, list] = {}
-        for gid, tid, p in deleted:   # tombstones (DeleteShareGroupOffsets)
-            self.states.pop((gid, tid, p), None)
-            by_part.setdefault(SR.state_partition(gid, tid, p, n), []).append(
-                (SR.key(SR.SNAPSHOT, gid, tid, p), None))
-        for (gid, tid, p), sp in dirty.items():
-            old = self.states.get((gid, tid, p))
-            topic = b.image.topics_by_id.get(tid)
-            part = topic.partitions.get(p) if topic is not None else None
-            st = SR.ShareState(gid, tid, p, (old.snapshot_epoch + 1) if old else 0, old.state_epoch if old else 0,
-                               part.leader_epoch if part is not None else 0, sp.start_offset,
-                               old.create_timestamp if old else now, now, tuple(sp.state_batches()))
-            self.states[(gid, tid, p)] = st
-            by_part.setdefault(SR.state_partition(gid, tid, p, n), []).append(
-                (SR.key(SR.SNAPSHOT, gid, tid, p), SR.snapshot_value(st)))
-        for part, recs in by_part.items():
-            await self._append(part, recs)
-
-    async def _append(self, partition: int, recs: list) -> None:
-        b = self.broker
-        rm = b.replica_manager
-        now = b.clock.now_ms()
-        try:
-            batch = build_batch([(k, v, None, now) for k, v in recs])
-            res = rm.append_records(SR.STATE_TOPIC, partition, bytearray(batch), now, required_acks=-1)
-        except (KafkaError, OSError) as exc:
-            if partition not in self._warned:
-                self._warned.add(partition)
-                log.warning("share state: cannot append to %s-%d here (%s): the state of its share "
-                            "partitions is kept in memory only", SR.STATE_TOPIC, partition, exc)
-            return
-        ev = rm.wait_for_high_watermark(SR.STATE_TOPIC, partition, res.last_offset + 1)
-        if ev is not None:
-            timeout = int(b.config.get("share.coordinator.write.timeout.ms")) / 1000
-            with trio.move_on_after(timeout) as scope:
-                await ev.wait()
-            if scope.cancelled_caught:
-                log.warning("share state: write to %s-%d not replicated in time", SR.STATE_TOPIC, partition)
 
     async def _ensure_topic(self) -> None:
         if self._creating is not None:

@@ -1,0 +1,35 @@
+"""WriteShareGroupState (key 85), versions 0-1 (KIP-932; an inter-broker request: a share
+partition's leader writes its state to the share coordinator)."""
+# Checked field by field against Kafka 4.3's JSON (kafka-clients 4.3.0; kafka-python ships none).
+from kwire.codec.schema import F, Message
+
+REQUEST = Message("WriteShareGroupStateRequest", api_key=85, kind="request", valid="0-1", flexible="0+", fields=[
+    F("group_id", "string", "0+"),
+    F("topics", "[]WriteStateData", "0+", fields=[
+        F("topic_id", "uuid", "0+"),
+        F("partitions", "[]PartitionData", "0+", fields=[
+            F("partition", "int32", "0+"),
+            F("state_epoch", "int32", "0+"),
+            F("leader_epoch", "int32", "0+"),
+            F("start_offset", "int64", "0+"),
+            F("delivery_complete_count", "int32", "1+", ignorable=True, default=-1),
+            F("state_batches", "[]StateBatch", "0+", fields=[
+                F("first_offset", "int64", "0+"),
+                F("last_offset", "int64", "0+"),
+                F("delivery_state", "int8", "0+"),
+                F("delivery_count", "int16", "0+"),
+            ]),
+        ]),
+    ]),
+])
+
+RESPONSE = Message("WriteShareGroupStateResponse", api_key=85, kind="response", valid="0-1", flexible="0+", fields=[
+    F("results", "[]WriteStateResult", "0+", fields=[
+        F("topic_id", "uuid", "0+"),
+        F("partitions", "[]PartitionResult", "0+", fields=[
+            F("partition", "int32", "0+"),
+            F("error_code", "int16", "0+"),
+            F("error_message", "string", "0+", nullable="0+", default=None),
+        ]),
+    ]),
+])

@@ -1,0 +1,103 @@
+"""ReadShareGroupState (key 84, v0), WriteShareGroupState (key 85, v0-1) and
+DeleteShareGroupState (key 86, v0): the share
+coordinator's side of KIP-932's inter-broker RPCs (Kafka's ShareCoordinatorService), sent by
+a share partition's leader (kwire.share.state_store, the persister); answered by
+kwire.share.coordinator to the leader of the
+``__share_group_state`` partition of the key "group:topicId:partition".
+
+Read answers the key's last state (state epoch, start offset, state batches; start offset -1
+and no batches: never written) and remembers the reader's leader epoch; Write appends a
+ShareSnapshot record (acks=all) and answers once it is replicated; Delete appends the key's
+tombstone (likewise). Per-partition errors:
+NOT_COORDINATOR (this broker does not lead the state partition), COORDINATOR_LOAD_IN_PROGRESS
+(its log is not readable here), FENCED_LEADER_EPOCH (a leader epoch older than the last one
+seen for the key), INVALID_REQUEST (a share partition index below 0), REQUEST_TIMED_OUT,
+NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER (the append's outcome). With an
+authorizer: CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED everywhere), as Kafka.
+Served while share.version is 1 (kwire.handlers.api_versions).
+
+Left out: InitializeShareGroupState (83) and ReadShareGroupStateSummary (87) - see
+kwire.share.state_store; Write v1's
+DeliveryCompleteCount is accepted and not kept (Kafka uses it for lag, not recovery).
+"""
+from __future__ import annotations
+
+from kwire.errors import ErrorCode
+from kwire.handlers import RequestContext, handles
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, allowed
+from kwire.security.operations import AclOperation as Op
+from kwire.share.partition import StateBatch
+
+E = ErrorCode
+
+
+def _denied(ctx: RequestContext) -> bool:
+    return ctx.broker.authorizer is not None and not allowed(ctx, Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
+
+
+@handles("ReadShareGroupState", "0")
+async def read_share_group_state(ctx: RequestContext, req):
+    coord = ctx.broker.share_state.coordinator
+    TR, PR, SB = ctx.struct("ReadStateResult"), ctx.struct("PartitionResult"), ctx.struct("StateBatch")
+    denied = _denied(ctx)
+    results = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            if denied:
+                err, st = E.CLUSTER_AUTHORIZATION_FAILED, None
+            elif p.partition < 0:
+                err, st = E.INVALID_REQUEST, None
+            else:
+                err, st = coord.read(req.group_id, t.topic_id, p.partition, p.leader_epoch)
+            parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name,
+                            state_epoch=st.state_epoch if st is not None else 0,
+                            start_offset=st.start_offset if st is not None else -1,
+                            state_batches=[SB(first_offset=x.first_offset, last_offset=x.last_offset,
+                                              delivery_state=x.delivery_state, delivery_count=x.delivery_count)
+                                           for x in (st.batches if st is not None else ())]))
+        results.append(TR(topic_id=t.topic_id, partitions=parts))
+    return ctx.response(results=results)
+
+
+@handles("WriteShareGroupState", "0-1")
+async def write_share_group_state(ctx: RequestContext, req):
+    coord = ctx.broker.share_state.coordinator
+    TR, PR = ctx.struct("WriteStateResult"), ctx.struct("PartitionResult")
+    denied = _denied(ctx)
+    results = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            if denied:
+                err = E.CLUSTER_AUTHORIZATION_FAILED
+            elif p.partition < 0:
+                err = E.INVALID_REQUEST
+            else:
+                batches = tuple(StateBatch(x.first_offset, x.last_offset, x.delivery_state, x.delivery_count)
+                                for x in p.state_batches)
+                err = await coord.write(req.group_id, t.topic_id, p.partition, p.state_epoch,
+                                        p.leader_epoch, p.start_offset, batches)
+            parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name))
+        results.append(TR(topic_id=t.topic_id, partitions=parts))
+    return ctx.response(results=results)
+
+
+@handles("DeleteShareGroupState", "0")
+async def delete_share_group_state(ctx: RequestContext, req):
+    coord = ctx.broker.share_state.coordinator
+    TR, PR = ctx.struct("DeleteStateResult"), ctx.struct("PartitionResult")
+    denied = _denied(ctx)
+    results = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            if denied:
+                err = E.CLUSTER_AUTHORIZATION_FAILED
+            elif p.partition < 0:
+                err = E.INVALID_REQUEST
+            else:
+                err = await coord.delete(req.group_id, t.topic_id, p.partition)
+            parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name))
+        results.append(TR(topic_id=t.topic_id, partitions=parts))
+    return ctx.response(results=results)

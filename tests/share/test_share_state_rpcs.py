@@ -1,0 +1,108 @@
+"""The share coordinator's inter-broker RPCs (KIP-932) over the wire against an in-process
+broker: FindCoordinator key type 2, ReadShareGroupState (84), WriteShareGroupState (85) and
+DeleteShareGroupState (86)
+answered from ``__share_group_state`` (kwire.handlers.share_state), with the errors Kafka
+gives (FENCED_LEADER_EPOCH, INVALID_REQUEST); and a share partition started from a state
+written by another "leader" through WriteShareGroupState. The three-node failover is
+tests/replication/test_share_group_failover.py."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from kwire.codec.apis import api
+from kwire.errors import ErrorCode as E
+from kwire.share import records as SR
+from kwire.testing import Broker
+from kwire.testing.client import WireClient
+from tests.share.test_share_wire import _acquired, _fetch, _hb, _setup
+
+ACCEPT = 1
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with Broker(overrides={"kwire.emulate.kafka.version": "4.3", "offsets.topic.num.partitions": 1,
+                           "share.coordinator.state.topic.num.partitions": 3,
+                           "share.coordinator.state.topic.replication.factor": 1}) as b:
+        yield b
+
+
+def _read(c, group, tid, partition=0, leader_epoch=0):
+    R = api("ReadShareGroupState").request
+    r = c.request("ReadShareGroupState", 0, group_id=group, topics=[R.struct("ReadStateData")(
+        topic_id=tid, partitions=[R.struct("PartitionData")(partition=partition, leader_epoch=leader_epoch)])])
+    return r.results[0].partitions[0]
+
+
+def _write(c, group, tid, leader_epoch, start, batches, partition=0, version=1):
+    R = api("WriteShareGroupState").request
+    B = R.struct("StateBatch")
+    r = c.request("WriteShareGroupState", version, group_id=group, topics=[R.struct("WriteStateData")(
+        topic_id=tid, partitions=[R.struct("PartitionData")(
+            partition=partition, state_epoch=0, leader_epoch=leader_epoch, start_offset=start,
+            state_batches=[B(first_offset=f, last_offset=l, delivery_state=s, delivery_count=n)
+                           for f, l, s, n in batches])])])
+    return r.results[0].partitions[0]
+
+
+def _batches(p):
+    return [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in p.state_batches]
+
+
+def test_find_coordinator_read_write(broker):
+    node = broker.broker.node_id
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c, n=5)
+        key = f"{group}:{SR.kafka_uuid_string(tid)}:0"
+        # no __share_group_state yet: no share coordinator (not created by the look-up, as Kafka)
+        fc = c.request("FindCoordinator", 6, key_type=2, coordinator_keys=[key]).coordinators[0]
+        assert fc.error_code == E.COORDINATOR_NOT_AVAILABLE
+        m = str(uuid.uuid4())
+        _hb(c, group, m, 0, [topic])
+        assert _acquired(_fetch(c, group, m, 0, tid)) == [(0, 4, 1)]
+        r = _fetch(c, group, m, 1, tid, acks=[(0, 1, (ACCEPT,))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == 0
+        fc = c.request("FindCoordinator", 6, key_type=2, coordinator_keys=[key, "nonsense", f"{group}:x:0"])
+        assert [(k.node_id, k.error_code) for k in fc.coordinators] == [
+            (node, 0), (-1, E.INVALID_REQUEST), (-1, E.INVALID_REQUEST)]
+        old = c.request("FindCoordinator", 5, key_type=2, coordinator_keys=[key]).coordinators[0]
+        assert old.error_code == E.INVALID_REQUEST
+        # the state the share partition's leader wrote: 0-1 acknowledged (the start moved),
+        # 2-4 held, written as available with their delivery count
+        p = _read(c, group, tid)
+        assert (p.error_code, p.start_offset, _batches(p)) == (0, 2, [(2, 4, 0, 1)])
+        # never written: start offset -1
+        p = _read(c, group, tid, partition=7)
+        assert (p.error_code, p.start_offset, _batches(p)) == (0, -1, [])
+        assert _read(c, group, tid, partition=-1).error_code == E.INVALID_REQUEST
+        # another leader (a higher leader epoch) writes; an older one is fenced after it
+        assert _write(c, group, tid, 5, 3, [(3, 3, 2, 2), (4, 4, 0, 2)]).error_code == 0
+        assert _write(c, group, tid, 4, 0, []).error_code == E.FENCED_LEADER_EPOCH
+        assert _read(c, group, tid, leader_epoch=3).error_code == E.FENCED_LEADER_EPOCH
+        p = _read(c, group, tid, leader_epoch=5)
+        assert (p.error_code, p.start_offset, _batches(p)) == (0, 3, [(3, 3, 2, 2), (4, 4, 0, 2)])
+        assert _write(c, group, tid, 5, 0, [], partition=-2, version=0).error_code == E.INVALID_REQUEST
+        # deleted: as never written
+        D = api("DeleteShareGroupState").request
+        r = c.request("DeleteShareGroupState", 0, group_id=group, topics=[D.struct("DeleteStateData")(
+            topic_id=tid, partitions=[D.struct("PartitionData")(partition=0)])])
+        assert r.results[0].partitions[0].error_code == 0
+        p = _read(c, group, tid, leader_epoch=5)
+        assert (p.error_code, p.start_offset, _batches(p)) == (0, -1, [])
+
+
+def test_leader_starts_from_the_coordinators_state(broker):
+    """A share partition made on its leader starts from what the coordinator holds (here:
+    written by WriteShareGroupState before the first fetch of the group)."""
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c, n=6)
+        m = str(uuid.uuid4())
+        _hb(c, group, m, 0, [topic])
+        other = f"{group}-other"   # a group whose first fetch creates __share_group_state
+        _hb(c, other, m, 0, [topic])
+        _fetch(c, other, m, 0, tid)
+        # 0-1 done; 2 acknowledged; 3-5 delivered twice already
+        assert _write(c, group, tid, 0, 2, [(2, 2, 2, 1), (3, 5, 0, 2)]).error_code == 0
+        assert _acquired(_fetch(c, group, m, 0, tid)) == [(3, 5, 3)]
