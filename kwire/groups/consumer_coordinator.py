@@ -262,22 +262,7 @@ class ConsumerGroups:
         if old is None or updated != member:
             records.append((CR.member_key(CR.MEMBER_METADATA, group_id, member_id), CR.member_value(updated)))
 
-        # -- the subscribed topics' metadata
-        all_topics = self.topic_metadata()
-        others = [m for mid, m in cg.members.items() if mid != member_id]
-        names = cg.subscribed_topic_names(all_topics, others + [updated])
-        metadata = {n: all_topics[n] for n in sorted(names) if n in all_topics}
-        if metadata != cg.subscription_metadata:
-            cg.subscription_metadata = metadata
-            bump = True
-        if bump:
-            cg.group_epoch += 1
-            records.append((CR.group_key(CR.GROUP_METADATA, group_id), CR.metadata_value(cg.group_epoch)))
-        cg.update_member(updated)
-
-        # -- the target assignment
-        if cg.group_epoch > cg.assignment_epoch:
-            records.extend(self._compute_target(cg))
+        self._update_member_and_target(cg, updated, bump, records)
 
         # -- reconciliation
         current = cg.members[member_id]
@@ -350,6 +335,24 @@ class ConsumerGroups:
                 (CR.member_key(CR.MEMBER_METADATA, gid, prior.member_id), None),
                 (CR.member_key(CR.MEMBER_METADATA, gid, member_id), CR.member_value(fresh)),
                 (CR.member_key(CR.TARGET_MEMBER, gid, member_id), CR.target_member_value(target))]
+
+    def _update_member_and_target(self, cg, updated, bump: bool, records: list) -> None:
+        """Put ``updated`` in the group; refresh the subscribed topics' metadata, bump the group
+        epoch when it or the member's subscription (``bump``) changed, and compute the target
+        assignment when the group epoch moved past it (Kafka's consumerGroupHeartbeat steps)."""
+        all_topics = self.topic_metadata()
+        others = [m for mid, m in cg.members.items() if mid != updated.member_id]
+        names = cg.subscribed_topic_names(all_topics, others + [updated])
+        metadata = {n: all_topics[n] for n in sorted(names) if n in all_topics}
+        if metadata != cg.subscription_metadata:
+            cg.subscription_metadata = metadata
+            bump = True
+        if bump:
+            cg.group_epoch += 1
+            records.append((CR.group_key(CR.GROUP_METADATA, cg.group_id), CR.metadata_value(cg.group_epoch)))
+        cg.update_member(updated)
+        if cg.group_epoch > cg.assignment_epoch:
+            records.extend(self._compute_target(cg))
 
     def _compute_target(self, cg: ConsumerGroup) -> list[Record]:
         """A new target assignment at the group epoch; the records of the members' targets

@@ -231,20 +231,7 @@ class ConsumerGroupMigration:
         records: list[Record] = []
         if updated != member or old is None:
             records.append((CR.member_key(CR.MEMBER_METADATA, gid, member_id), CR.member_value(updated)))
-        bump = old is None or not updated.same_subscription(old)
-        all_topics = self.topic_metadata()
-        others = [m for mid, m in cg.members.items() if mid != member_id]
-        names = cg.subscribed_topic_names(all_topics, others + [updated])
-        metadata = {n: all_topics[n] for n in sorted(names) if n in all_topics}
-        if metadata != cg.subscription_metadata:
-            cg.subscription_metadata = metadata
-            bump = True
-        if bump:
-            cg.group_epoch += 1
-            records.append((CR.group_key(CR.GROUP_METADATA, gid), CR.metadata_value(cg.group_epoch)))
-        cg.update_member(updated)
-        if cg.group_epoch > cg.assignment_epoch:
-            records.extend(self._compute_target(cg))
+        self._update_member_and_target(cg, updated, old is None or not updated.same_subscription(old), records)
         current = cg.members[member_id]
         owned = self._ids_of(getattr(sub, "owned_partitions", None))
         reconciled = reconcile(current, cg.assignment_epoch, cg.target.get(member_id, {}), owned,
