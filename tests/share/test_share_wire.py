@@ -165,9 +165,12 @@ def test_unknown_topic_and_group_errors(broker):
         r = _fetch(c, "g-x", "m", 0, tid)
         assert r.responses[0].partitions[0].error_code == E.UNKNOWN_TOPIC_ID
         assert _fetch(c, "", "m", 0, tid).error_code == E.INVALID_GROUP_ID
-        # the coordinator answers COORDINATOR_NOT_AVAILABLE before validating (as Kafka's
-        # GroupCoordinatorService) while __consumer_offsets is being created and loaded
+        # as a client does: FindCoordinator first (it creates __consumer_offsets on a fresh
+        # broker); the coordinator answers COORDINATOR_NOT_AVAILABLE before validating (as Kafka's
+        # GroupCoordinatorService) until its partition is loaded
         from kwire.testing.wait import wait_until
+        wait_until(lambda: c.request("FindCoordinator", 4, key_type=0, coordinator_keys=["g-y"])
+                   .coordinators[0].error_code == 0, 15, message="the group's coordinator is found")
         retriable = (E.COORDINATOR_NOT_AVAILABLE, E.COORDINATOR_LOAD_IN_PROGRESS)
         wait_until(lambda: _hb(c, "g-y", "", 0, ["t"]).error_code not in retriable, 15,
                    message="the group coordinator is ready")
