@@ -237,7 +237,13 @@ async def share_fetch(ctx: RequestContext, req):
         tps = [(t.name, p) for tid, p in session.partitions if (t := b.image.topics_by_id.get(tid)) is not None]
         await b.replica_manager.wait_for_data(tps, wait_until)
     # the acknowledgements and acquisitions answered are durable (or the acknowledgement fails)
-    _not_durable(acks, req.group_id, await b.share_state.flush())
+    failed = await b.share_state.flush()
+    _not_durable(acks, req.group_id, failed)
+    for (tid, p), (e, name, data, acquired, lepoch) in list(fetched.items()):
+        if failed.get((req.group_id, tid, p)) == E.FENCED_STATE_EPOCH:
+            # acquired from a state the share coordinator replaced (deleted / initialized
+            # elsewhere): not delivered; the next fetch reads the state again
+            fetched[(tid, p)] = (E.NONE, name, b"", [], lepoch)
     return answer(E.NONE, _rows(ctx, acks, fetched))
 
 

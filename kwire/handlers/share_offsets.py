@@ -21,9 +21,9 @@ ReadShareGroupStateSummary, not served here), its lag from this broker's replica
 has one (-1 otherwise); Delete sends DeleteShareGroupState to the share coordinator.
 
 Left out: a describe of all topics (no topics named) lists only the share partitions this
-broker holds; Alter changes only the share partitions this broker leads; after a Delete, a
-share partition led by another broker keeps its in-memory state until its leadership
-changes (Kafka fences it with the state epoch, which kwire's coordinator does not bump).
+broker holds; Alter changes only the share partitions this broker leads. After a Delete, a
+share partition led by another broker is fenced by the state epoch the share coordinator
+bumped (FENCED_STATE_EPOCH on its leader's next write; it then reads the state again).
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ async def _from_share_coordinator(ctx: RequestContext, group_id: str, topic_id: 
     """(start offset, done in flight) of a share partition led by another broker, as its share
     coordinator holds it (ReadShareGroupState without a leader epoch: it fences nothing);
     (-1, 0) when never written or not readable now."""
-    err, state = await ctx.broker.share_state.read_state(group_id, topic_id, partition, -1)
+    err, state, _ = await ctx.broker.share_state.read_state(group_id, topic_id, partition, -1)
     if err != E.NONE or state is None:
         return -1, 0
     start, batches = state

@@ -6,12 +6,14 @@ kwire.share.coordinator to the leader of the
 ``__share_group_state`` partition of the key "group:topicId:partition".
 
 Read answers the key's last state (state epoch, start offset, state batches; start offset -1
-and no batches: never written) and remembers the reader's leader epoch; Write appends a
-ShareSnapshot record (acks=all) and answers once it is replicated; Delete appends the key's
-tombstone (likewise). Per-partition errors:
+and no batches: never written, or deleted) and remembers the reader's leader epoch; Write
+appends a ShareSnapshot record (acks=all) and answers once it is replicated; Delete replaces
+the state by an empty one at the next state epoch (likewise; see kwire.share.coordinator).
+Per-partition errors:
 NOT_COORDINATOR (this broker does not lead the state partition), COORDINATOR_LOAD_IN_PROGRESS
 (its log is not readable here), FENCED_LEADER_EPOCH (a leader epoch older than the last one
-seen for the key), INVALID_REQUEST (a share partition index below 0), REQUEST_TIMED_OUT,
+seen for the key), FENCED_STATE_EPOCH (a write at a state epoch older than the stored one:
+the state was deleted or initialized since the leader read it), INVALID_REQUEST (a share partition index below 0), REQUEST_TIMED_OUT,
 NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER (the append's outcome). With an
 authorizer: CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED everywhere), as Kafka.
 Served while share.version is 1 (kwire.handlers.api_versions).
