@@ -133,6 +133,8 @@ class ShareCoordinator:
         old = self.states.get(key)
         if old is not None and state_epoch < old.state_epoch:
             return ErrorCode.FENCED_STATE_EPOCH
+        if start_offset < 0:   # "not being initialized": the stored one (none: no state)
+            start_offset = old.start_offset if old is not None else -1
         now = self.broker.clock.now_ms()
         st = SR.ShareState(group_id, topic_id, partition, (old.snapshot_epoch + 1) if old else 0, state_epoch,
                            old.leader_epoch if old else -1, start_offset,

@@ -44,10 +44,11 @@ retried: ``fence()`` drops the in-memory share partition, the acknowledgements o
 request answer FENCED_STATE_EPOCH, and the next ShareFetch / ShareAcknowledge reads the
 state again.
 
-Left out: InitializeShareGroupState (83; Kafka's group coordinator initializes a share
-partition's state when the group first gets it assigned: here the first write does),
-ReadShareGroupStateSummary (87; DescribeShareGroupOffsets answers from the share partitions
-this broker holds).
+InitializeShareGroupState (83) and ReadShareGroupStateSummary (87), sent by the group
+coordinator for the offsets admin APIs: kwire.share.state_admin.
+
+Left out: Kafka's group coordinator initializes a share partition's state when the group
+first gets it assigned; here the leader's first write does.
 ShareUpdate deltas are read but not written (a full snapshot each time; the compacted topic
 keeps the last). Kafka rolls the in-memory state back when a write fails; here it stays.
 """

@@ -168,3 +168,44 @@ def test_records_acquired_from_a_fenced_state_are_not_delivered(broker):
         assert _acquired(_fetch(c, group, m, 3, tid)) == [(0, 4, 1)]
         p = _read(c, group, tid)
         assert (p.state_epoch, p.start_offset) == (1, 0)
+
+
+def _initialize(c, group, tid, state_epoch, start, partition=0):
+    R = api("InitializeShareGroupState").request
+    r = c.request("InitializeShareGroupState", 0, group_id=group, topics=[R.struct("InitializeStateData")(
+        topic_id=tid, partitions=[R.struct("PartitionData")(partition=partition, state_epoch=state_epoch,
+                                                            start_offset=start)])])
+    return r.results[0].partitions[0]
+
+
+def _summary(c, group, tid, partition=0):
+    R = api("ReadShareGroupStateSummary").request
+    r = c.request("ReadShareGroupStateSummary", 1, group_id=group, topics=[R.struct("ReadStateSummaryData")(
+        topic_id=tid, partitions=[R.struct("PartitionData")(partition=partition, leader_epoch=-1)])])
+    return r.results[0].partitions[0]
+
+
+def test_initialize_moves_the_leader_to_the_new_start_offset(broker):
+    """InitializeShareGroupState (as a group coordinator elsewhere sends it for
+    AlterShareGroupOffsets) at the next state epoch: an older one is fenced; the leader's
+    next write is fenced, and it serves from the new start offset; the summary (87) reads it."""
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c, n=6)
+        m = str(uuid.uuid4())
+        _hb(c, group, m, 0, [topic])
+        assert _acquired(_fetch(c, group, m, 0, tid)) == [(0, 5, 1)]
+        r = _fetch(c, group, m, 1, tid, acks=[(0, 0, (ACCEPT,))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == 0
+        s = _summary(c, group, tid)
+        assert (s.error_code, s.state_epoch, s.start_offset, s.delivery_complete_count) == (0, 0, 1, 0)
+        assert _initialize(c, group, tid, 2, 4).error_code == 0
+        assert _initialize(c, group, tid, 1, 3).error_code == E.FENCED_STATE_EPOCH
+        assert _initialize(c, group, tid, 2, 4, partition=-1).error_code == E.INVALID_REQUEST
+        s = _summary(c, group, tid)
+        assert (s.error_code, s.state_epoch, s.start_offset) == (0, 2, 4)
+        r = _fetch(c, group, m, 2, tid, acks=[(1, 1, (ACCEPT,))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == E.FENCED_STATE_EPOCH
+        assert _acquired(_fetch(c, group, m, 3, tid)) == [(4, 5, 1)]
+        # never written: start offset -1
+        s = _summary(c, group, tid, partition=5)
+        assert (s.error_code, s.start_offset, s.delivery_complete_count) == (0, -1, -1)
