@@ -140,21 +140,31 @@ class ShareStateStore:
         epoch = self._leader_epoch(topic_id, partition)
         return epoch is None or self.served.get((group_id, topic_id, partition)) == epoch
 
-    async def ensure_loaded(self, group_id: str, tps) -> None:
+    async def ensure_loaded(self, group_id: str, tps, recheck: bool = False) -> None:
         """Read the state of each (topic id, partition) this broker leads and has not served
-        at its current leader epoch (see the module doc)."""
+        at its current leader epoch (see the module doc). ``recheck`` (a share session
+        opening): read the served ones too, and start over from the state read when its
+        state epoch is newer than the one held (deleted or altered while the group was
+        empty and this leader idle, with no write to be fenced)."""
         for tid, p in tps:
             epoch = self._leader_epoch(tid, p)
             key = (group_id, tid, p)
-            if epoch is None or self.served.get(key) == epoch:
+            held = self.served.get(key) == epoch
+            if epoch is None or (held and not recheck):
                 continue
             err, state, state_epoch = await self.read_state(group_id, tid, p, epoch)
             if err != ErrorCode.NONE:
-                log.info("share state: reading the state of %s %s-%d failed (%s); not served yet",
-                         group_id, tid, p, ErrorCode(err).name)
+                if not held:
+                    log.info("share state: reading the state of %s %s-%d failed (%s); not served yet",
+                             group_id, tid, p, ErrorCode(err).name)
                 continue
             if self._leader_epoch(tid, p) != epoch:
                 continue
+            if held:
+                if state_epoch <= self.state_epochs.get(key, 0):
+                    continue
+                log.info("share state: %s %s-%d has a newer state epoch (%d) at its share coordinator; "
+                         "started over from it", group_id, tid, p, state_epoch)
             self.manager.partitions.pop(key, None)   # what an earlier leadership here left
             self.dirty.pop(key, None)
             if state is not None and state[0] >= 0:

@@ -209,3 +209,21 @@ def test_initialize_moves_the_leader_to_the_new_start_offset(broker):
         # never written: start offset -1
         s = _summary(c, group, tid, partition=5)
         assert (s.error_code, s.start_offset, s.delivery_complete_count) == (0, -1, -1)
+
+
+def test_a_new_share_session_starts_from_a_newer_state_epoch(broker):
+    """An idle leader (all done, nothing to acquire, so no write to fence) after an
+    InitializeShareGroupState elsewhere: the next share session's first fetch reads the state
+    again and serves from the new start offset at once."""
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c, n=4)
+        m = str(uuid.uuid4())
+        _hb(c, group, m, 0, [topic])
+        assert _acquired(_fetch(c, group, m, 0, tid)) == [(0, 3, 1)]
+        r = _fetch(c, group, m, 1, tid, acks=[(0, 3, (ACCEPT,))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == 0
+        assert _acquired(_fetch(c, group, m, 2, tid)) == []
+        assert _initialize(c, group, tid, 1, 1).error_code == 0
+        m2 = str(uuid.uuid4())
+        _hb(c, group, m2, 0, [topic])
+        assert _acquired(_fetch(c, group, m2, 0, tid)) == [(1, 3, 1)]
