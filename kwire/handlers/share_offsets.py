@@ -22,7 +22,8 @@ with no topics named asks the share coordinators about every partition of the
 non-internal topics led elsewhere (Kafka's group coordinator knows which ones the group has
 state for; kwire's does not keep that) and lists those with a state. Alter sends
 InitializeShareGroupState (the new start offset at the next state epoch) and Delete
-DeleteShareGroupState (an empty state at the next state epoch) to the share coordinator;
+DeleteShareGroupState (an empty state at the next state epoch; for every partition of the
+topic led elsewhere, as this broker holds no state of them) to the share coordinator;
 the partition's leader is fenced by the state epoch (FENCED_STATE_EPOCH on its next write:
 the records it acquired then are not delivered) and reads the state again.
 """
@@ -187,9 +188,9 @@ async def alter_share_group_offsets(ctx: RequestContext, req):
         for t in out:
             for row in t.partitions:
                 if row.error_code is None:
-                    err = done.get((t.topic_id, row.partition_index), E.UNKNOWN_SERVER_ERROR)
-                    row.error_code = err
-                    row.error_message = None if err == E.NONE else ErrorCode(err).name
+                    perr = done.get((t.topic_id, row.partition_index), E.UNKNOWN_SERVER_ERROR)
+                    row.error_code = perr
+                    row.error_message = None if perr == E.NONE else ErrorCode(perr).name
     await ctx.broker.share_state.flush()
     return ctx.response(throttle_time_ms=0, error_code=err or 0, error_message=msg, responses=out)
 
@@ -210,8 +211,9 @@ async def delete_share_group_offsets(ctx: RequestContext, req):
         if _topic_denied(ctx, t.topic_name, Op.READ):
             out.append(T(topic_name=t.topic_name, topic_id=ti.topic_id, error_code=E.TOPIC_AUTHORIZATION_FAILED))
             continue
-        for p in ti.partitions:
-            mgr.remove(req.group_id, ti.topic_id, p)
+        for p, part in ti.partitions.items():
+            if not mgr.remove(req.group_id, ti.topic_id, p) and part.leader != ctx.broker.node_id:
+                ctx.broker.share_state.mark_deleted(req.group_id, ti.topic_id, p)   # its state is elsewhere
         out.append(T(topic_name=t.topic_name, topic_id=ti.topic_id, error_code=0))
     await ctx.broker.share_state.flush()
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, responses=out)

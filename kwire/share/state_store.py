@@ -94,6 +94,12 @@ class ShareStateStore:
         self.deleted.discard((group_id, topic_id, partition))
 
     def _on_remove(self, group_id: str, topic_id: UUID, partition: int) -> None:
+        self.mark_deleted(group_id, topic_id, partition)
+
+    def mark_deleted(self, group_id: str, topic_id: UUID, partition: int) -> None:
+        """Delete the share partition's state at its share coordinator on the next flush
+        (DeleteShareGroupOffsets; also for a partition another broker leads, which this
+        broker holds no state of)."""
         self.dirty.pop((group_id, topic_id, partition), None)
         self.deleted.add((group_id, topic_id, partition))
 
