@@ -15,7 +15,9 @@ The persister:
   lock does not survive its leader, the delivery count does, so the next delivery counts one
   more); no state: share.auto.offset.reset. Until a read succeeds (no coordinator yet, it
   died and its partition has no new leader) the partition is not served: ``ready()`` is false
-  and the fetch answers it with no records (the client fetches again).
+  and the fetch answers it with no records (the client fetches again). A fetch opening a
+  share session reads the served ones again too (``recheck``) and starts over from a state
+  of a newer state epoch (offsets altered or deleted while this leader sat idle).
 - ``flush()``: before answering, the ShareFetch / ShareAcknowledge handlers flush every share
   partition changed since the last flush: WriteShareGroupState (state epoch, leader epoch,
   start offset, state batches) to the coordinator, which appends a ShareSnapshot record with
