@@ -38,7 +38,7 @@ ENABLED_BY = {68: ("group.coordinator.rebalance.protocols", "consumer"),   # KIP
 
 
 #: the share-group APIs (KIP-932), served while the share.version feature is finalized at 1+
-SHARE_APIS = (76, 77, 78, 79, 84, 85, 86, 90, 91, 92)
+SHARE_APIS = (76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92)
 SHARE_VERSION = "share.version"
 
 

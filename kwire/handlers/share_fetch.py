@@ -18,10 +18,14 @@ The acquisition lock (``acquisition_lock_timeout_ms``) is the group's
 share.record.lock.duration.ms. Before step 2, each partition named that this broker leads
 and has not served at its leader epoch gets its state read from the share coordinator
 (ReadShareGroupState; kwire.share.state_store): a new leader goes on from where the old one
-wrote; a partition whose state cannot be read yet is answered with no records. Before
+wrote; a partition whose state cannot be read yet is answered with no records; a fetch
+opening a share session reads the served ones again too, and starts over from a newer state
+epoch (offsets deleted or altered elsewhere while this leader was idle). Before
 answering, the share partitions changed are written to the share coordinator
 (WriteShareGroupState, replicated in ``__share_group_state``): an acknowledgement answered is
-durable. ShareAcknowledge: steps 1 (it cannot open a session) and 2.
+durable; a write fenced by a newer state epoch (FENCED_STATE_EPOCH) drops the share
+partition (read again on the next fetch), answers its acknowledgements with that error and
+delivers none of the records acquired from it. ShareAcknowledge: steps 1 (it cannot open a session) and 2.
 
 Errors per partition: UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED (READ on the topic; READ on
 the group for the request, GROUP_AUTHORIZATION_FAILED top level), and the leader checks of
@@ -196,7 +200,8 @@ async def share_fetch(ctx: RequestContext, req):
     err, session = mgr.session(req.group_id, req.member_id, epoch, now, opening=True)
     if err != E.NONE:
         return answer(err)
-    await b.share_state.ensure_loaded(req.group_id, _named(req) | set(session.partitions))
+    await b.share_state.ensure_loaded(req.group_id, _named(req) | set(session.partitions),
+                                      recheck=epoch == INITIAL_EPOCH)
     acks = _acknowledge(ctx, req, session, req.topics)
     if epoch == FINAL_EPOCH:
         mgr.close(session, now)
@@ -237,7 +242,13 @@ async def share_fetch(ctx: RequestContext, req):
         tps = [(t.name, p) for tid, p in session.partitions if (t := b.image.topics_by_id.get(tid)) is not None]
         await b.replica_manager.wait_for_data(tps, wait_until)
     # the acknowledgements and acquisitions answered are durable (or the acknowledgement fails)
-    _not_durable(acks, req.group_id, await b.share_state.flush())
+    failed = await b.share_state.flush()
+    _not_durable(acks, req.group_id, failed)
+    for (tid, p), (e, name, data, acquired, lepoch) in list(fetched.items()):
+        if failed.get((req.group_id, tid, p)) == E.FENCED_STATE_EPOCH:
+            # acquired from a state the share coordinator replaced (deleted / initialized
+            # elsewhere): not delivered; the next fetch reads the state again
+            fetched[(tid, p)] = (E.NONE, name, b"", [], lepoch)
     return answer(E.NONE, _rows(ctx, acks, fetched))
 
 

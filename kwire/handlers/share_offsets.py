@@ -15,15 +15,17 @@ With an authorizer: DESCRIBE on the group and topics to describe, READ on the gr
 alter / delete (GROUP_AUTHORIZATION_FAILED / TOPIC_AUTHORIZATION_FAILED).
 Served while share.version is 1 (kwire.handlers.api_versions).
 
-On a multi-broker cluster, a named partition led by another broker is described from its
-share coordinator (ReadShareGroupState without a leader epoch; Kafka sends
-ReadShareGroupStateSummary, not served here), its lag from this broker's replica when it
-has one (-1 otherwise); Delete sends DeleteShareGroupState to the share coordinator.
-
-Left out: a describe of all topics (no topics named) lists only the share partitions this
-broker holds; Alter changes only the share partitions this broker leads; after a Delete, a
-share partition led by another broker keeps its in-memory state until its leadership
-changes (Kafka fences it with the state epoch, which kwire's coordinator does not bump).
+On a multi-broker cluster (kwire.share.state_admin), a partition led by another broker is
+described from its share coordinator (ReadShareGroupStateSummary, one request per
+coordinator), its lag from this broker's replica when it has one (-1 otherwise); a describe
+with no topics named asks the share coordinators about every partition of the
+non-internal topics led elsewhere (Kafka's group coordinator knows which ones the group has
+state for; kwire's does not keep that) and lists those with a state. Alter sends
+InitializeShareGroupState (the new start offset at the next state epoch) and Delete
+DeleteShareGroupState (an empty state at the next state epoch; for every partition of the
+topic led elsewhere, as this broker holds no state of them) to the share coordinator;
+the partition's leader is fenced by the state epoch (FENCED_STATE_EPOCH on its next write:
+the records it acquired then are not delivered) and reads the state again.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from kwire.handlers import RequestContext, handles
 from kwire.handlers.api_versions import disabled_apis
 from kwire.handlers.groups import _coordinator_for, _group_denied, _topic_denied
 from kwire.security.operations import AclOperation as Op
+from kwire.share import state_admin
 from kwire.share.partition import DONE
 
 E = ErrorCode
@@ -58,27 +61,40 @@ def _group_error(ctx: RequestContext, group_id: str, op: int, need_empty: bool =
 
 
 def _partitions_of(ctx: RequestContext, group_id: str) -> dict:
-    """{(topic id, partition): (start offset, done in flight)} of the group's share partitions here."""
-    mgr = ctx.broker.share_partitions
+    """{(topic id, partition): (start offset, done in flight)} of the group's share partitions
+    this broker leads (the others: from their share coordinators)."""
+    mgr, image, me = ctx.broker.share_partitions, ctx.broker.image, ctx.broker.node_id
+
+    def led_here(tid, p) -> bool:
+        t = image.topics_by_id.get(tid)
+        return t is not None and p in t.partitions and t.partitions[p].leader == me
+
     out = {}
     for (gid, tid, p), (start, batches) in mgr.recovered.items():
-        if gid == group_id:
+        if gid == group_id and led_here(tid, p):
             done = sum(x.last_offset - x.first_offset + 1 for x in batches if x.delivery_state in (2, 4))
             out[(tid, p)] = (start, done)
     for (tid, p), sp in mgr.group_partitions(group_id).items():
+        if not led_here(tid, p):
+            continue
         out[(tid, p)] = (sp.start_offset, sum(1 for r in sp.records.values() if r.state in DONE))
     return out
 
 
-async def _from_share_coordinator(ctx: RequestContext, group_id: str, topic_id: UUID, partition: int):
-    """(start offset, done in flight) of a share partition led by another broker, as its share
-    coordinator holds it (ReadShareGroupState without a leader epoch: it fences nothing);
-    (-1, 0) when never written or not readable now."""
-    err, state = await ctx.broker.share_state.read_state(group_id, topic_id, partition, -1)
-    if err != E.NONE or state is None:
-        return -1, 0
-    start, batches = state
-    return start, sum(x.last_offset - x.first_offset + 1 for x in batches if x.delivery_state in (2, 4))
+async def _from_share_coordinators(ctx: RequestContext, group_id: str, tps) -> dict:
+    """{(topic id, partition): (start offset, done in flight)} of share partitions led by
+    other brokers, as their share coordinators hold them (ReadShareGroupStateSummary);
+    (-1, 0) when never written, deleted, or not readable now."""
+    sums = await state_admin.summaries(ctx.broker.share_state, group_id, tps)
+    return {tp: ((start, done) if err == E.NONE and start >= 0 else (-1, 0))
+            for tp, (err, _, start, done) in sums.items()}
+
+
+def _all_partitions(ctx: RequestContext, state: dict) -> list:
+    """Every partition of the non-internal topics not in ``state``, led by another broker."""
+    me = ctx.broker.node_id
+    return [(t.topic_id, p) for name, t in ctx.broker.image.topics.items() if not name.startswith("__")
+            for p, part in t.partitions.items() if (t.topic_id, p) not in state and part.leader != me]
 
 
 @handles("DescribeShareGroupOffsets", "0-1")
@@ -94,7 +110,9 @@ async def describe_share_group_offsets(ctx: RequestContext, req):
             out.append(G(group_id=g.group_id, topics=[], error_code=err, error_message=msg))
             continue
         state = _partitions_of(ctx, g.group_id)
-        if g.topics is None:   # every topic the group has state for
+        if g.topics is None:   # every topic the group has state for, here or at a share coordinator
+            remote = await _from_share_coordinators(ctx, g.group_id, _all_partitions(ctx, state))
+            state.update({tp: v for tp, v in remote.items() if v[0] >= 0})
             wanted: dict[str, list[int]] = {}
             for tid, p in sorted(state, key=lambda k: (str(k[0]), k[1])):
                 t = image.topics_by_id.get(tid)
@@ -102,6 +120,11 @@ async def describe_share_group_offsets(ctx: RequestContext, req):
                     wanted.setdefault(t.name, []).append(p)
         else:
             wanted = {t.topic_name: list(t.partitions) for t in g.topics}
+            elsewhere = [(t.topic_id, p) for name, parts in wanted.items() if (t := image.topics.get(name)) is not None
+                         for p in parts if p in t.partitions and (t.topic_id, p) not in state
+                         and t.partitions[p].leader != ctx.broker.node_id]
+            if elsewhere:
+                state.update(await _from_share_coordinators(ctx, g.group_id, elsewhere))
         topics = []
         for name, parts in wanted.items():
             t = image.topics.get(name)
@@ -113,8 +136,6 @@ async def describe_share_group_offsets(ctx: RequestContext, req):
                     rows.append(P(partition_index=p, start_offset=-1, leader_epoch=-1, error_code=code))
                     continue
                 start, done = state.get((t.topic_id, p), (-1, 0))
-                if (t.topic_id, p) not in state and t.partitions[p].leader != ctx.broker.node_id:
-                    start, done = await _from_share_coordinator(ctx, g.group_id, t.topic_id, p)
                 lag = -1
                 if start >= 0:
                     head = rm.read(name, p, 0, 0, min_one=False)
@@ -132,6 +153,7 @@ async def alter_share_group_offsets(ctx: RequestContext, req):
     T, P = ctx.struct("AlterShareGroupOffsetsResponseTopic"), ctx.struct("AlterShareGroupOffsetsResponsePartition")
     coord, err, msg = _group_error(ctx, req.group_id, Op.READ, need_empty=True)
     image, mgr, rm = ctx.broker.image, ctx.broker.share_partitions, ctx.broker.replica_manager
+    elsewhere: dict = {}   # (topic id, partition) -> start offset, led by another broker
     out = []
     for t in req.topics:
         ti = image.topics.get(t.topic_name)
@@ -144,6 +166,11 @@ async def alter_share_group_offsets(ctx: RequestContext, req):
                     code = E.TOPIC_AUTHORIZATION_FAILED
                 elif ti is None or p.partition_index not in ti.partitions:
                     code = E.UNKNOWN_TOPIC_OR_PARTITION
+                elif ti.partitions[p.partition_index].leader != ctx.broker.node_id:
+                    head = rm.read(t.topic_name, p.partition_index, 0, 0, min_one=False)   # a replica here?
+                    start = max(p.start_offset, head.log_start_offset) if head.high_watermark >= 0 else p.start_offset
+                    elsewhere[(ti.topic_id, p.partition_index)] = max(start, 0)
+                    code = None   # answered below
                 else:
                     head = rm.read(t.topic_name, p.partition_index, 0, 0, min_one=False)
                     if head.high_watermark < 0:
@@ -156,6 +183,14 @@ async def alter_share_group_offsets(ctx: RequestContext, req):
                         code = E.NONE
             rows.append(P(partition_index=p.partition_index, error_code=code, error_message=None))
         out.append(T(topic_name=t.topic_name, topic_id=ti.topic_id if ti is not None else _ZERO, partitions=rows))
+    if elsewhere:   # InitializeShareGroupState at their share coordinators: their leaders are fenced
+        done = await state_admin.initialize(ctx.broker.share_state, req.group_id, elsewhere)
+        for t in out:
+            for row in t.partitions:
+                if row.error_code is None:
+                    perr = done.get((t.topic_id, row.partition_index), E.UNKNOWN_SERVER_ERROR)
+                    row.error_code = perr
+                    row.error_message = None if perr == E.NONE else ErrorCode(perr).name
     await ctx.broker.share_state.flush()
     return ctx.response(throttle_time_ms=0, error_code=err or 0, error_message=msg, responses=out)
 
@@ -176,8 +211,9 @@ async def delete_share_group_offsets(ctx: RequestContext, req):
         if _topic_denied(ctx, t.topic_name, Op.READ):
             out.append(T(topic_name=t.topic_name, topic_id=ti.topic_id, error_code=E.TOPIC_AUTHORIZATION_FAILED))
             continue
-        for p in ti.partitions:
-            mgr.remove(req.group_id, ti.topic_id, p)
+        for p, part in ti.partitions.items():
+            if not mgr.remove(req.group_id, ti.topic_id, p) and part.leader != ctx.broker.node_id:
+                ctx.broker.share_state.mark_deleted(req.group_id, ti.topic_id, p)   # its state is elsewhere
         out.append(T(topic_name=t.topic_name, topic_id=ti.topic_id, error_code=0))
     await ctx.broker.share_state.flush()
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, responses=out)

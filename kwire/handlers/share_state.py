@@ -1,23 +1,28 @@
-"""ReadShareGroupState (key 84, v0), WriteShareGroupState (key 85, v0-1) and
-DeleteShareGroupState (key 86, v0): the share
+"""InitializeShareGroupState (key 83, v0), ReadShareGroupState (key 84, v0),
+WriteShareGroupState (key 85, v0-1), DeleteShareGroupState (key 86, v0) and
+ReadShareGroupStateSummary (key 87, v0-1): the share
 coordinator's side of KIP-932's inter-broker RPCs (Kafka's ShareCoordinatorService), sent by
-a share partition's leader (kwire.share.state_store, the persister); answered by
+a share partition's leader (kwire.share.state_store, the persister; Initialize and Summary by
+a group coordinator, kwire.share.state_admin); answered by
 kwire.share.coordinator to the leader of the
 ``__share_group_state`` partition of the key "group:topicId:partition".
 
 Read answers the key's last state (state epoch, start offset, state batches; start offset -1
-and no batches: never written) and remembers the reader's leader epoch; Write appends a
-ShareSnapshot record (acks=all) and answers once it is replicated; Delete appends the key's
-tombstone (likewise). Per-partition errors:
+and no batches: never written, or deleted) and remembers the reader's leader epoch; Write
+appends a ShareSnapshot record (acks=all) and answers once it is replicated; Delete replaces
+the state by an empty one at the next state epoch (likewise; see kwire.share.coordinator).
+Initialize sets a start offset with nothing in flight at the state epoch it names (start
+offset -1: the stored one kept); Summary answers the state epoch, leader epoch, start offset
+and (v1) the records done in flight, fencing nothing. Per-partition errors:
 NOT_COORDINATOR (this broker does not lead the state partition), COORDINATOR_LOAD_IN_PROGRESS
 (its log is not readable here), FENCED_LEADER_EPOCH (a leader epoch older than the last one
-seen for the key), INVALID_REQUEST (a share partition index below 0), REQUEST_TIMED_OUT,
+seen for the key), FENCED_STATE_EPOCH (a write at a state epoch older than the stored one:
+the state was deleted or initialized since the leader read it), INVALID_REQUEST (a share partition index below 0), REQUEST_TIMED_OUT,
 NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER (the append's outcome). With an
 authorizer: CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED everywhere), as Kafka.
 Served while share.version is 1 (kwire.handlers.api_versions).
 
-Left out: InitializeShareGroupState (83) and ReadShareGroupStateSummary (87) - see
-kwire.share.state_store; Write v1's
+Left out: Write v1's
 DeliveryCompleteCount is accepted and not kept (Kafka uses it for lag, not recovery).
 """
 from __future__ import annotations
@@ -27,6 +32,7 @@ from kwire.handlers import RequestContext, handles
 from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, allowed
 from kwire.security.operations import AclOperation as Op
 from kwire.share.partition import StateBatch
+from kwire.share.state_admin import DONE_STATES
 
 E = ErrorCode
 
@@ -99,5 +105,51 @@ async def delete_share_group_state(ctx: RequestContext, req):
             else:
                 err = await coord.delete(req.group_id, t.topic_id, p.partition)
             parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name))
+        results.append(TR(topic_id=t.topic_id, partitions=parts))
+    return ctx.response(results=results)
+
+
+@handles("InitializeShareGroupState", "0")
+async def initialize_share_group_state(ctx: RequestContext, req):
+    coord = ctx.broker.share_state.coordinator
+    TR, PR = ctx.struct("InitializeStateResult"), ctx.struct("PartitionResult")
+    denied = _denied(ctx)
+    results = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            if denied:
+                err = E.CLUSTER_AUTHORIZATION_FAILED
+            elif p.partition < 0:
+                err = E.INVALID_REQUEST
+            else:
+                err = await coord.initialize(req.group_id, t.topic_id, p.partition, p.state_epoch, p.start_offset)
+            parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name))
+        results.append(TR(topic_id=t.topic_id, partitions=parts))
+    return ctx.response(results=results)
+
+
+@handles("ReadShareGroupStateSummary", "0-1")
+async def read_share_group_state_summary(ctx: RequestContext, req):
+    coord = ctx.broker.share_state.coordinator
+    TR, PR = ctx.struct("ReadStateSummaryResult"), ctx.struct("PartitionResult")
+    denied = _denied(ctx)
+    results = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            if denied:
+                err, st = E.CLUSTER_AUTHORIZATION_FAILED, None
+            elif p.partition < 0:
+                err, st = E.INVALID_REQUEST, None
+            else:
+                err, st = coord.read(req.group_id, t.topic_id, p.partition, -1)
+            done = sum(x.last_offset - x.first_offset + 1 for x in st.batches
+                       if x.delivery_state in DONE_STATES) if st is not None else 0
+            parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name,
+                            state_epoch=st.state_epoch if st is not None else 0,
+                            leader_epoch=st.leader_epoch if st is not None else -1,
+                            start_offset=st.start_offset if st is not None else -1,
+                            delivery_complete_count=done if st is not None else -1))
         results.append(TR(topic_id=t.topic_id, partitions=parts))
     return ctx.response(results=results)

@@ -8,6 +8,14 @@ persister in kwire.share.state_store on the same broker, by kwire.handlers.share
 the others). A write appends a ShareSnapshot record (a delete a tombstone) as the leader with
 acks=all and answers once it is replicated (share.coordinator.write.timeout.ms).
 
+State epoch (Kafka's): each key's state carries one; DeleteShareGroupState (``delete``)
+replaces the state by an empty one (start offset -1, read back as "no state") at the next
+state epoch, InitializeShareGroupState (``initialize``, AlterShareGroupOffsets) sets a new
+start offset at the state epoch it names (older than the stored one: FENCED_STATE_EPOCH); a
+write with a state epoch older than the stored one answers FENCED_STATE_EPOCH, and the
+share partition's leader then drops its in-memory state and reads it again. The empty state
+is kept (a snapshot, not a tombstone) so that the fence survives a coordinator move.
+
 Fencing: a read or write with a leader epoch of the share partition older than the newest
 one seen for the key answers FENCED_LEADER_EPOCH (kept in memory: after a coordinator moves,
 the first reader or writer sets it again). A partition not led here: NOT_COORDINATOR; its log
@@ -80,8 +88,10 @@ class ShareCoordinator:
         key = (group_id, topic_id, partition)
         if leader_epoch < self.leader_epochs.get(key, -1):
             return ErrorCode.FENCED_LEADER_EPOCH
-        self.leader_epochs[key] = leader_epoch
         old = self.states.get(key)
+        if old is not None and state_epoch < old.state_epoch:
+            return ErrorCode.FENCED_STATE_EPOCH   # deleted or initialized since the leader read it
+        self.leader_epochs[key] = leader_epoch
         now = self.broker.clock.now_ms()
         if start_offset < 0:   # "not being written": keep the one stored
             start_offset = old.start_offset if old is not None else 0
@@ -93,14 +103,45 @@ class ShareCoordinator:
                                             SR.snapshot_value(st))])
 
     async def delete(self, group_id: str, topic_id: UUID, partition: int) -> ErrorCode:
-        """DeleteShareGroupState on the coordinator: a tombstone for the key, replicated."""
+        """DeleteShareGroupState on the coordinator: the key's state replaced by an empty
+        one (start offset -1: "no state") at the next state epoch, replicated; a leader
+        still holding the old state is fenced by it (FENCED_STATE_EPOCH) and reads again."""
         err, sp_idx = self._coordinating(group_id, topic_id, partition)
         if err != ErrorCode.NONE:
             return err
         key = (group_id, topic_id, partition)
-        self.states.pop(key, None)
-        self.leader_epochs.pop(key, None)
-        return await self.append(sp_idx, [(SR.key(SR.SNAPSHOT, group_id, topic_id, partition), None)])
+        old = self.states.get(key)
+        if old is None:
+            return ErrorCode.NONE   # nothing to delete, nothing to fence
+        now = self.broker.clock.now_ms()
+        st = SR.ShareState(group_id, topic_id, partition, old.snapshot_epoch + 1, old.state_epoch + 1,
+                           old.leader_epoch, -1, old.create_timestamp, now, ())
+        self.states[key] = st
+        return await self.append(sp_idx, [(SR.key(SR.SNAPSHOT, group_id, topic_id, partition),
+                                            SR.snapshot_value(st))])
+
+    async def initialize(self, group_id: str, topic_id: UUID, partition: int, state_epoch: int,
+                         start_offset: int) -> ErrorCode:
+        """InitializeShareGroupState on the coordinator: the key's state set to start at
+        ``start_offset`` with nothing in flight, at ``state_epoch`` (older than the stored
+        one: FENCED_STATE_EPOCH), replicated; a leader holding an older state epoch is
+        fenced by it on its next write and reads the new state."""
+        err, sp_idx = self._coordinating(group_id, topic_id, partition)
+        if err != ErrorCode.NONE:
+            return err
+        key = (group_id, topic_id, partition)
+        old = self.states.get(key)
+        if old is not None and state_epoch < old.state_epoch:
+            return ErrorCode.FENCED_STATE_EPOCH
+        if start_offset < 0:   # "not being initialized": the stored one (none: no state)
+            start_offset = old.start_offset if old is not None else -1
+        now = self.broker.clock.now_ms()
+        st = SR.ShareState(group_id, topic_id, partition, (old.snapshot_epoch + 1) if old else 0, state_epoch,
+                           old.leader_epoch if old else -1, start_offset,
+                           old.create_timestamp if old else now, now, ())
+        self.states[key] = st
+        return await self.append(sp_idx, [(SR.key(SR.SNAPSHOT, group_id, topic_id, partition),
+                                            SR.snapshot_value(st))])
 
     def replay_partition(self, p: int, states: dict) -> bool:
         plog = self.broker.replica_manager.local_log(SR.STATE_TOPIC, p)

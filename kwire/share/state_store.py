@@ -15,7 +15,9 @@ The persister:
   lock does not survive its leader, the delivery count does, so the next delivery counts one
   more); no state: share.auto.offset.reset. Until a read succeeds (no coordinator yet, it
   died and its partition has no new leader) the partition is not served: ``ready()`` is false
-  and the fetch answers it with no records (the client fetches again).
+  and the fetch answers it with no records (the client fetches again). A fetch opening a
+  share session reads the served ones again too (``recheck``) and starts over from a state
+  of a newer state epoch (offsets altered or deleted while this leader sat idle).
 - ``flush()``: before answering, the ShareFetch / ShareAcknowledge handlers flush every share
   partition changed since the last flush: WriteShareGroupState (state epoch, leader epoch,
   start offset, state batches) to the coordinator, which appends a ShareSnapshot record with
@@ -36,12 +38,19 @@ brokers by kwire.handlers.share_state); FindCoordinator key type 2 names it
 table of the share partition manager, a share partition made before any read answers).
 
 DeleteShareGroupOffsets deletes a share partition's state with DeleteShareGroupState (86;
-the coordinator appends a tombstone).
+the coordinator stores an empty state at the next state epoch). State epoch: the persister
+keeps the state epoch it read and sends it with each write; a write answered
+FENCED_STATE_EPOCH (the state was deleted or initialized at the coordinator since: a
+DeleteShareGroupOffsets / AlterShareGroupOffsets on a group coordinator elsewhere) is not
+retried: ``fence()`` drops the in-memory share partition, the acknowledgements of that
+request answer FENCED_STATE_EPOCH, and the next ShareFetch / ShareAcknowledge reads the
+state again.
 
-Left out: InitializeShareGroupState (83; Kafka's group coordinator initializes a share
-partition's state when the group first gets it assigned: here the first write does),
-ReadShareGroupStateSummary (87; DescribeShareGroupOffsets answers from the share partitions
-this broker holds).
+InitializeShareGroupState (83) and ReadShareGroupStateSummary (87), sent by the group
+coordinator for the offsets admin APIs: kwire.share.state_admin.
+
+Left out: Kafka's group coordinator initializes a share partition's state when the group
+first gets it assigned; here the leader's first write does.
 ShareUpdate deltas are read but not written (a full snapshot each time; the compacted topic
 keeps the last). Kafka rolls the in-memory state back when a write fails; here it stays.
 """
@@ -73,6 +82,8 @@ class ShareStateStore:
         self.deleted: set[Key] = set()
         #: persister: the leader epoch at which each share partition was read (served since)
         self.served: dict[Key, int] = {}
+        #: persister: the state epoch of each share partition's state as read (sent with its writes)
+        self.state_epochs: dict[Key, int] = {}
         self.coordinator = ShareCoordinator(broker)   # the coordinator's side, for the keys led here
         self._creating: trio.Event | None = None
         self._flushing = trio.Lock()   # one flush at a time: writes in order, answers after them
@@ -85,6 +96,12 @@ class ShareStateStore:
         self.deleted.discard((group_id, topic_id, partition))
 
     def _on_remove(self, group_id: str, topic_id: UUID, partition: int) -> None:
+        self.mark_deleted(group_id, topic_id, partition)
+
+    def mark_deleted(self, group_id: str, topic_id: UUID, partition: int) -> None:
+        """Delete the share partition's state at its share coordinator on the next flush
+        (DeleteShareGroupOffsets; also for a partition another broker leads, which this
+        broker holds no state of)."""
         self.dirty.pop((group_id, topic_id, partition), None)
         self.deleted.add((group_id, topic_id, partition))
 
@@ -131,21 +148,31 @@ class ShareStateStore:
         epoch = self._leader_epoch(topic_id, partition)
         return epoch is None or self.served.get((group_id, topic_id, partition)) == epoch
 
-    async def ensure_loaded(self, group_id: str, tps) -> None:
+    async def ensure_loaded(self, group_id: str, tps, recheck: bool = False) -> None:
         """Read the state of each (topic id, partition) this broker leads and has not served
-        at its current leader epoch (see the module doc)."""
+        at its current leader epoch (see the module doc). ``recheck`` (a share session
+        opening): read the served ones too, and start over from the state read when its
+        state epoch is newer than the one held (deleted or altered while the group was
+        empty and this leader idle, with no write to be fenced)."""
         for tid, p in tps:
             epoch = self._leader_epoch(tid, p)
             key = (group_id, tid, p)
-            if epoch is None or self.served.get(key) == epoch:
+            held = self.served.get(key) == epoch
+            if epoch is None or (held and not recheck):
                 continue
-            err, state = await self.read_state(group_id, tid, p, epoch)
+            err, state, state_epoch = await self.read_state(group_id, tid, p, epoch)
             if err != ErrorCode.NONE:
-                log.info("share state: reading the state of %s %s-%d failed (%s); not served yet",
-                         group_id, tid, p, ErrorCode(err).name)
+                if not held:
+                    log.info("share state: reading the state of %s %s-%d failed (%s); not served yet",
+                             group_id, tid, p, ErrorCode(err).name)
                 continue
             if self._leader_epoch(tid, p) != epoch:
                 continue
+            if held:
+                if state_epoch <= self.state_epochs.get(key, 0):
+                    continue
+                log.info("share state: %s %s-%d has a newer state epoch (%d) at its share coordinator; "
+                         "started over from it", group_id, tid, p, state_epoch)
             self.manager.partitions.pop(key, None)   # what an earlier leadership here left
             self.dirty.pop(key, None)
             if state is not None and state[0] >= 0:
@@ -153,17 +180,31 @@ class ShareStateStore:
             else:
                 self.manager.recovered.pop(key, None)
             self.served[key] = epoch
+            self.state_epochs[key] = state_epoch
+
+    def fence(self, key: Key) -> None:
+        """FENCED_STATE_EPOCH on a write: the state was deleted or initialized at the share
+        coordinator since it was read; the in-memory share partition is dropped and the next
+        ShareFetch / ShareAcknowledge reads the state again (``ensure_loaded``)."""
+        log.info("share state: %s %s-%d fenced by a newer state epoch; its state is read again", *key)
+        self.manager.partitions.pop(key, None)
+        self.manager.recovered.pop(key, None)
+        self.dirty.pop(key, None)
+        self.served.pop(key, None)
+        self.state_epochs.pop(key, None)
 
     async def read_state(self, group_id: str, topic_id: UUID, partition: int, leader_epoch: int):
-        """(error, (start offset, state batches) or None) from the share coordinator."""
+        """(error, (start offset, state batches) or None, state epoch) from the share coordinator."""
         if SR.STATE_TOPIC not in self.broker.image.topics:
-            return ErrorCode.NONE, None   # nothing was ever written
+            return ErrorCode.NONE, None, 0   # nothing was ever written
         _, node = self.coordinator_node(group_id, topic_id, partition)
         if node is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, 0
         if node == self.broker.node_id:
             err, st = self.coordinator.read(group_id, topic_id, partition, leader_epoch)
-            return err, ((st.start_offset, st.batches) if st is not None else None)
+            if st is None:
+                return err, None, 0
+            return err, ((st.start_offset, st.batches) if st.start_offset >= 0 else None), st.state_epoch
         R = api("ReadShareGroupState").request
         req = R.cls(group_id=group_id, topics=[R.struct("ReadStateData")(topic_id=topic_id, partitions=[
             R.struct("PartitionData")(partition=partition, leader_epoch=leader_epoch)])])
@@ -171,16 +212,17 @@ class ShareStateStore:
             resp = await self.channel.request(node, "ReadShareGroupState", 0, req)
         except Exception as exc:  # noqa: BLE001 - unreachable, timed out, a bad answer
             log.info("share state: ReadShareGroupState to broker %d failed: %s", node, exc)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, 0
         for r in resp.results:
             for pr in r.partitions:
                 if r.topic_id == topic_id and pr.partition == partition:
                     if pr.error_code:
-                        return ErrorCode(pr.error_code), None
+                        return ErrorCode(pr.error_code), None, 0
                     batches = tuple(StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                                     for b in pr.state_batches)
-                    return ErrorCode.NONE, ((pr.start_offset, batches) if pr.start_offset >= 0 else None)
-        return ErrorCode.UNKNOWN_SERVER_ERROR, None
+                    return (ErrorCode.NONE, ((pr.start_offset, batches) if pr.start_offset >= 0 else None),
+                            pr.state_epoch)
+        return ErrorCode.UNKNOWN_SERVER_ERROR, None, 0
 
     # ------------------------------------------------------------------ persister: write
     async def flush(self) -> dict[Key, ErrorCode]:
@@ -216,6 +258,7 @@ class ShareStateStore:
         b = self.broker
         deadline = trio.current_time() + int(b.config.get("share.coordinator.write.timeout.ms")) / 1000
         backoff = 0.05
+        fenced: dict[Key, ErrorCode] = {}
         while True:
             writes: dict[tuple[int | None, str], list] = {}
             for key, sp in pending.items():
@@ -224,17 +267,21 @@ class ShareStateStore:
                 if epoch is None or self.served.get(key, epoch) != epoch:
                     continue   # no longer the leader: the state is not this broker's to write
                 _, node = self.coordinator_node(gid, tid, p)
-                writes.setdefault((node, gid), []).append((tid, p, epoch, sp.start_offset,
-                                                           tuple(sp.state_batches())))
+                writes.setdefault((node, gid), []).append((tid, p, epoch, self.state_epochs.get(key, 0),
+                                                           sp.start_offset, tuple(sp.state_batches())))
             failed: dict[Key, ErrorCode] = {}
             for (node, gid), parts in writes.items():
                 for (tid, p), err in (await self._write(node, gid, parts)).items():
-                    failed[(gid, tid, p)] = err
+                    if err == ErrorCode.FENCED_STATE_EPOCH:   # not retried: read again
+                        self.fence((gid, tid, p))
+                        fenced[(gid, tid, p)] = err
+                    else:
+                        failed[(gid, tid, p)] = err
             if not failed or trio.current_time() + backoff >= deadline:
                 if failed:
                     log.warning("share state: %d share partition states not written: %s", len(failed),
                                 sorted({e.name for e in failed.values()}))
-                return failed
+                return failed | fenced
             await trio.sleep(backoff)
             backoff = min(backoff * 2, 0.5)
             pending = {k: sp for k in failed if (sp := self.manager.partitions.get(k)) is not None}
@@ -246,8 +293,8 @@ class ShareStateStore:
             return {(tid, p): ErrorCode.COORDINATOR_NOT_AVAILABLE for tid, p, *_ in parts}
         if node == self.broker.node_id:
             failed = {}
-            for tid, p, epoch, start, batches in parts:
-                err = await self.coordinator.write(group_id, tid, p, 0, epoch, start, batches)
+            for tid, p, epoch, state_epoch, start, batches in parts:
+                err = await self.coordinator.write(group_id, tid, p, state_epoch, epoch, start, batches)
                 if err != ErrorCode.NONE:
                     log.info("share state: write of %s %s-%d failed: %s", group_id, tid, p, ErrorCode(err).name)
                     if err != ErrorCode.FENCED_LEADER_EPOCH:
@@ -255,9 +302,9 @@ class ShareStateStore:
             return failed
         R = api("WriteShareGroupState").request
         by_topic: dict[UUID, list] = {}
-        for tid, p, epoch, start, batches in parts:
+        for tid, p, epoch, state_epoch, start, batches in parts:
             by_topic.setdefault(tid, []).append(R.struct("PartitionData")(
-                partition=p, state_epoch=0, leader_epoch=epoch, start_offset=start,
+                partition=p, state_epoch=state_epoch, leader_epoch=epoch, start_offset=start,
                 state_batches=[R.struct("StateBatch")(first_offset=x.first_offset, last_offset=x.last_offset,
                                                       delivery_state=x.delivery_state,
                                                       delivery_count=x.delivery_count) for x in batches]))
@@ -314,7 +361,7 @@ class ShareStateStore:
         for p in sorted(t.partitions):
             self.coordinator.replay_partition(p, states)
         self.coordinator.states = states
-        self.manager.recovered = {k: (s.start_offset, s.batches) for k, s in states.items()}
+        self.manager.recovered = {k: (s.start_offset, s.batches) for k, s in states.items() if s.start_offset >= 0}
         if states:
             log.info("share state: %d share partitions recovered from %s", len(states), SR.STATE_TOPIC)
         return len(states)

@@ -36,14 +36,21 @@ def _read(c, group, tid, partition=0, leader_epoch=0):
     return r.results[0].partitions[0]
 
 
-def _write(c, group, tid, leader_epoch, start, batches, partition=0, version=1):
+def _write(c, group, tid, leader_epoch, start, batches, partition=0, version=1, state_epoch=0):
     R = api("WriteShareGroupState").request
     B = R.struct("StateBatch")
     r = c.request("WriteShareGroupState", version, group_id=group, topics=[R.struct("WriteStateData")(
         topic_id=tid, partitions=[R.struct("PartitionData")(
-            partition=partition, state_epoch=0, leader_epoch=leader_epoch, start_offset=start,
+            partition=partition, state_epoch=state_epoch, leader_epoch=leader_epoch, start_offset=start,
             state_batches=[B(first_offset=f, last_offset=l, delivery_state=s, delivery_count=n)
                            for f, l, s, n in batches])])])
+    return r.results[0].partitions[0]
+
+
+def _delete(c, group, tid, partition=0):
+    D = api("DeleteShareGroupState").request
+    r = c.request("DeleteShareGroupState", 0, group_id=group, topics=[D.struct("DeleteStateData")(
+        topic_id=tid, partitions=[D.struct("PartitionData")(partition=partition)])])
     return r.results[0].partitions[0]
 
 
@@ -106,3 +113,117 @@ def test_leader_starts_from_the_coordinators_state(broker):
         # 0-1 done; 2 acknowledged; 3-5 delivered twice already
         assert _write(c, group, tid, 0, 2, [(2, 2, 2, 1), (3, 5, 0, 2)]).error_code == 0
         assert _acquired(_fetch(c, group, m, 0, tid)) == [(3, 5, 3)]
+
+
+def test_delete_bumps_the_state_epoch_and_fences_the_leader(broker):
+    """DeleteShareGroupState (as another broker's group coordinator sends it) bumps the state
+    epoch: a write at the older one answers FENCED_STATE_EPOCH; the share partition's leader
+    (this broker, holding the state in memory) is fenced on its next write, drops its state
+    and reads it again: no state, so share.auto.offset.reset (earliest) and the delivery
+    counts start over."""
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c, n=5)
+        m = str(uuid.uuid4())
+        _hb(c, group, m, 0, [topic])
+        assert _acquired(_fetch(c, group, m, 0, tid)) == [(0, 4, 1)]
+        r = _fetch(c, group, m, 1, tid, acks=[(0, 1, (ACCEPT,))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == 0
+        p = _read(c, group, tid)
+        assert (p.error_code, p.state_epoch, p.start_offset) == (0, 0, 2)
+        assert _delete(c, group, tid).error_code == 0
+        p = _read(c, group, tid)
+        assert (p.error_code, p.state_epoch, p.start_offset, _batches(p)) == (0, 1, -1, [])
+        assert _write(c, group, tid, 0, 2, [], state_epoch=0).error_code == E.FENCED_STATE_EPOCH
+        # the leader's own write of its next acknowledgement is fenced the same way
+        r = _fetch(c, group, m, 2, tid, acks=[(2, 2, (ACCEPT,))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == E.FENCED_STATE_EPOCH
+        # the state is read again: nothing there, so from the earliest offset, first delivery
+        assert _acquired(_fetch(c, group, m, 3, tid)) == [(0, 4, 1)]
+        p = _read(c, group, tid)
+        assert (p.state_epoch, p.start_offset) == (1, 0)   # written back at the new state epoch
+        r = _fetch(c, group, m, 4, tid, acks=[(0, 0, (ACCEPT,))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == 0
+        p = _read(c, group, tid)
+        assert (p.error_code, p.state_epoch, p.start_offset) == (0, 1, 1)
+        # a delete of a state never written answers NONE and bumps nothing
+        assert _delete(c, group, tid, partition=9).error_code == 0
+        assert _read(c, group, tid, partition=9).start_offset == -1
+
+
+def test_records_acquired_from_a_fenced_state_are_not_delivered(broker):
+    """An idle leader (everything acknowledged) keeps its in-memory state after a delete at
+    the share coordinator; its next acquisition is written at the old state epoch, fenced,
+    and not delivered: the fetch after reads the state again and starts from the earliest."""
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c, n=3)
+        m = str(uuid.uuid4())
+        _hb(c, group, m, 0, [topic])
+        assert _acquired(_fetch(c, group, m, 0, tid)) == [(0, 2, 1)]
+        r = _fetch(c, group, m, 1, tid, acks=[(0, 2, (ACCEPT,))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == 0
+        assert _read(c, group, tid).start_offset == 3
+        assert _delete(c, group, tid).error_code == 0
+        c.produce(topic, [(None, b"v3"), (None, b"v4")])
+        assert _acquired(_fetch(c, group, m, 2, tid)) == []   # acquired 3-4 from the old state: fenced
+        assert _acquired(_fetch(c, group, m, 3, tid)) == [(0, 4, 1)]
+        p = _read(c, group, tid)
+        assert (p.state_epoch, p.start_offset) == (1, 0)
+
+
+def _initialize(c, group, tid, state_epoch, start, partition=0):
+    R = api("InitializeShareGroupState").request
+    r = c.request("InitializeShareGroupState", 0, group_id=group, topics=[R.struct("InitializeStateData")(
+        topic_id=tid, partitions=[R.struct("PartitionData")(partition=partition, state_epoch=state_epoch,
+                                                            start_offset=start)])])
+    return r.results[0].partitions[0]
+
+
+def _summary(c, group, tid, partition=0):
+    R = api("ReadShareGroupStateSummary").request
+    r = c.request("ReadShareGroupStateSummary", 1, group_id=group, topics=[R.struct("ReadStateSummaryData")(
+        topic_id=tid, partitions=[R.struct("PartitionData")(partition=partition, leader_epoch=-1)])])
+    return r.results[0].partitions[0]
+
+
+def test_initialize_moves_the_leader_to_the_new_start_offset(broker):
+    """InitializeShareGroupState (as a group coordinator elsewhere sends it for
+    AlterShareGroupOffsets) at the next state epoch: an older one is fenced; the leader's
+    next write is fenced, and it serves from the new start offset; the summary (87) reads it."""
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c, n=6)
+        m = str(uuid.uuid4())
+        _hb(c, group, m, 0, [topic])
+        assert _acquired(_fetch(c, group, m, 0, tid)) == [(0, 5, 1)]
+        r = _fetch(c, group, m, 1, tid, acks=[(0, 0, (ACCEPT,))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == 0
+        s = _summary(c, group, tid)
+        assert (s.error_code, s.state_epoch, s.start_offset, s.delivery_complete_count) == (0, 0, 1, 0)
+        assert _initialize(c, group, tid, 2, 4).error_code == 0
+        assert _initialize(c, group, tid, 1, 3).error_code == E.FENCED_STATE_EPOCH
+        assert _initialize(c, group, tid, 2, 4, partition=-1).error_code == E.INVALID_REQUEST
+        s = _summary(c, group, tid)
+        assert (s.error_code, s.state_epoch, s.start_offset) == (0, 2, 4)
+        r = _fetch(c, group, m, 2, tid, acks=[(1, 1, (ACCEPT,))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == E.FENCED_STATE_EPOCH
+        assert _acquired(_fetch(c, group, m, 3, tid)) == [(4, 5, 1)]
+        # never written: start offset -1
+        s = _summary(c, group, tid, partition=5)
+        assert (s.error_code, s.start_offset, s.delivery_complete_count) == (0, -1, -1)
+
+
+def test_a_new_share_session_starts_from_a_newer_state_epoch(broker):
+    """An idle leader (all done, nothing to acquire, so no write to fence) after an
+    InitializeShareGroupState elsewhere: the next share session's first fetch reads the state
+    again and serves from the new start offset at once."""
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c, n=4)
+        m = str(uuid.uuid4())
+        _hb(c, group, m, 0, [topic])
+        assert _acquired(_fetch(c, group, m, 0, tid)) == [(0, 3, 1)]
+        r = _fetch(c, group, m, 1, tid, acks=[(0, 3, (ACCEPT,))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == 0
+        assert _acquired(_fetch(c, group, m, 2, tid)) == []
+        assert _initialize(c, group, tid, 1, 1).error_code == 0
+        m2 = str(uuid.uuid4())
+        _hb(c, group, m2, 0, [topic])
+        assert _acquired(_fetch(c, group, m2, 0, tid)) == [(1, 3, 1)]
