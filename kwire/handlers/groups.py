@@ -505,7 +505,14 @@ async def delete_groups(ctx: RequestContext, req):
         else:
             owned.append(g)
     if owned:
-        errors.update(await _wait(_coordinator(ctx).delete_groups(owned)))
+        coord = _coordinator(ctx)
+        shares = [g for g in owned if g in getattr(coord, "share_groups", {})]
+        errors.update(await _wait(coord.delete_groups(owned)))
+        for g in shares:   # KIP-932: the state at the share coordinators goes too
+            if errors.get(g) == E.NONE:
+                from kwire.handlers.share_offsets import delete_group_state  # noqa: PLC0415
+
+                await delete_group_state(ctx, g)
     return ctx.response(throttle_time_ms=0, results=[
         R(group_id=g, error_code=errors.get(g, E.NONE)) for g in req.groups_names])
 

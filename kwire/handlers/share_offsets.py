@@ -25,7 +25,9 @@ InitializeShareGroupState (the new start offset at the next state epoch) and Del
 DeleteShareGroupState (an empty state at the next state epoch; for every partition of the
 topic led elsewhere, as this broker holds no state of them) to the share coordinator;
 the partition's leader is fenced by the state epoch (FENCED_STATE_EPOCH on its next write:
-the records it acquired then are not delivered) and reads the state again.
+the records it acquired then are not delivered) and reads the state again. DeleteGroups of a
+share group (kwire.handlers.groups) deletes the state of its partitions led elsewhere the same
+way (``delete_group_state``: those with a state, found by summary).
 """
 from __future__ import annotations
 
@@ -95,6 +97,21 @@ def _all_partitions(ctx: RequestContext, state: dict) -> list:
     me = ctx.broker.node_id
     return [(t.topic_id, p) for name, t in ctx.broker.image.topics.items() if not name.startswith("__")
             for p, part in t.partitions.items() if (t.topic_id, p) not in state and part.leader != me]
+
+
+async def delete_group_state(ctx: RequestContext, group_id: str) -> None:
+    """DeleteGroups of a share group: the state of its share partitions led by other brokers is
+    deleted at their share coordinators too, as Kafka's group coordinator deletes every share
+    partition's state (the ones this broker holds go with the group: GroupEdge's
+    _share_group_deleted). Which partitions have state is asked by summary, one request per
+    share coordinator, as DescribeShareGroupOffsets of all topics asks; the deletes bump the
+    state epoch, so those partitions' leaders read the (empty) state again."""
+    remote = await _from_share_coordinators(ctx, group_id, _all_partitions(ctx, {}))
+    store = ctx.broker.share_state
+    for (tid, p), (start, _done) in remote.items():
+        if start >= 0:
+            store.mark_deleted(group_id, tid, p)
+    await store.flush()
 
 
 @handles("DescribeShareGroupOffsets", "0-1")

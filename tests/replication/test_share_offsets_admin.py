@@ -4,7 +4,7 @@ the share coordinator (InitializeShareGroupState at the next state epoch), the p
 leader picks the new start offset up (the state epoch: a new share session reads the state
 again), DescribeShareGroupOffsets (named and all topics) answers it from the share
 coordinator (ReadShareGroupStateSummary), and DeleteShareGroupOffsets sends the consumer
-back to share.auto.offset.reset. confluent-kafka's AdminClient has no share-group offsets
+back to share.auto.offset.reset, as DeleteGroups of the share group does. confluent-kafka's AdminClient has no share-group offsets
 calls, so the admin requests go over kwire's WireClient as the Java Admin sends them; the
 consumers are confluent-kafka ShareConsumers. About 15-25 s."""
 from __future__ import annotations
@@ -116,6 +116,14 @@ def test_alter_and_delete_reach_a_partition_led_elsewhere(tmp_path):
         assert r.responses[0].error_code == 0, r
         assert _describe(port, part) == {(TOPIC, part): -1}
         assert _describe(port, None) == {}
+        got = _consume(c, 10)
+        assert sorted((q, o, n) for q, o, n in got) == [(part, o, 1) for o in range(10)], got
+        wait_for(lambda: _describe(port, part) == {(TOPIC, part): 10}, 15, message="start offset 10 at the end")
+
+        # DeleteGroups of the (empty) share group deletes the state at the share coordinators
+        # too: the group created again starts over from share.auto.offset.reset (earliest)
+        r = wait_for(lambda: (r := call(port, "DeleteGroups", 2, timeout=15.0, groups_names=[GROUP]))
+                     .results[0].error_code == 0 and r, 15, message="DeleteGroups")
         got = _consume(c, 10)
         assert sorted((q, o, n) for q, o, n in got) == [(part, o, 1) for o in range(10)], got
     finally:
