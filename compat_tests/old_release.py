@@ -24,6 +24,11 @@ def emulated(request, target):
         b = Broker(mode="thread", overrides={"kwire.emulate.kafka.version": request.param,
                                              "group.initial.rebalance.delay.ms": 0,
                                              "metrics.listen": f"127.0.0.1:{free_port()}"}).start()
+        from kwire.server import LogThrottle
+
+        # the scenarios check that each refused request is logged; one broker serves them all,
+        # from one host, within the server's 10 s log throttle: log every refusal here
+        b.server.close_log = LogThrottle(interval=0.0)
         try:
             yield b.bootstrap_servers, request.param.startswith("3."), b.server
         finally:

@@ -136,7 +136,7 @@ class KafkaServer:
         self.connections: dict[KafkaConnection, trio.CancelScope] = {}
         self._timed_out: dict[KafkaConnection, str] = {}
         self._per_ip: Counter = Counter()
-        self._close_log = LogThrottle()
+        self.close_log = LogThrottle()   # refused connections: one line per host and reason per 10 s
         self.in_flight = 0  # requests being handled right now, across connections
         self._idle: trio.Event | None = None
         self._accepting = trio.CancelScope()
@@ -297,10 +297,10 @@ class KafkaServer:
                 reason = self._timed_out.pop(conn, "timed out")
                 (log.info if conn.partial else log.debug)("closing connection from %s: %s", peer, reason)
         except _CloseConnection as exc:
-            left_out = self._close_log.allow((host, str(exc)), time.monotonic())
+            left_out = self.close_log.allow((host, str(exc)), time.monotonic())
             if left_out is not None:
                 log.warning("closing connection from %s: %s%s", peer, exc,
-                            f" (and {left_out} more from {host} in the last {self._close_log.interval:.0f}s)"
+                            f" (and {left_out} more from {host} in the last {self.close_log.interval:.0f}s)"
                             if left_out else "")
         except HandshakeFailed as exc:
             log.info("closing connection from %s on listener %s: %s", peer, listener.name, exc)
