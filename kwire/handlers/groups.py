@@ -300,7 +300,7 @@ async def offset_commit(ctx: RequestContext, req):
     T = ctx.struct("OffsetCommitResponseTopic")
     Pn = ctx.struct("OffsetCommitResponsePartition")
     top_error = None
-    if coord is None:
+    if coord is None and ctx.version > 0:   # v0 never reaches a coordinator (answered below)
         top_error = unavailable
     elif not req.group_id:
         top_error = E.INVALID_GROUP_ID
@@ -328,6 +328,7 @@ async def offset_commit(ctx: RequestContext, req):
                 valid.append((t.name, p.partition_index, p.committed_offset,
                               p.committed_leader_epoch, p.committed_metadata))
     if valid and ctx.version == 0:   # ZooKeeper storage: the whole request fails, as Kafka 3.x KRaft
+        # (KafkaApis answers it before any coordinator is asked, so also while none is available)
         errors = {(t.name, p.partition_index): E.UNSUPPORTED_VERSION for t in req.topics for p in t.partitions}
     elif valid:
         pend = coord.commit_offsets(

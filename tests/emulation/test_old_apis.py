@@ -109,6 +109,18 @@ def test_zookeeper_versions_answered_the_kraft_way(broker39):
         assert [(p[1], p[3]) for t in r.topics for p in t[1]] == [(-1, E.UNSUPPORTED_VERSION)]
 
 
+def test_offset_commit_v0_answered_before_any_coordinator():
+    """On a fresh broker (no __consumer_offsets yet, no FindCoordinator sent) OffsetCommit v0
+    still gets UNSUPPORTED_VERSION, not COORDINATOR_NOT_AVAILABLE: Kafka's KafkaApis answers v0
+    before any coordinator is asked."""
+    with Broker(overrides={"kwire.emulate.kafka.version": "3.9"}) as b:
+        topic = f"zk0-{uuid.uuid4().hex[:8]}"
+        b.create_topic(topic, 1)
+        with OldWire(b.bootstrap_servers) as w:
+            r = w.send(C.OffsetCommitRequest_v0("g-zk0", [(topic, [(0, 1, "")])]))
+            assert [p[1] for t in r.topics for p in t[1]] == [E.UNSUPPORTED_VERSION]
+
+
 def test_other_removed_versions(broker39):
     topic = f"ep-{uuid.uuid4().hex[:8]}"
     broker39.create_topic(topic, 1)
