@@ -41,10 +41,12 @@ def _denied(ctx: RequestContext) -> bool:
     return ctx.broker.authorizer is not None and not allowed(ctx, Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
 
 
-@handles("ReadShareGroupState", "0")
-async def read_share_group_state(ctx: RequestContext, req):
-    coord = ctx.broker.share_state.coordinator
-    TR, PR, SB = ctx.struct("ReadStateResult"), ctx.struct("PartitionResult"), ctx.struct("StateBatch")
+async def _answer(ctx: RequestContext, req, result: str, op, fields=lambda st: {}):
+    """The response of one of these RPCs: for each partition CLUSTER_AUTHORIZATION_FAILED (no
+    CLUSTER_ACTION), INVALID_REQUEST (an index below 0), else ``await op(topic id, partition
+    request)`` -> (error, state or None); ``fields(state or None)``: the partition result's
+    own fields beyond the error."""
+    TR, PR = ctx.struct(result), ctx.struct("PartitionResult")
     denied = _denied(ctx)
     results = []
     for t in req.topics:
@@ -55,101 +57,74 @@ async def read_share_group_state(ctx: RequestContext, req):
             elif p.partition < 0:
                 err, st = E.INVALID_REQUEST, None
             else:
-                err, st = coord.read(req.group_id, t.topic_id, p.partition, p.leader_epoch)
+                err, st = await op(t.topic_id, p)
             parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name,
-                            state_epoch=st.state_epoch if st is not None else 0,
-                            start_offset=st.start_offset if st is not None else -1,
-                            state_batches=[SB(first_offset=x.first_offset, last_offset=x.last_offset,
-                                              delivery_state=x.delivery_state, delivery_count=x.delivery_count)
-                                           for x in (st.batches if st is not None else ())]))
+                            **fields(st)))
         results.append(TR(topic_id=t.topic_id, partitions=parts))
     return ctx.response(results=results)
+
+
+@handles("ReadShareGroupState", "0")
+async def read_share_group_state(ctx: RequestContext, req):
+    coord = ctx.broker.share_state.coordinator
+    SB = ctx.struct("StateBatch")
+
+    async def read(topic_id, p):
+        return coord.read(req.group_id, topic_id, p.partition, p.leader_epoch)
+
+    return await _answer(ctx, req, "ReadStateResult", read, lambda st: dict(
+        state_epoch=st.state_epoch if st is not None else 0,
+        start_offset=st.start_offset if st is not None else -1,
+        state_batches=[SB(first_offset=x.first_offset, last_offset=x.last_offset,
+                          delivery_state=x.delivery_state, delivery_count=x.delivery_count)
+                       for x in (st.batches if st is not None else ())]))
 
 
 @handles("WriteShareGroupState", "0-1")
 async def write_share_group_state(ctx: RequestContext, req):
     coord = ctx.broker.share_state.coordinator
-    TR, PR = ctx.struct("WriteStateResult"), ctx.struct("PartitionResult")
-    denied = _denied(ctx)
-    results = []
-    for t in req.topics:
-        parts = []
-        for p in t.partitions:
-            if denied:
-                err = E.CLUSTER_AUTHORIZATION_FAILED
-            elif p.partition < 0:
-                err = E.INVALID_REQUEST
-            else:
-                batches = tuple(StateBatch(x.first_offset, x.last_offset, x.delivery_state, x.delivery_count)
-                                for x in p.state_batches)
-                err = await coord.write(req.group_id, t.topic_id, p.partition, p.state_epoch,
-                                        p.leader_epoch, p.start_offset, batches)
-            parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name))
-        results.append(TR(topic_id=t.topic_id, partitions=parts))
-    return ctx.response(results=results)
+
+    async def write(topic_id, p):
+        batches = tuple(StateBatch(x.first_offset, x.last_offset, x.delivery_state, x.delivery_count)
+                        for x in p.state_batches)
+        return await coord.write(req.group_id, topic_id, p.partition, p.state_epoch, p.leader_epoch,
+                                 p.start_offset, batches), None
+
+    return await _answer(ctx, req, "WriteStateResult", write)
 
 
 @handles("DeleteShareGroupState", "0")
 async def delete_share_group_state(ctx: RequestContext, req):
     coord = ctx.broker.share_state.coordinator
-    TR, PR = ctx.struct("DeleteStateResult"), ctx.struct("PartitionResult")
-    denied = _denied(ctx)
-    results = []
-    for t in req.topics:
-        parts = []
-        for p in t.partitions:
-            if denied:
-                err = E.CLUSTER_AUTHORIZATION_FAILED
-            elif p.partition < 0:
-                err = E.INVALID_REQUEST
-            else:
-                err = await coord.delete(req.group_id, t.topic_id, p.partition)
-            parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name))
-        results.append(TR(topic_id=t.topic_id, partitions=parts))
-    return ctx.response(results=results)
+
+    async def delete(topic_id, p):
+        return await coord.delete(req.group_id, topic_id, p.partition), None
+
+    return await _answer(ctx, req, "DeleteStateResult", delete)
 
 
 @handles("InitializeShareGroupState", "0")
 async def initialize_share_group_state(ctx: RequestContext, req):
     coord = ctx.broker.share_state.coordinator
-    TR, PR = ctx.struct("InitializeStateResult"), ctx.struct("PartitionResult")
-    denied = _denied(ctx)
-    results = []
-    for t in req.topics:
-        parts = []
-        for p in t.partitions:
-            if denied:
-                err = E.CLUSTER_AUTHORIZATION_FAILED
-            elif p.partition < 0:
-                err = E.INVALID_REQUEST
-            else:
-                err = await coord.initialize(req.group_id, t.topic_id, p.partition, p.state_epoch, p.start_offset)
-            parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name))
-        results.append(TR(topic_id=t.topic_id, partitions=parts))
-    return ctx.response(results=results)
+
+    async def initialize(topic_id, p):
+        return await coord.initialize(req.group_id, topic_id, p.partition, p.state_epoch, p.start_offset), None
+
+    return await _answer(ctx, req, "InitializeStateResult", initialize)
 
 
 @handles("ReadShareGroupStateSummary", "0-1")
 async def read_share_group_state_summary(ctx: RequestContext, req):
     coord = ctx.broker.share_state.coordinator
-    TR, PR = ctx.struct("ReadStateSummaryResult"), ctx.struct("PartitionResult")
-    denied = _denied(ctx)
-    results = []
-    for t in req.topics:
-        parts = []
-        for p in t.partitions:
-            if denied:
-                err, st = E.CLUSTER_AUTHORIZATION_FAILED, None
-            elif p.partition < 0:
-                err, st = E.INVALID_REQUEST, None
-            else:
-                err, st = coord.read(req.group_id, t.topic_id, p.partition, -1)
-            done = sum(x.last_offset - x.first_offset + 1 for x in st.batches
-                       if x.delivery_state in DONE_STATES) if st is not None else 0
-            parts.append(PR(partition=p.partition, error_code=err, error_message=None if err == E.NONE else err.name,
-                            state_epoch=st.state_epoch if st is not None else 0,
-                            leader_epoch=st.leader_epoch if st is not None else -1,
-                            start_offset=st.start_offset if st is not None else -1,
-                            delivery_complete_count=done if st is not None else -1))
-        results.append(TR(topic_id=t.topic_id, partitions=parts))
-    return ctx.response(results=results)
+
+    async def summary(topic_id, p):
+        return coord.read(req.group_id, topic_id, p.partition, -1)
+
+    def fields(st):
+        if st is None:
+            return dict(state_epoch=0, leader_epoch=-1, start_offset=-1, delivery_complete_count=-1)
+        done = sum(x.last_offset - x.first_offset + 1 for x in st.batches if x.delivery_state in DONE_STATES)
+        return dict(state_epoch=st.state_epoch, leader_epoch=st.leader_epoch, start_offset=st.start_offset,
+                    delivery_complete_count=done)
+
+    return await _answer(ctx, req, "ReadStateSummaryResult", summary, fields)
