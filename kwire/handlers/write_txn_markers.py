@@ -29,6 +29,7 @@ bumped epoch for a transaction of version 2.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import trio
 
@@ -44,66 +45,86 @@ log = logging.getLogger("kwire.txn_markers")
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
+@dataclass(slots=True)
+class MarkerWrite:
+    """One partition's marker: what to write, and its error once written (0: NONE)."""
+
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+    coordinator_epoch: int
+    transaction_version: int = 0   # >= 2: the KIP-1228 epoch rule (WriteTxnMarkers v2 only)
+    error: int = 0
+
+
+async def write_markers(broker, writes: list[MarkerWrite], peer: str) -> None:
+    """Append each marker (acks=all) and set its ``error``: the handler's work, also called
+    in process by this broker's own transaction coordinator (kwire.transactions.markers) for
+    the partitions it leads. Waits only for what is due: a log sync, the high watermark of a
+    replicated partition, a group's transaction completion."""
+    rm = broker.replica_manager
+    now = broker.clock.now_ms()
+    syncs = []     # (write, LogSync)
+    written = []   # (write, marker offset, leader epoch, event or None)
+    for w in writes:
+        batch = build_control_batch(w.committed, w.producer_id, w.producer_epoch, now,
+                                    coordinator_epoch=w.coordinator_epoch)
+        try:
+            if w.transaction_version >= 2:
+                _check_tv2_marker_epoch(rm, w.topic, w.partition, w.producer_id, w.producer_epoch)
+            res = rm.append_records(w.topic, w.partition, batch, now, origin=COORDINATOR, required_acks=-1)
+        except KafkaError as exc:
+            w.error = exc.code
+            log.info("%s marker for producer %d epoch %d on %s-%d from %s refused: %s",
+                     "commit" if w.committed else "abort", w.producer_id, w.producer_epoch,
+                     w.topic, w.partition, peer, exc)
+            continue
+        sync = rm.log_sync_after_append(w.topic, w.partition, -1, now)
+        if sync is not None:
+            syncs.append((w, sync))
+        written.append((w, res.base_offset, rm.leader_epoch(w.topic, w.partition),
+                        rm.wait_for_high_watermark(w.topic, w.partition, res.last_offset + 1)))
+    if syncs:
+        await trio.to_thread.run_sync(lambda: [s.run() for _, s in syncs])
+        for w, s in syncs:
+            exc = s.error()
+            if exc is not None:
+                w.error = exc.code
+    if any(ev is not None for *_, ev in written):
+        with trio.move_on_after(int(broker.config.get("request.timeout.ms")) / 1000):
+            for *_, ev in written:
+                if ev is not None:
+                    await ev.wait()
+    for w, offset, epoch, _ in written:
+        if w.error:
+            continue
+        w.error = rm.acks_all_error(w.topic, w.partition, offset + 1, epoch)
+        if w.error == ErrorCode.NONE and w.topic == OFFSETS_TOPIC:
+            await _complete_group_transaction(broker, w, offset)
+
+
 @handles("WriteTxnMarkers", "0-2")
 async def write_txn_markers(ctx: RequestContext, req):
     b = ctx.broker
-    rm = b.replica_manager
     MR = ctx.struct("WritableTxnMarkerResult")
     TR = ctx.struct("WritableTxnMarkerTopicResult")
     PR = ctx.struct("WritableTxnMarkerPartitionResult")
-    now = b.clock.now_ms()
-    out = []
     if b.authorizer is not None and not allowed(ctx, Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
         return ctx.response(markers=[MR(producer_id=m.producer_id, topics=[TR(name=t.name, partitions=[
             PR(partition_index=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED) for p in t.partition_indexes])
             for t in m.topics]) for m in req.markers])
-    syncs = []     # (partition result, LogSync)
-    written = []   # (partition result, marker, topic, partition, marker offset, leader epoch, event)
-    for m in req.markers:
-        topics = []
-        out.append(MR(producer_id=m.producer_id, topics=topics))
-        for t in m.topics:
-            parts = []
-            topics.append(TR(name=t.name, partitions=parts))
-            for p in t.partition_indexes:
-                pr = PR(partition_index=p, error_code=0)
-                parts.append(pr)
-                batch = build_control_batch(m.transaction_result, m.producer_id, m.producer_epoch, now,
-                                            coordinator_epoch=m.coordinator_epoch)
-                try:
-                    if ctx.version >= 2 and m.transaction_version >= 2:
-                        _check_tv2_marker_epoch(rm, t.name, p, m.producer_id, m.producer_epoch)
-                    res = rm.append_records(t.name, p, batch, now, origin=COORDINATOR, required_acks=-1)
-                except KafkaError as exc:
-                    pr.error_code = exc.code
-                    log.info("%s marker for producer %d epoch %d on %s-%d from %s refused: %s",
-                             "commit" if m.transaction_result else "abort", m.producer_id, m.producer_epoch,
-                             t.name, p, ctx.peer, exc)
-                    continue
-                sync = rm.log_sync_after_append(t.name, p, -1, now)
-                if sync is not None:
-                    syncs.append((pr, sync))
-                end = res.last_offset + 1
-                written.append((pr, m, t.name, p, res.base_offset, rm.leader_epoch(t.name, p),
-                                rm.wait_for_high_watermark(t.name, p, end)))
-    if syncs:
-        await trio.to_thread.run_sync(lambda: [s.run() for _, s in syncs])
-        for pr, s in syncs:
-            exc = s.error()
-            if exc is not None:
-                pr.error_code = exc.code
-    timeout = int(b.config.get("request.timeout.ms")) / 1000
-    with trio.move_on_after(timeout):
-        for *_, ev in written:
-            if ev is not None:
-                await ev.wait()
-    for pr, m, topic, p, offset, epoch, _ in written:
-        if pr.error_code:
-            continue
-        pr.error_code = rm.acks_all_error(topic, p, offset + 1, epoch)
-        if pr.error_code == ErrorCode.NONE and topic == OFFSETS_TOPIC:
-            await _complete_group_transaction(ctx, p, m, offset)
-    return ctx.response(markers=out)
+    tv = (lambda m: m.transaction_version) if ctx.version >= 2 else (lambda m: 0)
+    writes = [[[MarkerWrite(t.name, p, m.producer_id, m.producer_epoch, bool(m.transaction_result),
+                            m.coordinator_epoch, tv(m)) for p in t.partition_indexes]
+               for t in m.topics] for m in req.markers]
+    await write_markers(b, [w for per_m in writes for per_t in per_m for w in per_t], ctx.peer)
+    return ctx.response(markers=[
+        MR(producer_id=m.producer_id, topics=[
+            TR(name=t.name, partitions=[PR(partition_index=w.partition, error_code=w.error) for w in ws])
+            for t, ws in zip(m.topics, per_m)])
+        for m, per_m in zip(req.markers, writes)])
 
 
 def _check_tv2_marker_epoch(rm, topic: str, partition: int, producer_id: int, epoch: int) -> None:
@@ -115,15 +136,15 @@ def _check_tv2_marker_epoch(rm, topic: str, partition: int, producer_id: int, ep
                          f"last seen epoch {entry.epoch} (TV2)", ErrorCode.INVALID_PRODUCER_EPOCH)
 
 
-async def _complete_group_transaction(ctx: RequestContext, partition: int, m, offset: int) -> None:
+async def _complete_group_transaction(broker, w: MarkerWrite, offset: int) -> None:
     """The group coordinator's part (txg: pending transactional offset commits of the
     producer on this partition become committed, or are dropped)."""
-    groups = ctx.broker.groups
+    groups = broker.groups
     complete = getattr(groups, "complete_transaction", None) if groups is not None else None
     if complete is None:
         return
     try:
-        await complete(partition, m.producer_id, m.producer_epoch, bool(m.transaction_result), offset)
+        await complete(w.partition, w.producer_id, w.producer_epoch, w.committed, offset)
     except Exception:  # noqa: BLE001 - the marker is in the log; a reload applies it
         log.exception("group coordinator failed to complete the transaction of producer %d on %s-%d at %d",
-                      m.producer_id, OFFSETS_TOPIC, partition, offset)
+                      w.producer_id, OFFSETS_TOPIC, w.partition, offset)

@@ -132,7 +132,7 @@ class TransactionEdge:
         channel, and start its timer task."""
         from kwire.transactions.channel import BrokerChannel  # noqa: PLC0415
         from kwire.transactions.coordinator import TransactionCoordinator  # noqa: PLC0415
-        from kwire.transactions.markers import TxnMarkerSender, in_process_transport  # noqa: PLC0415
+        from kwire.transactions.markers import TxnMarkerSender, in_process_transport, local_writer  # noqa: PLC0415
 
         b = self.broker
         coord = TransactionCoordinator(config, b.clock, self._write, self._new_producer_id,
@@ -140,7 +140,7 @@ class TransactionEdge:
         self.channel = BrokerChannel(b, int(b.config.get("request.timeout.ms")) / 1000,
                                      f"kwire-txn-coordinator-{b.node_id}", link=b.peer_security.inter_broker)
         self.sender = TxnMarkerSender(coord, lambda: b.image, in_process_transport(b, self.channel), self._nursery,
-                                      local_node=b.node_id)
+                                      local_node=b.node_id, write_local=local_writer(b))
         coord.send_markers = self.sender.submit
         coord.on_complete = self._completed
         coord.wakeup = self._wake.set

@@ -65,9 +65,13 @@ class _Queue:
 
 class TxnMarkerSender:
     def __init__(self, coordinator, image: Callable[[], object], transport: Transport, nursery,
-                 retry_backoff_s: float = 0.1, local_node: int | None = None):
+                 retry_backoff_s: float = 0.1, local_node: int | None = None,
+                 write_local: Callable[[list], Awaitable[None]] | None = None):
         self.coordinator = coordinator
         self.local_node = local_node   # this broker: its partitions' markers skip the queue
+        #: write_local(writes): this broker's markers written in process (write_txn_markers.write_markers);
+        #: None: through ``transport`` as a WriteTxnMarkers request
+        self.write_local = write_local
         self.image = image
         self.transport = transport
         self.nursery = nursery
@@ -168,9 +172,24 @@ class TxnMarkerSender:
             results[tp] = errors.get(tp)
 
     async def _ask_local(self, job: TxnMarkerJob, tps, results: dict) -> None:
-        errors = (await self._send(self.local_node, [(job, tps)])).get(job.producer_id, {})
-        for tp in tps:
-            results[tp] = errors.get(tp)
+        """This broker's own partitions: the WriteTxnMarkers handler's work, called directly
+        (no request to build or answer to read)."""
+        if self.write_local is None:
+            errors = (await self._send(self.local_node, [(job, tps)])).get(job.producer_id, {})
+            for tp in tps:
+                results[tp] = errors.get(tp)
+            return
+        from kwire.handlers.write_txn_markers import MarkerWrite  # noqa: PLC0415 - handlers import us
+
+        writes = [MarkerWrite(topic, p, job.producer_id, job.producer_epoch, job.committed, job.coordinator_epoch)
+                  for topic, p in tps]
+        try:
+            await self.write_local(writes)
+        except Exception:  # noqa: BLE001 - as a failed request: retried
+            log.exception("%s: writing markers here failed", job.transactional_id)
+            return
+        for w in writes:
+            results[(w.topic, w.partition)] = E(w.error)
 
     # ------------------------------------------------------------------ one broker
     async def _broker_loop(self, node: int, q: _Queue) -> None:
@@ -210,6 +229,22 @@ class TxnMarkerSender:
         except Exception as exc:  # noqa: BLE001 - unreachable, closed, a bad answer: retried
             log.info("WriteTxnMarkers to broker %d failed: %s", node, exc)
         return by_pid
+
+
+def local_writer(broker) -> Callable[[list], Awaitable[None]] | None:
+    """The markers of this broker's own partitions, written by the WriteTxnMarkers handler's
+    code in process; None when this broker serves no WriteTxnMarkers."""
+    from kwire.handlers import REGISTRY  # noqa: PLC0415 - handlers import us
+    from kwire.handlers import write_txn_markers as W  # noqa: PLC0415
+
+    h = REGISTRY.get(api("WriteTxnMarkers").key)
+    if h is None or h.fn is not W.write_txn_markers:
+        return None
+
+    async def write(writes) -> None:
+        await W.write_markers(broker, writes, "txn-coordinator")
+
+    return write
 
 
 def in_process_transport(broker, channel) -> Transport:
