@@ -68,11 +68,11 @@ LINGERS = (5, 0)
 
 def measure(brokers: dict[str, str], quick: bool, k: int = 100) -> dict[str, dict]:
     """{broker name: {"txn": best rec/s, "idem": best rec/s, "tv": version used, (mode, linger):
-    best rec/s}}, rounds alternating between the brokers, the two loops and linger.ms 5 and 0:
+    best rec/s, "round_ratios": each round's best transactional / best idempotent}}, rounds alternating between the brokers, the two loops and linger.ms 5 and 0:
     each loop's best over both (the Java client's flush() every 100 records is 2-3 times faster
     at linger.ms=0, its transactions are not; librdkafka is the other way round)."""
-    rounds, n = (2, 10_000) if quick else (3, 20_000)
-    best = {name: {"txn": 0.0, "idem": 0.0, "tv": "?"} for name in brokers}
+    rounds, n = (2, 10_000) if quick else (5, 20_000)
+    best = {name: {"txn": 0.0, "idem": 0.0, "tv": "?", "round_ratios": []} for name in brokers}
     with tempfile.TemporaryDirectory(prefix="kwire-java-bench-") as tmp:
         cp = classpath(tmp)
         if cp is None:
@@ -80,12 +80,15 @@ def measure(brokers: dict[str, str], quick: bool, k: int = 100) -> dict[str, dic
         names = list(brokers)
         for r in range(rounds):
             for name in (names if r % 2 == 0 else names[::-1]):
+                this_round = {"txn": 0.0, "idem": 0.0}
                 for mode in (("txn", "idem") if r % 2 == 0 else ("idem", "txn")):
                     for linger in (LINGERS if r % 2 == 0 else LINGERS[::-1]):
                         rate, tv = java_loop(cp, brokers[name], mode, k, n, linger)
                         b = best[name]
                         b[mode] = max(b[mode], rate)
                         b[(mode, linger)] = max(b.get((mode, linger), 0.0), rate)
+                        this_round[mode] = max(this_round[mode], rate)
                         if mode == "txn":
                             b["tv"] = tv
+                best[name]["round_ratios"].append(this_round["txn"] / this_round["idem"])
     return best
