@@ -34,8 +34,8 @@ def _libs() -> str | None:
 
 
 def classpath(out_dir: str) -> str | None:
-    """Compile java/TxnBench.java into ``out_dir``: the classpath to run it, or None (no JDK,
-    no jar)."""
+    """Compile java/TxnBench.java and java/TxnPairBench.java into ``out_dir``: the classpath
+    to run them, or None (no JDK, no jar)."""
     libs = _libs()
     if libs is None or not shutil.which("javac") or not shutil.which("java"):
         return None
@@ -44,8 +44,8 @@ def classpath(out_dir: str) -> str | None:
     if len(jars) != 2:
         return None
     cp = os.pathsep.join(jars)
-    subprocess.run(["javac", "-d", out_dir, "-cp", cp, os.path.join(HERE, "java", "TxnBench.java")],
-                   check=True, timeout=120)
+    subprocess.run(["javac", "-d", out_dir, "-cp", cp, os.path.join(HERE, "java", "TxnBench.java"),
+                    os.path.join(HERE, "java", "TxnPairBench.java")], check=True, timeout=120)
     return f"{cp}{os.pathsep}{out_dir}"
 
 
@@ -64,6 +64,27 @@ def java_loop(cp: str, bootstrap: str, mode: str, k: int, n: int, linger_ms: int
 
 
 LINGERS = (5, 0)
+
+
+def java_pairs(cp: str, bootstrap: str, k: int = 100, blocks: int = 20, per_block: int = 20) -> dict:
+    """The K loops paired in time (java/TxnPairBench.java: one JVM, four producers, short
+    blocks in turn): {"txn-5"|"txn-0"|"idem-5"|"idem-0": (records/s, version used),
+    "blocks": [each block's best transactional / best idempotent]}."""
+    prefix = f"txn-pair-{uuid.uuid4().hex[:8]}"
+    for name in ("txn-5", "txn-0", "idem-5", "idem-0"):
+        _create_topic(bootstrap, f"{prefix}-{name}", 1)
+    r = subprocess.run(["java", "-cp", cp, "TxnPairBench", bootstrap, prefix, str(k), str(blocks), str(per_block)],
+                       capture_output=True, text=True, timeout=900)
+    if r.returncode:
+        raise RuntimeError(f"TxnPairBench: {(r.stdout + r.stderr)[-2000:]}")
+    out: dict = {}
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if f and f[0] == "blocks":
+            out["blocks"] = [float(x) for x in f[1:]]
+        elif len(f) == 3:
+            out[f[0]] = (float(f[1]), f[2])
+    return out
 
 
 def measure(brokers: dict[str, str], quick: bool, k: int = 100) -> dict[str, dict]:

@@ -58,6 +58,7 @@ def partition_for(transactional_id: str, num_partitions: int) -> int:
 
 
 # --- encoding ----------------------------------------------------------------------------
+@functools.lru_cache(maxsize=4096)   # an id is written three times per transaction
 def key_bytes(transactional_id: str) -> bytes:
     return _I16.pack(KEY_VERSION) + TRANSACTION_LOG_KEY.encode(
         TRANSACTION_LOG_KEY(transactional_id=transactional_id), KEY_VERSION)
