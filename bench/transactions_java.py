@@ -66,14 +66,16 @@ def java_loop(cp: str, bootstrap: str, mode: str, k: int, n: int, linger_ms: int
 LINGERS = (5, 0)
 
 
-def java_pairs(cp: str, bootstrap: str, k: int = 100, blocks: int = 20, per_block: int = 20) -> dict:
+def java_pairs(cp: str, bootstrap: str, k: int = 100, blocks: int = 20, per_block: int = 20,
+               record_bytes: int = 100) -> dict:
     """The K loops paired in time (java/TxnPairBench.java: one JVM, four producers, short
     blocks in turn): {"txn-5"|"txn-0"|"idem-5"|"idem-0": (records/s, version used),
     "blocks": [each block's best transactional / best idempotent]}."""
     prefix = f"txn-pair-{uuid.uuid4().hex[:8]}"
     for name in ("txn-5", "txn-0", "idem-5", "idem-0"):
         _create_topic(bootstrap, f"{prefix}-{name}", 1)
-    r = subprocess.run(["java", "-cp", cp, "TxnPairBench", bootstrap, prefix, str(k), str(blocks), str(per_block)],
+    r = subprocess.run(["java", "-cp", cp, "TxnPairBench", bootstrap, prefix, str(k), str(blocks), str(per_block),
+                        str(record_bytes)],
                        capture_output=True, text=True, timeout=900)
     if r.returncode:
         raise RuntimeError(f"TxnPairBench: {(r.stdout + r.stderr)[-2000:]}")

@@ -4,11 +4,11 @@
 // producer's time. A load that comes and goes on a shared machine then falls on all four alike,
 // where one JVM per loop (TxnBench.java) measures each at a different moment.
 //
-//   java -cp <kafka-clients and slf4j jars>:<dir> TxnPairBench <bootstrap> <topic prefix> <K> <blocks> <per block>
+//   java -cp <kafka-clients and slf4j jars>:<dir> TxnPairBench <bootstrap> <topic prefix> <K> <blocks> <per block> [record bytes]
 //
 // Topics <prefix>-txn-5, <prefix>-txn-0, <prefix>-idem-5, <prefix>-idem-0 (one partition each)
 // must exist. Each block is <per block> iterations of: txn: beginTransaction, K x send,
-// commitTransaction; idem: K x send, flush(). acks=all, 100 B records, partition 0, as
+// commitTransaction; idem: K x send, flush(). acks=all, 100 B records (or [record bytes]), partition 0, as
 // TxnBench.java. Prints one line per producer: "<name> <records/s> <transaction version used>",
 // then "blocks <ratio of each block pair: best txn / best idem>..." for the spread.
 import java.util.ArrayList;
@@ -26,7 +26,7 @@ public class TxnPairBench {
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], prefix = args[1];
         int k = Integer.parseInt(args[2]), blocks = Integer.parseInt(args[3]), perBlock = Integer.parseInt(args[4]);
-        byte[] value = new byte[100];
+        byte[] value = new byte[args.length > 5 ? Integer.parseInt(args[5]) : 100];
         java.util.Arrays.fill(value, (byte) 'x');
         AtomicReference<Exception> failed = new AtomicReference<>();
         List<KafkaProducer<byte[], byte[]>> producers = new ArrayList<>();

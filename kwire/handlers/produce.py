@@ -298,10 +298,11 @@ async def _wait_for_replication(ctx: RequestContext, req, waiting) -> None:
     (then NONE or NOT_ENOUGH_REPLICAS_AFTER_APPEND), when the leadership moved
     (NOT_LEADER_OR_FOLLOWER), or REQUEST_TIMED_OUT after the request's timeout_ms."""
     rm = ctx.broker.replica_manager
-    with trio.move_on_after(max(req.timeout_ms, 0) / 1000):
-        for _, _, _, _, _, ev in waiting:
-            if ev is not None:
-                await ev.wait()
+    if any(w[5] is not None for w in waiting):   # else every high watermark is past already (one replica)
+        with trio.move_on_after(max(req.timeout_ms, 0) / 1000):
+            for _, _, _, _, _, ev in waiting:
+                if ev is not None:
+                    await ev.wait()
     for pr, topic, partition, offset, epoch, _ in waiting:
         if pr.error_code:
             continue

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from kwire.errors import ErrorCode, KafkaError
 
@@ -156,12 +156,6 @@ class TransactionMetadata:
     def _has_pending_transaction(self) -> bool:
         return self.state in (S.ONGOING, S.PREPARE_ABORT, S.PREPARE_COMMIT)
 
-    def _current(self) -> TxnTransit:
-        return TxnTransit(self.producer_id, self.prev_producer_id, self.next_producer_id,
-                          self.producer_epoch, self.last_producer_epoch, self.txn_timeout_ms,
-                          self.state, frozenset(self.topic_partitions), self.txn_start_timestamp,
-                          self.txn_last_update_timestamp, self.client_transaction_version)
-
     # ------------------------------------------------------------------ prepare
     def prepare_fence_producer_epoch(self) -> TxnTransit:
         """Bump the epoch to fence the producer of an ongoing transaction (InitProducerId from
@@ -171,7 +165,7 @@ class TransactionMetadata:
                       self.transactional_id, self.producer_id)
         bumped = self.producer_epoch if self.has_failed_epoch_fence or self.producer_epoch == MAX_EPOCH \
             else self.producer_epoch + 1
-        return self._prepare(replace(self._current(), state=S.PREPARE_EPOCH_FENCE, producer_epoch=bumped))
+        return self._prepare(state=S.PREPARE_EPOCH_FENCE, producer_epoch=bumped)
 
     def prepare_increment_producer_epoch(self, new_timeout_ms: int, expected_epoch: int | None,
                                          now_ms: int) -> TxnTransit:
@@ -191,30 +185,26 @@ class TransactionMetadata:
                      "the previous %d", self.transactional_id, expected_epoch, self.producer_epoch,
                      self.last_producer_epoch)
             raise Fenced(f"producer epoch {expected_epoch} is fenced")
-        return self._prepare(replace(
-            self._current(), state=S.EMPTY, producer_epoch=epoch, last_producer_epoch=last,
-            txn_timeout_ms=new_timeout_ms, topic_partitions=frozenset(), txn_start_timestamp=-1,
-            txn_last_update_timestamp=now_ms))
+        return self._prepare(state=S.EMPTY, producer_epoch=epoch, last_producer_epoch=last,
+                             txn_timeout_ms=new_timeout_ms, topic_partitions=frozenset(), txn_start_timestamp=-1,
+                             txn_last_update_timestamp=now_ms)
 
     def prepare_producer_id_rotation(self, new_producer_id: int, new_timeout_ms: int, now_ms: int,
                                      record_last_epoch: bool) -> TxnTransit:
         """A new producer id with epoch 0 once the epoch of the current one is exhausted."""
         if self._has_pending_transaction():
             raise IllegalTransition("cannot rotate producer ids while a transaction is pending")
-        return self._prepare(replace(
-            self._current(), state=S.EMPTY, producer_id=new_producer_id, producer_epoch=0,
-            last_producer_epoch=self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH,
-            txn_timeout_ms=new_timeout_ms, topic_partitions=frozenset(), txn_start_timestamp=-1,
-            txn_last_update_timestamp=now_ms))
+        return self._prepare(state=S.EMPTY, producer_id=new_producer_id, producer_epoch=0,
+                             last_producer_epoch=self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH,
+                             txn_timeout_ms=new_timeout_ms, topic_partitions=frozenset(), txn_start_timestamp=-1,
+                             txn_last_update_timestamp=now_ms)
 
     def prepare_add_partitions(self, partitions, now_ms: int, transaction_version: int | None = None) -> TxnTransit:
         start = now_ms if self.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT) \
             else self.txn_start_timestamp
         tv = self.client_transaction_version if transaction_version is None else transaction_version
-        return self._prepare(replace(
-            self._current(), state=S.ONGOING,
-            topic_partitions=frozenset(self.topic_partitions) | frozenset(partitions),
-            txn_start_timestamp=start, txn_last_update_timestamp=now_ms, client_transaction_version=tv))
+        return self._prepare(state=S.ONGOING, topic_partitions=frozenset(self.topic_partitions) | frozenset(partitions),
+                             txn_start_timestamp=start, txn_last_update_timestamp=now_ms, client_transaction_version=tv)
 
     def prepare_abort_or_commit(self, new_state: TransactionState, now_ms: int, transaction_version: int = 0,
                                 next_producer_id: int = NO_PRODUCER_ID,
@@ -225,12 +215,10 @@ class TransactionMetadata:
             epoch, last = self.producer_epoch + 1, self.producer_epoch
         else:
             epoch, last = self.producer_epoch, self.last_producer_epoch
-        return self._prepare(replace(self._current(), state=new_state,
-                                     next_producer_id=next_producer_id,
-                                     producer_epoch=epoch, last_producer_epoch=last,
-                                     txn_start_timestamp=now_ms if no_partition_added else self.txn_start_timestamp,
-                                     txn_last_update_timestamp=now_ms,
-                                     client_transaction_version=transaction_version))
+        return self._prepare(state=new_state, next_producer_id=next_producer_id,
+                             producer_epoch=epoch, last_producer_epoch=last,
+                             txn_start_timestamp=now_ms if no_partition_added else self.txn_start_timestamp,
+                             txn_last_update_timestamp=now_ms, client_transaction_version=transaction_version)
 
     def prepare_complete(self, now_ms: int) -> TxnTransit:
         """CompleteCommit / CompleteAbort once every partition has its marker (version 2 with
@@ -240,15 +228,24 @@ class TransactionMetadata:
         pid, epoch = self.producer_id, self.producer_epoch
         if supports_epoch_bump(self.client_transaction_version) and self.next_producer_id != NO_PRODUCER_ID:
             pid, epoch = self.next_producer_id, 0
-        return self._prepare(replace(self._current(), state=to, producer_id=pid, producer_epoch=epoch,
-                                     next_producer_id=NO_PRODUCER_ID, topic_partitions=frozenset(),
-                                     txn_last_update_timestamp=now_ms))
+        return self._prepare(state=to, producer_id=pid, producer_epoch=epoch, next_producer_id=NO_PRODUCER_ID,
+                             topic_partitions=frozenset(), txn_last_update_timestamp=now_ms)
 
     def prepare_dead(self) -> TxnTransit:
         """The transactional id expired: a tombstone is written, then it is forgotten."""
-        return self._prepare(replace(self._current(), state=S.DEAD, topic_partitions=frozenset()))
+        return self._prepare(state=S.DEAD, topic_partitions=frozenset())
 
-    def _prepare(self, t: TxnTransit) -> TxnTransit:
+    def _prepare(self, **changes) -> TxnTransit:
+        """The transition to the current state with ``changes``, checked and made pending. The
+        transit remembers the producer id it replaces (Kafka's prevProducerId)."""
+        t = TxnTransit(**{"producer_id": self.producer_id, "next_producer_id": self.next_producer_id,
+                          "producer_epoch": self.producer_epoch, "last_producer_epoch": self.last_producer_epoch,
+                          "txn_timeout_ms": self.txn_timeout_ms, "state": self.state,
+                          "topic_partitions": frozenset(self.topic_partitions),
+                          "txn_start_timestamp": self.txn_start_timestamp,
+                          "txn_last_update_timestamp": self.txn_last_update_timestamp,
+                          "client_transaction_version": self.client_transaction_version, **changes},
+                       prev_producer_id=self.producer_id)
         if self.pending_state is not None:
             raise IllegalTransition(f"{self.transactional_id}: preparing a transition to {t.state.state_name} "
                                     f"while {self.pending_state.state_name} is pending")
@@ -260,8 +257,7 @@ class TransactionMetadata:
             raise IllegalTransition(f"{self.transactional_id}: {self.state.state_name} cannot become "
                                     f"{t.state.state_name}")
         self.pending_state = t.state
-        # the transit remembers the producer id it replaces (Kafka's prevProducerId)
-        return replace(t, prev_producer_id=self.producer_id)
+        return t
 
     # ------------------------------------------------------------------ complete
     def complete_transition_to(self, t: TxnTransit) -> None:

@@ -29,13 +29,13 @@ def md_in(state, **kw):
 def test_transition_table(source, target):
     """Every (state -> state) pair: prepared iff Kafka's validPreviousStates allows it."""
     md = md_in(source)
-    t = replace(md._current(), state=target)
     if source in VALID_PREVIOUS[target]:
-        out = md._prepare(t)
+        out = md._prepare(state=target)
         assert md.pending_state == target and out.state == target
+        assert out.prev_producer_id == md.producer_id and out.producer_epoch == md.producer_epoch
     else:
         with pytest.raises(IllegalTransition):
-            md._prepare(t)
+            md._prepare(state=target)
         assert md.pending_state is None
 
 
