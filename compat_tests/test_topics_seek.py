@@ -32,7 +32,7 @@ def test_auto_create_off(client, target, topic):
     off_helper = ConfluentClient(bootstrap)
     try:
         with pytest.raises(KafkaOpError):
-            off.produce(topic, [Rec(value=b"nowhere")], timeout=3)
+            off.produce(topic, [Rec(value=b"nowhere")], timeout=1)
         with pytest.raises(KafkaOpError) as ei:
             off_helper.partition_count(topic)
         assert ei.value.name == "UNKNOWN_TOPIC_OR_PARTITION"

@@ -64,7 +64,7 @@ def test_raising_handlers_while_confluent_kafka_produces_and_consumes(monkeypatc
     """Metadata, Produce and Fetch raise for one client id; confluent-kafka (other client ids)
     produces and consumes throughout, and the bad client gets UNKNOWN_SERVER_ERROR in shape."""
     ck = pytest.importorskip("confluent_kafka")
-    with Broker() as b:
+    with Broker(overrides={"group.initial.rebalance.delay.ms": 0}) as b:
         topic = b.create_topic(f"t-{uuid.uuid4().hex[:8]}", partitions=2)
         raised = []
         for name in ("Metadata", "Produce", "Fetch"):

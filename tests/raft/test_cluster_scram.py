@@ -43,7 +43,8 @@ def test_scram_user_created_on_one_node_authenticates_on_every_node(tmp_path):
         for i, n in cluster.nodes.items():
             n.start(cluster.voters, (
                 "--override", f"listeners=PLAINTEXT://127.0.0.1:{n.port},SASL_PLAINTEXT://127.0.0.1:{sasl[i]}",
-                "--override", "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512"))
+                "--override", "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+                "--override", "group.initial.rebalance.delay.ms=0"))
         for n in cluster.nodes.values():
             cluster.wait_serving(n, 30)
         ports = {i: n.port for i, n in cluster.nodes.items()}

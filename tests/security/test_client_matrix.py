@@ -31,7 +31,8 @@ def brokers():
 
     def get(sec: str) -> Broker:
         if sec not in made:
-            made[sec] = Broker(security=sec, users=USERS if sec.startswith("SASL") else None).start()
+            made[sec] = Broker(security=sec, users=USERS if sec.startswith("SASL") else None,
+                                   overrides={"group.initial.rebalance.delay.ms": 0}).start()
         return made[sec]
 
     yield get

@@ -118,7 +118,7 @@ def _uvarint(n: int) -> bytes:
 def test_fuzzed_handshakes_leave_the_broker_serving_without_growing():
     rng = random.Random(20261126)
     with Broker(mode="process", security="SASL_SSL", users={"alice": "alice-secret"},
-                overrides={"request.timeout.ms": 3000}) as b:
+                overrides={"request.timeout.ms": 3000, "group.initial.rebalance.delay.ms": 0}) as b:
         hello = _client_hello(b.tls.ca_file)
         ctx = ssl.create_default_context(cafile=b.tls.ca_file)
 
@@ -148,7 +148,7 @@ def test_a_frame_over_the_sasl_limit_before_authentication_is_refused_at_once():
     """As Kafka: until a connection has authenticated, a frame larger than
     sasl.server.max.receive.size (512 KiB) ends it at its size prefix, without waiting for the bytes."""
     import time
-    with Broker(security="SASL_PLAINTEXT", users={"alice": "alice-secret"}) as b:
+    with Broker(security="SASL_PLAINTEXT", users={"alice": "alice-secret"}, overrides={"group.initial.rebalance.delay.ms": 0}) as b:
         with socket.create_connection((b.host, b.port), timeout=5) as s:
             s.sendall(struct.pack(">i", 600 << 10) + b"\x00" * 100)
             t0 = time.monotonic()

@@ -14,7 +14,7 @@ from tests.security.clients import confluent_roundtrip
 def test_aiokafka_scram_over_sasl_ssl():
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-    with Broker(security="SASL_SSL", users={"dave": "d-pw"}) as b:
+    with Broker(security="SASL_SSL", users={"dave": "d-pw"}, overrides={"group.initial.rebalance.delay.ms": 0}) as b:
         b.create_topic("aio", 1)
         conf = b.client_config("aiokafka", mechanism="SCRAM-SHA-256")
 
@@ -41,7 +41,7 @@ def test_aiokafka_scram_over_sasl_ssl():
 
 
 def test_process_mode_sasl_plaintext():
-    with Broker(mode="process", security="SASL_PLAINTEXT", users={"erin": "e-pw"}) as b:
+    with Broker(mode="process", security="SASL_PLAINTEXT", users={"erin": "e-pw"}, overrides={"group.initial.rebalance.delay.ms": 0}) as b:
         b.create_topic("proc", 1)
         got = confluent_roundtrip(b.client_config("confluent", mechanism="SCRAM-SHA-512"), "proc", 3)
         assert len(got) == 3

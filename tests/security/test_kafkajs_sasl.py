@@ -17,7 +17,7 @@ JS_DIR = os.path.join(os.path.dirname(__file__), "..", "js")
 
 @pytest.fixture(scope="module")
 def broker():
-    with Broker(security="SASL_SSL", users={"alice": "alice-secret"}) as b:
+    with Broker(security="SASL_SSL", users={"alice": "alice-secret"}, overrides={"group.initial.rebalance.delay.ms": 0}) as b:
         yield b
 
 

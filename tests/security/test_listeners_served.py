@@ -30,7 +30,8 @@ def three_listeners(tmp_path_factory):
         f"ssl.truststore.location={ca.ca_file}\n"
         "listener.name.external.sasl.enabled.mechanisms=SCRAM-SHA-512\n"
         f"listener.name.external.scram-sha-512.sasl.jaas.config={jaas_users({'carol': 'c-pw'})}\n"
-        "metrics.listen=\n")
+        "metrics.listen=\n"
+        "group.initial.rebalance.delay.ms=0\n")      # its consumers join classic groups
     log = open(d / "kwire.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "kwire", "serve", "--config", str(props)],
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

@@ -17,7 +17,7 @@ USERS = {"alice": "alice-secret", "bob": "bob,=secret"}
 
 @pytest.fixture(scope="module", params=["SASL_PLAINTEXT", "SASL_SSL"])
 def sasl_broker(request):
-    with Broker(security=request.param, users=USERS) as b:
+    with Broker(security=request.param, users=USERS, overrides={"group.initial.rebalance.delay.ms": 0}) as b:
         yield b
 
 

@@ -12,7 +12,7 @@ from tests.security.clients import confluent_roundtrip, kafka_python_roundtrip
 
 @pytest.fixture(scope="module")
 def ssl_broker():
-    with Broker(security="SSL") as b:
+    with Broker(security="SSL", overrides={"group.initial.rebalance.delay.ms": 0}) as b:
         yield b
 
 
@@ -83,7 +83,7 @@ def test_mutual_tls_required():
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    with Broker(security="SSL", client_auth="required") as b:
+    with Broker(security="SSL", client_auth="required", overrides={"group.initial.rebalance.delay.ms": 0}) as b:
         b.create_topic("mtls", 1)
         conf = b.client_config("confluent")
         assert "ssl.certificate.location" in conf
@@ -108,7 +108,7 @@ def test_mutual_tls_required():
 def test_mutual_tls_requested():
     """ssl.client.auth=requested: a client certificate, when given, is verified and names the
     principal; a client without one is served as User:ANONYMOUS."""
-    with Broker(security="SSL", client_auth="requested") as b:
+    with Broker(security="SSL", client_auth="requested", overrides={"group.initial.rebalance.delay.ms": 0}) as b:
         b.create_topic("req", 1)
         conf = b.client_config("confluent")
         bare = {k: v for k, v in conf.items() if not k.startswith(("ssl.certificate", "ssl.key"))}
@@ -149,7 +149,7 @@ def test_stalled_or_truncated_handshakes_are_dropped():
     """A peer that starts a TLS handshake and stops, or sends half a ClientHello and closes,
     costs one connection for at most the handshake deadline (min(10 s, request.timeout.ms))."""
     import time
-    with Broker(security="SSL", overrides={"request.timeout.ms": 800}) as b:
+    with Broker(security="SSL", overrides={"request.timeout.ms": 800, "group.initial.rebalance.delay.ms": 0}) as b:
         with socket.create_connection((b.host, b.port), timeout=5) as s:
             s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")    # the start of a ClientHello
             t0 = time.monotonic()

@@ -15,7 +15,7 @@ ADMIN = {"admin": "admin-secret"}
 
 @pytest.fixture(scope="module")
 def broker():
-    with Broker(security="SASL_SSL", users=ADMIN) as b:
+    with Broker(security="SASL_SSL", users=ADMIN, overrides={"group.initial.rebalance.delay.ms": 0}) as b:
         yield b
 
 
@@ -110,7 +110,7 @@ def test_authorization_and_restart(tmp_path):
     from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
     overrides = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                 "super.users": "User:admin"}
+                 "super.users": "User:admin", "group.initial.rebalance.delay.ms": 0}
     with Broker(security="SASL_PLAINTEXT", users={**ADMIN, "bob": "bob-pw"}, overrides=overrides,
                 data_dir=str(tmp_path / "data")) as b:
         up = [UserScramCredentialUpsertion("hank", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"h-pw")]
