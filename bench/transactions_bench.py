@@ -318,7 +318,7 @@ def java_client(quick: bool) -> list[tuple]:
     default of a new Kafka 4 cluster, exists). The budget rows for the Java client are the
     version 2 ones of the paired measurement (java/TxnPairBench.java: the transactional and
     idempotent loops take turns in one JVM, so a load that comes and goes falls on both):
-    100 per transaction, and 10,000 per transaction (blocks of two transactions). One JVM per
+    100 per transaction, and 10,000 per transaction (blocks of three transactions). One JVM per
     loop (java/TxnBench.java, best of rounds each) stays as info."""
     from bench.transactions_java import classpath, java_pairs
     from bench.transactions_java import measure as java_measure
@@ -332,7 +332,7 @@ def java_client(quick: bool) -> list[tuple]:
                 cp = classpath(tmp)
                 for name, bs in (("tv2", bs2), ("tv1", bs1)):
                     pairs[name] = java_pairs(cp, bs, blocks=10 if quick else 30)
-                big = java_pairs(cp, bs2, k=10_000, blocks=4 if quick else 15, per_block=2)
+                big = java_pairs(cp, bs2, k=10_000, blocks=4 if quick else 20, per_block=3)
     except Exception as exc:  # noqa: BLE001 - optional: no JDK or no jar here
         print(f"Java client section skipped: {exc!r}"[:300])
         return []

@@ -70,7 +70,8 @@ def java_pairs(cp: str, bootstrap: str, k: int = 100, blocks: int = 20, per_bloc
                record_bytes: int = 100) -> dict:
     """The K loops paired in time (java/TxnPairBench.java: one JVM, four producers, short
     blocks in turn): {"txn-5"|"txn-0"|"idem-5"|"idem-0": (records/s, version used),
-    "blocks": [each block's best transactional / best idempotent]}."""
+    "blocks": [each block's best transactional / best idempotent], "block_ms": [each block's
+    milliseconds of the four, in that order]}."""
     prefix = f"txn-pair-{uuid.uuid4().hex[:8]}"
     for name in ("txn-5", "txn-0", "idem-5", "idem-0"):
         _create_topic(bootstrap, f"{prefix}-{name}", 1)
@@ -79,10 +80,12 @@ def java_pairs(cp: str, bootstrap: str, k: int = 100, blocks: int = 20, per_bloc
                        capture_output=True, text=True, timeout=900)
     if r.returncode:
         raise RuntimeError(f"TxnPairBench: {(r.stdout + r.stderr)[-2000:]}")
-    out: dict = {}
+    out: dict = {"block_ms": []}
     for line in r.stdout.splitlines():
         f = line.split()
-        if f and f[0] == "blocks":
+        if f and f[0] == "block":
+            out["block_ms"].append(tuple(float(x) for x in f[2:]))
+        elif f and f[0] == "blocks":
             out["blocks"] = [float(x) for x in f[1:]]
         elif len(f) == 3:
             out[f[0]] = (float(f[1]), f[2])

@@ -10,7 +10,8 @@
 // must exist. Each block is <per block> iterations of: txn: beginTransaction, K x send,
 // commitTransaction; idem: K x send, flush(). acks=all, 100 B records (or [record bytes]), partition 0, as
 // TxnBench.java. Prints one line per producer: "<name> <records/s> <transaction version used>",
-// then "blocks <ratio of each block pair: best txn / best idem>..." for the spread.
+// then "blocks <ratio of each block pair: best txn / best idem>..." for the spread; before them a
+// line "block <n> <ms of each producer, in NAMES order>" per block.
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
@@ -56,6 +57,8 @@ public class TxnPairBench {
                 if (failed.get() != null) throw failed.get();
                 if (b < 0) continue;
                 for (int i = 0; i < NAMES.length; i++) nanos[i] += these[i];
+                System.out.printf("block %d %.3f %.3f %.3f %.3f%n", b, these[0] / 1e6, these[1] / 1e6, these[2] / 1e6,
+                                  these[3] / 1e6);
                 blockRatios[b] = (double) Math.min(these[2], these[3]) / Math.min(these[0], these[1]);
             }
             double records = (double) blocks * perBlock * k;
