@@ -31,9 +31,13 @@ def test_reasons_are_normalised_and_grouped():
     assert "- **seek**: Seeking moves the position." in md
 
 
+# compat_tests use no hypothesis: its pytest plugin would import it (~1 s) in every run
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
+
+
 def test_a_real_run_writes_versions_and_scenario_docs(tmp_path):
     prefix = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "compat_tests/test_records.py",
+    proc = subprocess.run([*PYTEST, "compat_tests/test_records.py",
                            "-k", "headers", "--clients", "kafka-python", "--compat-report", str(prefix)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:]
@@ -47,7 +51,7 @@ def test_a_real_run_writes_versions_and_scenario_docs(tmp_path):
 
 def test_target_kafka_without_docker_fails_unless_allowed(tmp_path):
     env = dict(os.environ, DOCKER_HOST="tcp://127.0.0.1:1")      # no engine there
-    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "compat_tests/test_records.py", "-k",
+    base = [*PYTEST, "compat_tests/test_records.py", "-k",
             "headers", "--clients", "kafka-python", "--target", "kafka", "--compat-report", str(tmp_path / "r")]
     proc = subprocess.run(base, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 1, proc.stdout[-2000:]

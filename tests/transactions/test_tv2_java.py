@@ -19,7 +19,7 @@ import uuid
 import pytest
 
 from kwire.testing import Broker
-from tests.transactions.java_build import compile_java
+from tests.transactions.java_build import JAVA_FLAGS, compile_java
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +36,8 @@ def broker():
 
 
 def run(classes: str, bootstrap: str, *args: str) -> str:
-    r = subprocess.run(["java", "-cp", classes, "Tv2Check", bootstrap, *args], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(["java", *JAVA_FLAGS, "-cp", classes, "Tv2Check", bootstrap, *args], capture_output=True,
+                       text=True, timeout=120)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     return r.stdout
 
@@ -73,7 +73,7 @@ def test_java_client_stays_on_version_1(classes, overrides):
     """Kafka 3.9 has no transaction version 2; under 4.x a cluster finalized at level 1 keeps it."""
     with Broker(overrides={"transaction.state.log.num.partitions": 1, **overrides}) as b:
         topic = _topic(b, "tv1")
-        r = subprocess.run(["java", "-cp", classes, "Tv2Check", b.bootstrap_servers, "commit", topic,
+        r = subprocess.run(["java", *JAVA_FLAGS, "-cp", classes, "Tv2Check", b.bootstrap_servers, "commit", topic,
                             f"tv1-{uuid.uuid4().hex[:8]}"], capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "did not take transaction version 2" in r.stdout + r.stderr
 
