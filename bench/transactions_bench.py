@@ -334,7 +334,9 @@ def java_client(quick: bool) -> list[tuple]:
                     pairs[name] = java_pairs(cp, bs, blocks=10 if quick else 30)
                 big = java_pairs(cp, bs2, k=10_000, blocks=4 if quick else 20, per_block=3)
     except Exception as exc:  # noqa: BLE001 - optional: no JDK or no jar here
-        print(f"Java client section skipped: {exc!r}"[:300])
+        text = str(exc)
+        at = text.find("Exception in thread")
+        print(f"Java client section skipped: {type(exc).__name__}: " + (text[at:at + 1500] if at >= 0 else text[:300]))
         return []
     rows = _paired_rows(pairs["tv2"], 100, "transaction.version=2", budget=True)
     rows += _paired_rows(pairs["tv1"], 100, "transaction.version=1", budget=False)
