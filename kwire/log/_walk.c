@@ -199,6 +199,19 @@ read_record(const unsigned char *buf, Py_ssize_t end, Py_ssize_t *pos, rec_t *r)
     return 0;
 }
 
+/* read_record, for the next record of a batch whose last offset delta is `last_delta`: its
+ * offset delta must be above the previous record's (*prev, updated) and at most last_delta.
+ * 0, or -1 when the record is odd. */
+static int
+read_record_in_order(const unsigned char *buf, Py_ssize_t end, Py_ssize_t *pos, int64_t *prev, int64_t last_delta,
+                     rec_t *r)
+{
+    if (read_record(buf, end, pos, r) || r->offset_delta <= *prev || r->offset_delta > last_delta)
+        return -1;
+    *prev = r->offset_delta;
+    return 0;
+}
+
 /* --- the cleaner's offset map in C ----------------------------------------------------------
  * Kept in Python-owned buffers so the walks run without the GIL: `table` (a bytearray of
  * slots of 24 bytes: hash (0: empty), offset, key position and length in `arena`), `arena`
@@ -323,11 +336,10 @@ map_put_batch(PyObject *self, PyObject *args)
         int64_t prev = -1;
         for (Py_ssize_t i = 0; i < count; i++) {
             rec_t r;
-            if (read_record(buf, end, &pos, &r) || r.offset_delta <= prev || r.offset_delta > last_delta) {
+            if (read_record_in_order(buf, end, &pos, &prev, last_delta, &r)) {
                 status = -1;
                 break;
             }
-            prev = r.offset_delta;
             long long offset = base_offset + r.offset_delta;
             if (r.key_pos < 0 || offset < lo || offset >= hi)
                 continue;
@@ -383,11 +395,10 @@ map_retain(PyObject *self, PyObject *args)
         int64_t prev = -1;
         for (Py_ssize_t i = 0; i < count; i++) {
             rec_t r;
-            if (read_record(buf, end, &pos, &r) || r.offset_delta <= prev || r.offset_delta > last_delta) {
+            if (read_record_in_order(buf, end, &pos, &prev, last_delta, &r)) {
                 status = -1;
                 break;
             }
-            prev = r.offset_delta;
             long long offset = base_offset + r.offset_delta;
             int keep;
             if (offset > latest) {
@@ -494,6 +505,49 @@ be32(const unsigned char *p)
     return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
 }
 
+/* The header of the batch at buf[pos] of a chunk of whole batches ending at `end`. */
+typedef struct {
+    const unsigned char *h;
+    Py_ssize_t size;            /* 12 + the length field */
+    int64_t base, last;         /* base offset, base + last offset delta */
+    int32_t lod, count;         /* last offset delta, record count */
+    int attrs;
+} batch_t;
+
+/* 0 with *b filled when a whole batch starts at pos; 1 when the chunk holds no whole batch
+ * more (fewer than 61 bytes left, or the batch runs past `end`); -1 when its length field
+ * is impossible. */
+static int
+next_batch(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, batch_t *b)
+{
+    if (end - pos < 61)
+        return 1;
+    const unsigned char *h = buf + pos;
+    int32_t length = be32(h + 8);
+    if (length < 49)
+        return -1;
+    Py_ssize_t size = 12 + (Py_ssize_t)length;
+    if (size > end - pos)
+        return 1;
+    b->h = h;
+    b->size = size;
+    b->base = be64(h);
+    b->lod = be32(h + 23);
+    b->last = b->base + b->lod;
+    b->attrs = (h[21] << 8) | h[22];
+    b->count = be32(h + 57);
+    return 0;
+}
+
+/* Whether the chunk paths take the batch: magic 2, uncompressed, neither transactional nor
+ * control, a last offset delta and a record count that can be right. */
+static int
+plain_batch(const batch_t *b)
+{
+    return b->h[16] == 2 && !(b->attrs & (0x07 | 0x10 | 0x20)) && b->lod >= 0 && b->count >= 0
+        && b->count <= b->size - 61;
+}
+
 /* The offset map's build over a run of whole batches in data[pos:end] (a chunk read from a
  * segment), plain data batches only (magic 2, uncompressed, neither transactional nor
  * control), with the rules of kwire.log.cleaner.CleanJob._build_offset_map: a batch below
@@ -522,53 +576,38 @@ map_put_batches(PyObject *self, PyObject *args)
         const unsigned char *buf = (const unsigned char *)view.buf;
         Py_BEGIN_ALLOW_THREADS
         for (;;) {
-            if (end - pos < 61) {
-                status = 0;
+            batch_t b;
+            int framed = next_batch(buf, pos, end, &b);
+            if (framed) {
+                status = framed > 0 ? 0 : 1;
                 break;
             }
-            const unsigned char *h = buf + pos;
-            int32_t length = be32(h + 8);
-            if (length < 49) {
-                status = 1;
-                break;
-            }
-            Py_ssize_t bsize = 12 + (Py_ssize_t)length;
-            if (bsize > end - pos) {
-                status = 0;
-                break;
-            }
-            int64_t base = be64(h);
-            int32_t lod = be32(h + 23);
-            int64_t last = base + lod;
-            if (last < lo) {
-                pos += bsize;
+            if (b.last < lo) {
+                pos += b.size;
                 continue;
             }
-            if (base >= hi) {
+            if (b.base >= hi) {
                 status = 3;
                 break;
             }
-            int attrs = (h[21] << 8) | h[22];
-            int32_t count = be32(h + 57);
-            if (h[16] != 2 || (attrs & (0x07 | 0x10 | 0x20)) || lod < 0 || count < 0 || count > bsize - 61) {
+            if (!plain_batch(&b)) {
                 status = 1;
                 break;
             }
-            if ((uint64_t)(m.state[0] + count) * 2 > m.mask + 1 || m.state[1] + bsize > m.arena_cap) {
+            if ((uint64_t)(m.state[0] + b.count) * 2 > m.mask + 1 || m.state[1] + b.size > m.arena_cap) {
                 status = 4;
                 break;
             }
-            Py_ssize_t p = pos + 61, rend = pos + bsize;
+            Py_ssize_t p = pos + 61, rend = pos + b.size;
             int64_t prev = -1;
             int odd = 0, full = 0;
-            for (int32_t i = 0; i < count; i++) {
+            for (int32_t i = 0; i < b.count; i++) {
                 rec_t r;
-                if (read_record(buf, rend, &p, &r) || r.offset_delta <= prev || r.offset_delta > lod) {
+                if (read_record_in_order(buf, rend, &p, &prev, b.lod, &r)) {
                     odd = 1;
                     break;
                 }
-                prev = r.offset_delta;
-                long long offset = base + r.offset_delta;
+                long long offset = b.base + r.offset_delta;
                 if (r.key_pos < 0 || offset < lo || offset >= hi)
                     continue;
                 if (cmap_put(&m, buf + r.key_pos, (Py_ssize_t)r.key_len, offset, max_entries) <= 0) {
@@ -586,11 +625,11 @@ map_put_batches(PyObject *self, PyObject *args)
                 status = 2;
                 break;
             }
-            records += count;
-            nbytes += bsize;
-            if (last < hi && last > latest)
-                latest = last;
-            pos += bsize;
+            records += b.count;
+            nbytes += b.size;
+            if (b.last < hi && b.last > latest)
+                latest = b.last;
+            pos += b.size;
         }
         Py_END_ALLOW_THREADS
     }
@@ -697,48 +736,32 @@ map_retain_batches(PyObject *self, PyObject *args)
         Py_ssize_t nsp = special.len / 8;
         Py_BEGIN_ALLOW_THREADS
         for (;;) {
-            if (end - pos < 61) {
-                status = 0;
+            batch_t b;
+            int framed = next_batch(buf, pos, end, &b);
+            if (framed) {
+                status = framed > 0 ? 0 : 1;
                 break;
             }
-            const unsigned char *h = buf + pos;
-            int32_t length = be32(h + 8);
-            if (length < 49) {
+            if (!plain_batch(&b) || b.last + 1 == first_uncleanable || in_sorted(sp, nsp, b.last)) {
                 status = 1;
                 break;
             }
-            Py_ssize_t bsize = 12 + (Py_ssize_t)length;
-            if (bsize > end - pos) {
-                status = 0;
-                break;
-            }
-            int64_t base = be64(h);
-            int32_t lod = be32(h + 23);
-            int64_t last = base + lod;
-            int attrs = (h[21] << 8) | h[22];
-            int32_t count = be32(h + 57);
-            if (h[16] != 2 || (attrs & (0x07 | 0x10 | 0x20)) || lod < 0 || count < 0 || count > bsize - 61
-                || last + 1 == first_uncleanable || in_sorted(sp, nsp, last)) {
-                status = 1;
-                break;
-            }
-            int64_t base_ts = be64(h + 27);
-            int has_horizon = (attrs & 0x40) != 0;
+            int64_t base_ts = be64(b.h + 27);
+            int has_horizon = (b.attrs & 0x40) != 0;
             int tombstone_expired = has_horizon && now_ms >= base_ts;
-            Py_ssize_t start_len = out_len, p = pos + 61, rend = pos + bsize;
+            Py_ssize_t start_len = out_len, p = pos + 61, rend = pos + b.size;
             unsigned char *payload = out + out_len + 61;
             Py_ssize_t plen = 0;
             int64_t prev = -1, max_delta = INT64_MIN;
             int32_t kept = 0, kl_here = 0;
             int whole = 1, odd = 0, tomb = 0;
-            for (int32_t i = 0; i < count; i++) {
+            for (int32_t i = 0; i < b.count; i++) {
                 rec_t r;
-                if (read_record(buf, rend, &p, &r) || r.offset_delta <= prev || r.offset_delta > lod) {
+                if (read_record_in_order(buf, rend, &p, &prev, b.lod, &r)) {
                     odd = 1;
                     break;
                 }
-                prev = r.offset_delta;
-                long long offset = base + r.offset_delta;
+                long long offset = b.base + r.offset_delta;
                 int keep;
                 if (offset > latest) {
                     keep = 1;
@@ -768,36 +791,36 @@ map_retain_batches(PyObject *self, PyObject *args)
                 status = 1;
                 break;
             }
-            read += count;
+            read += b.count;
             keyless += kl_here;
-            bytes_read += bsize;
+            bytes_read += b.size;
             kept_total += kept;
             if (kept > 0) {
                 unsigned char *o = out + out_len;
                 int64_t max_ts;
                 Py_ssize_t osize;
                 if (whole) {
-                    memcpy(o, h, (size_t)bsize);   /* over the payload copy: same bytes */
-                    osize = bsize;
-                    max_ts = be64(h + 35);
+                    memcpy(o, b.h, (size_t)b.size);   /* over the payload copy: same bytes */
+                    osize = b.size;
+                    max_ts = be64(b.h + 35);
                 } else {
-                    memcpy(o, h, 61);
+                    memcpy(o, b.h, 61);
                     osize = 61 + plen;
                     put_be32(o + 8, (uint32_t)(osize - 12));
-                    max_ts = (attrs & 0x08) ? be64(h + 35) : base_ts + max_delta;
+                    max_ts = (b.attrs & 0x08) ? be64(b.h + 35) : base_ts + max_delta;
                     put_be64(o + 35, (uint64_t)max_ts);
                     put_be32(o + 57, (uint32_t)kept);
                     put_be32(o + 17, crc32c_of(o + 21, osize - 21));
                 }
                 metas[nmeta * 3] = osize;
-                metas[nmeta * 3 + 1] = last;
+                metas[nmeta * 3 + 1] = b.last;
                 metas[nmeta * 3 + 2] = max_ts;
                 nmeta++;
                 out_len += osize;
             } else {
                 out_len = start_len;
             }
-            pos += bsize;
+            pos += b.size;
         }
         Py_END_ALLOW_THREADS
     }
