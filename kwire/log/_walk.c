@@ -294,6 +294,77 @@ cmap_get(cmap_t *m, const unsigned char *k, Py_ssize_t n)
     return s->hash ? s->offset : -1;
 }
 
+/* The keyed records of one batch (`count` of them in buf[pos..end), base offset `base`,
+ * last offset delta `last_delta`) put in the map at their offsets in [lo, hi): 1; 0 when the
+ * map holds max_entries keys and a new one comes; -2 when its table or arena has no room;
+ * -1 when a record is odd or the records do not end at `end`. */
+static int
+put_records(cmap_t *m, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, int64_t count, int64_t base,
+            int64_t last_delta, int64_t lo, int64_t hi, int64_t max_entries)
+{
+    int64_t prev = -1;
+    for (int64_t i = 0; i < count; i++) {
+        rec_t r;
+        if (read_record_in_order(buf, end, &pos, &prev, last_delta, &r))
+            return -1;
+        int64_t offset = base + r.offset_delta;
+        if (r.key_pos < 0 || offset < lo || offset >= hi)
+            continue;
+        int rc = cmap_put(m, buf + r.key_pos, (Py_ssize_t)r.key_len, offset, max_entries);
+        if (rc <= 0)
+            return rc == 0 ? 0 : -2;
+    }
+    return pos == end ? 1 : -1;
+}
+
+/* What retain_records kept of a batch. */
+typedef struct {
+    Py_ssize_t len;             /* bytes copied to out */
+    int64_t kept, keyless, tombstones;
+    int64_t max_delta;          /* the largest timestamp delta kept (INT64_MIN: none) */
+    int whole;                  /* every record kept */
+} retained_t;
+
+/* The records of one batch (as put_records) that the map keeps at `latest` (Kafka's
+ * shouldRetainRecord: past the map's end, or the last of its key; a tombstone only while its
+ * delete horizon has not passed), their bytes copied to `out` as they were: 0, or -1 when a
+ * record is odd or the records do not end at `end`. */
+static int
+retain_records(cmap_t *m, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, int64_t count, int64_t base,
+               int64_t last_delta, int64_t latest, int tombstone_expired, unsigned char *out, retained_t *res)
+{
+    int64_t prev = -1;
+    *res = (retained_t){0, 0, 0, 0, INT64_MIN, 1};
+    for (int64_t i = 0; i < count; i++) {
+        rec_t r;
+        if (read_record_in_order(buf, end, &pos, &prev, last_delta, &r))
+            return -1;
+        int64_t offset = base + r.offset_delta;
+        int keep;
+        if (offset > latest) {
+            keep = 1;
+        } else if (r.key_pos < 0) {
+            res->keyless++;
+            keep = 0;
+        } else {
+            int64_t last_of_key = cmap_get(m, buf + r.key_pos, (Py_ssize_t)r.key_len);
+            keep = offset >= last_of_key && (r.value_len >= 0 || !tombstone_expired);
+        }
+        if (keep) {
+            memcpy(out + res->len, buf + r.start, (size_t)(r.end - r.start));
+            res->len += r.end - r.start;
+            res->kept++;
+            if (r.value_len < 0)
+                res->tombstones++;
+            if (r.ts_delta > res->max_delta)
+                res->max_delta = r.ts_delta;
+        } else {
+            res->whole = 0;
+        }
+    }
+    return pos == end ? 0 : -1;
+}
+
 /* Views of the three buffers (released by cmap_release). */
 static int
 cmap_open(cmap_t *m, Py_buffer *t, Py_buffer *a, Py_buffer *st)
@@ -333,24 +404,7 @@ map_put_batch(PyObject *self, PyObject *args)
     } else {
         const unsigned char *buf = (const unsigned char *)view.buf;
         Py_BEGIN_ALLOW_THREADS
-        int64_t prev = -1;
-        for (Py_ssize_t i = 0; i < count; i++) {
-            rec_t r;
-            if (read_record_in_order(buf, end, &pos, &prev, last_delta, &r)) {
-                status = -1;
-                break;
-            }
-            long long offset = base_offset + r.offset_delta;
-            if (r.key_pos < 0 || offset < lo || offset >= hi)
-                continue;
-            int rc = cmap_put(&m, buf + r.key_pos, (Py_ssize_t)r.key_len, offset, max_entries);
-            if (rc <= 0) {
-                status = rc == 0 ? 0 : -2;
-                break;
-            }
-        }
-        if (status == 1 && pos != end)
-            status = -1;
+        status = put_records(&m, buf, pos, end, count, base_offset, last_delta, lo, hi, max_entries);
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&t);
@@ -380,9 +434,8 @@ map_retain(PyObject *self, PyObject *args)
         return NULL;
     cmap_t m;
     char *out = NULL;
-    Py_ssize_t out_len = 0, kept = 0, tombstones = 0, keyless = 0;
-    int64_t max_ts = INT64_MIN;
-    int whole = 1, status = 1;
+    retained_t res;
+    int status = 1;
     if (cmap_open(&m, &t, &a, &st)) {
         status = -3;
     } else if (pos < 0 || end > view.len || pos > end || count < 0 || count > end - pos) {
@@ -392,37 +445,8 @@ map_retain(PyObject *self, PyObject *args)
     } else {
         const unsigned char *buf = (const unsigned char *)view.buf;
         Py_BEGIN_ALLOW_THREADS
-        int64_t prev = -1;
-        for (Py_ssize_t i = 0; i < count; i++) {
-            rec_t r;
-            if (read_record_in_order(buf, end, &pos, &prev, last_delta, &r)) {
-                status = -1;
-                break;
-            }
-            long long offset = base_offset + r.offset_delta;
-            int keep;
-            if (offset > latest) {
-                keep = 1;
-            } else if (r.key_pos < 0) {
-                keyless++;
-                keep = 0;
-            } else {
-                int64_t last_of_key = cmap_get(&m, buf + r.key_pos, (Py_ssize_t)r.key_len);
-                keep = offset >= last_of_key && (r.value_len >= 0 || !tombstone_expired);
-            }
-            if (keep) {
-                memcpy(out + out_len, buf + r.start, (size_t)(r.end - r.start));
-                out_len += r.end - r.start;
-                kept++;
-                if (r.value_len < 0)
-                    tombstones++;
-                if (r.ts_delta > max_ts)
-                    max_ts = r.ts_delta;
-            } else {
-                whole = 0;
-            }
-        }
-        if (status == 1 && pos != end)
+        if (retain_records(&m, buf, pos, end, count, base_offset, last_delta, latest, tombstone_expired,
+                           (unsigned char *)out, &res))
             status = -1;
         Py_END_ALLOW_THREADS
     }
@@ -437,10 +461,11 @@ map_retain(PyObject *self, PyObject *args)
         result = Py_None;
         Py_INCREF(result);
     } else if (status == 1) {
-        PyObject *payload = PyBytes_FromStringAndSize(out ? out : "", out_len);
+        PyObject *payload = PyBytes_FromStringAndSize(out ? out : "", res.len);
         if (payload != NULL)
-            result = Py_BuildValue("(NnnnLO)", payload, kept, tombstones, keyless,
-                                   (long long)(kept ? max_ts : 0), whole ? Py_True : Py_False);
+            result = Py_BuildValue("(NLLLLO)", payload, (long long)res.kept, (long long)res.tombstones,
+                                   (long long)res.keyless, (long long)(res.kept ? res.max_delta : 0),
+                                   res.whole ? Py_True : Py_False);
     }
     PyMem_RawFree(out);
     return result;
@@ -598,30 +623,12 @@ map_put_batches(PyObject *self, PyObject *args)
                 status = 4;
                 break;
             }
-            Py_ssize_t p = pos + 61, rend = pos + b.size;
-            int64_t prev = -1;
-            int odd = 0, full = 0;
-            for (int32_t i = 0; i < b.count; i++) {
-                rec_t r;
-                if (read_record_in_order(buf, rend, &p, &prev, b.lod, &r)) {
-                    odd = 1;
-                    break;
-                }
-                long long offset = b.base + r.offset_delta;
-                if (r.key_pos < 0 || offset < lo || offset >= hi)
-                    continue;
-                if (cmap_put(&m, buf + r.key_pos, (Py_ssize_t)r.key_len, offset, max_entries) <= 0) {
-                    full = 1;
-                    break;
-                }
-            }
-            if (!odd && !full && p != rend)
-                odd = 1;
-            if (odd) {
+            int rc = put_records(&m, buf, pos + 61, pos + b.size, b.count, b.base, b.lod, lo, hi, max_entries);
+            if (rc < 0 && rc != -2) {   /* an odd record: the Python path looks */
                 status = 1;
                 break;
             }
-            if (full) {
+            if (rc <= 0) {   /* full (the room was checked above) */
                 status = 2;
                 break;
             }
@@ -749,67 +756,31 @@ map_retain_batches(PyObject *self, PyObject *args)
             int64_t base_ts = be64(b.h + 27);
             int has_horizon = (b.attrs & 0x40) != 0;
             int tombstone_expired = has_horizon && now_ms >= base_ts;
-            Py_ssize_t start_len = out_len, p = pos + 61, rend = pos + b.size;
-            unsigned char *payload = out + out_len + 61;
-            Py_ssize_t plen = 0;
-            int64_t prev = -1, max_delta = INT64_MIN;
-            int32_t kept = 0, kl_here = 0;
-            int whole = 1, odd = 0, tomb = 0;
-            for (int32_t i = 0; i < b.count; i++) {
-                rec_t r;
-                if (read_record_in_order(buf, rend, &p, &prev, b.lod, &r)) {
-                    odd = 1;
-                    break;
-                }
-                long long offset = b.base + r.offset_delta;
-                int keep;
-                if (offset > latest) {
-                    keep = 1;
-                } else if (r.key_pos < 0) {
-                    kl_here++;
-                    keep = 0;
-                } else {
-                    int64_t last_of_key = cmap_get(&m, buf + r.key_pos, (Py_ssize_t)r.key_len);
-                    keep = offset >= last_of_key && (r.value_len >= 0 || !tombstone_expired);
-                }
-                if (keep) {
-                    memcpy(payload + plen, buf + r.start, (size_t)(r.end - r.start));
-                    plen += r.end - r.start;
-                    kept++;
-                    if (r.value_len < 0)
-                        tomb = 1;
-                    if (r.ts_delta > max_delta)
-                        max_delta = r.ts_delta;
-                } else {
-                    whole = 0;
-                }
-            }
-            if (!odd && p != rend)
-                odd = 1;
-            if (odd || (tomb && !has_horizon)) {
-                out_len = start_len;
+            retained_t res;
+            if (retain_records(&m, buf, pos + 61, pos + b.size, b.count, b.base, b.lod, latest, tombstone_expired,
+                               out + out_len + 61, &res) || (res.tombstones && !has_horizon)) {
                 status = 1;
                 break;
             }
             read += b.count;
-            keyless += kl_here;
+            keyless += res.keyless;
             bytes_read += b.size;
-            kept_total += kept;
-            if (kept > 0) {
+            kept_total += res.kept;
+            if (res.kept > 0) {
                 unsigned char *o = out + out_len;
                 int64_t max_ts;
                 Py_ssize_t osize;
-                if (whole) {
+                if (res.whole) {
                     memcpy(o, b.h, (size_t)b.size);   /* over the payload copy: same bytes */
                     osize = b.size;
                     max_ts = be64(b.h + 35);
                 } else {
                     memcpy(o, b.h, 61);
-                    osize = 61 + plen;
+                    osize = 61 + res.len;
                     put_be32(o + 8, (uint32_t)(osize - 12));
-                    max_ts = (b.attrs & 0x08) ? be64(b.h + 35) : base_ts + max_delta;
+                    max_ts = (b.attrs & 0x08) ? be64(b.h + 35) : base_ts + res.max_delta;
                     put_be64(o + 35, (uint64_t)max_ts);
-                    put_be32(o + 57, (uint32_t)kept);
+                    put_be32(o + 57, (uint32_t)res.kept);
                     put_be32(o + 17, crc32c_of(o + 21, osize - 21));
                 }
                 metas[nmeta * 3] = osize;
@@ -817,8 +788,6 @@ map_retain_batches(PyObject *self, PyObject *args)
                 metas[nmeta * 3 + 2] = max_ts;
                 nmeta++;
                 out_len += osize;
-            } else {
-                out_len = start_len;
             }
             pos += b.size;
         }
