@@ -104,21 +104,7 @@ RETRIABLE = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, Err
 
 async def _initialize_one(store, group_id: str, tp, state_epoch: int, start: int) -> ErrorCode:
     tid, p = tp
-    _, node = store.coordinator_node(group_id, tid, p)
-    if node is None:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if node == store.broker.node_id:
-        return await store.coordinator.initialize(group_id, tid, p, state_epoch, start)
-    R = api("InitializeShareGroupState").request
-    req = R.cls(group_id=group_id, topics=[R.struct("InitializeStateData")(topic_id=tid, partitions=[
-        R.struct("PartitionData")(partition=p, state_epoch=state_epoch, start_offset=start)])])
-    try:
-        resp = await store.channel.request(node, "InitializeShareGroupState", 0, req)
-    except Exception as exc:  # noqa: BLE001 - unreachable, timed out, a bad answer
-        log.info("share state: InitializeShareGroupState to broker %d failed: %s", node, exc)
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    for r in resp.results:
-        for pr in r.partitions:
-            if r.topic_id == tid and pr.partition == p:
-                return ErrorCode(pr.error_code)
-    return ErrorCode.UNKNOWN_SERVER_ERROR
+    return await store.at_coordinator(group_id, tid, p,
+                                      lambda: store.coordinator.initialize(group_id, tid, p, state_epoch, start),
+                                      "InitializeShareGroupState", "InitializeStateData",
+                                      state_epoch=state_epoch, start_offset=start)

@@ -331,18 +331,27 @@ class ShareStateStore:
 
     async def _delete(self, group_id: str, topic_id: UUID, partition: int) -> ErrorCode:
         """DeleteShareGroupState of one share partition at its coordinator."""
+        return await self.at_coordinator(group_id, topic_id, partition,
+                                         lambda: self.coordinator.delete(group_id, topic_id, partition),
+                                         "DeleteShareGroupState", "DeleteStateData")
+
+    async def at_coordinator(self, group_id: str, topic_id: UUID, partition: int, local, api_name: str,
+                             topic_struct: str, **fields) -> ErrorCode:
+        """One share partition's state RPC at its share coordinator, answered by its error:
+        ``await local()`` when that is this broker, else ``api_name`` v0 over the broker
+        channel (the partition's ``fields`` in a PartitionData under a ``topic_struct``)."""
         _, node = self.coordinator_node(group_id, topic_id, partition)
         if node is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if node == self.broker.node_id:
-            return await self.coordinator.delete(group_id, topic_id, partition)
-        R = api("DeleteShareGroupState").request
-        req = R.cls(group_id=group_id, topics=[R.struct("DeleteStateData")(
-            topic_id=topic_id, partitions=[R.struct("PartitionData")(partition=partition)])])
+            return await local()
+        R = api(api_name).request
+        req = R.cls(group_id=group_id, topics=[R.struct(topic_struct)(
+            topic_id=topic_id, partitions=[R.struct("PartitionData")(partition=partition, **fields)])])
         try:
-            resp = await self.channel.request(node, "DeleteShareGroupState", 0, req)
+            resp = await self.channel.request(node, api_name, 0, req)
         except Exception as exc:  # noqa: BLE001 - unreachable, timed out, a bad answer
-            log.info("share state: DeleteShareGroupState to broker %d failed: %s", node, exc)
+            log.info("share state: %s to broker %d failed: %s", api_name, node, exc)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         for r in resp.results:
             for pr in r.partitions:
