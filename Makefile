@@ -5,7 +5,26 @@ PY ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: serve test bench compat dist deps docs clean spark-example
+.PHONY: serve test bench compat dist deps docs clean spark-example kafka differential
+
+# Apache Kafka, the reference kwire is compared with (compat TARGET=kafka|both, make differential,
+# python -m bench vs-kafka): the jars pinned in jvm/pom.xml, copied by Maven into a cache outside the
+# tree (~/.m2 keeps the downloads). A second run resolves nothing: the stamp holds the pom's hash.
+KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' jvm/pom.xml)
+KAFKA_LIBS ?= $(or $(KWIRE_KAFKA_LIBS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kwire/kafka-$(KAFKA_VERSION)/libs)
+export KWIRE_KAFKA_LIBS := $(KAFKA_LIBS)
+
+kafka:
+	@command -v mvn >/dev/null 2>&1 || { echo "make kafka: needs Maven (mvn) and a JDK 17 (make deps installs them)"; exit 1; }
+	@sum=$$(sha256sum jvm/pom.xml | cut -d' ' -f1); \
+	if [ "$$(cat '$(KAFKA_LIBS)/.resolved' 2>/dev/null)" = "$$sum" ]; then \
+	  echo "make kafka: Apache Kafka $(KAFKA_VERSION) is in $(KAFKA_LIBS)"; \
+	else \
+	  echo "make kafka: resolving Apache Kafka $(KAFKA_VERSION) with Maven into $(KAFKA_LIBS)"; \
+	  rm -rf '$(KAFKA_LIBS)' && mkdir -p '$(KAFKA_LIBS)' && \
+	  mvn -q -B -Dstyle.color=never -f jvm/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	    -DoutputDirectory='$(KAFKA_LIBS)' && echo "$$sum" > '$(KAFKA_LIBS)/.resolved'; \
+	fi
 
 # .venv with kwire alone (what `make serve` needs), then the test extra on top (`make test`).
 $(VENV)/.base: pyproject.toml setup.py kwire/log/_walk.c kwire/codec/_downconvert.c
@@ -29,7 +48,7 @@ tests/js/node_modules/.installed: tests/js/package-lock.json
 	cd tests/js && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: .venv tests/js/node_modules/.installed
+test: .venv tests/js/node_modules/.installed kafka
 	@command -v kcat >/dev/null 2>&1 || echo "make: kcat not found: its tests will fail (make deps installs it)"
 	@command -v javac >/dev/null 2>&1 || echo "make: javac not found: the Java compat column will fail (make deps installs a JDK)"
 	@command -v go >/dev/null 2>&1 || echo "make: go not found: the Sarama and kafka-go tests will fail (make deps installs Go and their sources)"
