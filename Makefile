@@ -79,10 +79,10 @@ deps:
 	@if command -v apt-get >/dev/null 2>&1; then \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    kcat nodejs npm openjdk-17-jdk-headless golang-go gcc \
+	    kcat nodejs npm openjdk-17-jdk-headless maven golang-go gcc \
 	    golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev; \
 	elif command -v brew >/dev/null 2>&1; then \
-	  brew install kcat node openjdk@17; \
+	  brew install kcat node openjdk@17 maven; \
 	else \
 	  echo "make deps: install kcat, node/npm, a JDK 17 (javac too), and Go with Sarama 1.22 and kafka-go 0.2 sources in /usr/share/gocode (Debian's golang-github-shopify-sarama-dev, golang-github-segmentio-kafka-go-dev)"; exit 1; \
 	fi
