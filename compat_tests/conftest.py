@@ -9,6 +9,7 @@ auto|process|docker``, ``--bootstrap HOST:PORT`` (any running broker), ``--boots
 from __future__ import annotations
 
 import sys
+import threading
 import uuid
 
 import pytest
@@ -18,7 +19,7 @@ from compat_tests.clients.base import Unsupported
 from compat_tests.differences import listed_differences, lookup
 from compat_tests.kwire_gaps import KWIRE_GAPS
 from compat_tests.report import CompatReport
-from compat_tests.targets import TargetUnavailable, make_target
+from compat_tests.targets import KafkaProcessTarget, TargetUnavailable, kafka_as_process, make_target
 
 
 def pytest_addoption(parser):
@@ -44,13 +45,15 @@ BOTH = ("kwire", "kafka")
 
 
 class _Session:
-    """The targets of the run, started at first use and stopped at the session's end (both kept up while
-    the session runs: ``--target both`` interleaves rows of each)."""
+    """The targets of the run, started at first use (under --target both, Apache Kafka in a thread as soon as
+    the collection is done) and stopped at the session's end; both are kept up while the session runs."""
 
     def __init__(self, config):
         self.config = config
         self.targets: dict[str, object] = {}
         self.errors: dict[str, str] = {}
+        self._starting: dict[str, threading.Thread] = {}
+        self._failed: dict[str, BaseException] = {}
 
     @property
     def both(self) -> bool:
@@ -68,24 +71,59 @@ class _Session:
         b = self.config.getoption("bootstrap")
         return f"external {b}" if b else self.config.getoption("target")
 
+    def prestart_kafka(self) -> None:
+        """Start Apache Kafka (the process target) in a thread while the kwire rows run: its ~5-10 s start
+        overlaps them. Everything that imports runs here, on the main thread; the thread only waits for
+        the JVM (CPython 3.11's compiler is not safe against a concurrent import that pytest's assertion
+        rewriting compiles: "AST constructor recursion depth mismatch")."""
+        if "kafka" in self.targets or "kafka" in self._starting or not kafka_as_process(self.config.getoption("kafka_via")):
+            return
+        try:
+            target = KafkaProcessTarget(start=False)
+        except TargetUnavailable:
+            return  # the first kafka row reports it, as without a head start
+
+        def run():
+            try:
+                target.start()
+                self.targets["kafka"] = target
+            except BaseException as exc:  # noqa: BLE001 - handed to the first row that needs the target
+                self._failed["kafka"] = exc
+                target.close()
+
+        t = threading.Thread(target=run, name="compat-start-kafka", daemon=True)
+        self._starting["kafka"] = t
+        t.start()
+
     def get(self, kind: str):
         """The started target ``kind`` (kwire, kafka, ...; ``external`` for --bootstrap)."""
         if kind in self.errors:
             pytest.skip(self.errors[kind])
+        if kind in self._starting:
+            self._starting[kind].join()
         if kind not in self.targets:
-            opt = self.config.getoption
-            try:
-                self.targets[kind] = make_target(kind, opt("bootstrap"), opt("bootstrap_no_autocreate"),
-                                                 opt("kafka_via"))
-            except TargetUnavailable as exc:
+            exc = self._failed.pop(kind, None)
+            if exc is None:
+                opt = self.config.getoption
+                try:
+                    self.targets[kind] = make_target(kind, opt("bootstrap"), opt("bootstrap_no_autocreate"),
+                                                     opt("kafka_via"))
+                except BaseException as e:  # noqa: BLE001 - handled as a failed head start is
+                    exc = e
+            if isinstance(exc, TargetUnavailable):
                 self.errors[kind] = str(exc)
-                if not opt("allow_skip"):
+                if not self.config.getoption("allow_skip"):
                     pytest.exit(f"compat: the target cannot be started: {exc}. Nothing was tested; pass --allow-skip "
                                 f"to skip every scenario instead of failing.", returncode=1)
                 pytest.skip(self.errors[kind])
+            if exc is not None:
+                self.errors[kind] = f"{kind} did not start: {type(exc).__name__}: {exc}"
+                raise exc
         return self.targets[kind]
 
     def close(self) -> None:
+        for t in self._starting.values():
+            t.join()   # a start still under way finishes, and is then stopped
         while self.targets:
             _, t = self.targets.popitem()
             t.close()
@@ -168,6 +206,12 @@ def pytest_collection_modifyitems(config, items):
         if entry is not None and target in entry.outcomes and entry.outcomes[target] == "fail" \
                 and not item.get_closest_marker("xfail"):
             item.add_marker(pytest.mark.xfail(reason=f"docs/differences.md: {entry.reason}", strict=False))
+
+
+def pytest_collection_finish(session):
+    state = session.config._compat
+    if state.both and any("target" in getattr(item, "fixturenames", ()) for item in session.items):
+        state.prestart_kafka()
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -97,6 +97,12 @@ def compare(rows: list[dict], targets: tuple[str, str], listed: dict[str, Listed
         out.append({"row": f"{scenario}[{client}]", "scenario": scenario, "client": client,
                     **{t: {"outcome": per[t]["outcome"] if t in per else "absent",
                            "reason": per[t]["reason"] if t in per else ""} for t in targets},
-                    "explained": explained,
+                    "explained": explained, "listed_key": entry.key if entry is not None else None,
                     "listed_as": ({t: entry.outcomes.get(t) for t in targets} if entry is not None else None)})
     return out
+
+
+def unseen(listed: dict[str, Listed], differences: list[dict]) -> list[str]:
+    """Listed rows no difference of this run matched: fixed since (delete the line) or not run (-k, --clients)."""
+    seen = {d["listed_key"] for d in differences if d["explained"] is not None}
+    return [k for k in listed if k not in seen]

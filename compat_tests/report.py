@@ -12,7 +12,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from compat_tests.differences import DOC, compare, listed_differences
+from compat_tests.differences import DOC, compare, listed_differences, unseen
 
 # scenario files in the order the report lists them (pytest collects them alphabetically)
 MODULE_ORDER = ["test_produce_consume", "test_records", "test_topics_seek", "test_admin", "test_groups",
@@ -189,13 +189,16 @@ class CompatReport:
             meta["kafka"] = apache_kafka_version()
         doc = {"meta": meta, "scenarios": self.docs, "rows": rows}
         if self.compare:
-            self.differences = compare(rows, self.compare, listed_differences())
+            listed = listed_differences()
+            self.differences = compare(rows, self.compare, listed)
             doc["differences"] = self.differences
             doc["unexplained"] = [d["row"] for d in self.differences if d["explained"] is None]
+            doc["listed_not_seen"] = unseen(listed, self.differences)
             if doc["unexplained"] and session.exitstatus == 0:
                 session.exitstatus = 1   # an unexplained difference fails the run, even when every row passed
         Path(f"{self.prefix}.json").write_text(json.dumps(doc, indent=1) + "\n")
-        Path(f"{self.prefix}.md").write_text(render_markdown(rows, meta, self.docs, self.differences))
+        Path(f"{self.prefix}.md").write_text(render_markdown(rows, meta, self.docs, self.differences,
+                                                             doc.get("listed_not_seen")))
 
     def pytest_terminal_summary(self, terminalreporter):
         rows = [r for r in self.rows.values() if r["outcome"] is not None]
@@ -235,7 +238,7 @@ def _counts(rows) -> dict[str, int]:
 
 
 def render_markdown(rows: list[dict], meta: dict | None = None, docs: dict[str, str] | None = None,
-                    differences: list[dict] | None = None) -> str:
+                    differences: list[dict] | None = None, listed_not_seen: list[str] | None = None) -> str:
     targets = list(dict.fromkeys(r["target"] for r in rows))
     clients = []
     scenarios = []
@@ -306,6 +309,9 @@ def render_markdown(rows: list[dict], meta: dict | None = None, docs: dict[str, 
                    else "**not explained** (list it in docs/differences.md with the reason, or fix it)"
                    + (f"; listed there as {d['listed_as']}" if d["listed_as"] else ""))
             lines.append(f"- `{d['row']}`: " + "; ".join(f"{t} {d[t]['outcome']}" for t in targets) + f" — {why}")
+        if listed_not_seen:
+            lines += ["", "Listed in docs/differences.md but not seen in this run (fixed since, then delete the "
+                      "line; or its rows did not run): " + ", ".join(f"`{k}`" for k in listed_not_seen) + "."]
     if notes:
         lines += ["", "Reasons (numbers, ids and durations normalised; where each applies):", ""]
         for i, n in enumerate(notes, 1):

@@ -162,7 +162,7 @@ class KafkaProcessTarget(Target):
 
     name = "kafka"
 
-    def __init__(self):
+    def __init__(self, start: bool = True):
         from kwire.testing.apache_kafka import ApacheKafka, KafkaUnavailable
 
         self._ApacheKafka = ApacheKafka
@@ -171,9 +171,15 @@ class KafkaProcessTarget(Target):
             self._main = ApacheKafka(overrides=BROKER_SETTINGS, heap="512m")
         except KafkaUnavailable as exc:   # no JDK, or make kafka never ran: the message says which
             raise TargetUnavailable(str(exc)) from exc
+        self.version = self._main.version
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Blocks until the broker serves; imports nothing (so it may run in a thread: CPython 3.11's
+        compiler is not safe against a concurrent import that pytest's assertion rewriting compiles)."""
         self._main.start()
         self.bootstrap = self._main.bootstrap_servers
-        self.version = self._main.version
 
     def no_auto_create_bootstrap(self):
         if self._off is None:
@@ -276,6 +282,10 @@ class ExternalTarget(Target):
         return self._off
 
 
+def kafka_as_process(kafka_via: str) -> bool:
+    return kafka_via == "process" or (kafka_via == "auto" and docker_engine_error() is not None)
+
+
 def make_target(kind: str, bootstrap: str | None, no_auto_create: str | None, kafka_via: str = "auto") -> Target:
     """``kafka_via``: ``docker`` (testcontainers), ``process`` (make kafka's jars) or ``auto`` (docker when
     an engine answers, else process)."""
@@ -286,7 +296,5 @@ def make_target(kind: str, bootstrap: str | None, no_auto_create: str | None, ka
     if kind == "tansu":
         return TansuTarget()
     if kind == "kafka":
-        if kafka_via == "docker" or (kafka_via == "auto" and docker_engine_error() is None):
-            return KafkaTarget()
-        return KafkaProcessTarget()
+        return KafkaProcessTarget() if kafka_as_process(kafka_via) else KafkaTarget()
     raise ValueError(f"unknown --target {kind!r} (kwire, tansu or kafka)")

@@ -28,6 +28,9 @@ def test_admin_partitions(client, helper, topic):
     for fewer partitions than the topic has fails with INVALID_PARTITIONS (37)."""
     needs(client, "admin")
     client.create_topic(topic, 2)
+    # Kafka answers CreateTopics once the controller committed the topic; a broker serves it (Metadata,
+    # DescribeConfigs ...) once its metadata image has it, a moment later: wait as clients must
+    wait_until(lambda: topic in client.list_topics(), message="the topic in Metadata")
     client.create_partitions(topic, 5)
     wait_until(lambda: client.partition_count(topic) == 5, message="5 partitions in Metadata")
     with pytest.raises(KafkaOpError) as ei:
@@ -43,6 +46,7 @@ def test_admin_configs(client, topic):
     invalid value is refused with INVALID_CONFIG (40)."""
     needs(client, "admin")
     client.create_topic(topic, 1, {"retention.ms": "3600000"})
+    wait_until(lambda: topic in client.list_topics(), message="the topic in Metadata")   # see admin_partitions
     cfg = client.describe_configs(topic)
     assert cfg["retention.ms"] == "3600000"
     assert cfg["cleanup.policy"] == "delete"

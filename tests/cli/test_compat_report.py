@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from compat_tests.differences import compare, listed_differences, parse
+from compat_tests.differences import compare, listed_differences, parse, unseen
 from compat_tests.report import CompatReport, normalise, render_markdown
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -131,7 +131,10 @@ def test_differences_are_flagged_and_explained_only_as_listed():
     assert diffs["old_protocol_requests[3.9][sarama]"]["explained"] is None
     assert diffs["seek[java]"]["explained"] is None and diffs["seek[java]"]["kafka"]["reason"] == "timed out"
     assert diffs["transactions[java]"]["kafka"]["outcome"] == "absent"
-    md = render_markdown(rows, None, None, list(diffs.values()))
+    assert unseen(parse(TABLE) | parse(TABLE.replace("seek[kcat]", "fixed[java]")), list(diffs.values())) \
+        == ["fixed[java]"]
+    md = render_markdown(rows, None, None, list(diffs.values()), ["fixed[java]"])
+    assert "not seen in this run" in md and "`fixed[java]`" in md
     assert "| seek | **≠ FAIL [1] / pass** *explained* | **≠ pass / FAIL [2]** **UNEXPLAINED** |" in md
     assert "| headers |" in md and "≠ pass / XPASS" not in md
     assert "Differences between kwire and kafka (outcome classes pass / fail / skip): 5, 3 not explained." in md
