@@ -52,8 +52,13 @@ def test_admin_configs(client, topic):
     assert cfg["cleanup.policy"] == "delete"
     assert "max.message.bytes" in cfg
     client.alter_configs(topic, {"retention.ms": "7200000", "max.message.bytes": "500000"})
-    cfg = client.describe_configs(topic)
-    assert cfg["retention.ms"] == "7200000"
+    # Kafka answers once the controller committed the change; the broker describes it once its metadata
+    # image has it, a moment later (kwire at once): wait for it, then both values must be there
+    def altered():
+        c = client.describe_configs(topic)
+        return c if c["retention.ms"] == "7200000" else None
+
+    cfg = wait_until(altered, message="the altered retention.ms in DescribeConfigs")
     assert cfg["max.message.bytes"] == "500000"
     with pytest.raises(KafkaOpError) as ei:
         client.alter_configs(topic, {"message.timestamp.type": "NotATimestampType"})
