@@ -54,6 +54,7 @@ class _Session:
         self.errors: dict[str, str] = {}
         self._starting: dict[str, threading.Thread] = {}
         self._failed: dict[str, BaseException] = {}
+        self._described: dict[str, str] = {}
 
     @property
     def both(self) -> bool:
@@ -70,6 +71,10 @@ class _Session:
             return t.name
         b = self.config.getoption("bootstrap")
         return f"external {b}" if b else self.config.getoption("target")
+
+    def descriptions(self) -> dict[str, str]:
+        """What ran as each target (kept after close(): the report is written at the session's end)."""
+        return dict(self._described)
 
     def prestart_kafka(self) -> None:
         """Start Apache Kafka (the process target) in a thread while the kwire rows run: its ~5-10 s start
@@ -119,7 +124,10 @@ class _Session:
             if exc is not None:
                 self.errors[kind] = f"{kind} did not start: {type(exc).__name__}: {exc}"
                 raise exc
-        return self.targets[kind]
+        target = self.targets[kind]
+        if target.description:
+            self._described[kind] = target.description
+        return target
 
     def close(self) -> None:
         for t in self._starting.values():
@@ -138,7 +146,8 @@ def pytest_configure(config):
         raise pytest.UsageError("--target both starts kwire and Apache Kafka itself; it takes no --bootstrap")
     if not hasattr(config, "workerinput"):  # under xdist only the controller writes the report
         config.pluginmanager.register(CompatReport(config.getoption("compat_report"), state.name, config.rootpath,
-                                                   compare=BOTH if state.both else None),
+                                                   compare=BOTH if state.both else None,
+                                                   descriptions=state.descriptions),
                                       "compat-report")
 
 

@@ -125,8 +125,10 @@ def kwire_version(root: Path | None = None) -> str:
 
 
 class CompatReport:
-    def __init__(self, path_prefix: str, target_name, root: Path | None = None, compare: tuple | None = None):
+    def __init__(self, path_prefix: str, target_name, root: Path | None = None, compare: tuple | None = None,
+                 descriptions=None):
         self.prefix = path_prefix
+        self.descriptions = descriptions   # callable: {target: what exactly ran}, once the targets started
         self.target_name = target_name  # callable: the target's name is known once the session starts
         self.root = root
         self.compare = compare          # (target, target) under --target both
@@ -185,8 +187,9 @@ class CompatReport:
         meta = {"target": "+".join(self.compare) if self.compare else rows[0]["target"],
                 "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "kwire": kwire_version(self.root), "clients": client_versions()}
+        described = self.descriptions() if self.descriptions else {}
         if "kafka" in targets:
-            meta["kafka"] = apache_kafka_version()
+            meta["kafka"] = described.get("kafka") or apache_kafka_version()
         doc = {"meta": meta, "scenarios": self.docs, "rows": rows}
         if self.compare:
             listed = listed_differences()
@@ -227,7 +230,7 @@ def _difference_line(d: dict, targets) -> str:
 def apache_kafka_version() -> str:
     from kwire.testing.apache_kafka import KAFKA_VERSION
 
-    return f"Apache Kafka {KAFKA_VERSION} (make kafka's jars, or testcontainers where Docker answers)"
+    return f"Apache Kafka {KAFKA_VERSION}"
 
 
 def _counts(rows) -> dict[str, int]:

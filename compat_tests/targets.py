@@ -64,6 +64,7 @@ class Target:
     name = "?"
     bootstrap = ""
     is_kwire = False
+    description = ""   # what exactly runs, for the report (release, process or container)
 
     def no_auto_create_bootstrap(self) -> str:
         """Bootstrap of a broker of this kind with auto.create.topics.enable=false (started lazily)."""
@@ -172,6 +173,7 @@ class KafkaProcessTarget(Target):
         except KafkaUnavailable as exc:   # no JDK, or make kafka never ran: the message says which
             raise TargetUnavailable(str(exc)) from exc
         self.version = self._main.version
+        self.description = f"Apache Kafka {self.version}, a local KRaft process (make kafka's jars from Maven)"
         if start:
             self.start()
 
@@ -213,6 +215,7 @@ class KafkaTarget(Target):
                                     "Docker for testcontainers (--kafka-via process runs make kafka's jars)")
         self._containers = []
         self._off = None
+        self.description = f"Apache Kafka, the {self.IMAGE} image through testcontainers"
         try:
             self.bootstrap = self._start({})
         except BaseException:
