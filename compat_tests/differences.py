@@ -16,6 +16,7 @@ by itself; an unexplained difference does (report.py).
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +67,9 @@ def parse(text: str) -> dict[str, Listed]:
     return out
 
 
-def listed_differences(path: Path = DOC) -> dict[str, Listed]:
+def listed_differences(path: Path | None = None) -> dict[str, Listed]:
+    """The table of docs/differences.md, or of the file ``$KWIRE_COMPAT_DIFFERENCES`` names (a test's)."""
+    path = path or Path(os.environ.get("KWIRE_COMPAT_DIFFERENCES") or DOC)
     return parse(path.read_text()) if path.exists() else {}
 
 

@@ -2,7 +2,9 @@
 client (confluent-kafka) and the reference one (the Java client), against kwire and against a real Apache
 Kafka 4.3.1 (make kafka's jars) in one pytest run, in a subprocess as a user runs it. The report has to
 carry both targets, every chosen row on each, and no difference that docs/differences.md does not
-explain; the run's exit status says the same.
+explain; the run's exit status says the same. A listed difference makes the listed failing side an xfail:
+the run reads a copy of docs/differences.md with one line more (headers[java], kafka listed as failing),
+so that row has to come back as an xpass carrying the listed reason, and the line as listed but not seen.
 
 One Apache Kafka for the run (the subset leaves out auto_create_off, which would start a second), on the
 worker that hosts the other Apache Kafka tests (xdist_group "apache-kafka").
@@ -10,6 +12,7 @@ worker that hosts the other Apache Kafka tests (xdist_group "apache-kafka").
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -39,7 +42,12 @@ def test_subset_side_by_side_with_apache_kafka(tmp_path):
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
            *(f"compat_tests/{f}" for f in FILES), "-k", " or ".join(map(_keyword, SCENARIOS)),
            "--target", "both", "--kafka-via", "process", "--clients", ",".join(CLIENTS), "--compat-report", str(prefix)]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    table = (ROOT / "docs" / "differences.md").read_text()
+    probe = "| `headers[java]` | pass | fail | a probe of this test: the kafka row is marked xfail |\n"
+    at = table.index("\n", table.index("|---|", table.index("## Compat suite"))) + 1
+    (tmp_path / "differences.md").write_text(table[:at] + probe + table[at:])
+    env = dict(os.environ, KWIRE_COMPAT_DIFFERENCES=str(tmp_path / "differences.md"))
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240, env=env)
     out = proc.stdout[-3000:] + proc.stderr[-1000:]
     assert (tmp_path / "both.json").exists(), out
     data = json.loads((tmp_path / "both.json").read_text())
@@ -52,5 +60,10 @@ def test_subset_side_by_side_with_apache_kafka(tmp_path):
     failed = [(r["target"], r["scenario"], r["client"], r["reason"]) for r in rows
               if r["outcome"] in ("fail", "error", "skip")]
     assert not failed, failed
+    probed = {r["target"]: r for r in rows if (r["scenario"], r["client"]) == ("headers", "java")}
+    assert probed["kwire"]["outcome"] == "pass" and probed["kafka"]["outcome"] == "xpass", probed
+    assert "a probe of this test" in probed["kafka"]["reason"]
+    assert "headers[java]" in data["listed_not_seen"]
+    assert {r["outcome"] for r in rows if r is not probed["kafka"]} == {"pass"}
     assert proc.returncode == 0, out
     assert "compat report (kwire)" in proc.stdout and "compat report (kafka)" in proc.stdout
