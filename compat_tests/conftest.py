@@ -85,8 +85,10 @@ class _Session:
             return
         try:
             target = KafkaProcessTarget(start=False)
-        except TargetUnavailable:
-            return  # the first kafka row reports it, as without a head start
+        except TargetUnavailable as exc:   # no JDK or no jars: the run stops before any row (unless --allow-skip)
+            self._failed["kafka"] = exc
+            self.unavailable("kafka", exc)
+            return
 
         def run():
             try:
@@ -99,6 +101,13 @@ class _Session:
         t = threading.Thread(target=run, name="compat-start-kafka", daemon=True)
         self._starting["kafka"] = t
         t.start()
+
+    def unavailable(self, kind: str, exc: TargetUnavailable) -> None:
+        """A target that cannot run here stops the run at once, unless --allow-skip (then its rows skip)."""
+        self.errors[kind] = str(exc)
+        if not self.config.getoption("allow_skip"):
+            pytest.exit(f"compat: the target cannot be started: {exc}. Nothing was tested; pass --allow-skip "
+                        f"to skip every scenario instead of failing.", returncode=1)
 
     def get(self, kind: str):
         """The started target ``kind`` (kwire, kafka, ...; ``external`` for --bootstrap)."""
@@ -116,10 +125,7 @@ class _Session:
                 except BaseException as e:  # noqa: BLE001 - handled as a failed head start is
                     exc = e
             if isinstance(exc, TargetUnavailable):
-                self.errors[kind] = str(exc)
-                if not self.config.getoption("allow_skip"):
-                    pytest.exit(f"compat: the target cannot be started: {exc}. Nothing was tested; pass --allow-skip "
-                                f"to skip every scenario instead of failing.", returncode=1)
+                self.unavailable(kind, exc)
                 pytest.skip(self.errors[kind])
             if exc is not None:
                 self.errors[kind] = f"{kind} did not start: {type(exc).__name__}: {exc}"

@@ -76,6 +76,12 @@ def test_target_kafka_as_a_process_without_jars_names_make_kafka(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 1, proc.stdout[-2000:]
     assert "the target cannot be started" in proc.stdout and "make kafka" in proc.stdout
+    # side by side: stopped before any kwire row runs, not after them
+    proc = subprocess.run([*PYTEST, "compat_tests/test_records.py", "-k", "headers", "--clients", "kafka-python",
+                           "--target", "both", "--compat-report", str(tmp_path / "r2")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 1 and "make kafka" in proc.stdout, proc.stdout[-2000:]
+    assert "passed" not in proc.stdout and not (tmp_path / "r2.json").exists()
 
 
 # ---------------------------------------------------------------- --target both: the comparison
