@@ -503,7 +503,7 @@ def critical_path(loop: str, n_txn: int = 200) -> dict[str, float]:
                 with tempfile.TemporaryDirectory(prefix="kwire-java-trace-") as tmp:
                     cp = classpath(tmp)
                     if cp is None:
-                        raise RuntimeError("no JDK or no kafka-clients jar")
+                        raise RuntimeError("no JDK (java and javac): make deps installs one")
                     # idempotent at linger.ms=0, its best (at 5 the Java client's flush loop lags)
                     java_loop(cp, bs, "txn" if loop == "java-txn" else "idem", 100, n_txn * 100,
                               5 if loop == "java-txn" else 0)

