@@ -34,8 +34,8 @@ def kafka_json(name: str):
     try:
         text = importlib.resources.files(KAFKA_RESOURCES).joinpath(name + ".json").read_text("utf-8")
     except (FileNotFoundError, ModuleNotFoundError):
-        # the share-group APIs (KIP-932), newer than kafka-python: Kafka's own jar
-        text = _kafka_clients_json(name) if "Share" in name else None
+        # APIs newer than kafka-python (share groups, KIP-932, and others): Kafka 4.3.1's own jar
+        text = _kafka_clients_json(name)
         if text is None:
             return None
     data = json.loads(_COMMENT_LINE.sub("", text))

@@ -39,8 +39,9 @@ RESPONSE = Message("FetchSnapshotResponse", api_key=59, kind="response", valid="
                 F("epoch", "int32", "0+"),
             ]),
             F("current_leader", "LeaderIdAndEpoch", "0+", tag=0, tagged="0+", fields=[
-                F("leader_id", "int32", "0+", default=-1),
-                F("leader_epoch", "int32", "0+", default=-1),
+                # Kafka's defaults (0, 0): a tagged struct equal to them is left out of the encoding
+                F("leader_id", "int32", "0+"),
+                F("leader_epoch", "int32", "0+"),
             ]),
             F("size", "int64", "0+"),
             F("position", "int64", "0+"),

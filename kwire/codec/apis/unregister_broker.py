@@ -8,5 +8,5 @@ REQUEST = Message("UnregisterBrokerRequest", api_key=64, kind="request", valid="
 RESPONSE = Message("UnregisterBrokerResponse", api_key=64, kind="response", valid="0", flexible="0+", fields=[
     F("throttle_time_ms", "int32", "0+"),
     F("error_code", "int16", "0+"),
-    F("error_message", "string", "0+", nullable="0+", default=None),
+    F("error_message", "string", "0+", nullable="0+"),
 ])
