@@ -32,7 +32,7 @@ _b("authorizer.class.name", S, "", "Class that authorizes requests; empty: no au
           "kwire.security.authorizer.StandardAuthorizer"))
 _b("super.users", S, None, "Principals allowed everything by the authorizer, ';'-separated (User:admin;User:ops).")
 _b("allow.everyone.if.no.acl.found", B, False, "The authorizer allows a request on a resource no ACL names.")
-_b("early.start.listeners", S, None, "Listeners started before the authorizer is ready.")
+_b("early.start.listeners", LI, None, "Listeners started before the authorizer is ready.")
 _b("broker.rack", S, None, "Rack of this broker, for rack-aware replica placement.")
 _b("controlled.shutdown.enable", B, True, "Move leadership away before shutting down.")
 _b("controlled.shutdown.max.retries", I, 3, "Retries of a failed controlled shutdown.")

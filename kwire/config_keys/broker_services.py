@@ -197,7 +197,7 @@ _b("sasl.oauthbearer.jwks.endpoint.refresh.ms", L, 3600000, "How often the JWKS 
 _b("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", L, 10000, "Longest backoff of JWKS retries.")
 _b("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", L, 100, "First backoff of JWKS retries.")
 _b("sasl.oauthbearer.clock.skew.seconds", I, 30, "Clock skew allowed when checking tokens.")
-_b("sasl.oauthbearer.expected.audience", LI, None, "Audiences a token must name.")
+_b("sasl.oauthbearer.expected.audience", LI, [], "Audiences a token must name.")
 _b("sasl.oauthbearer.expected.issuer", S, None, "Issuer a token must name.")
 _b("sasl.oauthbearer.header.urlencode", B, False, "URL-encode the client credentials header.")
 _b("security.providers", S, None, "Security provider creator classes.")

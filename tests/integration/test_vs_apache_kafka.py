@@ -1,0 +1,105 @@
+"""kwire and a real Apache Kafka 4.3 side by side: the same requests, the same answers, for the
+differences issue 29 named (one Kafka for the module, ~5 s to start)."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from kwire.codec.apis import api
+from kwire.testing import Broker
+from kwire.testing.apache_kafka import ApacheKafka
+from kwire.testing.client import WireClient
+
+pytestmark = [pytest.mark.xdist_group("apache-kafka")]
+
+TOPIC_T, BROKER_T = 2, 4
+
+
+@pytest.fixture(scope="module")
+def kafka():
+    k = ApacheKafka(nodes=1).start()
+    try:
+        yield k
+    finally:
+        k.close()
+
+
+@pytest.fixture(scope="module")
+def kw():
+    # node id 1, as the ApacheKafka node's
+    with Broker(mode="thread", overrides={"node.id": 1}) as b:
+        yield b
+
+
+@pytest.fixture(params=["kafka", "kwire"])
+def both(request, kafka, kw):
+    """A wire client to each broker in turn; tests compare through a shared dict."""
+    target = kafka if request.param == "kafka" else kw
+    with WireClient(target.bootstrap_servers, timeout=20) as c:
+        yield request.param, c
+
+
+def _describe(c, rtype, name, keys=None, synonyms=True, docs=False):
+    res = api("DescribeConfigs").request.struct("DescribeConfigsResource")(
+        resource_type=rtype, resource_name=name, configuration_keys=keys)
+    r = c.request("DescribeConfigs", 4, resources=[res], include_synonyms=synonyms,
+                  include_documentation=docs).results[0]
+    return (r.error_code, r.error_message, {
+        e.name: (e.value, e.config_source, e.read_only, e.is_sensitive, e.config_type,
+                 [(s.name, s.value, s.source) for s in e.synonyms]) for e in r.configs})
+
+
+def _incremental(c, name, ops, validate_only=False):
+    a = api("IncrementalAlterConfigs")
+    R, C = a.request.struct("AlterConfigsResource"), a.request.struct("AlterableConfig")
+    r = c.request("IncrementalAlterConfigs", 1, validate_only=validate_only, resources=[R(
+        resource_type=BROKER_T, resource_name=name,
+        configs=[C(name=k, config_operation=op, value=v) for k, op, v in ops])]).responses[0]
+    return r.error_code, r.error_message
+
+
+def _legacy(c, name, configs):
+    a = api("AlterConfigs")
+    R, C = a.request.struct("AlterConfigsResource"), a.request.struct("AlterableConfig")
+    r = c.request("AlterConfigs", 1, validate_only=False, resources=[R(
+        resource_type=BROKER_T, resource_name=name,
+        configs=[C(name=k, value=v) for k, v in configs.items()])]).responses[0]
+    return r.error_code, r.error_message
+
+
+# ------------------------------------------------------------------ (a) min.insync.replicas, KIP-966
+_answers: dict[str, dict] = {}
+
+
+def _same_on_both(key: str, label: str, answer):
+    """Record ``answer`` for ``label``; once both are in, they must be equal."""
+    got = _answers.setdefault(key, {})
+    got[label] = answer
+    if len(got) == 2:
+        assert got["kwire"] == got["kafka"]
+
+
+def test_cluster_level_min_insync_replicas_is_described_alike(both):
+    label, c = both
+    topic = f"elr-{uuid.uuid4().hex[:8]}"
+    c.create_topic(topic, 1)
+    answer = {
+        "default": _describe(c, BROKER_T, ""),
+        "default, no synonyms": _describe(c, BROKER_T, "", synonyms=False),
+        "node": _describe(c, BROKER_T, "1", ["min.insync.replicas"]),
+        "topic": _describe(c, TOPIC_T, topic, ["min.insync.replicas"]),
+    }
+    assert answer["default"][2]["min.insync.replicas"][:2] == ("1", 3)   # DYNAMIC_DEFAULT_BROKER_CONFIG
+    _same_on_both("describe", label, answer)
+
+
+def test_min_insync_replicas_refusals_are_alike(both):
+    label, c = both
+    _same_on_both("refusals", label, [
+        _incremental(c, "1", [("min.insync.replicas", 0, "2")]),
+        _incremental(c, "1", [("min.insync.replicas", 1, None)], validate_only=True),
+        _incremental(c, "", [("min.insync.replicas", 1, None)]),
+        _legacy(c, "", {"log.cleaner.threads": "2"}),
+        _legacy(c, "1", {"min.insync.replicas": "3"}),
+    ])
