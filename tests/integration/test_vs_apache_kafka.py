@@ -14,6 +14,7 @@ from kwire.testing.client import WireClient
 pytestmark = [pytest.mark.xdist_group("apache-kafka")]
 
 TOPIC_T, BROKER_T = 2, 4
+_RUN = uuid.uuid4().hex[:8]   # one name per run for the topics both brokers get
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +83,7 @@ def _same_on_both(key: str, label: str, answer):
 
 def test_cluster_level_min_insync_replicas_is_described_alike(both):
     label, c = both
-    topic = f"elr-{uuid.uuid4().hex[:8]}"
+    topic = f"elr-{_RUN}"
     c.create_topic(topic, 1)
     answer = {
         "default": _describe(c, BROKER_T, ""),
@@ -102,4 +103,33 @@ def test_min_insync_replicas_refusals_are_alike(both):
         _incremental(c, "", [("min.insync.replicas", 1, None)]),
         _legacy(c, "", {"log.cleaner.threads": "2"}),
         _legacy(c, "1", {"min.insync.replicas": "3"}),
+    ])
+
+
+# ------------------------------------------------------------------ (c) AlterReplicaLogDirs
+def _alter_log_dirs(c, dirs, version=2):
+    A = api("AlterReplicaLogDirs").request
+    D, T = A.struct("AlterReplicaLogDir"), A.struct("AlterReplicaLogDirTopic")
+    r = c.request("AlterReplicaLogDirs", version, dirs=[
+        D(path=path, topics=[T(name=t, partitions=ps) for t, ps in topics.items()]) for path, topics in dirs])
+    return sorted((t.topic_name, p.partition_index, p.error_code) for t in r.results for p in t.partitions)
+
+
+def test_alter_replica_log_dirs_answers_alike(both):
+    label, c = both
+    topic = f"ld-{_RUN}"
+    c.create_topic(topic, 2)
+    log_dir = c.request("DescribeLogDirs", 4, topics=None).results[0].log_dir   # each broker's own
+    versions = {k.api_key: (k.min_version, k.max_version) for k in c.request("ApiVersions", 3, client_software_name="kwire-tests", client_software_version="1").api_keys}
+    _same_on_both("alter log dirs", label, [
+        versions.get(34),
+        _alter_log_dirs(c, [(log_dir, {topic: [0, 1]})]),
+        _alter_log_dirs(c, [(log_dir, {topic: [0]})], version=1),
+        _alter_log_dirs(c, [("/no/such/dir", {topic: [0]}), ("relative", {topic: [1]})]),
+        _alter_log_dirs(c, [(log_dir + "/", {topic: [0]})]),
+        _alter_log_dirs(c, [(log_dir, {topic: [5], "no-such-topic": [0]})]),
+        _alter_log_dirs(c, [("/no/such/dir", {"no-such-topic": [0]})]),
+        _alter_log_dirs(c, [("/no/such/dir", {"x" * 214: [0], "y" * 213: [0]})]),
+        _alter_log_dirs(c, [(log_dir, {topic: [0]}), ("/other", {topic: [1]})]),
+        _alter_log_dirs(c, []),
     ])
