@@ -2,6 +2,7 @@
 differences issue 29 named (one Kafka for the module, ~5 s to start)."""
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -133,3 +134,72 @@ def test_alter_replica_log_dirs_answers_alike(both):
         _alter_log_dirs(c, [(log_dir, {topic: [0]}), ("/other", {topic: [1]})]),
         _alter_log_dirs(c, []),
     ])
+
+
+# ------------------------------------------------------------------ (b) KIP-1251 offset commits
+def _heartbeat(c, group, member_id, epoch, topic=None, owned=None, topic_id=None):
+    T = api("ConsumerGroupHeartbeat").request.struct("TopicPartitions")
+    for _ in range(100):   # the coordinator loads __consumer_offsets first (14, 15, 16: retriable)
+        r = c.request("ConsumerGroupHeartbeat", 0, group_id=group, member_id=member_id, member_epoch=epoch,
+                      rebalance_timeout_ms=30000 if epoch == 0 else -1,
+                      subscribed_topic_names=[topic] if epoch == 0 else None,
+                      topic_partitions=[] if epoch == 0 else [T(topic_id=topic_id, partitions=sorted(owned))])
+        if r.error_code not in (14, 15, 16):
+            break
+        time.sleep(0.2)
+    assert r.error_code == 0, r
+    got = None if r.assignment is None else {p for tp in r.assignment.topic_partitions for p in tp.partitions}
+    return r.member_id, r.member_epoch, got
+
+
+def _commit(c, group, member_id, epoch, topic, partitions):
+    C = api("OffsetCommit").request
+    r = c.request("OffsetCommit", 9, group_id=group, generation_id_or_member_epoch=epoch, member_id=member_id,
+                  group_instance_id=None, topics=[C.struct("OffsetCommitRequestTopic")(name=topic, partitions=[
+                      C.struct("OffsetCommitRequestPartition")(partition_index=p, committed_offset=1,
+                                                               committed_leader_epoch=-1, committed_metadata="")
+                      for p in partitions])])
+    return sorted({p.error_code for t in r.topics for p in t.partitions})
+
+
+def test_offset_commits_at_an_older_epoch_are_judged_alike(both):
+    """Raw ConsumerGroupHeartbeats: A owns all 4 partitions, B joins, A revokes half and moves
+    to the new epoch; then A commits at its old epoch (Kafka 4.3: NONE for what it kept,
+    STALE_MEMBER_EPOCH for what it gave away), at a newer one, and at its own."""
+    label, c = both
+    topic, group = f"cg-{_RUN}", f"g-{_RUN}"
+    c.create_topic(topic, 4)
+    for _ in range(100):   # the first FindCoordinator creates __consumer_offsets; wait for its leader
+        if c.request("FindCoordinator", 3, key=group, key_type=0).error_code == 0:
+            break
+        time.sleep(0.2)
+    topic_id = next(t.topic_id for t in c.request("Metadata", 12, topics=None, allow_auto_topic_creation=False,
+                                                  include_topic_authorized_operations=False).topics
+                    if t.name == topic)
+    a, e1, owned = _heartbeat(c, group, "", 0, topic)
+    for _ in range(100):   # Kafka may assign on a later heartbeat
+        if owned == {0, 1, 2, 3}:
+            break
+        time.sleep(0.1)
+        _, e1, got = _heartbeat(c, group, a, e1, topic, owned or set(), topic_id)
+        owned = got if got is not None else owned
+    b, _eb, _ = _heartbeat(c, group, "", 0, topic)
+    for _ in range(100):   # Kafka 4.3 may compute the new target a little later (assignment interval)
+        _, epoch, kept = _heartbeat(c, group, a, e1, topic, owned, topic_id)
+        if kept is not None and kept != owned:
+            break
+        time.sleep(0.1)
+    assert epoch == e1 and len(kept) == 2        # revoke first, at the same epoch
+    _, e2, _ = _heartbeat(c, group, a, e1, topic, kept, topic_id)
+    assert e2 > e1
+    gone = sorted(owned - kept)
+    _same_on_both("kip-1251", label, [
+        _commit(c, group, a, e1, topic, sorted(kept)),
+        _commit(c, group, a, e1, topic, gone[:1]),
+        _commit(c, group, a, e1, topic, sorted(kept) + gone[:1]),
+        _commit(c, group, a, e2 + 1, topic, sorted(kept)),
+        _commit(c, group, a, e2, topic, sorted(kept)),
+        _commit(c, group, b, 0, topic, sorted(kept)),
+    ])
+    stale = 113
+    assert _answers["kip-1251"][label] == [[0], [stale], [stale], [stale], [0], [stale]]
