@@ -59,6 +59,14 @@ _b("group.consumer.migration.policy", S, "bidirectional", "Conversion between cl
    "groups.", one_of("disabled", "downgrade", "upgrade", "bidirectional", case_insensitive=True))
 _b("group.share.max.size", I, 200, "Most members of a share group.", between(1, 1000))
 _b("group.share.delivery.count.limit", I, 5, "Deliveries of a record before it is archived.", between(2, 10))
+# Kafka 4.2: the bounds a share group's own delivery.count.limit and record locks are held to
+_b("group.share.min.delivery.count.limit", I, 2, "Lowest delivery count limit of a share group.", between(2, 10))
+_b("group.share.max.delivery.count.limit", I, 10, "Highest delivery count limit of a share group.", between(2, 10))
+_b("group.share.min.partition.max.record.locks", I, 100, "Fewest in-flight records a share partition may be "
+   "limited to.", between(100, 10000))
+_b("group.share.max.partition.max.record.locks", I, 4000, "Most in-flight records a share partition may be "
+   "allowed.", between(100, 10000))
+_b("group.share.max.share.sessions", I, 2000, "Most share sessions a broker keeps.", at_least(1))
 _b("group.share.record.lock.duration.ms", I, 30000, "Acquisition lock of a share group record.",
    between(1000, 3600000))
 _b("group.share.min.record.lock.duration.ms", I, 15000, "Shortest record lock duration.",
@@ -200,6 +208,26 @@ _b("sasl.oauthbearer.clock.skew.seconds", I, 30, "Clock skew allowed when checki
 _b("sasl.oauthbearer.expected.audience", LI, [], "Audiences a token must name.")
 _b("sasl.oauthbearer.expected.issuer", S, None, "Issuer a token must name.")
 _b("sasl.oauthbearer.header.urlencode", B, False, "URL-encode the client credentials header.")
+# KIP-1139 (Kafka 4.1): the JWT-bearer grant and pluggable retriever/validator
+_b("sasl.oauthbearer.scope", S, None, "Scope asked for when a token is fetched.")
+_b("sasl.oauthbearer.client.credentials.client.id", S, None, "Client id of the client-credentials grant.")
+_b("sasl.oauthbearer.client.credentials.client.secret", P, None, "Client secret of the client-credentials grant.")
+_b("sasl.oauthbearer.jwt.retriever.class", C, "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
+   "How a token is obtained.")
+_b("sasl.oauthbearer.jwt.validator.class", C, "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator",
+   "How a token is checked.")
+_b("sasl.oauthbearer.assertion.algorithm", S, "RS256", "Algorithm that signs a JWT-bearer assertion.")
+_b("sasl.oauthbearer.assertion.claim.aud", S, None, "aud claim of a JWT-bearer assertion.")
+_b("sasl.oauthbearer.assertion.claim.exp.seconds", I, 300, "Lifetime of a JWT-bearer assertion.", between(0, 86400))
+_b("sasl.oauthbearer.assertion.claim.iss", S, None, "iss claim of a JWT-bearer assertion.")
+_b("sasl.oauthbearer.assertion.claim.jti.include", B, False, "Add a jti claim to a JWT-bearer assertion.")
+_b("sasl.oauthbearer.assertion.claim.nbf.seconds", I, 60, "How long before now a JWT-bearer assertion is valid.",
+   between(0, 3600))
+_b("sasl.oauthbearer.assertion.claim.sub", S, None, "sub claim of a JWT-bearer assertion.")
+_b("sasl.oauthbearer.assertion.file", S, None, "File holding a ready JWT-bearer assertion.")
+_b("sasl.oauthbearer.assertion.private.key.file", S, None, "Private key that signs JWT-bearer assertions.")
+_b("sasl.oauthbearer.assertion.private.key.passphrase", P, None, "Passphrase of that private key.")
+_b("sasl.oauthbearer.assertion.template.file", S, None, "Template of a JWT-bearer assertion's header and claims.")
 _b("security.providers", S, None, "Security provider creator classes.")
 _b("ssl.protocol", S, "TLSv1.3", "TLS protocol of the SSLContext.", None, PB)
 _b("ssl.provider", S, None, "JSSE security provider.", None, PB)
