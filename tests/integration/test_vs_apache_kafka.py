@@ -42,6 +42,19 @@ def both(request, kafka, kw):
         yield request.param, c
 
 
+def _create(c, topic, partitions):
+    """Create ``topic`` and wait until this broker hosts its logs (Kafka creates them a little
+    after CreateTopics answers)."""
+    c.create_topic(topic, partitions)
+    for _ in range(100):
+        hosted = {(t.name, p.partition_index) for r in c.request("DescribeLogDirs", 4, topics=None).results
+                  for t in r.topics for p in t.partitions}
+        if all((topic, p) in hosted for p in range(partitions)):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{topic}'s logs were not created")
+
+
 def _describe(c, rtype, name, keys=None, synonyms=True, docs=False):
     res = api("DescribeConfigs").request.struct("DescribeConfigsResource")(
         resource_type=rtype, resource_name=name, configuration_keys=keys)
@@ -85,7 +98,7 @@ def _same_on_both(key: str, label: str, answer):
 def test_cluster_level_min_insync_replicas_is_described_alike(both):
     label, c = both
     topic = f"elr-{_RUN}"
-    c.create_topic(topic, 1)
+    _create(c, topic, 1)
     answer = {
         "default": _describe(c, BROKER_T, ""),
         "default, no synonyms": _describe(c, BROKER_T, "", synonyms=False),
@@ -104,6 +117,11 @@ def test_min_insync_replicas_refusals_are_alike(both):
         _incremental(c, "", [("min.insync.replicas", 1, None)]),
         _legacy(c, "", {"log.cleaner.threads": "2"}),
         _legacy(c, "1", {"min.insync.replicas": "3"}),
+        # the broker checks the values first, then the controller the ELR rules
+        _incremental(c, "1", [("min.insync.replicas", 0, "0")]),
+        _incremental(c, "", [("min.insync.replicas", 0, "0")]),
+        _incremental(c, "1", [("log.cleaner.threads", 0, "abc")]),
+        _incremental(c, "", [("num.partitions", 0, "3")]),
     ])
 
 
@@ -119,7 +137,7 @@ def _alter_log_dirs(c, dirs, version=2):
 def test_alter_replica_log_dirs_answers_alike(both):
     label, c = both
     topic = f"ld-{_RUN}"
-    c.create_topic(topic, 2)
+    _create(c, topic, 2)
     log_dir = c.request("DescribeLogDirs", 4, topics=None).results[0].log_dir   # each broker's own
     versions = {k.api_key: (k.min_version, k.max_version) for k in c.request("ApiVersions", 3, client_software_name="kwire-tests", client_software_version="1").api_keys}
     _same_on_both("alter log dirs", label, [
@@ -168,7 +186,7 @@ def test_offset_commits_at_an_older_epoch_are_judged_alike(both):
     STALE_MEMBER_EPOCH for what it gave away), at a newer one, and at its own."""
     label, c = both
     topic, group = f"cg-{_RUN}", f"g-{_RUN}"
-    c.create_topic(topic, 4)
+    _create(c, topic, 4)
     for _ in range(100):   # the first FindCoordinator creates __consumer_offsets; wait for its leader
         if c.request("FindCoordinator", 3, key=group, key_type=0).error_code == 0:
             break
