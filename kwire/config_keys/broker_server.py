@@ -52,7 +52,8 @@ _b("compression.zstd.level", I, 3, "Level of zstd compression.", between(-131072
 _b("max.incremental.fetch.session.cache.slots", I, 1000, "Most incremental fetch sessions kept.", at_least(0))
 _b("fetch.max.bytes", I, 57671680, "Most bytes answered to one fetch request.", at_least(1024))
 _b("max.request.partition.size.limit", I, 2000, "Most partitions served in one request.", at_least(1))
-_b("eligible.leader.replicas.enable", B, False, "Use eligible leader replicas (KIP-966).")
+_b("eligible.leader.replicas.enable", B, False, "Use eligible leader replicas (KIP-966; Kafka 4 keeps it "
+   "internal: eligible.leader.replicas.version).", hidden=True)
 _b("initial.broker.registration.timeout.ms", I, 60000, "How long a starting broker waits to register.")
 _b("broker.heartbeat.interval.ms", I, 2000, "Time between broker heartbeats to the controller.")
 _b("broker.session.timeout.ms", I, 9000, "A broker without heartbeats for this long is fenced.")

@@ -14,13 +14,15 @@ from kwire.testing.client import WireClient
 
 pytestmark = [pytest.mark.xdist_group("apache-kafka")]
 
-TOPIC_T, BROKER_T = 2, 4
+TOPIC_T, BROKER_T, GROUP_T = 2, 4, 32
+# a static broker key behind a group key's default, set alike on both
+STATIC = {"group.consumer.heartbeat.interval.ms": "6000"}
 _RUN = uuid.uuid4().hex[:8]   # one name per run for the topics both brokers get
 
 
 @pytest.fixture(scope="module")
 def kafka():
-    k = ApacheKafka(nodes=1).start()
+    k = ApacheKafka(nodes=1, overrides=STATIC).start()
     try:
         yield k
     finally:
@@ -30,7 +32,7 @@ def kafka():
 @pytest.fixture(scope="module")
 def kw():
     # node id 1, as the ApacheKafka node's
-    with Broker(mode="thread", overrides={"node.id": 1}) as b:
+    with Broker(mode="thread", overrides={"node.id": 1, **STATIC}) as b:
         yield b
 
 
@@ -123,6 +125,24 @@ def test_min_insync_replicas_refusals_are_alike(both):
         _incremental(c, "1", [("log.cleaner.threads", 0, "abc")]),
         _incremental(c, "", [("num.partitions", 0, "3")]),
     ])
+
+
+def test_group_configs_are_described_alike(both):
+    label, c = both
+    group = f"cfg-{_RUN}"
+    a = api("IncrementalAlterConfigs")
+    R, C = a.request.struct("AlterConfigsResource"), a.request.struct("AlterableConfig")
+    r = c.request("IncrementalAlterConfigs", 1, validate_only=False, resources=[R(
+        resource_type=GROUP_T, resource_name=group,
+        configs=[C(name="consumer.session.timeout.ms", config_operation=0, value="50000")])]).responses[0]
+    assert r.error_code == 0, r
+    for _ in range(100):   # Kafka's broker applies the controller's record a little later
+        got = _describe(c, GROUP_T, group)
+        if got[2].get("consumer.session.timeout.ms", (None,))[0] == "50000":
+            break
+        time.sleep(0.1)
+    assert got[2]["consumer.heartbeat.interval.ms"][:2] == ("6000", 4)   # STATIC_BROKER_CONFIG
+    _same_on_both("group configs", label, got)
 
 
 # ------------------------------------------------------------------ (c) AlterReplicaLogDirs
