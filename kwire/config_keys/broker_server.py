@@ -11,8 +11,12 @@ from kwire.config_keys.define import (  # noqa: F401
 # ------------------------------------------------------------------ general (ServerConfigs, KRaftConfigs)
 _b("node.id", I, 1, "This node's id in the cluster (kwire default 1; Kafka requires it to be set).", at_least(0))
 _b("broker.id", I, -1, "Older name of node.id; set either.")
-_b("broker.id.generation.enable", B, True, "Generate a broker id when none is configured (ZooKeeper only).")
-_b("reserved.broker.max.id", I, 1000, "Highest broker id that may be configured by hand.", at_least(0))
+# Kafka 4.x no longer defines these ZooKeeper-era keys (its DescribeConfigs does not list them):
+# accepted, described only when set
+_b("broker.id.generation.enable", B, True, "Generate a broker id when none is configured (ZooKeeper only).",
+   hidden=True)
+_b("reserved.broker.max.id", I, 1000, "Highest broker id that may be configured by hand (ZooKeeper only).",
+   at_least(0), hidden=True)
 _b("process.roles", LI, ["broker", "controller"], "The roles of this node: broker, controller, or both (kwire "
    "default: both; Kafka requires it to be set).", list_of("broker", "controller", allow_empty=False))
 _b("message.max.bytes", I, 1048588, "Largest record batch a topic accepts (after compression); topic "
@@ -32,11 +36,13 @@ _b("authorizer.class.name", S, "", "Class that authorizes requests; empty: no au
           "kwire.security.authorizer.StandardAuthorizer"))
 _b("super.users", S, None, "Principals allowed everything by the authorizer, ';'-separated (User:admin;User:ops).")
 _b("allow.everyone.if.no.acl.found", B, False, "The authorizer allows a request on a resource no ACL names.")
-_b("early.start.listeners", S, None, "Listeners started before the authorizer is ready.")
+_b("early.start.listeners", LI, None, "Listeners started before the authorizer is ready.")
 _b("broker.rack", S, None, "Rack of this broker, for rack-aware replica placement.")
 _b("controlled.shutdown.enable", B, True, "Move leadership away before shutting down.")
-_b("controlled.shutdown.max.retries", I, 3, "Retries of a failed controlled shutdown.")
-_b("controlled.shutdown.retry.backoff.ms", L, 5000, "Wait between controlled shutdown retries.")
+_b("controlled.shutdown.max.retries", I, 3, "Retries of a failed controlled shutdown (ZooKeeper only).",
+   hidden=True)
+_b("controlled.shutdown.retry.backoff.ms", L, 5000, "Wait between controlled shutdown retries (ZooKeeper only).",
+   hidden=True)
 _b("delete.topic.enable", B, True, "Allow DeleteTopics.")
 _b("compression.type", S, "producer", "Final compression of a topic's batches; producer keeps the "
    "producer's codec.", one_of(*COMPRESSION), CW)
@@ -46,7 +52,8 @@ _b("compression.zstd.level", I, 3, "Level of zstd compression.", between(-131072
 _b("max.incremental.fetch.session.cache.slots", I, 1000, "Most incremental fetch sessions kept.", at_least(0))
 _b("fetch.max.bytes", I, 57671680, "Most bytes answered to one fetch request.", at_least(1024))
 _b("max.request.partition.size.limit", I, 2000, "Most partitions served in one request.", at_least(1))
-_b("eligible.leader.replicas.enable", B, False, "Use eligible leader replicas (KIP-966).")
+_b("eligible.leader.replicas.enable", B, False, "Use eligible leader replicas (KIP-966; Kafka 4 keeps it "
+   "internal: eligible.leader.replicas.version).", hidden=True)
 _b("initial.broker.registration.timeout.ms", I, 60000, "How long a starting broker waits to register.")
 _b("broker.heartbeat.interval.ms", I, 2000, "Time between broker heartbeats to the controller.")
 _b("broker.session.timeout.ms", I, 9000, "A broker without heartbeats for this long is fenced.")
@@ -78,6 +85,9 @@ _b("metadata.log.max.snapshot.interval.ms", L, HOUR_MS, "Longest time between me
 _b("controller.quorum.voters", LI, [], "The KRaft voters as id@host:port,...")
 _b("controller.quorum.bootstrap.servers", LI, [], "Addresses to find the KRaft quorum at.")
 _b("controller.quorum.election.timeout.ms", I, 1000, "Time without a leader before an election starts.")
+_b("controller.quorum.fetch.max.bytes", I, 1048576, "Most bytes a KRaft Fetch asks for.", at_least(1))
+_b("controller.quorum.fetch.snapshot.max.bytes", I, 1048576, "Most bytes a KRaft FetchSnapshot asks for.",
+   at_least(1))
 _b("controller.quorum.fetch.timeout.ms", I, 2000, "Time without a fetch from the leader before a "
    "follower becomes a candidate.")
 _b("controller.quorum.election.backoff.max.ms", I, 1000, "Longest backoff before a new election.")
@@ -123,7 +133,8 @@ _b("producer.purgatory.purge.interval.requests", I, 1000, "Purge interval of the
 _b("delete.records.purgatory.purge.interval.requests", I, 1, "Purge interval of the delete-records "
    "purgatory.")
 _b("auto.leader.rebalance.enable", B, True, "Move leadership back to preferred replicas.")
-_b("leader.imbalance.per.broker.percentage", I, 10, "Leader imbalance allowed per broker, in percent.")
+_b("leader.imbalance.per.broker.percentage", I, 10, "Leader imbalance allowed per broker, in percent "
+   "(ZooKeeper only; Kafka 4.x does not define it).", hidden=True)
 _b("leader.imbalance.check.interval.seconds", L, 300, "How often leader balance is checked.", at_least(1))
 _b("unclean.leader.election.enable", B, False, "Let an out-of-sync replica become leader as a last "
    "resort.", None, CW)
@@ -140,6 +151,7 @@ _b("num.partitions", I, 1, "Partitions of topics created without a count.", at_l
 _b("log.dir", LI, ["./kwire-data"], "Directory of the log data, when log.dirs is not set (kwire default "
    "./kwire-data; Kafka's: /tmp/kafka-logs).")
 _b("log.dirs", LI, None, "Directories of the log data; default: log.dir.")
+_b("cordoned.log.dirs", LI, [], "Log dirs that take no new replicas (KIP-1066; kwire has one dir).", None, PB)
 _b("log.segment.bytes", I, 1073741824, "Largest size of a log segment.", at_least(1024 * 1024), CW)
 _b("log.roll.ms", L, None, "Longest age of a log segment in ms; default: log.roll.hours.", None, CW)
 _b("log.roll.hours", I, 168, "Longest age of a log segment in hours.", at_least(1))

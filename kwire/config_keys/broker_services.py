@@ -51,7 +51,7 @@ for _kind in ("consumer", "share", "streams"):
     _b(f"group.{_kind}.max.assignment.interval.ms", I, 15000, f"Longest assignment interval of {_kind} groups.",
        at_least(0))
     _b(f"group.{_kind}.assignor.offload.enable", B, True, f"Run {_kind} group assignors on a background "
-       "thread.", None, CW)
+       "thread.", None, CW, hidden=True)
 _b("group.consumer.max.size", I, INT_MAX, "Most members of a consumer group.", at_least(1))
 _b("group.consumer.assignors", LI, ["uniform", "range"], "Server-side assignors (names or classes); the "
    "first is the default.")
@@ -59,6 +59,14 @@ _b("group.consumer.migration.policy", S, "bidirectional", "Conversion between cl
    "groups.", one_of("disabled", "downgrade", "upgrade", "bidirectional", case_insensitive=True))
 _b("group.share.max.size", I, 200, "Most members of a share group.", between(1, 1000))
 _b("group.share.delivery.count.limit", I, 5, "Deliveries of a record before it is archived.", between(2, 10))
+# Kafka 4.2: the bounds a share group's own delivery.count.limit and record locks are held to
+_b("group.share.min.delivery.count.limit", I, 2, "Lowest delivery count limit of a share group.", between(2, 10))
+_b("group.share.max.delivery.count.limit", I, 10, "Highest delivery count limit of a share group.", between(2, 10))
+_b("group.share.min.partition.max.record.locks", I, 100, "Fewest in-flight records a share partition may be "
+   "limited to.", between(100, 10000))
+_b("group.share.max.partition.max.record.locks", I, 4000, "Most in-flight records a share partition may be "
+   "allowed.", between(100, 10000))
+_b("group.share.max.share.sessions", I, 2000, "Most share sessions a broker keeps.", at_least(1))
 _b("group.share.record.lock.duration.ms", I, 30000, "Acquisition lock of a share group record.",
    between(1000, 3600000))
 _b("group.share.min.record.lock.duration.ms", I, 15000, "Shortest record lock duration.",
@@ -67,21 +75,21 @@ _b("group.share.max.record.lock.duration.ms", I, 60000, "Longest record lock dur
    between(30000, 3600000))
 _b("group.share.partition.max.record.locks", I, 2000, "In-flight records per share partition.",
    between(100, 10000))
-_b("group.share.max.groups", SH, 10, "Most share groups (Kafka 4.0, 4.1).", between(1, 100))
+_b("group.share.max.groups", SH, 10, "Most share groups (Kafka 4.0, 4.1).", between(1, 100), hidden=True)
 _b("group.share.assignors", LI, ["simple"], "Share group assignors.")
 _b("group.share.persister.class.name", S, "org.apache.kafka.server.share.persister.DefaultStatePersister",
-   "Persister of share group state.")
+   "Persister of share group state.", hidden=True)
 _b("share.fetch.purgatory.purge.interval.requests", I, 1000, "Purge interval of the share fetch purgatory.")
 _b("group.streams.max.size", I, INT_MAX, "Most members of a streams group.", at_least(1))
 _b("group.streams.num.standby.replicas", I, 0, "Standby replicas of a streams group.", at_least(0))
 _b("group.streams.max.standby.replicas", I, 2, "Most standby replicas of a streams group.", at_least(0))
 _b("group.streams.task.offset.interval.ms", I, 60000, "How often warm-up task offsets are reported.",
-   at_least(1))
+   at_least(1), hidden=True)
 _b("group.streams.min.task.offset.interval.ms", I, 15000, "Shortest task offset interval of streams groups.",
-   at_least(1))
-_b("group.streams.num.warmup.replicas", I, 2, "Warm-up replicas of a streams group.", at_least(0))
+   at_least(1), hidden=True)
+_b("group.streams.num.warmup.replicas", I, 2, "Warm-up replicas of a streams group.", at_least(0), hidden=True)
 _b("group.streams.acceptable.recovery.lag", L, 10000, "Lag under which a streams task counts as caught up.",
-   at_least(0))
+   at_least(0), hidden=True)
 _b("group.streams.initial.rebalance.delay.ms", I, 3000, "Delay before the first streams group "
    "assignment.", at_least(0))
 # ------------------------------------------------------------------ share coordinator
@@ -128,7 +136,7 @@ _b("transaction.remove.expired.transaction.cleanup.interval.ms", I, 3600000, "Ho
 _b("transaction.two.phase.commit.enable", B, False, "Allow two-phase commit transactions (KIP-939).")
 _b("producer.id.expiration.ms", I, 86400000, "A producer id idle this long is forgotten.", at_least(1), CW)
 _b("producer.id.expiration.check.interval.ms", I, 600000, "How often idle producer ids are removed.",
-   at_least(1))
+   at_least(1), hidden=True)
 _b("add.partitions.to.txn.retry.backoff.max.ms", I, 100, "Longest retry of AddPartitionsToTxn.", at_least(0))
 _b("add.partitions.to.txn.retry.backoff.ms", I, 20, "First retry backoff of AddPartitionsToTxn.",
    at_least(1))
@@ -197,9 +205,29 @@ _b("sasl.oauthbearer.jwks.endpoint.refresh.ms", L, 3600000, "How often the JWKS 
 _b("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", L, 10000, "Longest backoff of JWKS retries.")
 _b("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", L, 100, "First backoff of JWKS retries.")
 _b("sasl.oauthbearer.clock.skew.seconds", I, 30, "Clock skew allowed when checking tokens.")
-_b("sasl.oauthbearer.expected.audience", LI, None, "Audiences a token must name.")
+_b("sasl.oauthbearer.expected.audience", LI, [], "Audiences a token must name.")
 _b("sasl.oauthbearer.expected.issuer", S, None, "Issuer a token must name.")
-_b("sasl.oauthbearer.header.urlencode", B, False, "URL-encode the client credentials header.")
+_b("sasl.oauthbearer.header.urlencode", B, False, "URL-encode the client credentials header.", hidden=True)
+# KIP-1139 (Kafka 4.1): the JWT-bearer grant and pluggable retriever/validator
+_b("sasl.oauthbearer.scope", S, None, "Scope asked for when a token is fetched.")
+_b("sasl.oauthbearer.client.credentials.client.id", S, None, "Client id of the client-credentials grant.")
+_b("sasl.oauthbearer.client.credentials.client.secret", P, None, "Client secret of the client-credentials grant.")
+_b("sasl.oauthbearer.jwt.retriever.class", C, "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
+   "How a token is obtained.")
+_b("sasl.oauthbearer.jwt.validator.class", C, "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator",
+   "How a token is checked.")
+_b("sasl.oauthbearer.assertion.algorithm", S, "RS256", "Algorithm that signs a JWT-bearer assertion.")
+_b("sasl.oauthbearer.assertion.claim.aud", S, None, "aud claim of a JWT-bearer assertion.")
+_b("sasl.oauthbearer.assertion.claim.exp.seconds", I, 300, "Lifetime of a JWT-bearer assertion.", between(0, 86400))
+_b("sasl.oauthbearer.assertion.claim.iss", S, None, "iss claim of a JWT-bearer assertion.")
+_b("sasl.oauthbearer.assertion.claim.jti.include", B, False, "Add a jti claim to a JWT-bearer assertion.")
+_b("sasl.oauthbearer.assertion.claim.nbf.seconds", I, 60, "How long before now a JWT-bearer assertion is valid.",
+   between(0, 3600))
+_b("sasl.oauthbearer.assertion.claim.sub", S, None, "sub claim of a JWT-bearer assertion.")
+_b("sasl.oauthbearer.assertion.file", S, None, "File holding a ready JWT-bearer assertion.")
+_b("sasl.oauthbearer.assertion.private.key.file", S, None, "Private key that signs JWT-bearer assertions.")
+_b("sasl.oauthbearer.assertion.private.key.passphrase", P, None, "Passphrase of that private key.")
+_b("sasl.oauthbearer.assertion.template.file", S, None, "Template of a JWT-bearer assertion's header and claims.")
 _b("security.providers", S, None, "Security provider creator classes.")
 _b("ssl.protocol", S, "TLSv1.3", "TLS protocol of the SSLContext.", None, PB)
 _b("ssl.provider", S, None, "JSSE security provider.", None, PB)

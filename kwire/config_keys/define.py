@@ -26,6 +26,6 @@ def _t(name, t, default, doc, v=None, synonyms=(), **kw):
     TOPIC[name] = ConfigKey(name, t, default, doc, v, CW, tuple(synonyms), **kw)
 
 
-def _g(name, t, broker_key, doc, v=None, default=None):
-    GROUP[name] = ConfigKey(name, t, default, doc, v, CW, (broker_key,) if broker_key else ())
+def _g(name, t, broker_key, doc, v=None, default=None, **kw):
+    GROUP[name] = ConfigKey(name, t, default, doc, v, CW, (broker_key,) if broker_key else (), **kw)
 

@@ -26,7 +26,7 @@ _EFFECT_ELSEWHERE = {
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Files that name keys to describe or map them, not to act on them.
 _NOT_EFFECTS = {os.path.join("handlers", "configs.py"), os.path.join("handlers", "config_entries.py"),
-                os.path.join("testing", "container.py")}
+                os.path.join("testing", "container.py"), os.path.join("testing", "apache_kafka.py")}
 
 
 def _used_names() -> set[str]:

@@ -69,10 +69,11 @@ _t("local.retention.bytes", L, -2, "Local retention of a tiered topic; -2: reten
    ["log.local.retention.bytes"])
 _t("remote.log.copy.disable", B, False, "Stop copying segments to remote storage.")
 _t("remote.log.delete.on.disable", B, False, "Delete remote data when tiering is disabled.")
+# not defined by Kafka 4.3.1 (its DescribeConfigs of a topic does not list them): described only when set
 _t("remote.copy.lag.ms", L, 0, "Age a segment reaches before it is copied to remote storage; -1: the local "
-   "retention.", at_least(-1))
+   "retention.", at_least(-1), hidden=True)
 _t("remote.copy.lag.bytes", L, 0, "Bytes a partition holds locally before segments are copied to remote "
-   "storage; -1: the local retention.", at_least(-1))
+   "storage; -1: the local retention.", at_least(-1), hidden=True)
 # Removed in Kafka 4.0; Kafka 3.x accepted them (message.format.version with a warning, ignored:
 # the message format follows the metadata version). Stored as given, described only when set.
 _t("message.format.version", S, "3.0-IV1", "Deprecated, ignored: the message format follows the cluster.",
@@ -108,26 +109,28 @@ _g("streams.num.standby.replicas", I, "group.streams.num.standby.replicas", "Sta
    "streams group.", at_least(0))
 _g("consumer.assignment.interval.ms", I, "group.consumer.assignment.interval.ms", "Interval between "
    "assignment updates of this consumer group.", at_least(0))
+# Kafka 4.3.1 does not define the group keys marked hidden (its DescribeConfigs of a group does
+# not list them): accepted, described only when set
 _g("consumer.assignor.offload.enable", B, "group.consumer.assignor.offload.enable", "Run this group's "
-   "assignor on a background thread.")
+   "assignor on a background thread.", hidden=True)
 _g("share.assignment.interval.ms", I, "group.share.assignment.interval.ms", "Interval between assignment "
    "updates of this share group.", at_least(0))
 _g("share.assignor.offload.enable", B, "group.share.assignor.offload.enable", "Run this group's assignor on "
-   "a background thread.")
+   "a background thread.", hidden=True)
 _g("streams.assignment.interval.ms", I, "group.streams.assignment.interval.ms", "Interval between "
    "assignment updates of this streams group.", at_least(0))
 _g("streams.assignor.offload.enable", B, "group.streams.assignor.offload.enable", "Run this group's "
-   "assignor on a background thread.")
+   "assignor on a background thread.", hidden=True)
 _g("streams.task.offset.interval.ms", I, "group.streams.task.offset.interval.ms", "How often warm-up task "
-   "offsets are reported.", at_least(1))
+   "offsets are reported.", at_least(1), hidden=True)
 _g("streams.num.warmup.replicas", I, "group.streams.num.warmup.replicas", "Warm-up replicas of this streams "
-   "group.", at_least(0))
+   "group.", at_least(0), hidden=True)
 _g("streams.acceptable.recovery.lag", L, "group.streams.acceptable.recovery.lag", "Lag under which a task "
-   "counts as caught up.", at_least(0))
+   "counts as caught up.", at_least(0), hidden=True)
 _g("errors.deadletterqueue.topic.name", S, None, "Dead-letter topic of this share group (KIP-1191); empty: "
-   "none.", default="")
+   "none.", default="", hidden=True)
 _g("errors.deadletterqueue.copy.record.enable", B, None, "Copy the record's key and value to the dead-letter "
-   "topic.", default=False)
+   "topic.", default=False, hidden=True)
 _g("streams.initial.rebalance.delay.ms", I, "group.streams.initial.rebalance.delay.ms", "Delay before this "
    "streams group's first assignment.", at_least(0))
 
@@ -155,6 +158,6 @@ GROUP["share.auto.offset.reset"] = ConfigKey("share.auto.offset.reset", S, "late
 for _k in GROUP.values():   # defaults follow the broker key behind them
     if _k.synonyms:
         GROUP[_k.name] = ConfigKey(_k.name, _k.type, BROKER[_k.synonyms[0]].default, _k.doc, _k.validator, CW,
-                                   _k.synonyms)
+                                   _k.synonyms, hidden=_k.hidden)
 
 # Broker keys kwire acts on (everything else is stored and described only).

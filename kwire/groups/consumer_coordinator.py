@@ -44,7 +44,7 @@ import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 from uuid import UUID
 
 from kwire.errors import ErrorCode
@@ -52,7 +52,8 @@ from kwire.groups import consumer_records as CR
 from kwire.groups import records as R
 from kwire.groups.assignors import ASSIGNORS, Racks
 from kwire.groups.consumer_group import (Assignment, ConsumerGroup, ConsumerGroupMember, MemberState,
-                                         compile_regex, is_subset, member_topic_ids, reconcile)
+                                         compile_regex, is_subset, member_topic_ids, reconcile,
+                                         validate_commit_epochs, with_assignment_epoch)
 from kwire.groups.group import Group, GroupState
 from kwire.groups.membership import Record, store_error
 from kwire.groups.pending import Pending
@@ -390,7 +391,11 @@ class ConsumerGroups:
         if epoch == STATIC_LEAVE_EPOCH and m.instance_id is not None:
             # a static member leaving for a while keeps its partitions (its session timeout
             # still runs): the member coming back with its instance id takes them over
-            left = replace(m, member_epoch=STATIC_LEAVE_EPOCH, previous_member_epoch=m.member_epoch)
+            # its assigned partitions' assignment epochs go to 0 (Kafka's
+            # resetAssignedPartitionsEpochsToZero): the incarnation that takes them over may commit
+            # them at any epoch up to its own
+            left = replace(m, member_epoch=STATIC_LEAVE_EPOCH, previous_member_epoch=m.member_epoch,
+                           assignment_epochs={**m.assignment_epochs, **with_assignment_epoch(m.assigned, 0)})
             cg.update_member(left)
             self.timers.cancel(("cg_rebalance", group_id, member_id))
             log.info("group %s: static member %s (instance %s) left for now", group_id, member_id, m.instance_id)
@@ -449,9 +454,13 @@ class ConsumerGroups:
 
     # ------------------------------------------------------------------ offsets
     def validate_consumer_offset_commit(self, g: Group, member_id: str, member_epoch: int,
-                                        api_version: int, *, transactional: bool = False) -> ErrorCode | None:
-        """Kafka's ConsumerGroup.validateOffsetCommit. A transactional commit without member
-        (TxnOffsetCommit v0-2) is accepted from outside the group, as for classic groups."""
+                                        api_version: int, partitions: Iterable[tuple[str, int]] = (), *,
+                                        transactional: bool = False) -> ErrorCode | None:
+        """Kafka 4.3's ConsumerGroup.validateOffsetCommit, KIP-1251's assignment epochs: a member
+        commits at its member epoch, or at an older one for partitions it was assigned at or
+        before that epoch (kwire.groups.consumer_group.validate_commit_epochs); ``partitions``:
+        the (topic, partition)s committed. A transactional commit without member (TxnOffsetCommit
+        v0-2) is accepted from outside the group, as for classic groups."""
         cg = g.consumer
         if member_epoch < 0 and not cg.members:
             return None   # admin client or a consumer without group management
@@ -460,13 +469,16 @@ class ConsumerGroups:
         m = cg.members.get(member_id)
         if m is None:
             return E.UNKNOWN_MEMBER_ID
-        if m.classic is not None and not transactional:   # a classic member: its generation
-            return E.ILLEGAL_GENERATION if member_epoch != m.member_epoch else None
-        if api_version < 9 and not transactional:
+        if api_version < 9 and not transactional and not m.uses_classic_protocol:
             return E.UNSUPPORTED_VERSION
-        if member_epoch != m.member_epoch:
-            return E.STALE_MEMBER_EPOCH
-        return None
+        if member_epoch == m.member_epoch:
+            return None
+        ids = {name: tid for name, (tid, _n) in self.topic_metadata().items()} if member_epoch < m.member_epoch else {}
+        why = validate_commit_epochs(m, member_epoch, ((ids.get(t), t, p) for t, p in partitions))
+        if why is None:
+            return None
+        log.debug("group %s: offset commit of member %s refused: %s", g.group_id, member_id, why)
+        return E.ILLEGAL_GENERATION if m.uses_classic_protocol else E.STALE_MEMBER_EPOCH
 
     def validate_consumer_offset_fetch(self, group_id: str, member_id: str | None,
                                        member_epoch: int) -> ErrorCode | None:

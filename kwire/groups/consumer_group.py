@@ -71,6 +71,9 @@ class ConsumerGroupMember:
     pending_revocation: Assignment = field(default_factory=dict)
     #: set for a member using the classic protocol (kwire.groups.consumer_migration)
     classic: ClassicMemberMetadata | None = None
+    #: KIP-1251: (topic id, partition) -> the member epoch at which the partition was assigned
+    #: to this member, for each partition it owns (assigned or pending revocation)
+    assignment_epochs: Mapping[tuple[UUID, int], int] = field(default_factory=dict)
 
     @property
     def uses_classic_protocol(self) -> bool:
@@ -81,6 +84,13 @@ class ConsumerGroupMember:
             for t, ps in a.items():
                 for p in ps:
                     yield t, p
+
+    def assignment_epoch(self, topic_id: UUID, partition: int) -> int | None:
+        """Kafka's ConsumerGroupMember.assignmentEpoch, then pendingRevocationEpoch: the epoch
+        the partition was assigned to this member at, None when it does not own it."""
+        if partition in self.assigned.get(topic_id, ()) or partition in self.pending_revocation.get(topic_id, ()):
+            return self.assignment_epochs.get((topic_id, partition), self.member_epoch)
+        return None
 
     def subscribes(self, topic: str) -> bool:
         if topic in self.subscribed_topic_names:
@@ -249,9 +259,52 @@ def reconcile(m: ConsumerGroupMember, target_epoch: int, target: Assignment,
     if new_revoking and owns_revoked(new_revoking):
         # revoke first: keep the epoch, give nothing new until the client let go
         return replace(m, state=MemberState.UNREVOKED_PARTITIONS, previous_member_epoch=m.member_epoch,
-                       assigned=new_assigned, pending_revocation=new_revoking)
+                       assigned=new_assigned, pending_revocation=new_revoking,
+                       assignment_epochs=_epochs(m, (new_assigned, new_revoking), target_epoch))
     for t, ps in new_pending.items():
         new_assigned[t] = new_assigned.get(t, frozenset()) | ps
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
     return replace(m, state=state, previous_member_epoch=m.member_epoch, member_epoch=target_epoch,
-                   assigned=new_assigned, pending_revocation={})
+                   assigned=new_assigned, pending_revocation={},
+                   assignment_epochs=_epochs(m, (new_assigned,), target_epoch))
+
+
+def _epochs(m: ConsumerGroupMember, owned: Iterable[Assignment], target_epoch: int) -> dict[tuple[UUID, int], int]:
+    """KIP-1251 (Kafka's CurrentAssignmentBuilder.computeNextAssignment): a partition the
+    member keeps (assigned or revoking) keeps the epoch it was assigned at; a partition it gets
+    now is assigned at the target epoch."""
+    out = {}
+    for a in owned:
+        for t, ps in a.items():
+            for p in ps:
+                e = m.assignment_epoch(t, p)
+                out[(t, p)] = target_epoch if e is None else e
+    return out
+
+
+def with_assignment_epoch(assigned: Assignment, epoch: int) -> dict[tuple[UUID, int], int]:
+    """Every partition of ``assigned`` assigned at ``epoch``."""
+    return {(t, p): epoch for t, ps in assigned.items() for p in ps}
+
+
+def validate_commit_epochs(m: ConsumerGroupMember, member_epoch: int,
+                           partitions: Iterable[tuple[UUID | None, str, int]]) -> str | None:
+    """Kafka 4.3's ConsumerGroup.validateOffsetCommit for a member of the group (KIP-1251): an
+    offset commit at the member epoch is valid; one at an older epoch is valid for a partition
+    the member owns (assigned or pending revocation) when the epoch is at least the partition's
+    assignment epoch. ``partitions``: (topic id or None when the topic is unknown, topic name,
+    partition). Returns why it is refused (STALE_MEMBER_EPOCH, or ILLEGAL_GENERATION for a
+    classic member, with this message), or None."""
+    if member_epoch == m.member_epoch:
+        return None
+    what = "generation id" if m.uses_classic_protocol else "member epoch"
+    if member_epoch > m.member_epoch:
+        return f"Received {what} {member_epoch} is newer than current member epoch {m.member_epoch}."
+    for topic_id, topic, partition in partitions:
+        epoch = m.assignment_epoch(topic_id, partition) if topic_id is not None else None
+        if epoch is None:
+            return f"Partition {topic}-{partition} is not assigned or pending revocation for member."
+        if member_epoch < epoch:
+            return (f"Received {what} {member_epoch} is older than assignment epoch {epoch} "
+                    f"for partition {topic}-{partition}.")
+    return None

@@ -52,7 +52,7 @@ from kwire.groups import consumer_records as CR
 from kwire.groups import records as R
 from kwire.groups.consumer_group import (Assignment, ClassicMemberMetadata, ConsumerGroup,
                                          ConsumerGroupMember, MemberState, member_topic_ids,
-                                         reconcile)
+                                         reconcile, with_assignment_epoch)
 from kwire.groups.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
 from kwire.groups.membership import Record, store_error
 from kwire.groups.pending import Pending
@@ -122,7 +122,8 @@ class ConsumerGroupMigration:
                     client_id=m.client_id, client_host=m.client_host,
                     subscribed_topic_names=tuple(sub.topics), rebalance_timeout_ms=m.rebalance_timeout_ms,
                     member_epoch=epoch, previous_member_epoch=epoch, state=MemberState.STABLE,
-                    assigned=assigned, classic=ClassicMemberMetadata(m.session_timeout_ms, tuple(m.protocols)))
+                    assigned=assigned, assignment_epochs=with_assignment_epoch(assigned, epoch),
+                    classic=ClassicMemberMetadata(m.session_timeout_ms, tuple(m.protocols)))
                 cg.update_member(cm)
                 cg.target[m.member_id] = dict(assigned)
         except (CodecError, KeyError, IndexError, UnicodeDecodeError, ValueError) as exc:

@@ -61,14 +61,17 @@ TARGET_MEMBER_VALUE = Message("ConsumerGroupTargetAssignmentMemberValue", valid=
     F("topic_partitions", "[]TopicPartition", "0+", fields=[
         F("topic_id", "uuid", "0+"), F("partitions", "[]int32", "0+")]),
 ])
+# KIP-1251 (Kafka 4.3): each partition's assignment epoch, aligned with partitions; a record
+# without them (older writers) reads as assigned at the member epoch, as Kafka's
+# Utils.assignmentFromTopicPartitions
+_CURRENT_TPS = [F("topic_id", "uuid", "0+"), F("partitions", "[]int32", "0+"),
+                F("assignment_epochs", "[]int32", "0+", nullable="0+", default=None, tag=0, tagged="0+")]
 CURRENT_VALUE = Message("ConsumerGroupCurrentMemberAssignmentValue", valid="0", flexible="0+", fields=[
     F("member_epoch", "int32", "0+"),
     F("previous_member_epoch", "int32", "0+"),
     F("state", "int8", "0+"),
-    F("assigned_partitions", "[]TopicPartitions", "0+", fields=[
-        F("topic_id", "uuid", "0+"), F("partitions", "[]int32", "0+")]),
-    F("partitions_pending_revocation", "[]TopicPartitions", "0+", fields=[
-        F("topic_id", "uuid", "0+"), F("partitions", "[]int32", "0+")]),
+    F("assigned_partitions", "[]TopicPartitions", "0+", fields=_CURRENT_TPS),
+    F("partitions_pending_revocation", "[]TopicPartitions", "0+", fields=_CURRENT_TPS),
 ])
 _TP = TARGET_MEMBER_VALUE.struct("TopicPartition")
 _CTP = CURRENT_VALUE.struct("TopicPartitions")
@@ -170,11 +173,29 @@ def decode_target_member_value(buf: bytes) -> Assignment:
     return _assignment(_read(TARGET_MEMBER_VALUE, buf).topic_partitions)
 
 
+def _current_tps(m: ConsumerGroupMember, a: Assignment) -> list:
+    out = []
+    for tp in _tps(_CTP, a):
+        tp.assignment_epochs = [m.assignment_epoch(tp.topic_id, p) for p in tp.partitions]
+        out.append(tp)
+    return out
+
+
 def current_value(m: ConsumerGroupMember) -> bytes:
     return _value(CURRENT_VALUE, CURRENT_VALUE(
         member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch, state=int(m.state),
-        assigned_partitions=_tps(_CTP, m.assigned),
-        partitions_pending_revocation=_tps(_CTP, m.pending_revocation)))
+        assigned_partitions=_current_tps(m, m.assigned),
+        partitions_pending_revocation=_current_tps(m, m.pending_revocation)))
+
+
+def _current_epochs(tps, member_epoch: int) -> dict:
+    out = {}
+    for tp in tps:
+        epochs = tp.assignment_epochs
+        if epochs is None or len(epochs) != len(tp.partitions):
+            epochs = [member_epoch] * len(tp.partitions)
+        out.update(((tp.topic_id, p), e) for p, e in zip(tp.partitions, epochs))
+    return out
 
 
 def apply_current_value(m: ConsumerGroupMember, buf: bytes) -> ConsumerGroupMember:
@@ -185,4 +206,6 @@ def apply_current_value(m: ConsumerGroupMember, buf: bytes) -> ConsumerGroupMemb
         state = MemberState.UNKNOWN
     return replace(m, member_epoch=v.member_epoch, previous_member_epoch=v.previous_member_epoch,
                    state=state, assigned=_assignment(v.assigned_partitions),
-                   pending_revocation=_assignment(v.partitions_pending_revocation))
+                   pending_revocation=_assignment(v.partitions_pending_revocation),
+                   assignment_epochs={**_current_epochs(v.assigned_partitions, v.member_epoch),
+                                      **_current_epochs(v.partitions_pending_revocation, v.member_epoch)})

@@ -95,7 +95,8 @@ class GroupCoordinator(ConsumerGroupMigration, ConsumerGroups, ShareGroups, Tran
                 return fail(E.ILLEGAL_GENERATION)  # an older generation of a deleted group
             g = self.groups[group_id] = Group(group_id)  # a standalone ("simple") consumer
         if g.consumer is not None:   # KIP-848: member epochs (Kafka's ConsumerGroup.validateOffsetCommit)
-            error = self.validate_consumer_offset_commit(g, member_id, generation_id, api_version)
+            error = self.validate_consumer_offset_commit(g, member_id, generation_id, api_version,
+                                                         self._checked_partitions(offsets))
             if error is not None:
                 return fail(error)
         else:
@@ -146,13 +147,19 @@ class GroupCoordinator(ConsumerGroupMigration, ConsumerGroups, ShareGroups, Tran
         self._write(group_id, records, appended, with_offset=True)
         return p
 
+    def _checked_partitions(self, offsets) -> list[tuple[str, int]]:
+        """The (topic, partition)s whose commit Kafka validates against the member's assignment
+        epochs: those whose metadata is not too large (refused per partition before)."""
+        limit = self.config.offset_metadata_max_bytes
+        return [(t, part) for t, part, _o, _e, md in offsets if len((md or "").encode()) <= limit]
+
     def _validate_offset_commit(self, g: Group, generation_id: int, member_id: str,
                                 instance_id: str | None,
-                                transactional: bool = False) -> ErrorCode | None:
+                                transactional: bool = False, partitions=()) -> ErrorCode | None:
         """Kafka's ClassicGroup.validateOffsetCommit. A transactional commit (TxnOffsetCommit
         v0-2 carries no member id nor generation) is accepted from outside the group."""
         if g.consumer is not None:   # KIP-848 (TxnOffsetCommit lands here; OffsetCommit checks first)
-            return self.validate_consumer_offset_commit(g, member_id, generation_id, 9,
+            return self.validate_consumer_offset_commit(g, member_id, generation_id, 9, partitions,
                                                         transactional=transactional)
         if g.is_(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE

@@ -75,7 +75,7 @@ class TransactionalOffsets:
                 return fail(E.ILLEGAL_GENERATION)
             g = self.groups[group_id] = Group(group_id)   # a "simple" group, as Kafka
         error = self._validate_offset_commit(g, generation_id, member_id, group_instance_id,
-                                             transactional=True)
+                                             transactional=True, partitions=self._checked_partitions(offsets))
         if error is not None:
             if created:
                 self.groups.pop(group_id, None)

@@ -155,6 +155,7 @@ _MODULES = [
     "acls",
     "client_quotas",
     "user_scram",
+    "alter_replica_log_dirs",
 ]
 
 

@@ -6,7 +6,8 @@ Kafka's ConfigHelper rules, over kwire's one config table (:mod:`kwire.config_ke
   table's defaults, over the key and the keys that set the same thing (log.retention.ms,
   .minutes, .hours); the list starts at the key itself (Kafka's ``dropWhile``);
 - a topic key's synonyms are its override (TOPIC_CONFIG) then the synonyms of its broker key;
-- a group key reports its override (GROUP_CONFIG) or the broker's default;
+- a group key's synonyms are its override (GROUP_CONFIG) then the synonyms of the broker key
+  that gives its default (a group key of its own: its default);
 - the source is the first synonym's, else DEFAULT_CONFIG; read_only is true for broker keys
   that cannot change at run time and false for topic and group keys; PASSWORD values are null.
 """
@@ -126,11 +127,17 @@ class Describer:
         out = []
         for name, spec in sorted(GROUP.items()):
             given = explicit.get(name)
+            if spec.hidden and given is None:
+                continue
+            syn = [(name, given, GROUP_CONFIG)] if given is not None else []
+            if spec.synonyms:   # the broker key that gives its default, with that key's synonyms
+                syn += config_synonyms(spec.synonyms[0], list(spec.synonyms), spec.sensitive, self.sources)
+            elif spec.default is not None:   # a group key of its own: its default
+                syn.append((name, spec.default_string, DEFAULT_CONFIG))
             if given is not None:
-                value, syn = given, [(name, given, GROUP_CONFIG)]
+                value = given
             else:
-                dflt = self.cfg.get(spec.synonyms[0]) if spec.synonyms else spec.default
-                value, syn = to_string(dflt, spec.type), []
+                value = to_string(self.cfg.get(spec.synonyms[0]) if spec.synonyms else spec.default, spec.type)
             out.append(Entry(name, value, syn[0][2] if syn else DEFAULT_CONFIG, syn, read_only=False,
                              config_type=int(spec.type), doc=spec.doc))
         return out

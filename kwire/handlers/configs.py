@@ -17,7 +17,10 @@ them (INVALID_REQUEST): read-only keys, per-broker keys at the cluster default, 
 without a listener prefix, values of the wrong type; a key Kafka knows but kwire does not use is
 validated, stored and described. Topic and group keys: unknown names and bad values are
 INVALID_CONFIG with Kafka's messages. message.format.version (Kafka 3.x) is accepted and stored,
-and changes nothing. Changes are ConfigRecords in the metadata log.
+and changes nothing. Changes are ConfigRecords in the metadata log. As on a Kafka 4.1+ cluster
+(KIP-966, ELR on), the cluster holds a cluster-level min.insync.replicas from its first
+registration on; a broker-level one cannot be set or removed and the cluster-level one cannot be
+removed (INVALID_CONFIG, kwire.metadata.config_control).
 
 With an authorizer: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, the cluster (broker
 resources) or the group (TOPIC_, CLUSTER_, GROUP_AUTHORIZATION_FAILED).
@@ -35,6 +38,7 @@ from kwire.handlers import RequestContext, handles
 from kwire.handlers.config_entries import (
     DEFAULT_CONFIG, Describer, config_type, describe_topic_entries,
 )
+from kwire.metadata.config_control import min_isr_transition_error
 from kwire.metadata.records import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 from kwire.security.authorizer import config_resource_error
 from kwire.security.operations import AclOperation as Op
@@ -48,10 +52,6 @@ OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"
 TLS_STORE_KEYS = {"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
                   "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
                   "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates"}
-
-
-def _resource(rtype: int, name: str) -> str:
-    return f"ConfigResource(type={RESOURCE_NAMES.get(rtype, 'UNKNOWN')}, name='{name}')"
 
 
 def _broker_name_error(b, name: str) -> str | None:
@@ -79,7 +79,8 @@ async def describe_configs(ctx: RequestContext, req):
     docs = v >= 3 and req.include_documentation
     out = []
     for res in req.resources:
-        r = R(error_code=0, error_message=None, resource_type=res.resource_type,
+        # Kafka's ConfigHelper leaves the message at its default, "" (not null), when all is well
+        r = R(error_code=0, error_message="", resource_type=res.resource_type,
               resource_name=res.resource_name, configs=[])
         out.append(r)
         name = res.resource_name
@@ -154,10 +155,10 @@ def _table(rtype: int) -> dict:
 
 
 def _validate_broker(b, name: str, changes: dict) -> None:
-    """Kafka's DynamicBrokerConfig.validateConfigs, in its order; INVALID_REQUEST on refusal."""
+    """Kafka's DynamicBrokerConfig.validateConfigs, in its order; INVALID_REQUEST on refusal,
+    with the message alone, as a Kafka 4.3 broker answers it for a node and for the default."""
     def refuse(msg: str):
-        raise Refused(ErrorCode.INVALID_REQUEST, f"Invalid config value for resource "
-                                                 f"{_resource(RESOURCE_BROKER, name)}: {msg}")
+        raise Refused(ErrorCode.INVALID_REQUEST, msg)
     unknown = sorted(k for k in changes if k not in BROKER)
     if unknown:
         raise Refused(ErrorCode.INVALID_CONFIG, f"Unknown broker config name: {unknown[0]}")
@@ -269,6 +270,9 @@ async def _apply(ctx: RequestContext, req, changes_for):
             if res.resource_type == RESOURCE_BROKER:
                 _validate_broker(b, res.resource_name, {k: v for k, v in changes.items()
                                                          if v is not None or k in cur})
+                elr = min_isr_transition_error(res.resource_name, changes)
+                if elr:   # the controller's check, after the broker's own validation of the values
+                    raise Refused(ErrorCode.INVALID_CONFIG, elr)
             else:
                 new = {**cur, **changes}
                 new = {k: v for k, v in new.items() if v is not None}

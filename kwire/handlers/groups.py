@@ -24,8 +24,10 @@ type 2 (v6+) a share coordinator (the leader of the ``__share_group_state`` part
 The first FindCoordinator of a group creates ``__consumer_offsets`` (kwire.groups.edge), as Kafka.
 OffsetFetch with require_stable (v7+) answers UNSTABLE_OFFSET_COMMIT for a partition with a
 transactional offset commit still open (TxnOffsetCommit, kwire.handlers.txn_offset_commit).
-KIP-848 consumer groups (kwire.handlers.consumer_groups): OffsetCommit checks the member epoch
-(STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID; UNSUPPORTED_VERSION below v9 for their members), OffsetFetch
+KIP-848 consumer groups (kwire.handlers.consumer_groups): OffsetCommit (and TxnOffsetCommit) checks
+the member epoch as Kafka 4.3 does (KIP-1251: the member epoch, or an older one no older than each
+committed partition's assignment epoch; else STALE_MEMBER_EPOCH, ILLEGAL_GENERATION for a classic
+member; UNKNOWN_MEMBER_ID; UNSUPPORTED_VERSION below v9 for their members), OffsetFetch
 v9 the member id and epoch it names; ListGroups shows them with type and protocol type "consumer";
 DescribeGroups answers them Dead with GROUP_ID_NOT_FOUND below v6 turned NONE, as Kafka;
 from v6 with Kafka's message ("Group g is not a classic group.", "Group g not found.").

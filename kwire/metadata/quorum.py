@@ -36,6 +36,7 @@ import trio
 from kwire import link_faults
 from kwire.errors import ErrorCode, KafkaError
 from kwire.metadata import controller_apis as CA
+from kwire.metadata.config_control import elr_safety_records
 from kwire.metadata import records as R
 from kwire.metadata import topic_changes as TC
 from kwire.metadata.controller import Controller
@@ -195,10 +196,13 @@ class MetadataQuorum:
 
     def _registration_effects(self, values: list[bytes]) -> list[bytes]:
         """Before a broker's new registration (it restarted), the partition changes that take
-        it out of the ISRs it shares (kwire.metadata.replication_control.register_again)."""
+        it out of the ISRs it shares (kwire.metadata.replication_control.register_again); with
+        the first registration of a new cluster, the cluster-level min.insync.replicas a
+        freshly formatted Kafka 4.1+ cluster holds (kwire.metadata.config_control)."""
         from kwire.metadata import replication_control as RC  # noqa: PLC0415
 
-        extra: list[bytes] = []
+        static_min_isr = self.broker.config.values.get("min.insync.replicas", 1)
+        extra: list[bytes] = [R.encode_record(m, o) for m, o in elr_safety_records(self.broker.image, static_min_isr)]
         for v in values:
             msg, obj = R.decode_record(v)
             if msg is R.REGISTER_BROKER:

@@ -55,6 +55,8 @@ LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, L
 EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6   # KIP-1023, ListOffsets v11
 _NO_ABORTED: list = []
 _BATCH_HEADER_SIZE = 61
+# UnifiedLog.logFutureDirName: "<topic>-<partition>." + a 32-hex-digit id + "-future"
+_FUTURE_SUFFIX_LEN = 32 + len("-future")
 
 
 @dataclass
@@ -276,6 +278,31 @@ class ReplicaManager:
             rows.append((topic, partition, plog.size_in_bytes, lag, False))
         rows.sort()
         return self.logs.log_dir, self.logs.offline, rows
+
+    def alter_replica_log_dirs(self, partition_dirs: dict[TopicPartition, str]) -> dict[TopicPartition, ErrorCode]:
+        """Kafka's ReplicaManager.alterReplicaLogDirs for kwire's one log dir: each partition's
+        error, checked in Kafka's order. A topic whose future-log dir name
+        (``<topic>-<partition>.<32 hex>-future``) would pass 255 characters:
+        INVALID_TOPIC_EXCEPTION; a path that is not this broker's log dir (Kafka compares the
+        absolute path as given): LOG_DIR_NOT_FOUND; the dir offline: KAFKA_STORAGE_ERROR; no
+        local replica: REPLICA_NOT_AVAILABLE when the metadata knows the partition (Kafka turns
+        NOT_LEADER_OR_FOLLOWER into it here), else UNKNOWN_TOPIC_OR_PARTITION. A replica
+        already in the dir asked for needs no move: NONE."""
+        out: dict[TopicPartition, ErrorCode] = {}
+        for (topic, partition), path in partition_dirs.items():
+            if len(f"{topic}-{partition}.") + _FUTURE_SUFFIX_LEN > 255:
+                out[(topic, partition)] = ErrorCode.INVALID_TOPIC_EXCEPTION
+            elif path != self.logs.log_dir:
+                out[(topic, partition)] = ErrorCode.LOG_DIR_NOT_FOUND
+            elif self.logs.offline:
+                out[(topic, partition)] = ErrorCode.KAFKA_STORAGE_ERROR
+            elif self.logs.get(topic, partition) is None:
+                known = self._partition_image(topic, partition) is not None
+                out[(topic, partition)] = (ErrorCode.REPLICA_NOT_AVAILABLE if known
+                                           else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                out[(topic, partition)] = ErrorCode.NONE
+        return out
 
     # ------------------------------------------------------------------ produce
     def maybe_start_transaction_verification(self, topic: str, partition: int, producer_id: int,

@@ -6,7 +6,8 @@ handled it consults its rules (in the order they were added) and may
 - answer the request with an error code (``fail_next``): a proper error response for that
   API, built from the request: per-partition (or per-topic, per-group) error codes where the
   API has them, the top-level ``error_code`` otherwise;
-- delay it (``delay``), then handle it normally;
+- delay it (``delay``), then handle it normally; or handle it and hold the answer
+  (``delay_answer``): the work is done at once, the client learns of it later;
 - close the connection instead of answering (``drop_connections``);
 - handle it, then close the connection so the answer is lost (``drop_after_handling``).
 
@@ -44,7 +45,7 @@ def _api(name_or_key):
 @dataclass
 class _Rule:
     api_key: int
-    action: str  # "fail" | "delay" | "drop" | "drop_after"
+    action: str  # "fail" | "delay" | "delay_answer" | "drop" | "drop_after"
     remaining: int | None  # None: until cleared
     error_code: int = 0
     seconds: float = 0.0
@@ -78,6 +79,11 @@ class Faults:
     def delay(self, api, seconds: float, n: int | None = 1, *, topic: str | None = None) -> "Faults":
         """Hold the next ``n`` requests of ``api`` for ``seconds`` before handling them."""
         return self._add(api, "delay", n, seconds=float(seconds), topic=topic)
+
+    def delay_answer(self, api, seconds: float, n: int | None = 1, *, topic: str | None = None) -> "Faults":
+        """Handle the next ``n`` requests of ``api`` at once, then hold each answer for
+        ``seconds`` (a response slow to reach the client: its other connections go on)."""
+        return self._add(api, "delay_answer", n, seconds=float(seconds), topic=topic)
 
     def drop_connections(self, api, n: int = 1, *, topic: str | None = None) -> "Faults":
         """Close the connection instead of answering the next ``n`` requests of ``api``
@@ -138,6 +144,14 @@ class Faults:
 
             await trio.sleep(rule.seconds)
             return None
+        if rule.action == "delay_answer":
+            import trio
+
+            from kwire.handlers import REGISTRY
+
+            response = await REGISTRY[ctx.api.key].fn(ctx, req)
+            await trio.sleep(rule.seconds)
+            return response
         if rule.action == "drop":
             return "drop"
         if rule.action == "drop_after":

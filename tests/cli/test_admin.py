@@ -45,7 +45,7 @@ def test_topics(kafka, kw):
     assert "__consumer_offsets" not in kw(kafka, "topics", "--list", "--exclude-internal").stdout
     out = kw(kafka, "topics", "--describe", "--topic", "adm-orders").stdout.splitlines()
     assert re.fullmatch(r"Topic: adm-orders\tTopicId: [\w-]{22}\tPartitionCount: 3\tReplicationFactor: 1\t"
-                        r"Configs: retention\.ms=86400000", out[0]), out[0]
+                        r"Configs: min\.insync\.replicas=1,retention\.ms=86400000", out[0]), out[0]
     assert out[1:] == [f"\tTopic: adm-orders\tPartition: {p}\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: N/A\t"
                        f"LastKnownElr: N/A" for p in range(3)]
     kw(kafka, "topics", "--alter", "--topic", "adm-orders", "--partitions", "5")

@@ -87,7 +87,9 @@ def test_every_broker_key_round_trips_with_type_and_default(kw, admin):
         assert e["config_type"] == spec.type.name, name
         assert e["read_only"] == (not spec.dynamic), name
         assert e["is_sensitive"] == spec.sensitive, name
-        if name not in given:
+        if name == "min.insync.replicas":   # the cluster-level value of KIP-966 (test_min_isr_elr.py)
+            assert (e["config_source"], e["value"]) == ("DYNAMIC_DEFAULT_BROKER_CONFIG", "1")
+        elif name not in given:
             assert e["config_source"] == "DEFAULT_CONFIG", name
             assert e["value"] == (None if spec.sensitive else spec.default_string), name
 
@@ -153,7 +155,7 @@ def test_dynamic_sources_and_synonym_order(kw, wire):
                                            ("log.retention.hours", "168", DEFAULT)]
         assert kw.broker.logs.config_for(t).retention_ms == 3600000     # the log follows
         _, bs = describe(wire, BROKER_T, "")
-        assert list(bs) == ["log.retention.ms"] and syn(bs["log.retention.ms"]) == \
+        assert list(bs) == ["log.retention.ms", "min.insync.replicas"] and syn(bs["log.retention.ms"]) == \
             [("log.retention.ms", "3600000", DYN_DEFAULT)]
         assert incremental(wire, BROKER_T, node, [("log.retention.ms", 0, "7200000")]) == (0, None)
         _, cs = describe(wire, TOPIC_T, t)
@@ -170,7 +172,7 @@ def test_dynamic_sources_and_synonym_order(kw, wire):
         incremental(wire, BROKER_T, node, [("log.retention.ms", 1, None)])
         incremental(wire, BROKER_T, "", [("log.retention.ms", 1, None)])
     _, bs = describe(wire, BROKER_T, "")
-    assert bs == {}
+    assert list(bs) == ["min.insync.replicas"]   # only the cluster-level value every cluster holds
 
 
 # ------------------------------------------------------------------ what alters are refused or accepted
@@ -254,7 +256,7 @@ def test_group_configs(kw, wire, admin):
                               incremental=True)
     assert all(not getattr(e, "errno", 0) for e in res["group"].values())
     got = admin.describe_configs([ConfigResource(ConfigResourceType.GROUP, g)], config_filter="all")["group"][g]
-    assert set(got) == set(GROUP)
+    assert set(got) == {n for n, s in GROUP.items() if not s.hidden}
     assert (got["share.auto.offset.reset"]["value"], got["share.auto.offset.reset"]["config_source"]) == \
         ("earliest", "DYNAMIC_GROUP_CONFIG")   # kafka-python's name of source 8
     assert (got["consumer.session.timeout.ms"]["value"], got["consumer.session.timeout.ms"]["config_source"],

@@ -505,9 +505,11 @@ def test_record_bytes_as_kafka_lays_them_out():
     assert CR.group_key(CR.GROUP_METADATA, "g") == b"\x00\x03\x00\x01g"
     assert CR.metadata_value(5) == b"\x00\x00" + struct.pack(">i", 5) + b"\x00"
     m = ConsumerGroupMember("m", member_epoch=4, previous_member_epoch=3, state=MemberState.UNREVOKED_PARTITIONS,
-                            assigned={T1: frozenset({2, 0})}, pending_revocation={})
+                            assigned={T1: frozenset({2, 0})}, pending_revocation={},
+                            assignment_epochs={(T1, 0): 2, (T1, 2): 4})
     want = (b"\x00\x00" + struct.pack(">iib", 4, 3, 1)
-            + b"\x02" + T1.bytes + b"\x03" + struct.pack(">ii", 0, 2) + b"\x00"   # one topic: id, [0, 2], no tags
+            + b"\x02" + T1.bytes + b"\x03" + struct.pack(">ii", 0, 2)          # one topic: id, [0, 2],
+            + b"\x01\x00\x09\x03" + struct.pack(">ii", 2, 4)                     # tag 0: AssignmentEpochs [2, 4]
             + b"\x01"                                                          # no partitions pending
             + b"\x00")                                                         # no tagged fields
     assert CR.current_value(m) == want

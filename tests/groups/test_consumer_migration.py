@@ -191,9 +191,19 @@ def test_upgrade_then_downgrade_keeps_partitions_once_and_offsets(cooperative):
     assert_owned_once([a, b, m], complete=True)
     assert {len(x.owned) for x in (a, b, m)} == {2}
     assert c.group().consumer.state().value == "Stable"
-    # a classic member commits with its generation (= member epoch); a stale one is refused
+    # a classic member commits with its generation (= member epoch); one newer than it, or an
+    # older one for a partition it does not own or got after that generation, is refused
+    # (Kafka 4.3's assignment epochs, KIP-1251, with ILLEGAL_GENERATION for a classic member)
     assert commit(c, a.member_id, a.generation, 43) == E.NONE
-    assert commit(c, a.member_id, a.generation - 1, 44) == E.ILLEGAL_GENERATION
+    assert commit(c, a.member_id, a.generation + 1, 44) == E.ILLEGAL_GENERATION
+    ma, outcomes = c.group().consumer.members[a.member_id], set()
+    for p in range(6):
+        e = ma.assignment_epoch(T1, p)
+        got = c.coord.commit_offsets("g", a.generation - 1, a.member_id, [("t", p, 43, -1, None)],
+                                     api_version=8).result.errors[("t", p)]
+        assert got == (E.NONE if e is not None and e <= a.generation - 1 else E.ILLEGAL_GENERATION), (p, e)
+        outcomes.add(got)
+    assert outcomes == {E.NONE, E.ILLEGAL_GENERATION}
     # a classic member leaving is fenced (LeaveGroup); the others take over
     # (the consumer-protocol member stays: no downgrade)
     c.coord.leave_group("g", [(b.member_id, None)])

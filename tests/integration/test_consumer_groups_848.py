@@ -380,3 +380,60 @@ def test_group_level_heartbeat_interval(broker, topic):
     assert r.error_code == 0 and r.heartbeat_interval_ms == 700
     assert _wire_heartbeat(c, group, "m1", -1).error_code == 0
     c.close()
+
+
+def test_commit_sync_after_the_revocation_ack_keeps_its_offsets():
+    """KIP-1251 (Kafka 4.3): librdkafka acknowledges a revocation with a heartbeat, which moves
+    the member to the new epoch, and the application commits the partitions it kept before
+    that heartbeat's answer is back, at the epoch it knows (the answer is held 2 s here). Kafka
+    4.3 accepts the commit, one epoch older than the member's: the kept partitions were
+    assigned at or before it. 4.0-4.2 answered STALE_MEMBER_EPOCH (commit raises)."""
+    overrides = dict(OVERRIDES, **{"group.consumer.session.timeout.ms": 10000})
+    with Broker(mode="thread", overrides=overrides) as b:   # its own broker: the fault rule sees this group only
+        bs = b.bootstrap_servers
+        topic, group = _name("k1251"), _name("g1251")
+        admin = AdminClient({"bootstrap.servers": bs})
+        admin.create_topics([NewTopic(topic, 6, 1)])[topic].result(15)
+        del admin
+        faults = b.faults
+        commit_epochs = []
+        take = faults._take
+
+        def spy(api_key, req, ctx=None):   # the member epoch of each OffsetCommit the broker gets
+            if api_key == 8:
+                commit_epochs.append(req.generation_id_or_member_epoch)
+            return take(api_key, req, ctx)
+        faults._take = spy
+        revoked = []
+
+        def on_revoke(consumer, partitions):
+            revoked.extend(tp.partition for tp in partitions)
+            faults.delay_answer("ConsumerGroupHeartbeat", 2.0)   # the heartbeat acknowledging this revocation
+
+        a = _consumer(bs, group)
+        try:
+            a.subscribe([topic], on_revoke=on_revoke)
+            assert _poll_until([a], lambda: len(a.assignment()) == 6)
+            member_id, = b.broker.groups.consumer_group(group).members
+            old_epoch = b.broker.groups.consumer_group(group).members[member_id].member_epoch
+            # a second member (one raw heartbeat) takes half the partitions
+            from kwire.testing.client import WireClient
+            with WireClient(bs) as w:
+                r = w.request("ConsumerGroupHeartbeat", 0, group_id=group, member_id="", member_epoch=0,
+                              rebalance_timeout_ms=10000, subscribed_topic_names=[topic], topic_partitions=[])
+                assert r.error_code == 0
+            assert _poll_until([a], lambda: revoked, timeout=10)
+            kept = sorted(tp.partition for tp in a.assignment())
+            assert len(kept) == 3 and not set(kept) & set(revoked)
+
+            def acked():
+                return b.broker.groups.consumer_group(group).members[member_id].member_epoch > old_epoch
+            deadline = time.monotonic() + 1.5
+            while not acked() and time.monotonic() < deadline:   # the ack is handled, its answer held
+                time.sleep(0.02)
+            assert acked() and faults.injected("ConsumerGroupHeartbeat") == 1
+            a.commit(offsets=[TopicPartition(topic, p, 5) for p in kept], asynchronous=False)
+            assert commit_epochs == [old_epoch]
+            assert [tp.offset for tp in a.committed([TopicPartition(topic, p) for p in kept], timeout=10)] == [5] * 3
+        finally:
+            a.close()

@@ -1,0 +1,49 @@
+"""The controller's rules for ``min.insync.replicas`` under KIP-966 (Kafka's
+ConfigurationControlManager: maybeGenerateElrSafetyRecords, isDisallowedBrokerMinIsrTransition,
+isDisallowedClusterMinIsrTransition).
+
+A Kafka 4.1+ cluster is formatted with ``eligible.leader.replicas.version`` 1, and the controller
+that turns ELR on writes a cluster-level (broker resource ``""``) ``min.insync.replicas`` holding
+its static value (server.properties, else 1) and removes every broker-level one; from then on a
+broker-level ``min.insync.replicas`` cannot be set or removed, and the cluster-level one cannot be
+removed (INVALID_CONFIG). Clients see it: DescribeConfigs reports ``min.insync.replicas`` with
+source DYNAMIC_DEFAULT_BROKER_CONFIG for the default resource, every broker and every topic, and
+a legacy AlterConfigs of the default resource that leaves it out is refused.
+
+kwire keeps no eligible leader replicas (docs/differences.md), but a new cluster answers as a
+freshly formatted Kafka 4.3 one: the controller writes the record with the first registration
+into a metadata log that has none (kwire's "format"), and the same refusals hold.
+"""
+from __future__ import annotations
+
+from kwire.metadata import records as R
+
+MIN_ISR = "min.insync.replicas"
+BROKER_MIN_ISR_ALTERED = f"Broker-level {MIN_ISR} cannot be altered while ELR is enabled."
+CLUSTER_MIN_ISR_REMOVED = f"Cluster-level {MIN_ISR} cannot be removed while ELR is enabled."
+
+
+def elr_safety_records(image, static_min_isr: int) -> list:
+    """The records that make ELR safe: a cluster-level min.insync.replicas when there is none,
+    and the removal of every broker-level one; [] once both hold (safe to call every time)."""
+    out = []
+    if MIN_ISR not in image.broker_configs.get("", {}):
+        out.append((R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_BROKER, resource_name="",
+                                           name=MIN_ISR, value=str(int(static_min_isr)))))
+    for name in sorted(n for n in image.broker_configs if n != ""):
+        if MIN_ISR in image.broker_configs[name]:
+            out.append((R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_BROKER, resource_name=name,
+                                               name=MIN_ISR, value=None)))
+    return out
+
+
+def min_isr_transition_error(resource_name: str, changes: dict) -> str | None:
+    """Why a change of broker resource ``resource_name`` ({key: new value or None}) is refused
+    while ELR is on (INVALID_CONFIG with this message), else None."""
+    if MIN_ISR not in changes:
+        return None
+    if resource_name != "":
+        return BROKER_MIN_ISR_ALTERED
+    if changes[MIN_ISR] is None:
+        return CLUSTER_MIN_ISR_REMOVED
+    return None
