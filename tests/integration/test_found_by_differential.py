@@ -1,0 +1,74 @@
+"""Answers the differential harness (make differential) found apart from Apache Kafka 4.3, fixed
+to Kafka's: each test states what Kafka answered."""
+import uuid
+
+import pytest
+
+from kwire.codec.apis import api
+from kwire.errors import ErrorCode
+
+from .kafka_wire import WireClient
+
+MT = api("Metadata").request.struct("MetadataRequestTopic")
+
+
+@pytest.mark.parametrize("version", [10, 11])
+def test_metadata_by_topic_id_before_v12_is_an_invalid_request(bootstrap, version):
+    """Kafka looks topics up by id from v12; at v10-11 it refuses the whole request (kwire failed to
+    encode the null name and closed the connection)."""
+    c = WireClient(bootstrap)
+    tid = uuid.UUID(int=5)
+    r = c.request("Metadata", version, topics=[MT(topic_id=tid, name=None)], allow_auto_topic_creation=False)
+    assert [(t.error_code, t.name, t.topic_id) for t in r.topics] == [(ErrorCode.INVALID_REQUEST, "", tid)]
+    assert (r.brokers, r.cluster_id, r.controller_id) == ([], None, -1)
+    assert c.request("Metadata", 12, topics=[MT(topic_id=tid, name=None)]).topics[0].error_code == \
+        ErrorCode.UNKNOWN_TOPIC_ID   # and the connection still serves
+    c.close()
+
+
+@pytest.mark.parametrize("name", [".", "x" * 250, "a/b", ""])
+@pytest.mark.parametrize("auto_create", [False, True])
+def test_metadata_for_an_invalid_topic_name_is_invalid_topic(bootstrap, name, auto_create):
+    c = WireClient(bootstrap)
+    r = c.request("Metadata", 12, topics=[MT(name=name)], allow_auto_topic_creation=auto_create)
+    assert r.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    c.close()
+
+
+def test_create_topics_refuses_invalid_names_with_kafkas_messages(bootstrap):
+    c = WireClient(bootstrap)
+    R = api("CreateTopics").request
+    T = R.struct("CreatableTopic")
+    long = "y" * 250
+    r = c.request("CreateTopics", 7, timeout_ms=5000, topics=[
+        T(name=n, num_partitions=1, replication_factor=1) for n in (".", long, "a/b")])
+    got = {t.name: (t.error_code, t.error_message) for t in r.topics}
+    assert got == {
+        ".": (ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is invalid: '.' is not allowed"),
+        long: (ErrorCode.INVALID_TOPIC_EXCEPTION,
+               f"Topic name is invalid: the length of '{long}' is longer than the max allowed length 249"),
+        "a/b": (ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is invalid: 'a/b' contains one or more characters "
+                                                   "other than ASCII alphanumerics, '.', '_' and '-'"),
+    }
+    c.close()
+
+
+# (timestamp, first version that knows it): Kafka 4.3 answers UNSUPPORTED_VERSION below it, and for
+# a negative timestamp it does not know at all, before looking the partition up
+@pytest.mark.parametrize("timestamp,first", [(-3, 7), (-4, 8), (-5, 9), (-6, 11), (-7, None)])
+def test_list_offsets_special_timestamps_need_their_version(bootstrap, timestamp, first):
+    c = WireClient(bootstrap)
+    c.create_topic("lo-versions", exist_ok=True)
+    R = api("ListOffsets").request
+    LT, LP = R.struct("ListOffsetsTopic"), R.struct("ListOffsetsPartition")
+    for version in range(1, 12):
+        for topic in ("lo-versions", "lo-missing"):
+            fields = dict(replica_id=-1, topics=[LT(name=topic, partitions=[LP(partition_index=0, timestamp=timestamp)])])
+            if version >= 2:
+                fields["isolation_level"] = 0
+            err = c.request("ListOffsets", version, **fields).topics[0].partitions[0].error_code
+            if first is None or version < first:
+                assert err == ErrorCode.UNSUPPORTED_VERSION, (version, topic)
+            else:
+                assert err == (0 if topic == "lo-versions" else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), (version, topic)
+    c.close()
