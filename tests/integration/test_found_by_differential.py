@@ -5,6 +5,8 @@ import uuid
 import pytest
 
 from kwire.codec.apis import api
+from kwire.codec.frame import encode_request
+from kwire.codec.records import build_batch
 from kwire.errors import ErrorCode
 
 from .kafka_wire import WireClient
@@ -71,4 +73,25 @@ def test_list_offsets_special_timestamps_need_their_version(bootstrap, timestamp
                 assert err == ErrorCode.UNSUPPORTED_VERSION, (version, topic)
             else:
                 assert err == (0 if topic == "lo-versions" else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), (version, topic)
+    c.close()
+
+
+def test_produce_acks_0_closes_the_connection_when_a_partition_fails(bootstrap):
+    """Kafka answers an acks=0 produce never, and closes the connection when an append failed: the
+    producer's only way to hear of it. A good acks=0 produce leaves the connection serving."""
+    c = WireClient(bootstrap)
+    c.create_topic("acks0", exist_ok=True)
+    R = api("Produce").request
+    TD, PD = R.struct("TopicProduceData"), R.struct("PartitionProduceData")
+    batch = build_batch([(b"k", b"v", [], 1_700_000_000_000)])
+
+    def produce(partition: int) -> None:
+        c.send_raw(encode_request(api("Produce"), 9, 99, R.cls(transactional_id=None, acks=0, timeout_ms=1000, topic_data=[
+                TD(name="acks0", partition_data=[PD(index=partition, records=batch)])])))
+
+    produce(0)
+    assert c.request("Metadata", 12, topics=[MT(name="acks0")]).topics[0].error_code == 0
+    produce(7)   # no such partition
+    with pytest.raises(ConnectionError):
+        c.request("Metadata", 12, topics=[MT(name="acks0")])
     c.close()
