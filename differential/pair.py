@@ -80,28 +80,57 @@ class Pair:
         self.close()
 
 
-def warm_up(side: Side, timeout: float = 60.0) -> None:
-    """Create the internal topics (__consumer_offsets, __transaction_state) before any case runs, so
-    no case sees one broker still loading a coordinator the other has ready."""
+def java_partition(key: str, partitions: int) -> int:
+    """Kafka's partitionFor of a group or transactional id: Utils.abs(String.hashCode) % n."""
+    h = 0
+    for ch in key.encode("utf-16-be").decode("utf-16-be"):
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return (h & 0x7FFFFFFF) % partitions
+
+
+def keys_per_partition(prefix: str, partitions: int) -> list[str]:
+    """One key per partition of an internal topic, so warming them up touches every partition."""
+    found: dict[int, str] = {}
+    i = 0
+    while len(found) < partitions:
+        key = f"{prefix}-{i}"
+        found.setdefault(java_partition(key, partitions), key)
+        i += 1
+    return [found[p] for p in sorted(found)]
+
+
+def warm_up(side: Side, timeout: float = 90.0) -> None:
+    """Create and load the internal topics (__consumer_offsets, __transaction_state) and the producer
+    id block before any case runs, so no case sees one broker still loading a coordinator the other
+    has ready: every partition of both topics answers a request that needs its coordinator loaded."""
+    from differential.session import S
     conn = side.connect("warm-up")
-    try:
-        deadline = time.monotonic() + timeout
-        for key_type, key in ((0, "warm-up-group"), (1, "warm-up-txn")):
-            while True:
-                out = conn.call("FindCoordinator", 4, key_type=key_type, coordinator_keys=[key])
-                if out.kind == "response" and all(c.error_code == 0 for c in out.body.coordinators):
-                    break
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{side.name}: no coordinator for {key!r}: {out}")
-                time.sleep(0.2)
-        # the first producer id: Kafka's broker fetches a block of ids from the controller first
+    deadline = time.monotonic() + timeout
+
+    def until_ok(what: str, call, ok) -> None:
         while True:
-            out = conn.call("InitProducerId", 1, transactional_id=None, transaction_timeout_ms=60000)
-            if out.kind == "response" and out.body.error_code == 0:
-                break
+            out = call()
+            if out.kind == "response" and ok(out.body):
+                return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{side.name}: no producer id: {out}")
+                raise TimeoutError(f"{side.name}: {what} not ready: {out}")
             time.sleep(0.2)
+
+    try:
+        for key in keys_per_partition("warm-up-group", int(COMMON["offsets.topic.num.partitions"])):
+            until_ok(key, lambda: conn.call("FindCoordinator", 4, key_type=0, coordinator_keys=[key]),
+                     lambda b: all(c.error_code == 0 for c in b.coordinators))
+            G = S("OffsetFetch", "OffsetFetchRequestGroup")
+            until_ok(key, lambda: conn.call("OffsetFetch", 8, groups=[G(group_id=key, topics=None)]),
+                     lambda b: all(g.error_code == 0 for g in b.groups))
+        for key in keys_per_partition("warm-up-txn", int(COMMON["transaction.state.log.num.partitions"])):
+            until_ok(key, lambda: conn.call("FindCoordinator", 4, key_type=1, coordinator_keys=[key]),
+                     lambda b: all(c.error_code == 0 for c in b.coordinators))
+            until_ok(key, lambda: conn.call("InitProducerId", 1, transactional_id=key, transaction_timeout_ms=60000),
+                     lambda b: b.error_code == 0)
+        # the first idempotent producer id: Kafka's broker fetches a block of ids from the controller first
+        until_ok("producer ids", lambda: conn.call("InitProducerId", 1, transactional_id=None,
+                                                   transaction_timeout_ms=60000), lambda b: b.error_code == 0)
     finally:
         conn.close()
 

@@ -96,8 +96,8 @@ async def metadata(ctx: RequestContext, req):
             else:
                 topics.append(topic_metadata(ctx, t))
     if v >= 8 and req.include_topic_authorized_operations:
-        for t in topics:
-            if t.error_code == 0:
+        for t in topics:   # as Kafka: every topic answered, errors too, except the ones refused DESCRIBE
+            if t.name is not None and t.error_code != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
                 t.topic_authorized_operations = operations_field(ctx, "topic", t.name, True)
     B = ctx.struct("MetadataResponseBroker")
     brokers = [B(node_id=x.node_id, host=h, port=p, rack=x.rack)

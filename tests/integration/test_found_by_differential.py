@@ -95,3 +95,27 @@ def test_produce_acks_0_closes_the_connection_when_a_partition_fails(bootstrap):
     with pytest.raises(ConnectionError):
         c.request("Metadata", 12, topics=[MT(name="acks0")])
     c.close()
+
+
+@pytest.mark.parametrize("timestamp,version", [(-3, 7), (-5, 9), (-6, 11), (1_700_000_000_000, 7)])
+def test_list_offsets_without_an_answer_carries_no_leader_epoch(bootstrap, timestamp, version):
+    """Nothing found (an empty partition's max timestamp, no tiered storage, a timestamp past every
+    record): Kafka answers offset -1, timestamp -1 and leader epoch -1."""
+    c = WireClient(bootstrap)
+    c.create_topic("lo-empty", exist_ok=True)
+    R = api("ListOffsets").request
+    LT, LP = R.struct("ListOffsetsTopic"), R.struct("ListOffsetsPartition")
+    p = c.request("ListOffsets", version, replica_id=-1, isolation_level=0, topics=[
+        LT(name="lo-empty", partitions=[LP(partition_index=0, timestamp=timestamp)])]).topics[0].partitions[0]
+    assert (p.error_code, p.offset, p.timestamp, p.leader_epoch) == (0, -1, -1, -1)
+    c.close()
+
+
+def test_metadata_authorized_operations_cover_topics_answered_with_an_error(bootstrap):
+    """Kafka fills topic_authorized_operations for every topic it answers, errors included."""
+    c = WireClient(bootstrap)
+    r = c.request("Metadata", 12, topics=[MT(name="."), MT(name="no-such-topic-ops")],
+                  allow_auto_topic_creation=False, include_topic_authorized_operations=True)
+    assert [t.error_code for t in r.topics] == [ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert all(t.topic_authorized_operations > 0 for t in r.topics)
+    c.close()
