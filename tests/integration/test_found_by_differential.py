@@ -119,3 +119,16 @@ def test_metadata_authorized_operations_cover_topics_answered_with_an_error(boot
     assert [t.error_code for t in r.topics] == [ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     assert all(t.topic_authorized_operations > 0 for t in r.topics)
     c.close()
+
+
+def test_create_topics_answers_a_duplicated_name_once_and_refuses_null_configs(bootstrap):
+    c = WireClient(bootstrap)
+    R = api("CreateTopics").request
+    T, C = R.struct("CreatableTopic"), R.struct("CreatableTopicConfig")
+    r = c.request("CreateTopics", 7, timeout_ms=5000, topics=[
+        T(name="dup-x", num_partitions=1, replication_factor=1), T(name="dup-x", num_partitions=1, replication_factor=1),
+        T(name="null-config", num_partitions=1, replication_factor=0, configs=[C(name="cleanup.policy", value=None)])])
+    assert [(t.name, t.error_code, t.error_message) for t in r.topics] == [
+        ("dup-x", ErrorCode.INVALID_REQUEST, "Duplicate topic name."),
+        ("null-config", ErrorCode.INVALID_CONFIG, "Null value not supported for topic configs: cleanup.policy")]
+    c.close()
