@@ -31,7 +31,8 @@ class Listed:
     reason: str
 
     def matches(self, where: str, kafka, kwire) -> bool:
-        return (fnmatch.fnmatchcase(where, self.where)
+        # "[]" in a path is literal, not a glob character class
+        return (fnmatch.fnmatchcase(where, self.where.replace("[]", "[[]]"))
                 and (self.kafka is None or self.kafka.fullmatch(render(kafka)) is not None)
                 and (self.kwire is None or self.kwire.fullmatch(render(kwire)) is not None))
 

@@ -111,6 +111,20 @@ class Session:
                 raise TimeoutError(f"{self.side.name}: topic {name} not ready: {body}")
             time.sleep(0.05)
 
+    def wait_coordinator(self, group: str, timeout: float = 15.0) -> None:
+        """Until the group's coordinator is loaded (a client retries the retriable coordinator errors;
+        the case's compared requests start once both brokers are past them)."""
+        G = S("OffsetFetch", "OffsetFetchRequestGroup")
+        deadline = time.monotonic() + timeout
+        while True:
+            f = self.setup("FindCoordinator", 4, key_type=0, coordinator_keys=[group])
+            o = self.setup("OffsetFetch", 8, groups=[G(group_id=group, topics=None)])
+            if f is not None and o is not None and f.coordinators[0].error_code == 0 and o.groups[0].error_code == 0:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.side.name}: no coordinator for {group}: {f} {o}")
+            time.sleep(0.1)
+
     def _leads(self, name: str, partitions: int) -> bool:
         """The broker serves the partitions, not only lists them: Kafka's metadata cache takes a new
         image a moment before its replica manager makes the partitions leaders."""

@@ -30,6 +30,7 @@ def classic(s: Session, p) -> None:
      instance) = p
     topic, group = s.topic("a"), s.group()
     s.create_topic(topic, 2)
+    s.wait_coordinator(group)
     v = s.version("FindCoordinator", vfind)
     if v >= 4:
         s.call("FindCoordinator", v, key_type=0, coordinator_keys=[group])

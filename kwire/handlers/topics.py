@@ -24,6 +24,7 @@ from kwire.config import TOPIC_CONFIGS
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.configs import config_type, describe_topic_entries
+from kwire.metadata.topic_changes import validate_topic_name
 from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
 from kwire.security.operations import AclOperation as Op
 
@@ -67,7 +68,9 @@ async def create_topics(ctx: RequestContext, req):
                 continue
         configs = {c.name: c.value for c in t.configs}
         nulls = [k for k, v in configs.items() if v is None]
-        if nulls:   # as Kafka's controller, before the partition count and replication factor
+        if nulls and validate_topic_name(t.name) is None and t.name not in b.image.topics:
+            # as Kafka's controller: after the name and existence checks, before the partition count
+            # and replication factor
             r.error_code = ErrorCode.INVALID_CONFIG
             r.error_message = f"Null value not supported for topic configs: {','.join(nulls)}"
             continue

@@ -70,3 +70,13 @@ def test_a_row_without_reason_is_refused(tmp_path):
                    "| --- | --- | --- | --- | --- |\n| X1 | `*` | | |  |\n")
     with pytest.raises(ValueError):
         listed.load(doc)
+
+
+def test_list_brackets_in_a_pattern_are_literal(tmp_path):
+    doc = tmp_path / "d.md"
+    doc.write_text("## Wire (differential conformance)\n\n| id | where | kafka | kwire | reason |\n"
+                   "| --- | --- | --- | --- | --- |\n"
+                   "| X1 | `*/Fetch.v*.responses[].partitions[].aborted_transactions` | | | a reason |\n")
+    rows = listed.load(doc)
+    assert listed.match(rows, "fetch/Fetch.v15.responses[].partitions[].aborted_transactions", [], None)
+    assert not listed.match(rows, "fetch/Fetch.v15.responses[].partitions[].high_watermark", -1, 6)
