@@ -111,15 +111,16 @@ class Session:
                 raise TimeoutError(f"{self.side.name}: topic {name} not ready: {body}")
             time.sleep(0.05)
 
-    def wait_coordinator(self, group: str, timeout: float = 15.0) -> None:
+    def wait_coordinator(self, group: str, timeout: float = 15.0, key_type: int = 0) -> None:
         """Until the group's coordinator is loaded (a client retries the retriable coordinator errors;
         the case's compared requests start once both brokers are past them)."""
         G = S("OffsetFetch", "OffsetFetchRequestGroup")
         deadline = time.monotonic() + timeout
         while True:
-            f = self.setup("FindCoordinator", 4, key_type=0, coordinator_keys=[group])
-            o = self.setup("OffsetFetch", 8, groups=[G(group_id=group, topics=None)])
-            if f is not None and o is not None and f.coordinators[0].error_code == 0 and o.groups[0].error_code == 0:
+            f = self.setup("FindCoordinator", 4, key_type=key_type, coordinator_keys=[group])
+            o = self.setup("OffsetFetch", 8, groups=[G(group_id=group, topics=None)]) if key_type == 0 else None
+            if f is not None and f.coordinators[0].error_code == 0 and (
+                    key_type != 0 or (o is not None and o.groups[0].error_code == 0)):
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{self.side.name}: no coordinator for {group}: {f} {o}")

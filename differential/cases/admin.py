@@ -1,6 +1,7 @@
 """ApiVersions, Metadata, CreateTopics, DeleteTopics, DescribeConfigs: valid and invalid requests."""
 from __future__ import annotations
 
+import time
 import uuid
 
 from hypothesis import strategies as st
@@ -129,8 +130,15 @@ def delete_topics(s: Session, p) -> None:
     else:
         names = [topic_name(s, k) for k in kinds if k not in ("by-id", "unknown-id")]
         s.call("DeleteTopics", version, topic_names=names, timeout_ms=15000)
-    # and what Metadata says afterwards
+    # and what Metadata says afterwards, once the deletion reached the broker's metadata (Kafka's
+    # DeleteTopics answers when the controller committed it, a moment before its broker applies it)
     T = S("Metadata", "MetadataRequestTopic")
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        m = s.setup("Metadata", 12, topics=[T(name=s.topic("a"))], allow_auto_topic_creation=False)
+        if m is None or m.topics[0].error_code != 0:
+            break
+        time.sleep(0.05)
     s.call("Metadata", 12, label="Metadata-after-delete", topics=[T(name=s.topic("a"))], allow_auto_topic_creation=False)
 
 

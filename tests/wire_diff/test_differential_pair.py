@@ -24,7 +24,7 @@ def pair():
         yield p
 
 
-@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f.ci_examples > 0], ids=lambda f: f.name)
 def test_family_has_no_unlisted_difference(pair, family):
     results = Results(load())
     run_family(pair, family, results, family.ci_examples, _counter)
