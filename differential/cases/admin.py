@@ -133,8 +133,9 @@ def delete_topics(s: Session, p) -> None:
     # and what Metadata says afterwards, once the deletion reached the broker's metadata (Kafka's
     # DeleteTopics answers when the controller committed it, a moment before its broker applies it)
     T = S("Metadata", "MetadataRequestTopic")
+    deleted = version >= 6 and {"existing", "by-id"} & set(kinds) or version < 6 and "existing" in kinds
     deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
+    while deleted and time.monotonic() < deadline:
         m = s.setup("Metadata", 12, topics=[T(name=s.topic("a"))], allow_auto_topic_creation=False)
         if m is None or m.topics[0].error_code != 0:
             break
