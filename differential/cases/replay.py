@@ -175,6 +175,13 @@ def replay(s: Session, name: str) -> None:
         out = conn.call(a.name, version, body, expect_response=not acks0 and ex.response is not None)
         s.log.append((f"replay-{name}-{i}", a.name, version, out))
         s._learn(out)
+        if key == 19 and out.kind == "response" and not getattr(body, "validate_only", False):
+            # a client retries NOT_LEADER_OR_FOLLOWER while a new topic's leaders come up; the
+            # replay waits for them instead (Kafka's broker applies the topic a moment after its
+            # controller answered)
+            for t in body.topics:
+                if t.num_partitions > 0:
+                    s.wait_ready(t.name, t.num_partitions)
         if out.kind == "response" and out.body is not None and ex.response is not None:
             try:
                 _, recorded = decode_response(a, version, ex.response)
