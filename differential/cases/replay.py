@@ -1,7 +1,8 @@
 """Requests the stock clients send, recorded through a RecordingProxy and replayed on both brokers.
 
-A workload (confluent-kafka: admin create, idempotent produce, a consumer in a group that commits,
-a transaction, admin delete) runs once against a throwaway kwire through the proxy; the recorded
+Each workload (confluent-kafka: admin create, idempotent produce, a consumer in a group that
+commits, a transaction, admin delete; kafka-python: admin create, acks=all produce, a group
+consumer that commits, admin delete) runs once against a throwaway kwire through the proxy; the recorded
 request frames are then replayed in order, one live connection per recorded one, on Kafka and on
 kwire. What a broker assigned in the recording (member ids, producer ids and epochs, fetch session
 ids, topic ids) is replaced by what the live broker assigned: learnt by walking each recorded answer
@@ -62,7 +63,34 @@ def confluent_workload(bootstrap: str, tag: str) -> None:
     admin.delete_topics([topic])[topic].result(15)
 
 
-WORKLOADS = {"confluent": confluent_workload}
+def kafka_python_workload(bootstrap: str, tag: str) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    topic, group = f"rec-{tag}-t", f"rec-{tag}-g"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000)
+    admin.create_topics([NewTopic(topic, 2, 1)])
+    time.sleep(0.5)
+    p = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    for i in range(10):
+        p.send(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=i % 2,
+               timestamp_ms=1_700_000_000_000 + i)
+    p.flush(15)
+    p.close()
+    c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                      enable_auto_commit=False, fetch_max_wait_ms=100, consumer_timeout_ms=10000)
+    got = 0
+    for _ in c:
+        got += 1
+        if got >= 10:
+            break
+    c.commit()
+    c.close()
+    admin.delete_topics([topic])
+    admin.close()
+
+
+WORKLOADS = {"confluent": confluent_workload, "kafka-python": kafka_python_workload}
 _recorded: dict[str, list[Exchange]] = {}
 
 
