@@ -60,6 +60,13 @@ TARGET ?= kwire
 compat: .venv $(if $(filter kafka both,$(TARGET)),kafka)
 	$(BIN)/python -m pytest -q -p no:cacheprovider compat_tests --target $(TARGET) $(COMPAT_ARGS)
 
+# Differential wire conformance: the same request sequences to a fresh kwire and a fresh Apache
+# Kafka, both answers decoded with kwire's schemas and compared field by field; writes
+# differential-report.json and fails on a difference docs/differences.md does not list.
+# DIFFERENTIAL_ARGS: --only family,... / --ci (the subset make test runs) / --report PATH.
+differential: .venv kafka
+	$(BIN)/python -m differential $(DIFFERENTIAL_ARGS)
+
 spark-example: .venv
 	$(BIN)/python examples/spark_pipeline.py --demo
 
@@ -92,6 +99,6 @@ deps:
 
 clean:
 	rm -rf $(VENV) kwire-data .pytest_cache .hypothesis build dist kwire.egg-info \
-	  compat-report.md compat-report.json tests/js/node_modules kwire/log/_walk.*.so \
+	  compat-report.md compat-report.json differential-report.json tests/js/node_modules kwire/log/_walk.*.so \
 	  kwire/codec/_downconvert.*.so
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

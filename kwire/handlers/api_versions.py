@@ -24,7 +24,10 @@ other KRaft features, which no stock client reads.
 """
 from __future__ import annotations
 
+import re
+
 from kwire.codec.apis import Api
+from kwire.errors import ErrorCode
 from kwire.emulation import ApiVersionTable, table_of
 from kwire.handlers import RequestContext, handles
 
@@ -87,8 +90,16 @@ def transaction_version(config, table: ApiVersionTable) -> int:
     return 2 if configured is None else int(configured)
 
 
+#: what Kafka's ApiVersionsRequest.isValid accepts as client_software_name / _version (v3+, KIP-511)
+SOFTWARE_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
 @handles("ApiVersions")
 async def api_versions(ctx: RequestContext, req):
+    if ctx.version >= 3 and not (SOFTWARE_NAME.fullmatch(req.client_software_name or "")
+                                 and SOFTWARE_NAME.fullmatch(req.client_software_version or "")):
+        # as Kafka: INVALID_REQUEST and no ranges (found by the differential harness)
+        return ctx.response(error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
     config = ctx.broker.config
     table = table_of(config)
     tv = transaction_version(config, table)

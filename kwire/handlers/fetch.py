@@ -224,9 +224,13 @@ def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committ
             has_error = True
             out.append((key, (name, tid), pd))
             continue
-        pd.current_leader.leader_id = node_id
-        pd.current_leader.leader_epoch = res.leader_epoch
         if res.error:
+            # as Kafka's ReplicaManager (a LogReadResult made from the error): no offsets to tell,
+            # and the leader hint (KIP-951) only with the errors that send a client to another leader
+            pd.high_watermark = pd.last_stable_offset = pd.log_start_offset = -1
+            if res.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+                pd.current_leader.leader_id = node_id
+                pd.current_leader.leader_epoch = res.leader_epoch
             has_error = True
             changed = True
         elif res.size:

@@ -183,7 +183,8 @@ async def find_coordinator(ctx: RequestContext, req):
             return ctx.response(throttle_time_ms=0, error_code=err, error_message=msg,
                                 node_id=-1, host="", port=-1)
         host, port = node.address(ctx.listener)
-        return ctx.response(throttle_time_ms=0, error_code=0, error_message=None,
+        # Kafka fills the message on success too: Errors.NONE.message() ("NONE") up to v3, "" from v4
+        return ctx.response(throttle_time_ms=0, error_code=0, error_message="NONE",
                             node_id=node.node_id, host=host, port=port)
     C = ctx.struct("Coordinator")
     out = []
@@ -193,7 +194,7 @@ async def find_coordinator(ctx: RequestContext, req):
             out.append(C(key=key, node_id=-1, host="", port=-1, error_code=err, error_message=msg))
         else:
             host, port = node.address(ctx.listener)
-            out.append(C(key=key, node_id=node.node_id, host=host, port=port, error_code=0, error_message=None))
+            out.append(C(key=key, node_id=node.node_id, host=host, port=port, error_code=0, error_message=""))
     return ctx.response(throttle_time_ms=0, coordinators=out)
 
 

@@ -4,7 +4,8 @@ Timestamps: -1 latest (high watermark; the last stable offset with isolation_lev
 read_committed, which also bounds a lookup by timestamp), -2 earliest (log start offset), -3 max timestamp (KIP-734),
 -4 earliest local (= earliest: no tiered storage), -5 latest tiered and (v11, KIP-1023) -6
 earliest pending upload (-1 and epoch -1: no tiered storage, as Kafka answers for a topic without
-remote storage; -6 below v11 is UNSUPPORTED_VERSION, as Kafka's ReplicaManager answers it),
+remote storage; each below the version that introduced it (-3 v7, -4 v8, -5 v9, -6 v11), and any
+other negative timestamp, is UNSUPPORTED_VERSION, as Kafka answers it),
 >= 0 the first offset whose timestamp is >= the target (-1/-1 when none). Answered by the
 replica manager (ReplicaManager.fetch_offset_for_timestamp), with its leader checks:
 UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR (the log dir is
@@ -27,6 +28,12 @@ from kwire.security.authorizer import TOPIC, allowed
 from kwire.security.operations import AclOperation as Op
 
 
+#: the first version that may carry each special timestamp (as Kafka 4.3 answers: a special
+#: timestamp older versions do not know, or any other negative one, is UNSUPPORTED_VERSION for
+#: its partition, before the partition is even looked up)
+MIN_VERSION_FOR = {-3: 7, -4: 8, -5: 9, EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11}
+
+
 @handles("ListOffsets")
 async def list_offsets(ctx: RequestContext, req):
     rm = ctx.broker.replica_manager
@@ -47,7 +54,7 @@ async def list_offsets(ctx: RequestContext, req):
                 error, offsets = _legacy_offsets(ctx, t.name, p.partition_index, p.timestamp, p.max_num_offsets)
                 parts.append(Pr(partition_index=p.partition_index, error_code=error, old_style_offsets=offsets))
                 continue
-            if p.timestamp == EARLIEST_PENDING_UPLOAD_TIMESTAMP and ctx.version < 11:
+            if p.timestamp < -2 and ctx.version < MIN_VERSION_FOR.get(p.timestamp, 1 << 15):
                 parts.append(Pr(partition_index=p.partition_index, error_code=ErrorCode.UNSUPPORTED_VERSION,
                                 timestamp=-1, offset=-1, leader_epoch=-1))
                 continue

@@ -6,7 +6,8 @@ it so too; the code is for a server that knows its client's bootstrap list went 
 
 All topics when ``topics`` is null (v1+) or empty (v0); auto topic creation when the request
 allows it (always before v4) and auto.create.topics.enable is on, with num.partitions and
-default.replication.factor; topics by id from v10 (UNKNOWN_TOPIC_ID when unknown): a topic is
+default.replication.factor; topics by id from v12 (UNKNOWN_TOPIC_ID when unknown; at v10-11 a
+look-up by id gets INVALID_REQUEST for the whole request, as Kafka answers): a topic is
 asked for by id when its id is non-zero, whatever the name says (the Java client 4.x sends an
 empty name, not null, beside the id). Auto-created topics are created before the answer, so the
 client sees them at once instead of retrying on LEADER_NOT_AVAILABLE. Topic and (v8-10)
@@ -20,6 +21,7 @@ from __future__ import annotations
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.partition_state import partition_states
+from kwire.metadata.topic_changes import validate_topic_name
 from kwire.codec.primitives import ZERO_UUID
 from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed, operations_field
 from kwire.security.operations import AclOperation as Op
@@ -46,6 +48,14 @@ async def metadata(ctx: RequestContext, req):
     allow_auto = (req.allow_auto_topic_creation if v >= 4 else True) and bool(b.config.get("auto.create.topics.enable"))
     topics = []
     auth = b.authorizer   # None: no authorization
+    if v in (10, 11) and req.topics and any(rt.topic_id != ZERO_UUID or rt.name is None for rt in req.topics):
+        # v10-11 carry topic_id in the schema but Kafka serves look-ups by id only from v12: it
+        # refuses the request as a whole (MetadataRequest.getErrorResponse: INVALID_REQUEST per topic,
+        # no brokers, no cluster id); kwire failed to encode a null name here and closed
+        T = ctx.struct("MetadataResponseTopic")
+        return ctx.response(throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1, error_code=0,
+                            topics=[T(error_code=ErrorCode.INVALID_REQUEST, name=rt.name or "",
+                                      topic_id=rt.topic_id, partitions=[]) for rt in req.topics])
     if req.topics is None or (v == 0 and not req.topics):
         for name in sorted(image.topics):
             if auth is None or allowed(ctx, Op.DESCRIBE, TOPIC, name):
@@ -79,12 +89,15 @@ async def metadata(ctx: RequestContext, req):
                     continue
                 t = image.topics.get(name)
             if t is None:
-                topics.append(topic_metadata(ctx, None, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                # as Kafka: a name Topic.validate refuses is INVALID_TOPIC_EXCEPTION, auto-creation or not
+                err = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if validate_topic_name(name) is None \
+                    else ErrorCode.INVALID_TOPIC_EXCEPTION
+                topics.append(topic_metadata(ctx, None, name, err))
             else:
                 topics.append(topic_metadata(ctx, t))
     if v >= 8 and req.include_topic_authorized_operations:
-        for t in topics:
-            if t.error_code == 0:
+        for t in topics:   # as Kafka: every topic answered, errors too, except the ones refused DESCRIBE
+            if t.name is not None and t.error_code != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
                 t.topic_authorized_operations = operations_field(ctx, "topic", t.name, True)
     B = ctx.struct("MetadataResponseBroker")
     brokers = [B(node_id=x.node_id, host=h, port=p, rack=x.rack)

@@ -8,7 +8,7 @@ corrupt set (CRC-32, sizes) is CORRUPT_MESSAGE, a v2 batch in a v0-2 request or 
 wrapper INVALID_RECORD. Under 4.x emulation v0-2 are advertised (librdkafka needs v0 in
 ApiVersions to enable compression) and refused by closing the connection, as Kafka 4 does.
 
-acks 0 (no response at all), 1 (after the leader's write) and -1 (all: refused
+acks 0 (no response at all; a failed partition closes the connection, as Kafka), 1 (after the leader's write) and -1 (all: refused
 NOT_ENOUGH_REPLICAS before the write when the ISR is smaller than min.insync.replicas;
 answered once the partition's high watermark, which the replica manager decides from the
 followers' fetches, has passed the appended records; NOT_ENOUGH_REPLICAS_AFTER_APPEND when
@@ -168,6 +168,14 @@ async def produce(ctx: RequestContext, req):
     if to_sync:   # with acks=0 only flushes are due (log_sync_after_append), done all the same
         await _sync(ctx, to_sync)
     if acks == 0:
+        failed = [(t.name or str(t.topic_id), pr.index, pr.error_code) for t in out for pr in t.partition_responses
+                  if pr.error_code]
+        if failed and ctx.connection is not None:
+            # as Kafka's KafkaApis: an acks=0 producer hears of a failed append only by the connection
+            # closing (it then refreshes its metadata); kwire kept the connection open
+            name, index, code = failed[0]
+            ctx.connection.close_after_response = (f"Produce with acks=0 failed for {name}-{index} "
+                                                   f"({ErrorCode(code).name}) and {len(failed) - 1} more partitions")
         return None
     if to_replicate:
         await _wait_for_replication(ctx, req, to_replicate)

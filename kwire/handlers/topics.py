@@ -24,6 +24,7 @@ from kwire.config import TOPIC_CONFIGS
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.configs import config_type, describe_topic_entries
+from kwire.metadata.topic_changes import validate_topic_name
 from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
 from kwire.security.operations import AclOperation as Op
 
@@ -43,11 +44,13 @@ async def create_topics(ctx: RequestContext, req):
     out = []
     cluster_create = b.authorizer is None or allowed(ctx, Op.CREATE, CLUSTER, CLUSTER_NAME)
     for t in req.topics:
+        if seen[t.name] != 1:   # as Kafka (its response is keyed by name): one answer per duplicated name
+            if seen[t.name] > 1:
+                out.append(R(name=t.name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."))
+                seen[t.name] = 0
+            continue
         r = R(name=t.name, error_code=0, error_message=None)
         out.append(r)
-        if seen[t.name] > 1:
-            r.error_code, r.error_message = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
-            continue
         if not cluster_create and _topic_denied(ctx, Op.CREATE, t.name):
             r.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             r.error_message = "Authorization failed."
@@ -64,6 +67,13 @@ async def create_topics(ctx: RequestContext, req):
             if r.error_code:
                 continue
         configs = {c.name: c.value for c in t.configs}
+        nulls = [k for k, v in configs.items() if v is None]
+        if nulls and validate_topic_name(t.name) is None and t.name not in b.image.topics:
+            # as Kafka's controller: after the name and existence checks, before the partition count
+            # and replication factor
+            r.error_code = ErrorCode.INVALID_CONFIG
+            r.error_message = f"Null value not supported for topic configs: {','.join(nulls)}"
+            continue
         res = await b.create_topic(t.name, t.num_partitions, t.replication_factor, configs,
                              validate_only=req.validate_only, assignments=assignments)
         r.error_code, r.error_message = res.code, res.message

@@ -27,14 +27,16 @@ MAX_TOPIC_LENGTH = 249
 
 
 def validate_topic_name(name: str) -> str | None:
+    """Kafka's Topic.validate, with its 4.x messages (the differential harness compares them)."""
     if not name:
-        return "Topic name is illegal, it can't be empty"
+        return "Topic name is invalid: the empty string is not allowed"
     if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
+        return f"Topic name is invalid: '{name}' is not allowed"
     if len(name) > MAX_TOPIC_LENGTH:
-        return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_LENGTH} characters"
+        return f"Topic name is invalid: the length of '{name}' is longer than the max allowed length {MAX_TOPIC_LENGTH}"
     if not LEGAL_TOPIC.match(name):
-        return f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        return (f"Topic name is invalid: '{name}' contains one or more characters other than ASCII "
+                "alphanumerics, '.', '_' and '-'")
     return None
 
 

@@ -565,7 +565,7 @@ class ReplicaManager:
             if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 return 0, plog.log_start_offset, -1, epoch
             if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
-                return 0, -1, -1, epoch   # no tiered storage: Kafka's answer for a local-only log
+                return 0, -1, -1, -1   # no tiered storage: Kafka's answer for a local-only log (no epoch either)
             if timestamp == MAX_TIMESTAMP:
                 found = plog.max_timestamp_offset()
             elif timestamp >= 0:
@@ -576,8 +576,8 @@ class ReplicaManager:
                 return ErrorCode.INVALID_REQUEST, -1, -1, epoch
         except KafkaError as exc:
             return exc.code, -1, -1, epoch
-        if found is None:
-            return 0, -1, -1, epoch
+        if found is None:   # no such record: Kafka's TimestampAndOffset(-1, -1, no epoch)
+            return 0, -1, -1, -1
         return 0, found[0], found[1], epoch
 
     # ------------------------------------------------------------------ delete records

@@ -81,11 +81,13 @@ def test_find_coordinator_for_transactional_id_names_the_coordinator(broker, ver
         if version < 4:
             r = c.request("FindCoordinator", version, key="my-txn", key_type=1)
             assert (r.error_code, r.node_id, r.port) == (0, 1, broker.port)
+            assert r.error_message == "NONE"   # as Kafka: Errors.NONE.message() up to v3
             r = c.request("FindCoordinator", version, key="", key_type=1)
             assert r.error_code == ErrorCode.INVALID_REQUEST
         else:
             r = c.request("FindCoordinator", version, key_type=1, coordinator_keys=["my-txn", ""])
             assert [(x.error_code, x.node_id) for x in r.coordinators] == [(0, 1), (ErrorCode.INVALID_REQUEST, -1)]
+            assert r.coordinators[0].error_message == ""   # as Kafka from v4
 
 
 def test_transactional_producer_initializes(broker):

@@ -23,6 +23,16 @@ def test_api_versions_lists_served_apis(bootstrap):
     c.close()
 
 
+@pytest.mark.parametrize("name,version", [("", ""), ("bad name!", "1.0"), ("kafka-python", "-"), ("a", "1.")])
+def test_api_versions_refuses_invalid_client_software_as_kafka(bootstrap, name, version):
+    c = WireClient(bootstrap)
+    r = c.request("ApiVersions", 3, client_software_name=name, client_software_version=version)
+    assert (r.error_code, r.api_keys) == (ErrorCode.INVALID_REQUEST, [])
+    # v0-2 carry no software name: nothing to check
+    assert c.request("ApiVersions", 2).error_code == 0
+    c.close()
+
+
 def test_api_versions_unknown_version_answers_v0_with_ranges(bootstrap):
     c = WireClient(bootstrap)
     # ApiVersions v9 (unknown): header v2 layout, empty body

@@ -44,7 +44,8 @@ def test_current_leader_epoch_in_fetch_and_list_offsets():
         for e in (-1, epoch):
             p = _fetch(c, "epochs", e)
             assert (p.error_code, p.high_watermark) == (0, 2)
-            assert p.current_leader.leader_epoch == epoch
+            # as Kafka: the leader hint (KIP-951) comes only with NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH
+            assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (-1, -1)
             r = _list_offsets(c, "epochs", e)
             assert (r.error_code, r.offset, r.leader_epoch) == (0, 2, epoch)
         p = _fetch(c, "epochs", epoch + 1)
@@ -53,6 +54,9 @@ def test_current_leader_epoch_in_fetch_and_list_offsets():
         if epoch > 0:
             assert _fetch(c, "epochs", epoch - 1).error_code == ErrorCode.FENCED_LEADER_EPOCH
         assert _list_offsets(c, "epochs", -1, timestamp=-2).offset == 0
+        p = _fetch(c, "epochs", -1, offset=100)   # as Kafka: an error partition tells no offsets
+        assert (p.error_code, p.high_watermark, p.last_stable_offset, p.log_start_offset) == \
+            (ErrorCode.OFFSET_OUT_OF_RANGE, -1, -1, -1)
         assert _fetch(c, "nope", -1).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 

@@ -107,9 +107,9 @@ def test_list_offsets_answers_from_the_high_watermark(cluster):
     rm.append_records("t", 0, batch(4), NOW)
     assert rm.fetch_offset_for_timestamp("t", 0, -1) == (0, 4, -1, 2)      # latest
     assert rm.fetch_offset_for_timestamp("t", 0, -2) == (0, 0, -1, 2)      # earliest
-    assert rm.fetch_offset_for_timestamp("t", 0, -5) == (0, -1, -1, 2)     # latest tiered: none
+    assert rm.fetch_offset_for_timestamp("t", 0, -5) == (0, -1, -1, -1)    # latest tiered: none, no epoch (as Kafka)
     assert rm.fetch_offset_for_timestamp("t", 0, NOW + 2) == (0, 2, NOW + 2, 2)
-    assert rm.fetch_offset_for_timestamp("t", 0, NOW + 99) == (0, -1, -1, 2)
+    assert rm.fetch_offset_for_timestamp("t", 0, NOW + 99) == (0, -1, -1, -1)
     assert rm.fetch_offset_for_timestamp("t", 0, -3) == (0, 3, NOW + 3, 2)  # max timestamp
     assert rm.fetch_offset_for_timestamp("t", 0, -7)[0] == ErrorCode.INVALID_REQUEST
 

@@ -1,0 +1,99 @@
+"""InitProducerId, idempotent produce (duplicates, gaps, fenced epochs) and transactions
+(AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn, read_committed Fetch), valid and not."""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from kwire.codec.records import build_batch
+
+from differential.cases.data import TS, produce_request
+from differential.run import Family
+from differential.session import S, Session
+
+V = st.integers(0, 10_000)
+
+
+def records(i: int, pid: int, epoch: int, seq: int, txn: bool) -> bytes:
+    recs = [(f"k{i}-{j}".encode(), f"v{i}-{j}".encode(), [], TS + j) for j in range(2)]
+    return build_batch(recs, producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=txn)
+
+
+def idempotent(s: Session, p) -> None:
+    vinit, vprod, seqs, epoch_delta = p
+    s.create_topic(s.topic("a"), 1)
+    vi = s.version("InitProducerId", vinit)
+    body = s.call("InitProducerId", vi, transactional_id=None, transaction_timeout_ms=60000)
+    if body is None or body.error_code:
+        return
+    pid, epoch = body.producer_id, body.producer_epoch
+    vp = s.version("Produce", vprod)
+    for i, seq in enumerate(seqs):
+        s.call("Produce", vp, label=f"Produce-seq{seq}", **produce_request(
+            s, vp, s.topic("a"), 0, records(i, pid, epoch + (epoch_delta if i == len(seqs) - 1 else 0), seq, False)))
+
+
+idempotent_st = st.tuples(V, V, st.lists(st.sampled_from([0, 0, 2, 4, 7, -1]), min_size=1, max_size=4),
+                          st.sampled_from([0, 0, 1, -1]))
+
+
+def transaction(s: Session, p) -> None:
+    vfind, vinit, vadd, vprod, vaddoff, vtoc, vend, commit, variant = p
+    topic, txn, group = s.topic("a"), s.group("txn"), s.group()
+    s.create_topic(topic, 2)
+    vf = s.version("FindCoordinator", vfind)
+    if vf >= 4:
+        s.call("FindCoordinator", vf, key_type=1, coordinator_keys=[txn])
+    else:
+        s.call("FindCoordinator", vf, key=txn, key_type=1)
+    vi = s.version("InitProducerId", vinit)
+    body = s.call("InitProducerId", vi, transactional_id=txn, transaction_timeout_ms=60000)
+    if body is None or body.error_code:
+        return
+    pid, epoch = body.producer_id, body.producer_epoch
+    if variant == "bad-epoch":
+        epoch_used = epoch + 1
+    else:
+        epoch_used = epoch
+    txn_used = s.group("unknown-txn") if variant == "unknown-txn" else txn
+    # clients speak AddPartitionsToTxn v0-3; v4+ is broker to broker
+    va = s.version("AddPartitionsToTxn", vadd) if s.side.common.get(24, (0, -1))[1] >= 0 else None
+    if va is not None and va > 3:
+        va = 3
+    if variant != "no-add":
+        AT = S("AddPartitionsToTxn", "AddPartitionsToTxnTopic")
+        parts = [0] if variant != "bad-partition" else [0, 9]
+        s.call("AddPartitionsToTxn", va, v3_and_below_transactional_id=txn_used, v3_and_below_producer_id=pid,
+               v3_and_below_producer_epoch=epoch_used, v3_and_below_topics=[AT(name=topic, partitions=parts)])
+    vp = s.version("Produce", vprod, at_least=3)
+    s.call("Produce", vp, **produce_request(s, vp, topic, 0, records(0, pid, epoch, 0, True), txn=txn))
+    vo = s.version("AddOffsetsToTxn", vaddoff)
+    s.call("AddOffsetsToTxn", vo, transactional_id=txn_used, producer_id=pid, producer_epoch=epoch_used,
+           group_id=group)
+    vt = s.version("TxnOffsetCommit", vtoc)
+    TT = S("TxnOffsetCommit", "TxnOffsetCommitRequestTopic")
+    TP = S("TxnOffsetCommit", "TxnOffsetCommitRequestPartition")
+    s.call("TxnOffsetCommit", vt, transactional_id=txn_used, group_id=group, producer_id=pid,
+           producer_epoch=epoch_used, topics=[TT(name=topic, partitions=[TP(partition_index=0, committed_offset=1,
+                                                                             committed_metadata="t")])])
+    ve = s.version("EndTxn", vend)
+    s.call("EndTxn", ve, transactional_id=txn_used, producer_id=pid, producer_epoch=epoch_used, committed=commit)
+    if variant == "double-end":
+        s.call("EndTxn", ve, label="EndTxn-again", transactional_id=txn, producer_id=pid, producer_epoch=epoch,
+               committed=not commit)
+    # what a read_committed consumer sees (the marker lands asynchronously: wait for the LSO to move)
+    FT = S("Fetch", "FetchTopic")
+    FP = S("Fetch", "FetchPartition")
+    s.call("Fetch", 12, label="Fetch-read-committed", replica_id=-1, max_wait_ms=500, min_bytes=1,
+           max_bytes=1 << 20, isolation_level=1,
+           topics=[FT(topic=topic, partitions=[FP(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+
+
+transaction_st = st.tuples(V, V, V, V, V, V, V, st.booleans(),
+                           st.sampled_from(["ok", "ok", "ok", "bad-epoch", "unknown-txn", "no-add", "bad-partition",
+                                            "double-end"]))
+
+
+FAMILIES = [
+    Family("idempotent", idempotent_st, idempotent, examples=60, ci_examples=6),
+    Family("transactions", transaction_st, transaction, examples=80, ci_examples=6),
+]
