@@ -377,11 +377,13 @@ def run_serve(args) -> int:
     for note in plan.notes:
         log.warning("%s", note)
     if any(c.protocol != "PLAINTEXT" for c in plan.clients):
-        from kwire.errors import StartupError  # noqa: PLC0415
+        from kwire.errors import StartupError, StartupFileError  # noqa: PLC0415
         from kwire.security.edge import for_listener  # noqa: PLC0415
         try:   # TLS keystores and SASL users: a bad setting is a usage error, said before anything starts
             for c in plan.clients:
                 for_listener(cfg, c)
+        except StartupFileError as exc:   # a keystore that cannot be read or decrypted: runtime
+            raise RuntimeFailure(f"kwire: {exc}") from None
         except StartupError as exc:
             raise UsageError(f"kwire serve: {exc}") from None
     try:

@@ -47,3 +47,99 @@ def test_harness_refuses_a_listeners_override_it_would_not_serve(tmp_path):
     # the same listener the harness opens anyway is accepted (and left to the harness)
     assert "listeners" not in Broker(port=port, data_dir=str(tmp_path),
                                         overrides={"listeners": f"PLAINTEXT://127.0.0.1:{port}"}).overrides
+
+
+# ---------------------------------------------------------------------------- TLS keystores
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    from kwire.testing.certs import CertificateAuthority
+
+    d = tmp_path_factory.mktemp("tls")
+    ca = CertificateAuthority(str(d))
+    return d, ca.issue("localhost", server=True, password="key-secret", file_name="enc"), \
+        ca.issue("localhost", server=True, file_name="plain")
+
+
+def _serve_ssl(tmp_path, keystore: str, *overrides: str):
+    port = free_port()
+    args = ["serve", "--listen", f"SSL://127.0.0.1:{port}", "--override", "ssl.keystore.type=PEM",
+            "--override", f"ssl.keystore.location={keystore}", "--data-dir", str(tmp_path / "d")]
+    for o in overrides:
+        args += ["--override", o]
+    return port, kwire(*args, timeout=20)
+
+
+def test_encrypted_key_without_password_fails_instead_of_prompting(tmp_path, certs):
+    _, enc, _ = certs
+    port, proc = _serve_ssl(tmp_path, enc.keystore)
+    assert proc.returncode == 1, proc.stderr
+    assert one_line(proc) == (f"kwire: listener SSL://127.0.0.1:{port} (SSL): the private key in the TLS keystore "
+                              f"{enc.keystore} is encrypted and ssl.key.password is not set; set ssl.key.password "
+                              f"to its pass phrase")
+
+
+def test_encrypted_key_never_prompts_on_a_terminal(tmp_path, certs):
+    """OpenSSL asks for the pass phrase on the controlling terminal when no password is given:
+    kwire serve then waits for ever. Run it with a terminal of its own."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    _, enc, _ = certs
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kwire", "serve", "--listen", f"SSL://127.0.0.1:{free_port()}",
+             "--override", "ssl.keystore.type=PEM", "--override", f"ssl.keystore.location={enc.keystore}",
+             "--data-dir", str(tmp_path / "d")],
+            stdin=follower, stdout=follower, stderr=subprocess.PIPE, start_new_session=True,
+            preexec_fn=lambda: __import__("fcntl").ioctl(0, __import__("termios").TIOCSCTTY, 0))
+        try:
+            _, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 1 and "ssl.key.password is not set" in err.decode(), err
+
+
+def test_wrong_key_password_names_the_file(tmp_path, certs):
+    _, enc, _ = certs
+    port, proc = _serve_ssl(tmp_path, enc.keystore, "ssl.key.password=not-it")
+    assert proc.returncode == 1, proc.stderr
+    assert one_line(proc) == (f"kwire: listener SSL://127.0.0.1:{port} (SSL): ssl.key.password does not decrypt the "
+                              f"private key in the TLS keystore {enc.keystore}; set ssl.key.password to the key's "
+                              f"pass phrase")
+
+
+def test_keystore_without_a_key_names_the_file(tmp_path, certs):
+    _, _, plain = certs
+    port, proc = _serve_ssl(tmp_path, plain.cert)       # the certificate alone
+    assert proc.returncode == 1, proc.stderr
+    assert one_line(proc) == (f"kwire: listener SSL://127.0.0.1:{port} (SSL): the TLS keystore {plain.cert} has no "
+                              f"private key; ssl.keystore.location needs the certificate chain and the private key "
+                              f"in one PEM file")
+
+
+def test_keystore_unit_cases(certs):
+    """The messages of kwire.security.tls.load_keystore, without a process."""
+    import ssl
+
+    from kwire.security.tls import KeystoreError, load_keystore
+
+    d, enc, plain = certs
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    with pytest.raises(KeystoreError, match="has no certificate; ssl.keystore.location needs"):
+        load_keystore(ctx, plain.key, None)
+    mixed = d / "mixed.pem"
+    mixed.write_text(open(plain.cert).read() + open(enc.key).read())
+    with pytest.raises(KeystoreError, match="does not belong to its first certificate"):
+        load_keystore(ctx, str(mixed), "key-secret")
+    with pytest.raises(KeystoreError, match=r"cannot read the TLS keystore /nonexistent\.pem: No such file"):
+        load_keystore(ctx, "/nonexistent.pem", None)
+    load_keystore(ctx, enc.keystore, "key-secret")        # the right password
+    load_keystore(ctx, plain.keystore, None)              # no password needed
