@@ -143,3 +143,40 @@ def test_keystore_unit_cases(certs):
         load_keystore(ctx, "/nonexistent.pem", None)
     load_keystore(ctx, enc.keystore, "key-secret")        # the right password
     load_keystore(ctx, plain.keystore, None)              # no password needed
+
+
+# ---------------------------------------------------------------------------- JAAS
+PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
+JAAS_CASES = [
+    (f'{PLAIN} user_alice="alice-secret";',
+     "sasl.jaas.config: Invalid login module control flag 'user_alice' in JAAS config (after the class name write "
+     "required, requisite, sufficient or optional)"),
+    (f'{PLAIN} required user_alice="alice-secret"',
+     "sasl.jaas.config: JAAS config entry not terminated by semi-colon (end it with ;)"),
+    (f'{SCRAM} required user_alice="alice-secret";',
+     f"sasl.jaas.config: {SCRAM} does not serve PLAIN (PLAIN's users are the user_NAME options of {PLAIN}); write "
+     f"that class, or leave PLAIN out of sasl.enabled.mechanisms"),
+    (f'{PLAIN[:-1]} required user_alice="alice-secret";',
+     f"sasl.jaas.config: No LoginModule found for {PLAIN[:-1]}; did you mean {PLAIN}?"),
+]
+
+
+@pytest.mark.parametrize("jaas,error", JAAS_CASES, ids=["no flag", "no semicolon", "scram for plain", "misspelt"])
+def test_malformed_jaas_is_refused(tmp_path, jaas, error):
+    port = free_port()
+    proc = kwire("serve", "--listen", f"SASL_PLAINTEXT://127.0.0.1:{port}", "--override", "sasl.enabled.mechanisms=PLAIN",
+                 "--override", f"sasl.jaas.config={jaas}", "--data-dir", str(tmp_path / "d"))
+    assert proc.returncode == 2, proc.stderr
+    assert one_line(proc) == f"kwire serve: listener SASL_PLAINTEXT://127.0.0.1:{port} (SASL_PLAINTEXT): {error}"
+    assert not (tmp_path / "d").exists()
+
+
+def test_malformed_jaas_of_a_listener_and_mechanism_names_its_key(tmp_path):
+    port = free_port()
+    key = "listener.name.sasl_plaintext.plain.sasl.jaas.config"
+    proc = kwire("serve", "--listen", f"SASL_PLAINTEXT://127.0.0.1:{port}", "--override", "sasl.enabled.mechanisms=PLAIN",
+                 "--override", f"{key}={PLAIN} required user_alice;", "--data-dir", str(tmp_path / "d"))
+    assert proc.returncode == 2, proc.stderr
+    assert one_line(proc).endswith(f"{key}: Value not specified for key 'user_alice' in JAAS config "
+                                   f"(write user_alice=\"VALUE\")")
