@@ -89,12 +89,14 @@ def test_encrypted_key_never_prompts_on_a_terminal(tmp_path, certs):
     _, enc, _ = certs
     leader, follower = pty.openpty()
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kwire", "serve", "--listen", f"SSL://127.0.0.1:{free_port()}",
-             "--override", "ssl.keystore.type=PEM", "--override", f"ssl.keystore.location={enc.keystore}",
-             "--data-dir", str(tmp_path / "d")],
-            stdin=follower, stdout=follower, stderr=subprocess.PIPE, start_new_session=True,
-            preexec_fn=lambda: __import__("fcntl").ioctl(0, __import__("termios").TIOCSCTTY, 0))
+        argv = [sys.executable, "-m", "kwire", "serve", "--listen", f"SSL://127.0.0.1:{free_port()}",
+                "--override", "ssl.keystore.type=PEM", "--override", f"ssl.keystore.location={enc.keystore}",
+                "--data-dir", str(tmp_path / "d")]
+        # a new session whose controlling terminal is the pty (set in the child, then exec: no preexec_fn)
+        become = ("import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+                  "os.execv(sys.argv[1], sys.argv[1:])")
+        proc = subprocess.Popen([sys.executable, "-c", become, *argv], stdin=follower, stdout=follower,
+                                stderr=subprocess.PIPE, start_new_session=True)
         try:
             _, err = proc.communicate(timeout=20)
         finally:
