@@ -140,7 +140,8 @@ def server_config(config, listener: str | None = None) -> SaslServerConfig:
         raise SaslConfigError(f"{plain_key}: {plain_module.class_name} does not serve PLAIN (PLAIN's users are "
                               f"the user_NAME options of {PLAIN_MODULE}); write that class, or leave PLAIN out of "
                               f"sasl.enabled.mechanisms")
-    plain_users = _users(plain_module) if plain_module is not None else {}
+    plain_users = (_users(plain_module) if plain_module is not None else {}) \
+        or (_users(default_module) if default_module is not None else {})
     out = SaslServerConfig(mechs, max_receive_size=int(config.get("sasl.server.max.receive.size") or 524288),
                            reauth_ms=int(_setting(config, listener, "connections.max.reauth.ms") or 0))
     if "PLAIN" in mechs:
