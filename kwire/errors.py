@@ -225,3 +225,8 @@ class UnsupportedCompression(CorruptRecordBatch):
 class StartupError(Exception):
     """A broker refuses to start (data dir in use, meta.properties disagrees with the flags):
     the CLI prints the message as one line and exits non-zero."""
+
+
+class StartupFileError(StartupError):
+    """A file the config names cannot be used as configured (a TLS keystore that cannot be
+    read or decrypted): a runtime failure of the start (exit code 1), not a usage error."""

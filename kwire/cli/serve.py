@@ -132,7 +132,7 @@ def config_from_args(args):
         raise UsageError(f"kwire serve: {exc}" + (f" ({source})" if source else "")) from None
     _check_keys(cfg, where, args.config)
     try:
-        _apply_listen_flags(cfg, args)
+        _apply_listen_flags(cfg, args, where.get("listeners") or (f"in {args.config}" if args.config else ""))
     except ListenerError as exc:
         raise UsageError(f"kwire serve: {exc}") from None
     return cfg
@@ -156,14 +156,29 @@ def _check_keys(cfg, where: dict, config_file: str | None) -> None:
         log.warning("The configuration '%s' was supplied but isn't a known config.", key)
 
 
-def _apply_listen_flags(cfg, args) -> None:
+def _apply_listen_flags(cfg, args, listeners_source: str = "") -> None:
     """--listen replaces the client listener and keeps the config's controller listeners;
-    --advertised-listener sets the client listener's advertised address."""
+    --advertised-listener sets the client listener's advertised address.
+
+    A listener's name is its identity (and, through listener.security.protocol.map, its
+    security protocol): --listen moves the listener of its own name. When ``listeners`` was
+    given (server.properties or --override) and has client listeners but none of that name,
+    the flag and the key disagree on what is served (``--listen 127.0.0.1:9092`` is a
+    PLAINTEXT listener, ``listeners=SASL_PLAINTEXT://...`` asks for SASL): refused, as the
+    other pairs that cannot both hold are (--controller-listen vs controller.quorum.voters),
+    never resolved by serving one of them silently."""
     controller_names = {n.upper() for n in (cfg.get("controller.listener.names") or [])}
     if args.listen is not None:
         new = parse_endpoint(args.listen, what="--listen")
         current = parse_listeners(cfg.get("listeners") or [])
         clients = [e for e in current if e.name not in controller_names]
+        if cfg.is_static("listeners") and clients and not any(e.name == new.name for e in clients):
+            given = ",".join(str(e) for e in clients)
+            shown = args.listen if "://" in args.listen else f"{args.listen} (a {new.name} listener)"
+            raise ListenerError(
+                f"--listen {shown} and listeners={given}" + (f" ({listeners_source})" if listeners_source else "")
+                + f" name different listeners; write --listen {clients[0].name}://{new.address} to move "
+                f"{clients[0].name}, or give only one of them")
         # replaced: the client listener of the same name, else the first; the others are kept
         replaced = next((e for e in clients if e.name == new.name), clients[0] if clients else None)
         kept = [e for e in current if e is not replaced and e.name != new.name]
@@ -362,11 +377,13 @@ def run_serve(args) -> int:
     for note in plan.notes:
         log.warning("%s", note)
     if any(c.protocol != "PLAINTEXT" for c in plan.clients):
-        from kwire.errors import StartupError  # noqa: PLC0415
+        from kwire.errors import StartupError, StartupFileError  # noqa: PLC0415
         from kwire.security.edge import for_listener  # noqa: PLC0415
         try:   # TLS keystores and SASL users: a bad setting is a usage error, said before anything starts
             for c in plan.clients:
                 for_listener(cfg, c)
+        except StartupFileError as exc:   # a keystore that cannot be read or decrypted: runtime
+            raise RuntimeFailure(f"kwire: {exc}") from None
         except StartupError as exc:
             raise UsageError(f"kwire serve: {exc}") from None
     try:

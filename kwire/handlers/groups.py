@@ -488,8 +488,8 @@ async def list_groups(ctx: RequestContext, req):
     # while a partition loads, its groups are left out and the answer says so (as Kafka)
     err = E.COORDINATOR_LOAD_IN_PROGRESS if coord.loading else E.NONE
     groups = coord.list_groups(states, types)
-    if ctx.broker.authorizer is not None and not allowed(ctx, Op.DESCRIBE, CLUSTER, CLUSTER_NAME):
-        groups = [g for g in groups if allowed(ctx, Op.DESCRIBE, GROUP, g.group_id)]
+    if ctx.broker.authorizer is not None and not allowed(ctx, Op.DESCRIBE, CLUSTER, CLUSTER_NAME, log_denied=False):
+        groups = [g for g in groups if allowed(ctx, Op.DESCRIBE, GROUP, g.group_id, log_denied=False)]
     return ctx.response(throttle_time_ms=0, error_code=err, groups=[
         L(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state, group_type=g.group_type)
         for g in groups])

@@ -58,7 +58,7 @@ async def metadata(ctx: RequestContext, req):
                                       topic_id=rt.topic_id, partitions=[]) for rt in req.topics])
     if req.topics is None or (v == 0 and not req.topics):
         for name in sorted(image.topics):
-            if auth is None or allowed(ctx, Op.DESCRIBE, TOPIC, name):
+            if auth is None or allowed(ctx, Op.DESCRIBE, TOPIC, name, log_denied=False):   # a filter, not asked for
                 topics.append(topic_metadata(ctx, image.topics[name]))
     else:
         for rt in req.topics:
@@ -79,7 +79,8 @@ async def metadata(ctx: RequestContext, req):
                 continue
             t = image.topics.get(name)
             if t is None and allow_auto and not name.startswith("__") and auth is not None \
-                    and not allowed(ctx, Op.CREATE, CLUSTER, CLUSTER_NAME) and not allowed(ctx, Op.CREATE, TOPIC, name):
+                    and not allowed(ctx, Op.CREATE, CLUSTER, CLUSTER_NAME, log_denied=False) \
+                    and not allowed(ctx, Op.CREATE, TOPIC, name):
                 topics.append(topic_metadata(ctx, None, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             if t is None and allow_auto and not name.startswith("__"):

@@ -19,10 +19,16 @@ without one, kwire allows everything, as Kafka does.
 """
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
 
 from kwire.security.operations import AclOperation as Op
+
+# Kafka's audit logger (StandardAuthorizerData.auditLogger): each denial of an operation a
+# request asked for at INFO, each grant at DEBUG, with the rule that decided; users route it
+# by this name as they route Kafka's (log4j's kafka.authorizer.logger -> kafka-authorizer.log).
+audit_log = logging.getLogger("kafka.authorizer.logger")
 
 # Kafka's ResourceType, PatternType and AclPermissionType codes
 UNKNOWN, ANY = 0, 1
@@ -192,6 +198,34 @@ def _result(b: AclBinding, principals: tuple[str, str], host: str, op: int) -> i
     return b.permission_type
 
 
+# Kafka's SecurityUtils.resourceTypeName (the audit line's "Topic:LITERAL:t")
+_RESOURCE_TYPE_NAMES = {TOPIC: "Topic", GROUP: "Group", CLUSTER: "Cluster", TRANSACTIONAL_ID: "TransactionalId",
+                        DELEGATION_TOKEN: "DelegationToken", USER: "User"}
+_RESOURCE_TYPE_ENUM = {TOPIC: "TOPIC", GROUP: "GROUP", CLUSTER: "CLUSTER", TRANSACTIONAL_ID: "TRANSACTIONAL_ID",
+                       DELEGATION_TOKEN: "DELEGATION_TOKEN", USER: "USER"}
+_PATTERN_NAMES = {LITERAL: "LITERAL", PREFIXED: "PREFIXED"}
+
+
+def rule_text(rule) -> str:
+    """A deciding rule as Kafka's MatchingRule.toString: ``SuperUser``, ``DefaultAllow``,
+    ``DefaultDeny`` or ``MatchingAcl(acl=StandardAcl(...))``."""
+    if isinstance(rule, str):
+        return rule
+    b = rule
+    return (f"MatchingAcl(acl=StandardAcl(resourceType={_RESOURCE_TYPE_ENUM.get(b.resource_type, 'UNKNOWN')}, "
+            f"resourceName={b.resource_name}, patternType={_PATTERN_NAMES.get(b.pattern_type, 'UNKNOWN')}, "
+            f"principal={b.principal}, host={b.host}, operation={Op(b.operation).name}, "
+            f"permissionType={'ALLOW' if b.permission_type == ALLOW else 'DENY'}))")
+
+
+def audit_message(principal: str, allowed: bool, op: int, host: str, resource_type: int, name: str,
+                  request: str, rule, ref_count: int = 1) -> str:
+    """The line of Kafka's StandardAuthorizerData.buildAuditMessage."""
+    return (f"Principal = {principal} is {'Allowed' if allowed else 'Denied'} operation = {Op(op).name} "
+            f"from host = {host} on resource = {_RESOURCE_TYPE_NAMES.get(resource_type, 'Unknown')}:LITERAL:{name} "
+            f"for request = {request} with resourceRefCount = {ref_count} based on rule {rule_text(rule)}")
+
+
 def parse_super_users(value) -> frozenset[str]:
     if not value:
         return frozenset()
@@ -226,22 +260,40 @@ class Authorizer:
                              f"{AUTHORIZER_CLASSES[0]})")
         return cls(store, cfg.get("super.users"), parse_bool(cfg.get("allow.everyone.if.no.acl.found")))
 
-    def authorize(self, principal: str, host: str, op: int, resource_type: int, name: str) -> bool:
+    def authorize(self, principal: str, host: str, op: int, resource_type: int, name: str,
+                  request: str | None = None, *, log_denied: bool = True, log_allowed: bool = True) -> bool:
+        """Kafka's StandardAuthorizerData.authorize. With ``request`` (the API's name, e.g.
+        Fetch) the decision goes to the audit log as Kafka's: a denial at INFO when
+        ``log_denied`` (Kafka's logIfDenied: the request asked for this resource, not a filter
+        over many), a grant at DEBUG when ``log_allowed``; nothing is built when the level is off."""
+        allowed, rule = self.decide(principal, host, op, resource_type, name)
+        if request is not None:
+            if allowed:
+                if log_allowed and audit_log.isEnabledFor(logging.DEBUG):
+                    audit_log.debug("%s", audit_message(principal, True, op, host, resource_type, name, request, rule))
+            elif log_denied and audit_log.isEnabledFor(logging.INFO):
+                audit_log.info("%s", audit_message(principal, False, op, host, resource_type, name, request, rule))
+        return allowed
+
+    def decide(self, principal: str, host: str, op: int, resource_type: int, name: str):
+        """(allowed, the rule that decided: an AclBinding or SuperUser / DefaultAllow / DefaultDeny)."""
         if principal in self.super_users:
-            return True
+            return True, "SuperUser"
         principals = (principal, WILDCARD_PRINCIPAL)
         found = False
-        allowed = False
+        allow = None
         for b in self._store().applicable(resource_type, name):
             found = True
             r = _result(b, principals, host, op)
             if r == DENY:
-                return False
+                return False, b
             if r == ALLOW:
-                allowed = True
-        if allowed:
-            return True
-        return not found and self.allow_everyone
+                allow = b
+        if allow is not None:
+            return True, allow
+        if not found and self.allow_everyone:
+            return True, "DefaultAllow"
+        return False, "DefaultDeny"
 
     def authorize_any(self, principal: str, host: str, op: int, resource_type: int) -> bool:
         """Kafka's authorizeByResourceType: may the principal do ``op`` on some resource of the type?
@@ -290,14 +342,18 @@ def host_of(ctx) -> str:
     return host.strip("[]")
 
 
-def allowed(ctx, op: int, resource_type: int, name: str) -> bool:
+def allowed(ctx, op: int, resource_type: int, name: str, *, log_denied: bool = True) -> bool:
     """May the request's principal do ``op`` on the resource? Always without an authorizer, and
     for the broker's own in-process requests (a context without a connection: the transaction
-    coordinator's WriteTxnMarkers to partitions it leads)."""
+    coordinator's WriteTxnMarkers to partitions it leads). The decision is audit-logged as
+    Kafka's; ``log_denied=False`` where the check only filters (Metadata of all topics,
+    ListGroups), as Kafka's logIfDenied=false."""
     a = ctx.broker.authorizer
     if a is None or getattr(ctx, "connection", True) is None:
         return True
-    return a.authorize(principal_of(ctx), host_of(ctx), op, resource_type, name)
+    api = getattr(ctx, "api", None)
+    return a.authorize(principal_of(ctx), host_of(ctx), op, resource_type, name,
+                       api.name if api is not None else "Unknown", log_denied=log_denied)
 
 
 _TYPE_CODES = {"topic": TOPIC, "group": GROUP, "cluster": CLUSTER}

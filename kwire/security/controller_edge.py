@@ -58,11 +58,13 @@ class ControllerConnection:
                                       if sasl.complete else f"api key {api_key} before SASL authentication"))
         if self.authorizer is None:
             return SERVE
+        from kwire.codec.apis import APIS  # noqa: PLC0415
         from kwire.security.authorizer import CLUSTER, CLUSTER_NAME  # noqa: PLC0415
         from kwire.security.operations import AclOperation as Op  # noqa: PLC0415
 
         op = Op.DESCRIBE if api_key in (DESCRIBE_QUORUM, API_VERSIONS) else Op.CLUSTER_ACTION
-        if self.authorizer.authorize(self.principal, self.host, op, CLUSTER, CLUSTER_NAME):
+        request = APIS[api_key].name if api_key in APIS else "Unknown"
+        if self.authorizer.authorize(self.principal, self.host, op, CLUSTER, CLUSTER_NAME, request):
             return SERVE
         return Verdict(close=f"{self.principal} may not {op.name} on the cluster (api key {api_key}); "
                              f"name the nodes' principal in super.users")

@@ -46,15 +46,16 @@ class ListenerSecurity:
 
 def for_listener(config, listener: ClientListener) -> ListenerSecurity:
     """The security of one client listener; StartupError when its settings are unusable."""
-    from kwire.errors import StartupError  # noqa: PLC0415
+    from kwire.errors import StartupError, StartupFileError  # noqa: PLC0415
 
     sec = ListenerSecurity(listener.name, listener.protocol)
     if listener.tls:
-        from kwire.security.tls import TlsConfigError, server_context  # noqa: PLC0415
+        from kwire.security.tls import KeystoreError, TlsConfigError, server_context  # noqa: PLC0415
         try:
             sec.ssl_context = server_context(config, listener.name)
         except TlsConfigError as exc:
-            raise StartupError(f"listener {listener.endpoint} ({listener.protocol}): {exc}") from None
+            kind = StartupFileError if isinstance(exc, KeystoreError) else StartupError
+            raise kind(f"listener {listener.endpoint} ({listener.protocol}): {exc}") from None
     if listener.sasl:
         from kwire.security.sasl import SaslConfigError, server_config  # noqa: PLC0415
         try:

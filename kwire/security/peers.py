@@ -242,6 +242,7 @@ def _jaas(config, listener: str, mechanism: str) -> tuple[str | None, str]:
 def _link(config, role: str, listener: str | None, protocol: str, mechanism_key: str,
           served_here: bool = True) -> PeerLink:
     from kwire.security.sasl import SaslConfigError, server_config  # noqa: PLC0415
+    from kwire.security.jaas import JaasError  # noqa: PLC0415
     from kwire.security.sasl_client import jaas_options  # noqa: PLC0415
     from kwire.security.tls import TlsConfigError, client_context  # noqa: PLC0415
 
@@ -270,7 +271,10 @@ def _link(config, role: str, listener: str | None, protocol: str, mechanism_key:
         raise PeerConfigError(f"{mechanism_key}={mechanism} must be included in sasl.enabled.mechanisms of the "
                               f"{role} listener {listener} (enabled: {','.join(enabled)})")
     text, key = _jaas(config, listener, mechanism)
-    opts = jaas_options(text)
+    try:
+        opts = jaas_options(text)
+    except JaasError as exc:
+        raise PeerConfigError(f"{key}: {exc}") from None
     if not opts.get("username") or "password" not in opts:
         raise PeerConfigError(f"the {role} listener {listener} ({protocol}) needs the credentials this node "
                               f"authenticates with: username=\"...\" password=\"...\" in {key}")

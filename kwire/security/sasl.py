@@ -34,6 +34,7 @@ from collections import ChainMap
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from kwire.security.jaas import PLAIN_MODULE, JaasError, LoginModule, login_module
 from kwire.security.principal import user as user_principal
 from kwire.security.scram_credentials import SCRAM_MIN_ITERATIONS, ScramCredential, credential_from_salted_password
 
@@ -54,19 +55,16 @@ class SaslAuthenticationFailed(Exception):
 
 
 # ---------------------------------------------------------------------------- config
-_JAAS_OPTION = re.compile(r'([A-Za-z_][\w.\-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
-
-
 def parse_jaas_users(text: str | None) -> dict[str, str]:
-    """``user_NAME="password"`` options of a JAAS login module line -> {NAME: password}."""
-    out: dict[str, str] = {}
-    for m in _JAAS_OPTION.finditer(text or ""):
-        key = m.group(1)
-        value = m.group(2) if m.group(2) is not None else m.group(3)
-        value = re.sub(r"\\(.)", r"\1", value)
-        if key.startswith("user_") and len(key) > 5:
-            out[key[5:]] = value
-    return out
+    """``user_NAME="password"`` options of a JAAS login module entry -> {NAME: password}; the
+    text is read as Kafka's JaasConfig (kwire.security.jaas: JaasError when Kafka would refuse it)."""
+    if not text:
+        return {}
+    return _users(login_module(str(text)))
+
+
+def _users(module: LoginModule) -> dict[str, str]:
+    return {k[5:]: v for k, v in module.options.items() if k.startswith("user_") and len(k) > 5}
 
 
 def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
@@ -92,11 +90,29 @@ class SaslServerConfig:
 
 
 def _setting(config, listener: str | None, key: str):
+    return _setting_at(config, listener, key)[0]
+
+
+def _setting_at(config, listener: str | None, key: str):
+    """(value, the key it was found under): the listener's prefixed key first."""
     if listener:
-        v = config.get(f"listener.name.{listener.lower()}.{key}")
+        full = f"listener.name.{listener.lower()}.{key}"
+        v = config.get(full)
         if v not in (None, ""):
-            return v
-    return config.get(key)
+            return v, full
+    return config.get(key), key
+
+
+def _jaas_module(config, listener: str | None, key: str) -> tuple[LoginModule | None, str]:
+    """(the login module of a sasl.jaas.config key, the key it came from); SaslConfigError
+    naming the key when Kafka's JaasConfig / JaasContext would refuse the value."""
+    text, full = _setting_at(config, listener, key)
+    if text in (None, ""):
+        return None, full
+    try:
+        return login_module(str(text)), full
+    except JaasError as exc:
+        raise SaslConfigError(f"{full}: {exc}") from None
 
 
 def server_config(config, listener: str | None = None) -> SaslServerConfig:
@@ -114,16 +130,26 @@ def server_config(config, listener: str | None = None) -> SaslServerConfig:
     if bad or not mechs:
         raise SaslConfigError(f"sasl.enabled.mechanisms={','.join(mechs)}: kwire serves "
                               + ", ".join(MECHANISMS) + (f" (not {', '.join(bad)})" if bad else ""))
-    default_users = parse_jaas_users(_setting(config, listener, "sasl.jaas.config"))
-    plain_users = parse_jaas_users(_setting(config, listener, "plain.sasl.jaas.config")) or default_users
+    default_module, default_key = _jaas_module(config, listener, "sasl.jaas.config")
+    plain_module, plain_key = _jaas_module(config, listener, "plain.sasl.jaas.config")
+    if plain_module is None:
+        plain_module, plain_key = default_module, default_key
+    if "PLAIN" in mechs and plain_module is not None and plain_module.class_name != PLAIN_MODULE:
+        # Kafka starts, but its PLAIN callback handler reads user_NAME only from PlainLoginModule
+        # entries: every PLAIN login would fail. Said at start instead.
+        raise SaslConfigError(f"{plain_key}: {plain_module.class_name} does not serve PLAIN (PLAIN's users are "
+                              f"the user_NAME options of {PLAIN_MODULE}); write that class, or leave PLAIN out of "
+                              f"sasl.enabled.mechanisms")
+    plain_users = (_users(plain_module) if plain_module is not None else {}) \
+        or (_users(default_module) if default_module is not None else {})
     out = SaslServerConfig(mechs, max_receive_size=int(config.get("sasl.server.max.receive.size") or 524288),
                            reauth_ms=int(_setting(config, listener, "connections.max.reauth.ms") or 0))
     if "PLAIN" in mechs:
         out.plain_users = plain_users
     for m in mechs:
         if m.startswith("SCRAM"):
-            users = parse_jaas_users(_setting(config, listener, f"{m.lower()}.sasl.jaas.config")) \
-                or plain_users
+            module, _ = _jaas_module(config, listener, f"{m.lower()}.sasl.jaas.config")
+            users = (_users(module) if module is not None else {}) or plain_users
             out.scram[m] = {u: scram_credential(m, p) for u, p in users.items()}
     if not plain_users and not out.scram:    # SCRAM users may come from the quorum (AlterUserScramCredentials)
         raise SaslConfigError(f"listener {listener or ''}: no SASL users; declare them in sasl.jaas.config, e.g. "

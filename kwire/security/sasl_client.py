@@ -17,14 +17,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import re
 import secrets
 
 __all__ = ["SaslClientFailed", "PlainClient", "ScramClient", "jaas_options", "client_for"]
 
 _HASHES = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}
 MIN_ITERATIONS = 4096     # Kafka's ScramMechanism.minIterations
-_JAAS_OPTION = re.compile(r'([A-Za-z_][\w.\-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
 
 
 class SaslClientFailed(Exception):
@@ -32,13 +30,11 @@ class SaslClientFailed(Exception):
 
 
 def jaas_options(text: str | None) -> dict[str, str]:
-    """Every ``key="value"`` option of a JAAS login module line (``username``, ``password``,
-    ``user_NAME`` ...)."""
-    out: dict[str, str] = {}
-    for m in _JAAS_OPTION.finditer(text or ""):
-        value = m.group(2) if m.group(2) is not None else m.group(3)
-        out[m.group(1)] = re.sub(r"\\(.)", r"\1", value)
-    return out
+    """The options (``username``, ``password``, ``user_NAME`` ...) of a JAAS login module entry,
+    read as Kafka's JaasConfig (kwire.security.jaas.JaasError when Kafka would refuse the text)."""
+    from kwire.security.jaas import login_module  # noqa: PLC0415
+
+    return dict(login_module(text).options) if text else {}
 
 
 class PlainClient:

@@ -34,6 +34,60 @@ class TlsConfigError(ValueError):
     """TLS settings the broker cannot use (one line naming the key)."""
 
 
+class KeystoreError(TlsConfigError):
+    """The keystore file cannot be used as configured (unreadable, no key, an encrypted key
+    without its password or with a wrong one): a runtime failure at start, exit code 1."""
+
+
+class _NoPassword(Exception):
+    pass
+
+
+def load_keystore(ctx: ssl.SSLContext, path: str, password: str | None, shown: str | None = None) -> None:
+    """``ctx.load_cert_chain`` that never prompts: OpenSSL asks for an encrypted key's pass
+    phrase on the terminal when no password is given (and fails with Errno 22 without one), so
+    the password always goes through a callback, which refuses when ssl.key.password is unset.
+    Each failure is a KeystoreError naming the file (``shown``) and the fix."""
+    shown = shown or path
+    asked = []
+
+    def passphrase():
+        asked.append(True)
+        if password is None:
+            raise _NoPassword
+        return password
+
+    try:
+        ctx.load_cert_chain(path, password=passphrase)
+    except _NoPassword:
+        raise KeystoreError(f"the private key in the TLS keystore {shown} is encrypted and ssl.key.password "
+                            f"is not set; set ssl.key.password to its pass phrase") from None
+    except OSError as exc:
+        if isinstance(exc, ssl.SSLError):
+            raise KeystoreError(_pem_problem(path, shown, exc, asked and password is not None)) from None
+        raise KeystoreError(f"cannot read the TLS keystore {shown}: {exc.strerror or exc}") from None
+
+
+def _pem_problem(path: str, shown: str, exc: ssl.SSLError, decrypted: bool) -> str:
+    if exc.reason == "KEY_VALUES_MISMATCH":
+        return (f"the private key in the TLS keystore {shown} does not belong to its first certificate; "
+                f"put the certificate chain (the broker's certificate first) and its own key in the file")
+    if decrypted:
+        return (f"ssl.key.password does not decrypt the private key in the TLS keystore {shown}; "
+                f"set ssl.key.password to the key's pass phrase")
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except OSError:
+        text = b""
+    missing = [what for what, marker in (("certificate", b"-----BEGIN CERTIFICATE-----"),
+                                         ("private key", b"PRIVATE KEY-----")) if marker not in text]
+    if missing:
+        return (f"the TLS keystore {shown} has no {' and no '.join(missing)}; ssl.keystore.location needs the "
+                f"certificate chain and the private key in one PEM file")
+    return f"the TLS keystore {shown} is not a usable PEM certificate chain and private key ({exc.reason or exc})"
+
+
 def listener_setting(config, listener: str | None, key: str):
     """``listener.name.<listener>.<key>`` when set, else ``<key>`` (Kafka's per-listener override)."""
     if listener:
@@ -61,14 +115,10 @@ def server_context(config, listener: str | None = None) -> ssl.SSLContext:
         raise TlsConfigError(f"ssl.enabled.protocols={','.join(enabled)}: kwire serves TLSv1.2 and TLSv1.3 only")
     ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
     password = get("ssl.key.password") or get("ssl.keystore.password") or None
-    try:
-        if location:
-            ctx.load_cert_chain(location, password=password)
-        else:
-            _load_inline(ctx, str(chain), str(key or ""), password)
-    except (OSError, ssl.SSLError) as exc:
-        where = location or "ssl.keystore.certificate.chain"
-        raise TlsConfigError(f"cannot load the TLS keystore {where}: {exc}") from None
+    if location:
+        load_keystore(ctx, location, password)
+    else:
+        _load_inline(ctx, str(chain), str(key or ""), password)
     trust = get("ssl.truststore.location")
     trust_pem = get("ssl.truststore.certificates")
     try:
@@ -129,12 +179,11 @@ def client_context(config, listener: str | None = None) -> ssl.SSLContext:
     password = get("ssl.key.password") or get("ssl.keystore.password") or None
     try:
         if location:
-            ctx.load_cert_chain(location, password=password)
+            load_keystore(ctx, location, password)
         elif chain:
             _load_inline(ctx, str(chain), str(key or ""), password)
-    except (OSError, ssl.SSLError) as exc:
-        raise TlsConfigError(f"{where}cannot load the TLS keystore {location or 'ssl.keystore.certificate.chain'}: "
-                             f"{exc}") from None
+    except KeystoreError as exc:
+        raise KeystoreError(f"{where}{exc}") from None
     return _finish(ctx, get)
 
 
@@ -156,7 +205,7 @@ def _load_inline(ctx: ssl.SSLContext, chain: str, key: str, password) -> None:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(chain.strip() + "\n" + key.strip() + "\n")
-        ctx.load_cert_chain(path, password=password)
+        load_keystore(ctx, path, password, shown="ssl.keystore.certificate.chain / ssl.keystore.key")
     finally:
         os.unlink(path)
 

@@ -127,10 +127,12 @@ class Broker:
         self.host = host
         self.port = port or free_port(host)
         self.storage = storage
+        self.security = security.upper()
+        self.overrides = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (overrides or {}).items()}
+        self._check_listeners_override()       # before anything is made on disk
         self._own_dir = data_dir is None
         base = memory_dir() if storage == "memory" else None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="kwire-test-", dir=base)
-        self.overrides = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (overrides or {}).items()}
         self.log_level = log_level
         self.proc: subprocess.Popen | None = None
         self.log_path: str | None = None   # process mode: the broker's stdout and stderr go here (appended)
@@ -141,7 +143,6 @@ class Broker:
         self._faults = None
         self.broker = None  # the kwire.broker.Broker in thread mode
         self.server = None  # the kwire.server.KafkaServer in thread mode
-        self.security = security.upper()
         self.users = dict(users or {})
         self.tls = None          # kwire.testing.certs.CertificateAuthority of an SSL / SASL_SSL broker
         self.harness_port = None  # a PLAINTEXT listener for this object's own helpers on a secured broker
@@ -307,6 +308,29 @@ class Broker:
             if self.server is not None:
                 self.server.fault_hook = self._faults
         return self._faults
+
+    def _check_listeners_override(self) -> None:
+        """The harness names its client listener from ``security``, ``host`` and ``port``; a
+        ``listeners`` override that names another one would be ignored in thread mode and fight
+        ``--listen`` in process mode, so it is refused unless it says the same."""
+        value = self.overrides.get("listeners")
+        if value is None:
+            return
+        from kwire.listeners import Endpoint, ListenerError, parse_listeners
+
+        controllers = {n.strip().upper() for n in self.overrides.get("controller.listener.names", "").split(",")}
+        try:
+            clients = [e for e in parse_listeners(value.split(",")) if e.name not in controllers]
+        except ListenerError as exc:
+            raise ValueError(f"Broker(overrides={{'listeners': {value!r}}}): {exc}") from None
+        if clients != [Endpoint(self.security, self.host, self.port)]:
+            first = clients[0] if clients else None
+            hint = (f"Broker(security={first.name!r}, host={first.host!r}, port={first.port})"
+                    if first is not None and first.host else f"Broker(security='{self.security}', port=...)")
+            raise ValueError(f"Broker(overrides={{'listeners': {value!r}}}) disagrees with the harness's listener "
+                             f"{self.security}://{self.host}:{self.port} (from security=, host=, port=); "
+                             f"leave listeners out and write {hint}")
+        del self.overrides["listeners"]     # it says what --listen / the harness's listeners say
 
     def _client_listeners(self):
         from kwire.listeners import ClientListener, Endpoint

@@ -23,7 +23,7 @@ from kwire.security.peers import PeerAuthenticationFailed, PeerConfigError, Peer
 from kwire.security.peers import _round_trip
 from kwire.testing.certs import CertificateAuthority
 
-JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="{u}" password="{p}" '
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="{u}" password="{p}" '
         'user_ctl="ctl-secret" user_alice="alice-secret";')
 
 
@@ -143,10 +143,10 @@ LISTENERS = [ClientListener(Endpoint("CLIENT", "127.0.0.1", 9092)),
       "listener.security.protocol.map": "CLIENT:PLAINTEXT,BROKER:SASL_SSL"}, ["CTL", "listener.security.protocol.map"]),
     ({"inter.broker.listener.name": "BROKER"}, ["sasl.mechanism.inter.broker.protocol=GSSAPI"]),
     ({"inter.broker.listener.name": "BROKER", "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-      "sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": 'x required user_a="b";'},
+      "sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'},
      ["must be included in sasl.enabled.mechanisms"]),
     ({"inter.broker.listener.name": "BROKER", "sasl.mechanism.inter.broker.protocol": "PLAIN",
-      "sasl.jaas.config": 'x required user_a="b";'}, ['username="..." password="..."', "sasl.jaas.config"]),
+      "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'}, ['username="..." password="..."', "sasl.jaas.config"]),
 ])
 def test_bad_peer_settings_say_one_line(tmp_path, props, words):
     ca = CertificateAuthority(str(tmp_path))
@@ -169,7 +169,7 @@ def test_good_peer_settings_and_a_node_alone(tmp_path):
                      "listener.security.protocol.map": "CLIENT:PLAINTEXT,BROKER:SASL_SSL",
                      "inter.broker.listener.name": "broker", "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
                      "listener.name.broker.scram-sha-256.sasl.jaas.config":
-                         'x required username="b" password="pw" user_b="pw";'})
+                         'org.apache.kafka.common.security.plain.PlainLoginModule required username="b" password="pw" user_b="pw";'})
     peers = plan_peers(cfg, LISTENERS, ("127.0.0.1", 9094), alone=False)
     ib = peers.inter_broker
     assert (ib.listener, ib.protocol, ib.mechanism, ib.username, ib.password) == \

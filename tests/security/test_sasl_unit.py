@@ -76,7 +76,7 @@ def test_jaas_users_and_config():
 
 
 def test_connection_state_machine():
-    cfg = server_config(BrokerConfig.from_properties("", {"sasl.jaas.config": "x required user_alice=\"pw\";",
+    cfg = server_config(BrokerConfig.from_properties("", {"sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"pw\";",
                                                           "sasl.enabled.mechanisms": "PLAIN"}))
     a = SaslAuthenticator(cfg)
     assert a.allowed(18) and a.allowed(17) and not a.allowed(3) and not a.allowed(36)
@@ -99,7 +99,7 @@ def test_connection_state_machine():
 def test_reauthentication_state_machine():
     """KIP-368: a session lasts connections.max.reauth.ms; re-authentication keeps the
     mechanism and the principal; after expiry only SaslHandshake is allowed."""
-    jaas = 'x required user_alice="pw" user_bob="pw2";'
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="pw" user_bob="pw2";'
     cfg = server_config(BrokerConfig.from_properties("", {"sasl.jaas.config": jaas, "connections.max.reauth.ms": "1000"}))
     a = SaslAuthenticator(cfg)
     a.handshake("PLAIN", 1)

@@ -110,7 +110,7 @@ def _login(auth: SaslAuthenticator, mech: str, user: str, password: str) -> None
 @pytest.mark.parametrize("mech", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_sasl_server_uses_the_quorum_first(mech):
     mtype = {"SCRAM-SHA-256": SHA256, "SCRAM-SHA-512": SHA512}[mech]
-    cfg = server_config(BrokerConfig.from_properties("", {"sasl.jaas.config": 'x required user_alice="jaas-pw";'}))
+    cfg = server_config(BrokerConfig.from_properties("", {"sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="jaas-pw";'}))
     image = MetadataImage()
     stored = lambda: image.scram   # noqa: E731 - the server passes the current image's store
     _login(SaslAuthenticator(cfg, stored), mech, "alice", "jaas-pw")           # JAAS-derived: kwire's convenience
