@@ -230,3 +230,9 @@ class StartupError(Exception):
 class StartupFileError(StartupError):
     """A file the config names cannot be used as configured (a TLS keystore that cannot be
     read or decrypted): a runtime failure of the start (exit code 1), not a usage error."""
+
+
+# Kafka's Errors.INVALID_REQUEST default message: what a whole request failed with an exception
+# that carries no message of its own answers (ApiError.fromThrowable falls back to it).
+INVALID_REQUEST_MESSAGE = ("This most likely occurs because of a request being malformed by the client library or "
+                           "the message was sent to an incompatible broker. See the broker logs for more details.")

@@ -33,7 +33,7 @@ from __future__ import annotations
 from kwire.broker import validate_topic_name
 from kwire.config import BROKER, GROUP, TOPIC
 from kwire.configdef import ConfigError, Type
-from kwire.errors import ErrorCode, KafkaError
+from kwire.errors import INVALID_REQUEST_MESSAGE, ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.config_entries import (
     DEFAULT_CONFIG, Describer, config_type, describe_topic_entries,
@@ -44,6 +44,9 @@ from kwire.security.authorizer import config_resource_error
 from kwire.security.operations import AclOperation as Op
 
 RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS = 8, 16
+# the resource types Kafka's ConfigResource.Type knows (UNKNOWN aside)
+KAFKA_RESOURCE_TYPES = frozenset({RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS,
+                                  RESOURCE_GROUP})
 RESOURCE_NAMES = {RESOURCE_TOPIC: "TOPIC", RESOURCE_BROKER: "BROKER", RESOURCE_BROKER_LOGGER: "BROKER_LOGGER",
                   RESOURCE_CLIENT_METRICS: "CLIENT_METRICS", RESOURCE_GROUP: "GROUP"}
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -78,6 +81,14 @@ async def describe_configs(ctx: RequestContext, req):
     synonyms = v >= 1 and req.include_synonyms
     docs = v >= 3 and req.include_documentation
     out = []
+    if any(res.resource_type not in KAFKA_RESOURCE_TYPES for res in req.resources):
+        # Kafka's KafkaApis authorizes by resource type before describing anything and throws
+        # InvalidRequestException on a type it does not know: the whole request fails, every
+        # resource answered INVALID_REQUEST with the error's default message and no configs
+        return ctx.response(throttle_time_ms=0, results=[
+            R(error_code=ErrorCode.INVALID_REQUEST, error_message=INVALID_REQUEST_MESSAGE,
+              resource_type=res.resource_type, resource_name=res.resource_name, configs=[])
+            for res in req.resources])
     for res in req.resources:
         # Kafka's ConfigHelper leaves the message at its default, "" (not null), when all is well
         r = R(error_code=0, error_message="", resource_type=res.resource_type,
@@ -95,8 +106,8 @@ async def describe_configs(ctx: RequestContext, req):
                 continue
             t = b.image.topics.get(name)
             if t is None:
+                # Kafka sets only the code here; the message stays "" (seen side by side with 4.3.1)
                 r.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                r.error_message = f"Topic {name} does not exist"
                 continue
             entries = describer.topic_entries(t)
         elif res.resource_type == RESOURCE_BROKER:

@@ -15,16 +15,14 @@ With an authorizer: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED for every
 """
 from __future__ import annotations
 
-from kwire.errors import ErrorCode
+from kwire.errors import INVALID_REQUEST_MESSAGE, ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.metadata.controller_apis import ELECTION_TYPES, elect_leaders_response
 from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, allowed
 from kwire.security.operations import AclOperation as Op
 
 DEFAULT_MESSAGES = {ErrorCode.REQUEST_TIMED_OUT: "The request timed out.",
-                    ErrorCode.INVALID_REQUEST: "This most likely occurs because of a request being malformed by the "
-                                               "client library or the message was sent to an incompatible broker. "
-                                               "See the broker logs for more details."}
+                    ErrorCode.INVALID_REQUEST: INVALID_REQUEST_MESSAGE}
 
 
 def _all_failed(req, code: ErrorCode, message: str | None) -> dict:

@@ -235,7 +235,6 @@ class ApacheKafka:
             "group.initial.rebalance.delay.ms": "0",
             "num.network.threads": "2",
             "num.io.threads": "4",
-            "log.flush.interval.messages": str(2**63 - 1),
         }
         props.update(self.overrides)
         return props

@@ -132,3 +132,33 @@ def test_create_topics_answers_a_duplicated_name_once_and_refuses_null_configs(b
         ("dup-x", ErrorCode.INVALID_REQUEST, "Duplicate topic name."),
         ("null-config", ErrorCode.INVALID_CONFIG, "Null value not supported for topic configs: cleanup.policy")]
     c.close()
+
+
+def test_describe_configs_with_an_unknown_resource_type_fails_every_resource(bootstrap):
+    """Kafka authorizes DescribeConfigs by resource type first and throws on a type it does not know:
+    every resource of the request, known ones included, gets INVALID_REQUEST with the error's default
+    message and no configs (kwire answered the known ones and refused the unknown one alone)."""
+    from kwire.errors import INVALID_REQUEST_MESSAGE
+
+    c = WireClient(bootstrap)
+    Res = api("DescribeConfigs").request.struct("DescribeConfigsResource")
+    r = c.request("DescribeConfigs", 4, resources=[Res(resource_type=4, resource_name="", configuration_keys=None),
+                                                   Res(resource_type=9, resource_name="x", configuration_keys=None)],
+                  include_synonyms=False, include_documentation=False)
+    assert [(x.error_code, x.error_message, x.configs) for x in r.results] == \
+        [(ErrorCode.INVALID_REQUEST, INVALID_REQUEST_MESSAGE, [])] * 2
+    r = c.request("DescribeConfigs", 4, resources=[Res(resource_type=4, resource_name="", configuration_keys=None)],
+                  include_synonyms=False, include_documentation=False)
+    assert r.results[0].error_code == 0 and r.results[0].configs   # known types alone are described
+    c.close()
+
+
+def test_describe_configs_of_an_unknown_topic_has_no_message(bootstrap):
+    """Kafka 4.3 answers UNKNOWN_TOPIC_OR_PARTITION with the message left at "" (kwire wrote one)."""
+    c = WireClient(bootstrap)
+    Res = api("DescribeConfigs").request.struct("DescribeConfigsResource")
+    r = c.request("DescribeConfigs", 4, resources=[Res(resource_type=2, resource_name="no-such-topic-xyz",
+                                                       configuration_keys=None)],
+                  include_synonyms=False, include_documentation=False)
+    assert (r.results[0].error_code, r.results[0].error_message) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
+    c.close()
