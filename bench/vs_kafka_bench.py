@@ -69,10 +69,10 @@ class Plan:
         self.quick = q
         self.startup_runs = 1 if q else 4
         self.rounds = 1 if q else 3
-        # records per run, by record size: ~50-100 MB for librdkafka, ~100-200 MB for the JVM tools
-        # (a perf-test JVM warms its JIT inside the run, so it needs the longer run)
+        # records per run, by record size: 50-100 MB each (the JVM perf tools reach only ~10-30 MB/s
+        # here, so more would not fit the run's time)
         self.rdkafka_count = {100: 500_000, 1024: 100_000, 10240: 10_000}
-        self.java_count = {100: 1_000_000, 1024: 200_000, 10240: 20_000}
+        self.java_count = {100: 500_000, 1024: 100_000, 10240: 10_000}
         if q:
             self.rdkafka_count = {s: n // 5 for s, n in self.rdkafka_count.items()}
             self.java_count = {s: n // 5 for s, n in self.java_count.items()}
@@ -325,6 +325,7 @@ def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: s
     """{(client, "produce"|"consume", size): {broker: [records/s per round]}} and bytes produced."""
     res: dict = {}
     produced = {name: 0 for name in servers}
+    busy: dict[str, tuple[float, float]] = {}   # cores the broker kept busy: (producing, consuming)
     for r in range(plan.rounds):
         for size, label in SIZES:
             for client in ("librdkafka", "java"):
@@ -336,20 +337,24 @@ def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: s
                         n = plan.rdkafka_count[size]
                         with meter.measure("produce"):
                             prod = n / produce_throughput(bs, topic, n, size)
+                        busy_p = meter.last_busy
                         with meter.measure("consume"):
                             cons = n / consume_throughput(bs, topic, 1, n)
                     else:
                         n = plan.java_count[size]
                         with meter.measure("produce"):
                             prod = producer_perf(bs, topic, n, size).records_per_s
+                        busy_p = meter.last_busy
                         with meter.measure("consume"):
                             cons = consumer_perf(bs, topic, n).fetch_records_per_s
+                    busy[name] = (busy_p, meter.last_busy)
                     produced[name] += n * size
                     res.setdefault((client, "produce", label), {}).setdefault(name, []).append(prod)
                     res.setdefault((client, "consume", label), {}).setdefault(name, []).append(cons)
                 print(f"round {r + 1} {label} {client}: " + ", ".join(
                     f"{name} produce {res[(client, 'produce', label)][name][-1]:,.0f} / consume "
-                    f"{res[(client, 'consume', label)][name][-1]:,.0f} rec/s" for name in servers), flush=True)
+                    f"{res[(client, 'consume', label)][name][-1]:,.0f} rec/s (broker busy {busy[name][0]:.2f} / "
+                    f"{busy[name][1]:.2f} cores)" for name in servers), flush=True)
     return {"rates": res, "bytes": produced}
 
 
@@ -421,7 +426,8 @@ def rf3(plan: Plan, run_id: str, stack: ExitStack) -> tuple[dict, dict]:
                     produced[name] += n * size
                     res.setdefault((client, label), {}).setdefault(name, []).append(rate)
                 print(f"RF=3 round {r + 1} {label} {client}: " + ", ".join(
-                    f"{name} {res[(client, label)][name][-1]:,.0f} rec/s" for name in boots), flush=True)
+                    f"{name} {res[(client, label)][name][-1]:,.0f} rec/s (3 nodes busy "
+                    f"{meters[name].last_busy:.2f} cores)" for name in boots), flush=True)
     cpu = {name: meters[name].seconds.get("produce", 0.0) / (produced[name] / 1e9) for name in boots}
     rss = {"kwire": sum(rss_mib(n.proc.pid) for n in kw.nodes.values()),
            "kafka": sum(rss_mib(p) for p in kf.pids())}
@@ -430,6 +436,11 @@ def rf3(plan: Plan, run_id: str, stack: ExitStack) -> tuple[dict, dict]:
 
 def run(quick: bool = False) -> list[tuple]:
     t_start = time.perf_counter()
+
+    def phase(name: str) -> None:
+        print(f"-- {name} ({time.perf_counter() - t_start:.0f} s into the run, load average "
+              f"{os.getloadavg()[0]:.1f})", flush=True)
+
     plan = Plan(quick)
     run_id = uuid.uuid4().hex[:6]
     req = _metadata_request()
@@ -438,6 +449,7 @@ def run(quick: bool = False) -> list[tuple]:
         tmp = tempfile.mkdtemp(prefix="kwire-vs-kafka-java-")
         stack.callback(shutil.rmtree, tmp, True)
 
+        phase("start-up")
         boot = startup(plan, req)
 
         servers = {"kwire": KwireServer(), "kafka": KafkaServer()}
@@ -447,13 +459,17 @@ def run(quick: bool = False) -> list[tuple]:
         for s in servers.values():
             warm_up(s.bootstrap, run_id)
         meters = {name: CpuMeter(s.pids) for name, s in servers.items()}
+        phase("throughput")
         tp = throughput(plan, servers, meters, run_id)
+        phase("end-to-end latency")
         lat = end_to_end(plan, servers, run_id)
+        phase("transactions")
         txn = transactions(plan, servers, tmp)
         rss = {name: rss_mib(s.pids[0]) for name, s in servers.items()}
         hwm = {name: rss_mib(s.pids[0], "VmHWM") for name, s in servers.items()}
         for s in servers.values():
             s.close()
+        phase("RF=3")
         rf3_rates, rf3_other = rf3(plan, run_id, stack)
 
     # --- the table

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import statistics
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -112,6 +113,7 @@ class CpuMeter:
     def __init__(self, pids: list[int]):
         self.pids = list(pids)
         self.seconds: dict[str, float] = {}
+        self.last_busy = float("nan")   # cores the broker kept busy in the last measured block
 
     def now(self) -> float:
         return sum(cpu_seconds(p) for p in self.pids)
@@ -121,11 +123,13 @@ class CpuMeter:
 
     @contextmanager
     def measure(self, label: str):
-        t0 = self.now()
+        c0, w0 = self.now(), time.perf_counter()
         try:
             yield
         finally:
-            self.add(label, self.now() - t0)
+            cpu, wall = self.now() - c0, time.perf_counter() - w0
+            self.add(label, cpu)
+            self.last_busy = cpu / wall if wall > 0 else float("nan")
 
 
 # --- numbers --------------------------------------------------------------------------------------------
