@@ -49,7 +49,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.server_bench import _consumer, consume_throughput, produce_throughput
 from bench.startup_bench import _answer_metadata, _metadata_request, bench_env
-from bench.vs_kafka_lib import (CpuMeter, Line, median, markdown, parse_consumer_performance,
+from bench.vs_kafka_lib import (CpuMeter, Line, busy, median, markdown, parse_consumer_performance,
                                 parse_producer_performance, percentile, rss_mib, table)
 from kwire.testing.apache_kafka import ApacheKafka, java_bin, jvm_flags, kafka_classpath, kafka_libs
 from kwire.testing.broker import free_port
@@ -325,7 +325,7 @@ def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: s
     """{(client, "produce"|"consume", size): {broker: [records/s per round]}} and bytes produced."""
     res: dict = {}
     produced = {name: 0 for name in servers}
-    busy: dict[str, tuple[float, float]] = {}   # cores the broker kept busy: (producing, consuming)
+    cores: dict[str, tuple[dict, dict]] = {}   # cores kept busy, broker and client: (producing, consuming)
     for r in range(plan.rounds):
         for size, label in SIZES:
             for client in ("librdkafka", "java"):
@@ -333,28 +333,29 @@ def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: s
                     bs, meter = servers[name].bootstrap, meters[name]
                     topic = f"vs-{client}-{size}-{r}-{run_id}"
                     create_topic(bs, topic)
+                    bp, bc = {}, {}
                     if client == "librdkafka":
                         n = plan.rdkafka_count[size]
-                        with meter.measure("produce"):
+                        with busy(meter, "produce", bp):
                             prod = n / produce_throughput(bs, topic, n, size)
-                        busy_p = meter.last_busy
-                        with meter.measure("consume"):
+                        with busy(meter, "consume", bc):
                             cons = n / consume_throughput(bs, topic, 1, n)
                     else:
                         n = plan.java_count[size]
-                        with meter.measure("produce"):
+                        with busy(meter, "produce", bp):
                             prod = producer_perf(bs, topic, n, size).records_per_s
-                        busy_p = meter.last_busy
-                        with meter.measure("consume"):
+                        with busy(meter, "consume", bc):
                             cons = consumer_perf(bs, topic, n).fetch_records_per_s
-                    busy[name] = (busy_p, meter.last_busy)
+                    cores[name] = (bp, bc)
                     produced[name] += n * size
                     res.setdefault((client, "produce", label), {}).setdefault(name, []).append(prod)
                     res.setdefault((client, "consume", label), {}).setdefault(name, []).append(cons)
                 print(f"round {r + 1} {label} {client}: " + ", ".join(
                     f"{name} produce {res[(client, 'produce', label)][name][-1]:,.0f} / consume "
-                    f"{res[(client, 'consume', label)][name][-1]:,.0f} rec/s (broker busy {busy[name][0]:.2f} / "
-                    f"{busy[name][1]:.2f} cores)" for name in servers), flush=True)
+                    f"{res[(client, 'consume', label)][name][-1]:,.0f} rec/s (cores busy, broker/client: "
+                    f"{cores[name][0]['broker']:.2f}/{cores[name][0]['client']:.2f} producing, "
+                    f"{cores[name][1]['broker']:.2f}/{cores[name][1]['client']:.2f} consuming)" for name in servers),
+                    flush=True)
     return {"rates": res, "bytes": produced}
 
 
@@ -410,6 +411,7 @@ def rf3(plan: Plan, run_id: str, stack: ExitStack) -> tuple[dict, dict]:
         warm_up(bs, run_id, 3, 3, {"min.insync.replicas": "2"})
     meters = {"kwire": CpuMeter([n.proc.pid for n in kw.nodes.values()]), "kafka": CpuMeter(kf.pids())}
     res: dict = {}
+    cores: dict[str, dict] = {}
     produced = {name: 0 for name in boots}
     for r in range(plan.rf3_rounds):
         for client, counts in (("librdkafka", plan.rf3_rdkafka), ("java", plan.rf3_java)):
@@ -418,16 +420,18 @@ def rf3(plan: Plan, run_id: str, stack: ExitStack) -> tuple[dict, dict]:
                 for name in _order(list(boots), r):
                     topic = f"vs-rf3-{client}-{size}-{r}-{run_id}"
                     create_topic(boots[name], topic, 3, 3, {"min.insync.replicas": "2"})
-                    with meters[name].measure("produce"):
+                    got: dict = {}
+                    with busy(meters[name], "produce", got):
                         if client == "librdkafka":
                             rate = n / produce_throughput(boots[name], topic, n, size)
                         else:
                             rate = producer_perf(boots[name], topic, n, size).records_per_s
+                    cores[name] = got
                     produced[name] += n * size
                     res.setdefault((client, label), {}).setdefault(name, []).append(rate)
                 print(f"RF=3 round {r + 1} {label} {client}: " + ", ".join(
-                    f"{name} {res[(client, label)][name][-1]:,.0f} rec/s (3 nodes busy "
-                    f"{meters[name].last_busy:.2f} cores)" for name in boots), flush=True)
+                    f"{name} {res[(client, label)][name][-1]:,.0f} rec/s (cores busy, 3 nodes/client: "
+                    f"{cores[name]['broker']:.2f}/{cores[name]['client']:.2f})" for name in boots), flush=True)
     cpu = {name: meters[name].seconds.get("produce", 0.0) / (produced[name] / 1e9) for name in boots}
     rss = {"kwire": sum(rss_mib(n.proc.pid) for n in kw.nodes.values()),
            "kafka": sum(rss_mib(p) for p in kf.pids())}

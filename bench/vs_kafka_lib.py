@@ -132,6 +132,28 @@ class CpuMeter:
             self.last_busy = cpu / wall if wall > 0 else float("nan")
 
 
+def client_cpu_seconds() -> float:
+    """CPU seconds of this process (librdkafka's threads included) plus its waited-for children
+    (a perf-test JVM, once it has exited): what the client side spent."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+@contextmanager
+def busy(broker: CpuMeter, label: str, out: dict):
+    """Measure one client run: the broker's CPU under ``label`` (CpuMeter.measure) and, in ``out``,
+    the cores the broker and the client kept busy meanwhile ({"broker": x, "client": y}), which
+    says which side bound the run."""
+    c0, w0 = client_cpu_seconds(), time.perf_counter()
+    with broker.measure(label):
+        yield
+    wall = time.perf_counter() - w0
+    out["broker"] = broker.last_busy
+    out["client"] = (client_cpu_seconds() - c0) / wall if wall > 0 else float("nan")
+
+
 # --- numbers --------------------------------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from bench.vs_kafka_lib import (Line, cpu_seconds, parse_consumer_performance, parse_producer_performance,
+from bench.vs_kafka_lib import (CpuMeter, Line, busy, cpu_seconds, parse_consumer_performance, parse_producer_performance,
                                 parse_stat_cpu_seconds, parse_status_kib, percentile, rss_mib, verdict)
 
 # As ProducerPerformance (Kafka 4.3.1) prints them: a deprecation note, interval lines, the totals.
@@ -102,3 +102,18 @@ def test_line_ratio_row_and_budget():
     rss = Line("broker RSS", "MiB", 80.0, 600.0, "<=", 0.1)
     assert rss.verdict == "MISS"          # 0.133 > 1/10
     assert Line("e2e p50", "ms", 1.0, 2.0).verdict == "info"
+
+
+def test_busy_measures_broker_and_client_cores():
+    if not os.path.exists(f"/proc/{os.getpid()}/stat"):
+        pytest.skip("no /proc")
+    import time
+
+    meter = CpuMeter([os.getpid()])      # this process plays both sides
+    out: dict = {}
+    with busy(meter, "produce", out):
+        t_end = time.perf_counter() + 0.3
+        while time.perf_counter() < t_end:
+            pass
+    assert meter.seconds["produce"] > 0.1
+    assert 0.3 < out["broker"] <= 1.5 and 0.3 < out["client"] <= 1.5
