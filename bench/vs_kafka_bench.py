@@ -92,10 +92,15 @@ class Plan:
 # --- brokers ------------------------------------------------------------------------------------------
 
 
-class KwireServer:
-    """``python -m kwire serve`` of this tree, one node or a node of a cluster."""
+# ApacheKafka's settings that differ from a broker's defaults, given to kwire too (its other
+# overrides, 2 network and 4 I/O threads, have no kwire counterpart: one Trio loop serves all)
+SAME_AS_KAFKA = ("--override", "group.initial.rebalance.delay.ms=0")
 
-    def __init__(self, extra: tuple[str, ...] = ()):
+
+class KwireServer:
+    """``python -m kwire serve`` of this tree (one node)."""
+
+    def __init__(self, extra: tuple[str, ...] = SAME_AS_KAFKA):
         self.port = free_port()
         self.data = tempfile.mkdtemp(prefix="kwire-vs-kafka-")
         fd, log = tempfile.mkstemp(prefix="kwire-vs-kafka-", suffix=".log")
@@ -400,7 +405,7 @@ def rf3(plan: Plan, run_id: str, stack: ExitStack) -> tuple[dict, dict]:
 
     base = tempfile.mkdtemp(prefix="kwire-vs-kafka-rf3-")
     stack.callback(shutil.rmtree, base, True)
-    kw = Cluster(base, 3, extra_args=("--log-level", "WARNING", "--override", "min.insync.replicas=2"))
+    kw = Cluster(base, 3, extra_args=("--log-level", "WARNING", "--override", "min.insync.replicas=2", *SAME_AS_KAFKA))
     stack.callback(kw.stop)
     kf = ApacheKafka(3, heap=KAFKA_HEAP, fast_start=False, overrides={"min.insync.replicas": "2"})
     stack.callback(kf.close)
