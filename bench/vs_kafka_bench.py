@@ -46,7 +46,7 @@ from bench.server_bench import consume_throughput, produce_throughput
 from bench.startup_bench import _answer_metadata, _metadata_request, bench_env
 from bench.vs_kafka_clients import (TIMEOUT, consumer_perf, create_topic, fixed_rate_latency, producer_perf,
                                     txn_classpath, warm_up)
-from bench.vs_kafka_lib import CpuMeter, Line, busy, markdown, median, percentile, rss_mib, table
+from bench.vs_kafka_lib import CpuMeter, Line, busy, markdown, percentile, rss_mib, table
 from kwire.testing.apache_kafka import ApacheKafka
 from kwire.testing.broker import free_port
 
@@ -350,7 +350,7 @@ def run(quick: bool = False) -> list[tuple]:
 
     # --- the table
     for (client, kind, label), by in tp["rates"].items():
-        lines.append(Line(f"{kind} {label} {client}", "rec/s", median(by["kwire"]), median(by["kafka"]), ">=", 1.0))
+        lines.append(Line.paired(f"{kind} {label} {client}", "rec/s", by["kwire"], by["kafka"], ">=", 1.0))
     gb = {name: tp["bytes"][name] / 1e9 for name in servers}
     cpu = {name: {k: v / gb[name] for k, v in meters[name].seconds.items()} for name in servers}
     lines.append(Line("broker CPU per GB produced", "s/GB", cpu["kwire"]["produce"], cpu["kafka"]["produce"]))
@@ -363,16 +363,14 @@ def run(quick: bool = False) -> list[tuple]:
                           percentile(lat["kafka"], q), budget, 1.0 if budget else None))
     lines.append(Line("broker RSS after the run", "MiB", rss["kwire"], rss["kafka"], "<=", 0.1))
     lines.append(Line("broker peak RSS (VmHWM)", "MiB", hwm["kwire"], hwm["kafka"], "<=", 0.1))
-    lines.append(Line("start-up: exec to first Metadata answer", "ms", median(boot["kwire"]), median(boot["kafka"]),
-                      "<=", 0.1))
+    lines.append(Line.paired("start-up: exec to first Metadata answer", "ms", boot["kwire"], boot["kafka"], "<=", 0.1))
     for mode in ("txn", "idem"):
-        lines.append(Line(f"Java client {'transactional (100/txn)' if mode == 'txn' else 'idempotent'} produce",
-                          "rec/s", median(txn["kwire"][mode]), median(txn["kafka"][mode])))
-    lines.append(Line("transactional / idempotent throughput (Java client)", "ratio", median(txn["kwire"]["ratio"]),
-                      median(txn["kafka"]["ratio"]), ">=", 1.0))
+        lines.append(Line.paired(f"Java client {'transactional (100/txn)' if mode == 'txn' else 'idempotent'} produce",
+                                 "rec/s", txn["kwire"][mode], txn["kafka"][mode]))
+    lines.append(Line.paired("transactional / idempotent throughput (Java client)", "ratio", txn["kwire"]["ratio"],
+                             txn["kafka"]["ratio"], ">=", 1.0))
     for (client, label), by in rf3_rates.items():
-        lines.append(Line(f"RF=3 acks=all produce {label} {client}", "rec/s", median(by["kwire"]),
-                          median(by["kafka"]), ">=", 1.0))
+        lines.append(Line.paired(f"RF=3 acks=all produce {label} {client}", "rec/s", by["kwire"], by["kafka"], ">=", 1.0))
     lines.append(Line("RF=3 CPU per GB produced (3 nodes)", "s/GB", rf3_other["cpu"]["kwire"],
                       rf3_other["cpu"]["kafka"]))
     lines.append(Line("RF=3 RSS of the 3 nodes", "MiB", rf3_other["rss"]["kwire"], rf3_other["rss"]["kafka"]))

@@ -194,6 +194,18 @@ class Line:
     kafka: float
     op: str | None = None      # the budget on kwire/kafka: ">=" or "<=", or None (info)
     bound: float | None = None
+    rounds: tuple[float, ...] = ()   # kwire/kafka of each round, paired in time (the spread)
+
+    @classmethod
+    def paired(cls, metric: str, unit: str, kwire: list[float], kafka: list[float], op: str | None = None,
+               bound: float | None = None) -> "Line":
+        """The medians of both brokers' rounds, and each round's own ratio beside them."""
+        return cls(metric, unit, median(kwire), median(kafka), op, bound,
+                   tuple(ratio(k, f) for k, f in zip(kwire, kafka)))
+
+    @property
+    def spread(self) -> str:
+        return " / ".join(f"{r:.2f}" for r in self.rounds) if len(self.rounds) > 1 else "-"
 
     @property
     def ratio(self) -> float:
@@ -224,8 +236,8 @@ def fmt(x: float) -> str:
 
 
 def table(lines: list[Line]) -> str:
-    hdr = ("metric", "unit", "kwire", "kafka", "kwire/kafka", "budget", "verdict")
-    body = [(ln.metric, ln.unit, fmt(ln.kwire), fmt(ln.kafka), f"{ln.ratio:.3g}", ln.budget, ln.verdict)
+    hdr = ("metric", "unit", "kwire", "kafka", "kwire/kafka", "per round", "budget", "verdict")
+    body = [(ln.metric, ln.unit, fmt(ln.kwire), fmt(ln.kafka), f"{ln.ratio:.3g}", ln.spread, ln.budget, ln.verdict)
             for ln in lines]
     widths = [max(len(str(r[i])) for r in [hdr, *body]) for i in range(len(hdr))]
     return "\n".join("  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w)
@@ -233,8 +245,8 @@ def table(lines: list[Line]) -> str:
 
 
 def markdown(lines: list[Line]) -> str:
-    out = ["| metric | unit | kwire | Kafka | kwire/Kafka | budget | verdict |",
-           "| --- | --- | ---: | ---: | ---: | --- | --- |"]
-    out += [f"| {ln.metric} | {ln.unit} | {fmt(ln.kwire)} | {fmt(ln.kafka)} | {ln.ratio:.3g} | {ln.budget} | "
-            f"{ln.verdict} |" for ln in lines]
+    out = ["| metric | unit | kwire | Kafka | kwire/Kafka | per round | budget | verdict |",
+           "| --- | --- | ---: | ---: | ---: | --- | --- | --- |"]
+    out += [f"| {ln.metric} | {ln.unit} | {fmt(ln.kwire)} | {fmt(ln.kafka)} | {ln.ratio:.3g} | {ln.spread} | "
+            f"{ln.budget} | {ln.verdict} |" for ln in lines]
     return "\n".join(out)

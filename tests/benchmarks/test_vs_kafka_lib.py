@@ -117,3 +117,11 @@ def test_busy_measures_broker_and_client_cores():
             pass
     assert meter.seconds["produce"] > 0.1
     assert 0.3 < out["broker"] <= 1.5 and 0.3 < out["client"] <= 1.5
+
+
+def test_paired_line_takes_medians_and_keeps_each_rounds_ratio():
+    ln = Line.paired("produce 100 B librdkafka", "rec/s", [100.0, 300.0, 200.0], [200.0, 100.0, 200.0], ">=", 1.0)
+    assert (ln.kwire, ln.kafka) == (200.0, 200.0)
+    assert ln.rounds == (0.5, 3.0, 1.0) and ln.spread == "0.50 / 3.00 / 1.00"
+    assert ln.verdict == "PASS"
+    assert Line.paired("x", "ms", [1.0], [2.0]).spread == "-"
