@@ -80,7 +80,7 @@ class Plan:
         self.txn_blocks, self.txn_per_block = (4, 5) if q else (10, 10)
         self.rf3_rounds = 1 if q else 3
         self.rf3_rdkafka = {100: 50_000 if q else 200_000, 1024: 15_000 if q else 60_000}
-        self.rf3_java = {1024: 6_000 if q else 30_000}   # the Java producer did only ~1-5k rec/s at RF=3 here
+        self.rf3_java = {1024: 20_000 if q else 60_000}
 
 
 # --- brokers ------------------------------------------------------------------------------------------
