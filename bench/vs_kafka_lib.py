@@ -199,7 +199,7 @@ class Line:
     @classmethod
     def paired(cls, metric: str, unit: str, kwire: list[float], kafka: list[float], op: str | None = None,
                bound: float | None = None) -> "Line":
-        """The medians of both brokers' rounds, and each round's own ratio beside them."""
+        """The medians of both brokers' rounds, and each round's own ratio (their median is the ratio)."""
         return cls(metric, unit, median(kwire), median(kafka), op, bound,
                    tuple(ratio(k, f) for k, f in zip(kwire, kafka)))
 
@@ -209,6 +209,10 @@ class Line:
 
     @property
     def ratio(self) -> float:
+        """kwire/Kafka: the median of the per-round ratios where there are rounds (each round pairs the
+        two brokers in time, so a load change between rounds cancels out), else kwire / kafka."""
+        if len(self.rounds) > 1:
+            return median(list(self.rounds))
         return ratio(self.kwire, self.kafka)
 
     @property

@@ -119,9 +119,13 @@ def test_busy_measures_broker_and_client_cores():
     assert 0.3 < out["broker"] <= 1.5 and 0.3 < out["client"] <= 1.5
 
 
-def test_paired_line_takes_medians_and_keeps_each_rounds_ratio():
+def test_paired_line_judges_the_median_of_its_paired_rounds():
     ln = Line.paired("produce 100 B librdkafka", "rec/s", [100.0, 300.0, 200.0], [200.0, 100.0, 200.0], ">=", 1.0)
     assert (ln.kwire, ln.kafka) == (200.0, 200.0)
     assert ln.rounds == (0.5, 3.0, 1.0) and ln.spread == "0.50 / 3.00 / 1.00"
-    assert ln.verdict == "PASS"
-    assert Line.paired("x", "ms", [1.0], [2.0]).spread == "-"
+    assert ln.ratio == 1.0 and ln.verdict == "PASS"
+    # medians of each side say 1.29, but two of three rounds, each paired in time, had kwire behind
+    drift = Line.paired("produce 1 KB java", "rec/s", [69.0, 74.0, 60.0], [72.0, 57.0, 61.0], ">=", 1.0)
+    assert drift.kwire / drift.kafka > 1.0 and drift.ratio < 1.0 and drift.verdict == "MISS"
+    single = Line.paired("x", "ms", [1.0], [2.0])
+    assert single.spread == "-" and single.ratio == 0.5
