@@ -26,8 +26,8 @@ CLIENTS = ("confluent-kafka", "java")
 # one scenario or more from each module of the suite (records, positioning, admin, groups, exactly-once), chosen
 # for cost: produce_consume with one codec of five; transactions left out (each row waits 5 s on purpose, to
 # see that no aborted record arrives)
-SCENARIOS = ("produce_consume[zstd]", "headers", "log_append_time", "message_too_large", "seek_to_timestamp",
-             "admin_configs", "delete_records", "group_commit_and_resume", "idempotent_producer")
+SCENARIOS = ("produce_consume[zstd]", "headers", "message_too_large", "seek_to_timestamp", "admin_configs",
+             "group_commit_and_resume", "idempotent_producer")
 FILES = ("test_produce_consume.py", "test_records.py", "test_topics_seek.py", "test_admin.py", "test_groups.py",
          "test_exactly_once.py")
 

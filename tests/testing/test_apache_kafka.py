@@ -62,7 +62,9 @@ def test_three_nodes_survive_a_sigkill():
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    with ApacheKafka(nodes=3) as kafka:
+    # a killed follower leaves the ISR after replica.lag.time.max.ms (Kafka's 30 s): 2 s here, so the
+    # acks=all produce below goes on with two replicas soon after the kill
+    with ApacheKafka(nodes=3, overrides={"replica.lag.time.max.ms": 2000}) as kafka:
         admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
         assert sorted(admin.list_topics(timeout=10).brokers) == [1, 2, 3]
         admin.create_topics([NewTopic("rf3", 1, 3)])["rf3"].result(30)
