@@ -361,6 +361,13 @@ class KafkaPythonGroupConsumer(GroupConsumer):
         c = KafkaConsumer(bootstrap_servers=self.bootstrap.split(","), group_id=self.group, enable_auto_commit=False,
                           auto_offset_reset="earliest", session_timeout_ms=10000, heartbeat_interval_ms=500,
                           metadata_max_age_ms=1000, reconnect_backoff_max_ms=500, retry_backoff_ms=100)
+        # Learn the topic's partitions before joining. With group.initial.rebalance.delay.ms=0 a
+        # kafka-python leader would otherwise assign before its topic metadata arrives, and the
+        # rejoin that follows can hit kafka-python 3.0.x's stuck join (a poll() that times out
+        # before the SyncGroup answer never completes it: see
+        # tests/integration/test_groups.py::test_kafka_python_leader_rejoin_after_metadata_change_client_bug).
+        # On a loaded machine that left this member without an assignment past the test's 60 s.
+        assert c.partitions_for_topic(self.topic), f"no metadata for {self.topic}"
         c.subscribe([self.topic], listener=Listener())
         try:
             while not self.stopping.is_set():

@@ -50,8 +50,13 @@ def test_sigkill_leaders_and_coordinators_under_load(tmp_path):
         watermarks = C.WatermarkWatcher(c)
         for t in (*producers, *groups, watermarks):
             t.start()
-        wait_for(lambda: all(p.acked_count() for p in producers) and all(g.committed_total() for g in groups), 60,
-                 message="every producer acknowledged and every group committing")
+        try:
+            wait_for(lambda: all(p.acked_count() for p in producers) and all(g.committed_total() for g in groups), 60,
+                     message="every producer acknowledged and every group committing")
+        except AssertionError as exc:   # say which client is behind
+            raise AssertionError(f"{exc}: " + ", ".join(
+                [f"{type(p).__name__} acked {p.acked_count()}" for p in producers]
+                + [f"{g.name} committed {g.committed_total()} (failure {g.failure!r})" for g in groups])) from None
         C.wait_healthy(c, [C.TOPIC, C.OFFSETS_TOPIC])
 
         killed: collections.Counter = collections.Counter()
