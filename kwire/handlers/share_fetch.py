@@ -40,8 +40,12 @@ the replica manager (NOT_LEADER_OR_FOLLOWER with the current leader, ...). A sha
 whose start fell below the log start offset (retention) starts again at the log start offset.
 Served while share.version is 1 (kwire.handlers.api_versions).
 
+Client quotas as for Fetch (kwire.quota.edge): ``max_bytes`` capped at one quota window of
+consumer_byte_rate, the answer's record bytes recorded; a throttled answer carries no records
+(what it acquired is released at once) and throttle_time_ms, and the connection is muted.
+
 Left out: ``node_endpoints`` of other leaders (the client asks Metadata again after
-NOT_LEADER_OR_FOLLOWER); quotas and throttling.
+NOT_LEADER_OR_FOLLOWER).
 """
 from __future__ import annotations
 
@@ -54,6 +58,7 @@ from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.api_versions import disabled_apis
 from kwire.handlers.groups import _group_denied
+from kwire.quota import edge as quota_edge
 from kwire.security.authorizer import TOPIC, allowed
 from kwire.security.operations import AclOperation as Op
 from kwire.share.manager import FINAL_EPOCH, INITIAL_EPOCH
@@ -226,7 +231,7 @@ def _rotated(partitions: list, epoch: int) -> list:
     return list(partitions[k:]) + list(partitions[:k])
 
 
-def _fetch_once(ctx: RequestContext, req, session) -> dict:
+def _fetch_once(ctx: RequestContext, req, session, max_bytes: int) -> dict:
     """One pass over the session's partitions: {(topic id, partition): (error, name, records,
     [AcquiredRecords], leader epoch, share partition)} of those with an error or records."""
     fetched: dict = {}
@@ -245,7 +250,6 @@ def _fetch_once(ctx: RequestContext, req, session) -> dict:
         return fetched
     # the request's max bytes spread evenly over the partitions that can be acquired (Kafka's
     # PartitionMaxBytesStrategy UNIFORM); each still reads at least one batch
-    max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
     per_partition = max(1, max_bytes // len(ready))
     remaining = req.max_records if req.max_records > 0 else 500
     for tid, p, name, sp, offset in ready:
@@ -301,6 +305,10 @@ async def share_fetch(ctx: RequestContext, req):
     session.add((t.topic_id, p.partition_index) for t in req.topics for p in t.partitions)
     session.forget((t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions)
 
+    quotas = b.quotas if b.quotas.enabled else None
+    max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
+    if quotas is not None:   # no more than one quota window's worth (consumer_byte_rate), as Fetch
+        max_bytes = quota_edge.fetch_max_bytes(quotas, ctx, max_bytes)
     if req.max_bytes == 0:
         # nothing fits: Kafka answers at once with no partitions (PartitionMaxBytesStrategy
         # refuses a request max bytes of 0), the acknowledgements answered
@@ -314,7 +322,7 @@ async def share_fetch(ctx: RequestContext, req):
             # waited: it acquires nothing more for a session that is gone
             fetched = {}
             break
-        fetched = _fetch_once(ctx, req, session)
+        fetched = _fetch_once(ctx, req, session, max_bytes)
         if fetched or req.max_wait_ms <= 0 or trio.current_time() >= deadline or not session.partitions:
             break
         wait_until = deadline
@@ -339,7 +347,33 @@ async def share_fetch(ctx: RequestContext, req):
             # epoch): those records are not held there; the next fetch reads the state again
             data, acquired = b"", []
         out[(tid, p)] = (e, name, data, acquired, lepoch)
+    if quotas is not None:
+        # the fetch quota (consumer_byte_rate) and request_percentage, as Kafka's
+        # KafkaApis.handleShareFetchRequest records them; the edge mutes a throttled connection
+        total = sum(len(v[2]) for v in out.values())
+        throttle = ctx.throttle_time_ms = quota_edge.fetch_quota(quotas, ctx, total, b.clock.now_ms())
+        if throttle > 0:
+            _release_undelivered(ctx, req, out)
+            resp = answer(E.NONE, _rows(ctx, acks, {}))
+            resp.throttle_time_ms = throttle
+            return resp
     return answer(E.NONE, _rows(ctx, acks, out))
+
+
+def _release_undelivered(ctx: RequestContext, req, out: dict) -> None:
+    """A throttled answer carries no records (Kafka's throttled share fetch response): what was
+    acquired for it goes back at once (acknowledged RELEASE for the member), instead of staying
+    locked until the acquisition lock expires."""
+    mgr = ctx.broker.share_partitions
+    now = ctx.broker.clock.monotonic_ms()
+    for (tid, p), (_e, name, _data, acquired, _lepoch) in out.items():
+        sp = mgr.get(req.group_id, tid, p)
+        if sp is None or not acquired:
+            continue
+        for a in acquired:
+            sp.acknowledge(req.member_id, a.first_offset, a.last_offset, [2], now)   # RELEASE
+        mgr.changed(req.group_id, tid, p)
+        ctx.broker.replica_manager.fetch_waiters.wake((name, p))
 
 
 def _rows(ctx: RequestContext, acks: dict, fetched: dict) -> list:

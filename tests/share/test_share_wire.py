@@ -4,6 +4,7 @@ sessions and piggy-backed acknowledgements, ShareAcknowledge, ApiVersions' share
 The stock Java client is in test_share_java.py."""
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -214,14 +215,14 @@ def test_share_version_0_turns_share_groups_off():
             assert "share.version" not in [f.name for f in r.finalized_features]
 
 
-def _setup_batches(c: WireClient, partitions: int, batches: list[int]):
+def _setup_batches(c: WireClient, partitions: int, batches: list[int], size: int = 0):
     """A topic with ``batches`` (record counts, one produce each) in each partition, and a new
     group reading from the start, with one member; (topic, topic id, group, member)."""
     topic, group = f"sb-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     c.create_topic(topic, partitions)
     for p in range(partitions):
         for n in batches:
-            c.produce(topic, [f"v{i}".encode() for i in range(n)], partition=p)
+            c.produce(topic, [f"v{i}".encode().ljust(size, b".") for i in range(n)], partition=p)
     r = c.request("IncrementalAlterConfigs", 1, resources=[_res(c, group, "share.auto.offset.reset", "earliest")],
                   validate_only=False)
     assert r.responses[0].error_code == 0
@@ -314,3 +315,30 @@ def test_read_committed_share_group(broker):
             _res(c, dirty, "share.auto.offset.reset", "earliest")])
         assert _hb(c, dirty, m2, 0, [topic]).error_code == 0
         assert _by_partition(_fetch(c, dirty, m2, 0, tid)) == {0: [(0, 4), (6, 7)]}
+
+
+def test_share_fetch_is_throttled_by_the_consumer_byte_rate(broker):
+    """consumer_byte_rate applies to ShareFetch as to Fetch (Kafka's handleShareFetchRequest):
+    past the quota the answer carries throttle_time_ms and no records, what it acquired goes
+    back at once, and the connection is muted for that long."""
+    from tests.quota.test_quota_clients import alter
+    client = f"slow-share-{uuid.uuid4().hex[:6]}"
+    assert alter(broker, {"client-id": client}, {"consumer_byte_rate": 1024}) == [(0, None)]
+    with WireClient(broker.bootstrap_servers, client_id=client) as c:
+        topic, tid, group, m = _setup_batches(c, 1, [100] * 30, size=100)   # 30 batches of ~10 KB
+        got, throttled, epoch = 0, None, 0
+        while throttled is None and epoch < 10:
+            r = _fetch(c, group, m, epoch, tid, max_records=100)
+            epoch += 1
+            if r.throttle_time_ms > 0:
+                throttled = r
+            else:
+                got += sum(a.last_offset - a.first_offset + 1 for a in r.responses[0].partitions[0].acquired_records)
+        assert throttled is not None and throttled.responses == [], (got, epoch)
+        assert got < 3000
+        sp = broker.broker.share_partitions.get(group, tid, 0)
+        assert sum(1 for o in range(3000) if sp.state_of(o) == 1) == got   # nothing held for the throttled one
+        t0 = time.monotonic()
+        c.request("Metadata", 12, topics=None, allow_auto_topic_creation=False,
+                  include_topic_authorized_operations=False)
+        assert time.monotonic() - t0 >= throttled.throttle_time_ms / 1000 * 0.9   # muted meanwhile
