@@ -9,10 +9,17 @@ ShareFetch, in order:
    the session, the forgotten ones leave it;
 2. the acknowledgements piggy-backed on it (per partition: ``acknowledge_error_code``,
    INVALID_RECORD_STATE for records the member does not hold, e.g. after their lock expired);
-3. unless closing: records are acquired for the member in every partition of its session, at
-   most ``max_records`` in all (the share partition's first available offset onwards, read
-   up to the high watermark within ``max_bytes``; the whole batches holding them are sent,
-   with the acquired offset ranges and their delivery counts); when none can be had, the
+3. unless closing: records are acquired for the member in every partition of its session,
+   served in an order rotated by the session epoch (Kafka's PartitionRotateStrategy), the
+   request's ``max_bytes`` spread evenly over the partitions that can be acquired (Kafka's
+   PartitionMaxBytesStrategy UNIFORM, at least one batch each; ``max_bytes`` 0 answers at
+   once with no partitions, as Kafka), ``max_records`` shared in that order. Acquire mode
+   (v2's ``share_acquire_mode``, KIP-1206): batch_optimized (0, the default) hands out the
+   batch holding the ``max_records``-th record whole and cuts the acquired runs at batch
+   starts every ``batch_size`` records; record_limit (1) stops at ``max_records``. The whole
+   batches holding the acquired records are sent, with the acquired offset ranges and their
+   delivery counts. A read_committed share group (share.isolation.level) reads up to the last
+   stable offset and archives the records of aborted transactions. When none can be had, the
    request waits up to ``max_wait_ms`` for new records, a release, or a lock expiring.
 The acquisition lock (``acquisition_lock_timeout_ms``) is the group's
 share.record.lock.duration.ms. Before step 2, each partition named that this broker leads
@@ -33,10 +40,12 @@ the replica manager (NOT_LEADER_OR_FOLLOWER with the current leader, ...). A sha
 whose start fell below the log start offset (retention) starts again at the log start offset.
 Served while share.version is 1 (kwire.handlers.api_versions).
 
+Client quotas as for Fetch (kwire.quota.edge): ``max_bytes`` capped at one quota window of
+consumer_byte_rate, the answer's record bytes recorded; a throttled answer carries no records
+(what it acquired is released at once) and throttle_time_ms, and the connection is muted.
+
 Left out: ``node_endpoints`` of other leaders (the client asks Metadata again after
-NOT_LEADER_OR_FOLLOWER), read_committed share groups (share.isolation.level: records are read
-up to the high watermark, control batches skipped), the record-limit acquire mode's strict
-batch alignment (``max_records`` is always a hard limit here), quotas and throttling.
+NOT_LEADER_OR_FOLLOWER).
 """
 from __future__ import annotations
 
@@ -49,12 +58,15 @@ from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.api_versions import disabled_apis
 from kwire.handlers.groups import _group_denied
+from kwire.quota import edge as quota_edge
 from kwire.security.authorizer import TOPIC, allowed
 from kwire.security.operations import AclOperation as Op
 from kwire.share.manager import FINAL_EPOCH, INITIAL_EPOCH
 
 E = ErrorCode
 log = logging.getLogger("kwire.share")
+#: ShareFetch v2's share_acquire_mode (KIP-1206): 0 batch_optimized (the default), 1 record_limit
+SHARE_ACQUIRE_MODE_RECORD_LIMIT = 1
 
 
 def _top_error(ctx: RequestContext, req) -> ErrorCode | None:
@@ -119,32 +131,65 @@ def _acknowledge(ctx: RequestContext, req, session, topics) -> dict:
     return out
 
 
-def _acquire(ctx: RequestContext, req, tid, name: str, partition: int, max_records: int, max_bytes: int):
-    """Acquire records of one partition: (error, records bytes, [AcquiredRecords], leader epoch, size)."""
+def _aborted_offsets(batches, aborted) -> set[int]:
+    """The offsets of records of aborted transactions among ``batches`` (read_committed): a
+    transactional batch of a producer whose aborted transaction began at or before it, until
+    that producer's control marker (as a read_committed consumer filters them, Kafka's
+    SharePartition.maybeFilterAbortedTransactionalAcquiredRecords)."""
+    if not aborted:
+        return set()
+    pending = sorted(aborted, key=lambda t: t.first_offset)
+    open_aborted: set[int] = set()
+    out: set[int] = set()
+    i = 0
+    for bt in batches:
+        while i < len(pending) and pending[i].first_offset <= bt.last_offset:
+            open_aborted.add(pending[i].producer_id)
+            i += 1
+        if bt.is_control:
+            open_aborted.discard(bt.producer_id)
+        elif bt.is_transactional and bt.producer_id in open_aborted:
+            out.update(range(bt.base_offset, bt.last_offset + 1))
+    return out
+
+
+def _prepare(ctx: RequestContext, req, tid, name: str, partition: int):
+    """The leader checks and the share partition of one partition of the session: (error, share
+    partition or None when nothing can be acquired now, fetch offset, leader epoch)."""
     b = ctx.broker
     rm, mgr = b.replica_manager, b.share_partitions
     now = b.clock.monotonic_ms()
     head = rm.read(name, partition, 0, 0, min_one=False)   # leader checks, high watermark, log start
     if head.error and head.error != E.OFFSET_OUT_OF_RANGE:
-        return head.error, b"", [], head.leader_epoch, 0
+        return head.error, None, 0, head.leader_epoch
     if not b.share_state.ready(req.group_id, tid, partition):   # its state not read yet (no coordinator)
-        return E.NONE, b"", [], head.leader_epoch, 0
+        return E.NONE, None, 0, head.leader_epoch
     sp = mgr.get_or_create(req.group_id, tid, partition, head.log_start_offset, head.high_watermark)
     before = (sp.version, sp.start_offset, sp.end_offset)   # lock expiries below count too
     if sp.start_offset < head.log_start_offset:
         log.info("share group %s: %s-%d starts again at the log start offset %d (was %d)", req.group_id,
                  name, partition, head.log_start_offset, sp.start_offset)
         sp.reset(head.log_start_offset)
-    if not sp.can_acquire(now) or sp.fetch_offset(now) >= head.high_watermark:
-        if (sp.version, sp.start_offset, sp.end_offset) != before:
-            mgr.changed(req.group_id, tid, partition)
-        return E.NONE, b"", [], head.leader_epoch, 0
-    offset = sp.fetch_offset(now)
-    res = rm.read(name, partition, offset, max_bytes, min_one=True)
+    # read_committed: up to the last stable offset (an open transaction stalls delivery)
+    limit = head.last_stable_offset if mgr.settings(req.group_id).read_committed else head.high_watermark
+    ok = sp.can_acquire(now) and sp.fetch_offset(now) < limit
+    if (sp.version, sp.start_offset, sp.end_offset) != before:
+        mgr.changed(req.group_id, tid, partition)
+    return E.NONE, (sp if ok else None), (sp.fetch_offset(now) if ok else 0), head.leader_epoch
+
+
+def _acquire(ctx: RequestContext, req, tid, name: str, partition: int, sp, offset: int, max_records: int,
+             max_bytes: int):
+    """Acquire records of one partition from ``offset``: (error, records bytes, [AcquiredRecords],
+    leader epoch)."""
+    b = ctx.broker
+    rm, mgr = b.replica_manager, b.share_partitions
+    now = b.clock.monotonic_ms()
+    read_committed = mgr.settings(req.group_id).read_committed
+    before = (sp.version, sp.start_offset, sp.end_offset)
+    res = rm.read(name, partition, offset, max_bytes, min_one=True, read_committed=read_committed)
     if res.error:
-        if (sp.version, sp.start_offset, sp.end_offset) != before:
-            mgr.changed(req.group_id, tid, partition)
-        return res.error, b"", [], res.leader_epoch, 0
+        return res.error, b"", [], res.leader_epoch
     data = bytes(res.records) if res.size else b""
     batches = []
     pos = 0
@@ -160,15 +205,61 @@ def _acquire(ctx: RequestContext, req, tid, name: str, partition: int, max_recor
     offsets = [o for bt in batches if not bt.is_control
                for o in range(max(bt.base_offset, offset), bt.last_offset + 1)]
     read_end = batches[-1].last_offset + 1 if batches else None
-    acquired = sp.acquire(req.member_id, offsets, max_records, now, read_end=read_end)
+    record_limit = getattr(req, "share_acquire_mode", 0) == SHARE_ACQUIRE_MODE_RECORD_LIMIT
+    acquired = sp.acquire(req.member_id, offsets, max_records, now, read_end=read_end,
+                          batch_starts=None if record_limit else {bt.base_offset for bt in batches},
+                          batch_size=req.batch_size,
+                          archive=_aborted_offsets(batches, res.aborted_transactions) if read_committed else set())
     if (sp.version, sp.start_offset, sp.end_offset) != before:   # the durable form must follow
         mgr.changed(req.group_id, tid, partition)
     if not acquired:
-        return E.NONE, b"", [], res.leader_epoch, 0
+        return E.NONE, b"", [], res.leader_epoch
     chosen = [bt for bt in batches if any(a.first_offset <= bt.last_offset and bt.base_offset <= a.last_offset
                                            for a in acquired)]
     out = b"".join(bytes(data[bt.pos:bt.end]) for bt in chosen)
-    return E.NONE, out, acquired, res.leader_epoch, len(out)
+    return E.NONE, out, acquired, res.leader_epoch
+
+
+def _rotated(partitions: list, epoch: int) -> list:
+    """The session's partitions in the order this request serves them: rotated by the session
+    epoch (Kafka's PartitionRotateStrategy ROUND_ROBIN), so that with the record limit shared
+    no partition is starved."""
+    n = len(partitions)
+    if n < 2 or epoch < 1 or epoch % n == 0:
+        return list(partitions)
+    k = epoch % n
+    return list(partitions[k:]) + list(partitions[:k])
+
+
+def _fetch_once(ctx: RequestContext, req, session, max_bytes: int) -> dict:
+    """One pass over the session's partitions: {(topic id, partition): (error, name, records,
+    [AcquiredRecords], leader epoch, share partition)} of those with an error or records."""
+    fetched: dict = {}
+    ready = []
+    for tid, p in _rotated(session.partitions, req.share_session_epoch):
+        name, terr = _topic_error(ctx, tid)
+        if terr != E.NONE:
+            fetched[(tid, p)] = (terr, name, b"", [], -1, None)
+            continue
+        e, sp, offset, lepoch = _prepare(ctx, req, tid, name, p)
+        if e != E.NONE:
+            fetched[(tid, p)] = (e, name, b"", [], lepoch, None)
+        elif sp is not None:
+            ready.append((tid, p, name, sp, offset))
+    if not ready:
+        return fetched
+    # the request's max bytes spread evenly over the partitions that can be acquired (Kafka's
+    # PartitionMaxBytesStrategy UNIFORM); each still reads at least one batch
+    per_partition = max(1, max_bytes // len(ready))
+    remaining = req.max_records if req.max_records > 0 else 500
+    for tid, p, name, sp, offset in ready:
+        if remaining <= 0:
+            break
+        e, data, acquired, lepoch = _acquire(ctx, req, tid, name, p, sp, offset, remaining, per_partition)
+        if e != E.NONE or acquired:
+            fetched[(tid, p)] = (e, name, data, acquired, lepoch, sp)
+        remaining -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
+    return fetched
 
 
 def _leader(ctx: RequestContext, name: str | None, partition: int, epoch: int):
@@ -214,23 +305,24 @@ async def share_fetch(ctx: RequestContext, req):
     session.add((t.topic_id, p.partition_index) for t in req.topics for p in t.partitions)
     session.forget((t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions)
 
+    quotas = b.quotas if b.quotas.enabled else None
+    max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
+    if quotas is not None:   # no more than one quota window's worth (consumer_byte_rate), as Fetch
+        max_bytes = quota_edge.fetch_max_bytes(quotas, ctx, max_bytes)
+    if req.max_bytes == 0:
+        # nothing fits: Kafka answers at once with no partitions (PartitionMaxBytesStrategy
+        # refuses a request max bytes of 0), the acknowledgements answered
+        _not_durable(acks, req.group_id, await b.share_state.flush())
+        return answer(E.NONE, _rows(ctx, acks, {}))
+    member = (req.group_id, req.member_id)
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     while True:
-        fetched: dict = {}
-        remaining_records = req.max_records if req.max_records > 0 else 500
-        remaining_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
-        for tid, p in list(session.partitions):
-            if remaining_records <= 0 or remaining_bytes <= 0:
-                break
-            name, terr = _topic_error(ctx, tid)
-            if terr != E.NONE:
-                fetched[(tid, p)] = (terr, name, b"", [], -1)
-                continue
-            e, data, acquired, lepoch, size = _acquire(ctx, req, tid, name, p, remaining_records, remaining_bytes)
-            if e != E.NONE or acquired:
-                fetched[(tid, p)] = (e, name, data, acquired, lepoch)
-            remaining_records -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
-            remaining_bytes -= size
+        if mgr.sessions.get(member) is not session:
+            # replaced (a new epoch 0 of the member), closed or evicted while this request
+            # waited: it acquires nothing more for a session that is gone
+            fetched = {}
+            break
+        fetched = _fetch_once(ctx, req, session, max_bytes)
         if fetched or req.max_wait_ms <= 0 or trio.current_time() >= deadline or not session.partitions:
             break
         wait_until = deadline
@@ -244,12 +336,44 @@ async def share_fetch(ctx: RequestContext, req):
     # the acknowledgements and acquisitions answered are durable (or the acknowledgement fails)
     failed = await b.share_state.flush()
     _not_durable(acks, req.group_id, failed)
-    for (tid, p), (e, name, data, acquired, lepoch) in list(fetched.items()):
-        if failed.get((req.group_id, tid, p)) == E.FENCED_STATE_EPOCH:
-            # acquired from a state the share coordinator replaced (deleted / initialized
-            # elsewhere): not delivered; the next fetch reads the state again
-            fetched[(tid, p)] = (E.NONE, name, b"", [], lepoch)
-    return answer(E.NONE, _rows(ctx, acks, fetched))
+    out = {}
+    order = {tp: i for i, tp in enumerate(session.partitions)}   # answered in session order, as Kafka
+    for (tid, p), (e, name, data, acquired, lepoch, sp) in sorted(fetched.items(),
+                                                                  key=lambda kv: order.get(kv[0], len(order))):
+        if acquired and (failed.get((req.group_id, tid, p)) == E.FENCED_STATE_EPOCH
+                         or mgr.get(req.group_id, tid, p) is not sp):
+            # acquired from a share partition dropped while the state was written (fenced by
+            # a state deleted / initialized elsewhere, or started over from a newer state
+            # epoch): those records are not held there; the next fetch reads the state again
+            data, acquired = b"", []
+        out[(tid, p)] = (e, name, data, acquired, lepoch)
+    if quotas is not None:
+        # the fetch quota (consumer_byte_rate) and request_percentage, as Kafka's
+        # KafkaApis.handleShareFetchRequest records them; the edge mutes a throttled connection
+        total = sum(len(v[2]) for v in out.values())
+        throttle = ctx.throttle_time_ms = quota_edge.fetch_quota(quotas, ctx, total, b.clock.now_ms())
+        if throttle > 0:
+            _release_undelivered(ctx, req, out)
+            resp = answer(E.NONE, _rows(ctx, acks, {}))
+            resp.throttle_time_ms = throttle
+            return resp
+    return answer(E.NONE, _rows(ctx, acks, out))
+
+
+def _release_undelivered(ctx: RequestContext, req, out: dict) -> None:
+    """A throttled answer carries no records (Kafka's throttled share fetch response): what was
+    acquired for it goes back at once (acknowledged RELEASE for the member), instead of staying
+    locked until the acquisition lock expires."""
+    mgr = ctx.broker.share_partitions
+    now = ctx.broker.clock.monotonic_ms()
+    for (tid, p), (_e, name, _data, acquired, _lepoch) in out.items():
+        sp = mgr.get(req.group_id, tid, p)
+        if sp is None or not acquired:
+            continue
+        for a in acquired:
+            sp.acknowledge(req.member_id, a.first_offset, a.last_offset, [2], now)   # RELEASE
+        mgr.changed(req.group_id, tid, p)
+        ctx.broker.replica_manager.fetch_waiters.wake((name, p))
 
 
 def _rows(ctx: RequestContext, acks: dict, fetched: dict) -> list:

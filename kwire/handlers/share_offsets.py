@@ -17,7 +17,8 @@ Served while share.version is 1 (kwire.handlers.api_versions).
 
 On a multi-broker cluster (kwire.share.state_admin), a partition led by another broker is
 described from its share coordinator (ReadShareGroupStateSummary, one request per
-coordinator), its lag from this broker's replica when it has one (-1 otherwise); a describe
+coordinator), its lag from the partition's high watermark asked of its leader (ListOffsets
+LATEST, as Kafka 4.3's group coordinator does; -1 when the leader cannot be asked); a describe
 with no topics named asks the share coordinators about every partition of the
 non-internal topics led elsewhere (Kafka's group coordinator knows which ones the group has
 state for; kwire's does not keep that) and lists those with a state. Alter sends
@@ -31,8 +32,10 @@ way (``delete_group_state``: those with a state, found by summary).
 """
 from __future__ import annotations
 
+import logging
 from uuid import UUID
 
+from kwire.codec.apis import api
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.api_versions import disabled_apis
@@ -43,6 +46,7 @@ from kwire.share.partition import DONE
 
 E = ErrorCode
 _ZERO = UUID(int=0)
+log = logging.getLogger("kwire.share")
 
 
 def _group_error(ctx: RequestContext, group_id: str, op: int, need_empty: bool = False):
@@ -114,12 +118,47 @@ async def delete_group_state(ctx: RequestContext, group_id: str) -> None:
     await store.flush()
 
 
+async def _latest_offsets(ctx: RequestContext, tps: list) -> dict:
+    """{(topic, partition): high watermark} for the lag: this broker's for the partitions it
+    leads, the others' from their leaders by ListOffsets (LATEST, read_uncommitted), one
+    request per leader, as Kafka's group coordinator asks (KIP-1226, PartitionMetadataClient);
+    a leader that cannot be asked leaves its partitions out (lag -1)."""
+    b = ctx.broker
+    out: dict = {}
+    remote: dict[int, list] = {}
+    for name, p in tps:
+        part = b.image.topics[name].partitions[p]
+        if part.leader == b.node_id:
+            head = b.replica_manager.read(name, p, 0, 0, min_one=False)
+            if not head.error and head.high_watermark >= 0:
+                out[(name, p)] = head.high_watermark
+        elif part.leader is not None and part.leader >= 0:
+            remote.setdefault(part.leader, []).append((name, p))
+    R = api("ListOffsets").request
+    for node, parts in remote.items():
+        topics: dict[str, list] = {}
+        for name, p in parts:
+            topics.setdefault(name, []).append(R.struct("ListOffsetsPartition")(
+                partition_index=p, current_leader_epoch=-1, timestamp=-1))
+        req = R.cls(replica_id=-1, isolation_level=0, timeout_ms=int(b.config.get("request.timeout.ms")),
+                    topics=[R.struct("ListOffsetsTopic")(name=n, partitions=ps) for n, ps in topics.items()])
+        try:
+            resp = await b.share_state.channel.request(node, "ListOffsets", 7, req)
+        except Exception as exc:  # noqa: BLE001 - unreachable, timed out, a bad answer
+            log.info("share offsets: ListOffsets to broker %d for the lag failed: %s", node, exc)
+            continue
+        for t in resp.topics:
+            for pr in t.partitions:
+                if pr.error_code == 0 and pr.offset >= 0:
+                    out[(t.name, pr.partition_index)] = pr.offset
+    return out
+
+
 @handles("DescribeShareGroupOffsets", "0-1")
 async def describe_share_group_offsets(ctx: RequestContext, req):
     G, T = ctx.struct("DescribeShareGroupOffsetsResponseGroup"), ctx.struct("DescribeShareGroupOffsetsResponseTopic")
     P = ctx.struct("DescribeShareGroupOffsetsResponsePartition")
     image = ctx.broker.image
-    rm = ctx.broker.replica_manager
     out = []
     for g in req.groups:
         coord, err, msg = _group_error(ctx, g.group_id, Op.DESCRIBE)
@@ -142,6 +181,10 @@ async def describe_share_group_offsets(ctx: RequestContext, req):
                          and t.partitions[p].leader != ctx.broker.node_id]
             if elsewhere:
                 state.update(await _from_share_coordinators(ctx, g.group_id, elsewhere))
+        latest = await _latest_offsets(ctx, [(name, p) for name, parts in wanted.items() for p in parts
+                                            if (t := image.topics.get(name)) is not None and p in t.partitions
+                                            and state.get((t.topic_id, p), (-1, 0))[0] >= 0]) \
+            if ctx.version >= 1 else {}
         topics = []
         for name, parts in wanted.items():
             t = image.topics.get(name)
@@ -154,10 +197,8 @@ async def describe_share_group_offsets(ctx: RequestContext, req):
                     continue
                 start, done = state.get((t.topic_id, p), (-1, 0))
                 lag = -1
-                if start >= 0:
-                    head = rm.read(name, p, 0, 0, min_one=False)
-                    if head.high_watermark >= 0:
-                        lag = max(0, head.high_watermark - start - done)
+                if start >= 0 and (hw := latest.get((name, p), -1)) >= 0:
+                    lag = max(0, hw - start - done)
                 rows.append(P(partition_index=p, start_offset=start, leader_epoch=t.partitions[p].leader_epoch,
                               lag=lag, error_code=0))
             topics.append(T(topic_name=name, topic_id=t.topic_id if t is not None else _ZERO, partitions=rows))

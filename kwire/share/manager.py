@@ -38,6 +38,9 @@ class ShareSettings:
     delivery_count_limit: int = 5
     max_in_flight: int = 2000
     auto_offset_reset: str = "latest"
+    #: share.isolation.level=read_committed: delivery up to the last stable offset, records of
+    #: aborted transactions archived (Kafka's FetchIsolation.TXN_COMMITTED for share fetches)
+    read_committed: bool = False
 
 
 @dataclass(slots=True)

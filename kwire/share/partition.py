@@ -119,17 +119,33 @@ class SharePartition:
 
     # ------------------------------------------------------------------ acquire
     def acquire(self, member_id: str, offsets: Iterable[int], max_records: int, now: int, *,
-                read_end: int | None = None, lock_ms: int | None = None) -> list[AcquiredRecords]:
+                read_end: int | None = None, lock_ms: int | None = None,
+                batch_starts: set[int] | None = None, batch_size: int = 0,
+                archive: set[int] | frozenset[int] = frozenset()) -> list[AcquiredRecords]:
         """Acquire for ``member_id`` what it may take among ``offsets`` (ascending offsets of
         the records read from the log, control records left out), at most ``max_records``.
         ``read_end``: the offset after the last batch read; when every offset read was
-        looked at, the offsets up to it without a record are passed (gaps, markers)."""
+        looked at, the offsets up to it without a record are passed (gaps, markers).
+
+        ``batch_starts`` (the base offsets of the log batches read): Kafka's batch_optimized
+        acquire mode (SharePartition.acquire, the default): ``max_records`` and the in-flight
+        limit are soft, checked only where a log batch starts, so the batch holding the
+        ``max_records``-th record is acquired whole (never less than one batch); and the
+        acquired runs are cut where a batch starts once a run holds ``batch_size`` records
+        (the request's BatchSize, Kafka's createBatches). Without it (record_limit mode, or a
+        caller with no batches) both limits are exact.
+
+        ``archive``: offsets of records of aborted transactions (a read_committed share
+        group): new ones are archived on the way, never delivered (Kafka's
+        maybeFilterAbortedTransactionalAcquiredRecords)."""
         self.expire_locks(now)
         lock = self.record_lock_duration_ms if lock_ms is None else lock_ms
         taken: list[tuple[int, int]] = []
         stopped = False
+        changed = False
         for off in offsets:
-            if len(taken) >= max_records:
+            at_boundary = batch_starts is None or off in batch_starts or not taken
+            if at_boundary and len(taken) >= max_records:
                 stopped = True
                 break
             if off < self.start_offset:
@@ -138,11 +154,15 @@ class SharePartition:
             if r is None:
                 if off < self.end_offset:
                     continue   # below the end and not in flight: done
-                if len(self.records) >= self.max_in_flight:
+                if at_boundary and len(self.records) >= self.max_in_flight:
                     stopped = True
                     break
                 r = self.records[off] = InFlightRecord()
                 self.end_offset = off + 1
+                if off in archive:   # an aborted transaction's record: done at once
+                    r.state = RecordState.ARCHIVED
+                    changed = True
+                    continue
             if r.state is not RecordState.AVAILABLE:
                 continue
             r.state = RecordState.ACQUIRED
@@ -152,10 +172,10 @@ class SharePartition:
             taken.append((off, r.delivery_count))
         if not stopped and read_end is not None and read_end > self.end_offset:
             self.end_offset = read_end
-        if taken:
+        if taken or changed:
             self.version += 1
         self._advance_start()
-        return _runs(taken)
+        return _runs(taken, batch_starts, batch_size)
 
     # ------------------------------------------------------------------ acknowledge
     def acknowledge(self, member_id: str, first_offset: int, last_offset: int,
@@ -284,11 +304,14 @@ class SharePartition:
         self._advance_start()
 
 
-def _runs(taken: list[tuple[int, int]]) -> list[AcquiredRecords]:
+def _runs(taken: list[tuple[int, int]], batch_starts: set[int] | None = None,
+          batch_size: int = 0) -> list[AcquiredRecords]:
     out: list[AcquiredRecords] = []
     for off, count in taken:
         last = out[-1] if out else None
-        if last is not None and last.last_offset == off - 1 and last.delivery_count == count:
+        cut = (batch_starts is not None and batch_size > 0 and off in batch_starts and last is not None
+               and off - last.first_offset >= batch_size)
+        if last is not None and not cut and last.last_offset == off - 1 and last.delivery_count == count:
             out[-1] = AcquiredRecords(last.first_offset, off, count)
         else:
             out.append(AcquiredRecords(off, off, count))

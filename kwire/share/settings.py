@@ -1,6 +1,6 @@
 """A share group's settings: its group configs (IncrementalAlterConfigs on a GROUP resource:
 share.record.lock.duration.ms, share.delivery.count.limit, share.partition.max.record.locks,
-share.auto.offset.reset) over the broker's group.share.* defaults."""
+share.auto.offset.reset, share.isolation.level) over the broker's group.share.* defaults."""
 from __future__ import annotations
 
 from kwire.share.manager import ShareSettings
@@ -23,4 +23,5 @@ def share_settings(config, image, group_id: str) -> ShareSettings:
         record_lock_duration_ms=_int(over.get("share.record.lock.duration.ms"), lock),
         delivery_count_limit=_int(over.get("share.delivery.count.limit"), limit),
         max_in_flight=_int(over.get("share.partition.max.record.locks"), locks),
-        auto_offset_reset="latest" if reset == "latest" else "earliest")
+        auto_offset_reset="latest" if reset == "latest" else "earliest",
+        read_committed=str(over.get("share.isolation.level") or "").strip().lower() == "read_committed")

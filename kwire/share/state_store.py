@@ -86,6 +86,8 @@ class ShareStateStore:
         self.state_epochs: dict[Key, int] = {}
         self.coordinator = ShareCoordinator(broker)   # the coordinator's side, for the keys led here
         self._creating: trio.Event | None = None
+        #: share partitions whose state is being read (ensure_loaded), set when done
+        self._loading: dict[Key, trio.Event] = {}
         self._flushing = trio.Lock()   # one flush at a time: writes in order, answers after them
         self._channel = None
         manager.on_change = self._on_change
@@ -153,39 +155,65 @@ class ShareStateStore:
         at its current leader epoch (see the module doc). ``recheck`` (a share session
         opening): read the served ones too, and start over from the state read when its
         state epoch is newer than the one held (deleted or altered while the group was
-        empty and this leader idle, with no write to be fenced)."""
-        for tid, p in tps:
-            epoch = self._leader_epoch(tid, p)
-            key = (group_id, tid, p)
-            held = self.served.get(key) == epoch
-            if epoch is None or (held and not recheck):
-                continue
-            err, state, state_epoch = await self.read_state(group_id, tid, p, epoch)
-            if err != ErrorCode.NONE:
-                if not held:
-                    log.info("share state: reading the state of %s %s-%d failed (%s); not served yet",
-                             group_id, tid, p, ErrorCode(err).name)
-                continue
-            if self._leader_epoch(tid, p) != epoch:
-                continue
-            if held:
-                if state_epoch <= self.state_epochs.get(key, 0):
-                    continue
-                log.info("share state: %s %s-%d has a newer state epoch (%d) at its share coordinator; "
-                         "started over from it", group_id, tid, p, state_epoch)
-            self.manager.partitions.pop(key, None)   # what an earlier leadership here left
-            self.dirty.pop(key, None)
-            if state is not None and state[0] >= 0:
-                self.manager.recovered[key] = state
-            else:
-                self.manager.recovered.pop(key, None)
-            self.served[key] = epoch
-            self.state_epochs[key] = state_epoch
+        empty and this leader idle, with no write to be fenced).
 
-    def fence(self, key: Key) -> None:
-        """FENCED_STATE_EPOCH on a write: the state was deleted or initialized at the share
-        coordinator since it was read; the in-memory share partition is dropped and the next
-        ShareFetch / ShareAcknowledge reads the state again (``ensure_loaded``)."""
+        One load per share partition at a time (Kafka's SharePartition initializes once,
+        the fetches arriving meanwhile wait for it): the read is a network call when the
+        share coordinator is on another broker, and a second load finishing after a fetch
+        acquired records from the first would drop them, handing the same records to two
+        members. A fetch that waited for another's load does not read again: that state is
+        as new as its request."""
+        for tid, p in tps:
+            key = (group_id, tid, p)
+            waited = False
+            while (loading := self._loading.get(key)) is not None:
+                await loading.wait()
+                waited = True
+            epoch = self._leader_epoch(tid, p)
+            held = self.served.get(key) == epoch
+            if epoch is None or (held and (not recheck or waited)):
+                continue
+            self._loading[key] = done = trio.Event()
+            try:
+                await self._load(key, epoch, held)
+            finally:
+                del self._loading[key]
+                done.set()
+
+    async def _load(self, key: Key, epoch: int, held: bool) -> None:
+        group_id, tid, p = key
+        err, state, state_epoch = await self.read_state(group_id, tid, p, epoch)
+        if err != ErrorCode.NONE:
+            if not held:
+                log.info("share state: reading the state of %s %s-%d failed (%s); not served yet",
+                         group_id, tid, p, ErrorCode(err).name)
+            return
+        if self._leader_epoch(tid, p) != epoch:
+            return
+        # again after the read: fence() or a deletion may have dropped what was held meanwhile
+        if self.served.get(key) == epoch:
+            if state_epoch <= self.state_epochs.get(key, 0):
+                return
+            log.info("share state: %s %s-%d has a newer state epoch (%d) at its share coordinator; "
+                     "started over from it", group_id, tid, p, state_epoch)
+        self.manager.partitions.pop(key, None)   # what an earlier leadership here left
+        self.dirty.pop(key, None)
+        if state is not None and state[0] >= 0:
+            self.manager.recovered[key] = state
+        else:
+            self.manager.recovered.pop(key, None)
+        self.served[key] = epoch
+        self.state_epochs[key] = state_epoch
+
+    def fence(self, key: Key, state_epoch: int) -> None:
+        """FENCED_STATE_EPOCH on a write at ``state_epoch``: the state was deleted or
+        initialized at the share coordinator since it was read; the in-memory share partition
+        is dropped and the next ShareFetch / ShareAcknowledge reads the state again
+        (``ensure_loaded``). Unless it was read again at a newer state epoch while the write
+        was on its way: that share partition is the current one (records may be acquired
+        from it already) and is kept."""
+        if self.state_epochs.get(key, 0) != state_epoch:
+            return
         log.info("share state: %s %s-%d fenced by a newer state epoch; its state is read again", *key)
         self.manager.partitions.pop(key, None)
         self.manager.recovered.pop(key, None)
@@ -271,9 +299,10 @@ class ShareStateStore:
                                                            sp.start_offset, tuple(sp.state_batches())))
             failed: dict[Key, ErrorCode] = {}
             for (node, gid), parts in writes.items():
+                written = {(tid, p): state_epoch for tid, p, _, state_epoch, *_ in parts}
                 for (tid, p), err in (await self._write(node, gid, parts)).items():
                     if err == ErrorCode.FENCED_STATE_EPOCH:   # not retried: read again
-                        self.fence((gid, tid, p))
+                        self.fence((gid, tid, p), written[(tid, p)])
                         fenced[(gid, tid, p)] = err
                     else:
                         failed[(gid, tid, p)] = err

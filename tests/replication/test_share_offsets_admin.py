@@ -47,8 +47,9 @@ def _consume(c, want: int, timeout: float = 20) -> list:
     return got
 
 
-def _describe(port: int, partition: int | None) -> dict:
-    """{(topic, partition): start offset} from DescribeShareGroupOffsets (None: all topics)."""
+def _describe(port: int, partition: int | None, field: str = "start_offset") -> dict:
+    """{(topic, partition): start offset (or ``field``)} from DescribeShareGroupOffsets v1
+    (None: all topics)."""
     R = api("DescribeShareGroupOffsets").request
     topics = None if partition is None else [R.struct("DescribeShareGroupOffsetsRequestTopic")(
         topic_name=TOPIC, partitions=[partition])]
@@ -56,7 +57,7 @@ def _describe(port: int, partition: int | None) -> dict:
         "DescribeShareGroupOffsetsRequestGroup")(group_id=GROUP, topics=topics)])
     g = r.groups[0]
     assert g.error_code == 0, g
-    return {(t.topic_name, p.partition_index): p.start_offset for t in g.topics for p in t.partitions
+    return {(t.topic_name, p.partition_index): getattr(p, field) for t in g.topics for p in t.partitions
             if p.error_code == 0}
 
 
@@ -101,6 +102,8 @@ def test_alter_and_delete_reach_a_partition_led_elsewhere(tmp_path):
         r = wait_for(lambda: (r := _alter(port, part, 3)).error_code == 0 and r, 15, message="AlterShareGroupOffsets")
         assert r.responses[0].partitions[0].error_code == 0, r
         assert _describe(port, part) == {(TOPIC, part): 3}
+        # the lag of a partition led elsewhere: its leader's high watermark (10) - 3
+        assert _describe(port, part, "lag") == {(TOPIC, part): 7}
         # all topics: every partition the group has state for (the consumer fetched from the
         # empty ones too: start 0), the ones led elsewhere from their share coordinators
         every = _describe(port, None)

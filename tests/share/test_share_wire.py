@@ -4,6 +4,7 @@ sessions and piggy-backed acknowledgements, ShareAcknowledge, ApiVersions' share
 The stock Java client is in test_share_java.py."""
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -13,6 +14,7 @@ from kwire.testing import Broker
 from kwire.testing.client import WireClient
 
 ACCEPT, RELEASE, REJECT = 1, 2, 3
+RECORD_LIMIT = 1   # ShareFetch v2 share_acquire_mode
 
 
 @pytest.fixture(scope="module")
@@ -62,15 +64,17 @@ def _hb(c, group, member, epoch, topics=None):
                      rack_id=None, subscribed_topic_names=topics)
 
 
-def _fetch(c, group, member, epoch, tid, acks=(), max_records=100, wait=0, forget=False):
+def _fetch(c, group, member, epoch, tid, acks=(), max_records=100, wait=0, forget=False, mode=0,
+           max_bytes=1 << 20, batch_size=100, partitions=(0,)):
     from kwire.codec.apis import api
     req = api("ShareFetch").request
     T, P, B = req.struct("FetchTopic"), req.struct("FetchPartition"), req.struct("AcknowledgementBatch")
-    topics = [T(topic_id=tid, partitions=[P(partition_index=0, acknowledgement_batches=[
-        B(first_offset=f, last_offset=l, acknowledge_types=list(t)) for f, l, t in acks])])]
+    topics = [T(topic_id=tid, partitions=[P(partition_index=p, acknowledgement_batches=[
+        B(first_offset=f, last_offset=l, acknowledge_types=list(t)) for f, l, t in acks] if p == partitions[0] else [])
+        for p in partitions])]
     return c.request("ShareFetch", 2, group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=wait,
-                     min_bytes=1, max_bytes=1 << 20, max_records=max_records, batch_size=100, topics=topics,
-                     forgotten_topics_data=[])
+                     min_bytes=1, max_bytes=max_bytes, max_records=max_records, batch_size=batch_size, topics=topics,
+                     forgotten_topics_data=[], share_acquire_mode=mode)
 
 
 def _acquired(r):
@@ -106,8 +110,9 @@ def test_heartbeat_fetch_acknowledge(broker):
         lg = c.request("ListGroups", 5, states_filter=[], types_filter=["share"])
         assert [(g.group_id, g.group_type) for g in lg.groups if g.group_id == group] == [(group, "share")]
 
-        # a takes 3, b the other 2: never the same record twice
-        r = _fetch(c, group, a, 0, tid, max_records=3)
+        # a takes 3 (record_limit mode: batch_optimized would give the whole batch), b the
+        # other 2: never the same record twice
+        r = _fetch(c, group, a, 0, tid, max_records=3, mode=RECORD_LIMIT)
         assert _acquired(r) == [(0, 2, 1)] and r.acquisition_lock_timeout_ms == 1000
         assert r.responses[0].partitions[0].records   # the batch holding them
         assert _acquired(_fetch(c, group, b, 0, tid)) == [(3, 4, 1)]
@@ -146,13 +151,13 @@ def test_lock_expiry_and_delivery_limit_over_the_wire(broker):
         topic, tid, group = _setup(c, n=2)
         a = str(uuid.uuid4())
         _hb(c, group, a, 0, [topic])
-        assert _acquired(_fetch(c, group, a, 0, tid, max_records=1)) == [(0, 0, 1)]
+        assert _acquired(_fetch(c, group, a, 0, tid, max_records=1, mode=RECORD_LIMIT)) == [(0, 0, 1)]
         # nothing else to take but offset 1; the long poll waits for offset 0's lock to expire
-        assert _acquired(_fetch(c, group, a, 1, tid, max_records=1)) == [(1, 1, 1)]
-        r = _fetch(c, group, a, 2, tid, acks=[(1, 1, (ACCEPT,))], max_records=1, wait=3000)
+        assert _acquired(_fetch(c, group, a, 1, tid, max_records=1, mode=RECORD_LIMIT)) == [(1, 1, 1)]
+        r = _fetch(c, group, a, 2, tid, acks=[(1, 1, (ACCEPT,))], max_records=1, wait=3000, mode=RECORD_LIMIT)
         assert r.responses[0].partitions[0].acknowledge_error_code == 0
         assert _acquired(r) == [(0, 0, 2)]   # redelivered after 1 s
-        r = _fetch(c, group, a, 3, tid, acks=[(0, 0, (RELEASE,))], max_records=1)
+        r = _fetch(c, group, a, 3, tid, acks=[(0, 0, (RELEASE,))], max_records=1, mode=RECORD_LIMIT)
         assert _acquired(r) == [(0, 0, 3)]
         _fetch(c, group, a, 4, tid, acks=[(0, 0, (RELEASE,))])   # 3 deliveries: archived
         sp = broker.broker.share_partitions.get(group, tid, 0)
@@ -208,3 +213,132 @@ def test_share_version_0_turns_share_groups_off():
             r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
             assert not {k.api_key for k in r.api_keys} & {76, 77, 78, 79}
             assert "share.version" not in [f.name for f in r.finalized_features]
+
+
+def _setup_batches(c: WireClient, partitions: int, batches: list[int], size: int = 0):
+    """A topic with ``batches`` (record counts, one produce each) in each partition, and a new
+    group reading from the start, with one member; (topic, topic id, group, member)."""
+    topic, group = f"sb-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    c.create_topic(topic, partitions)
+    for p in range(partitions):
+        for n in batches:
+            c.produce(topic, [f"v{i}".encode().ljust(size, b".") for i in range(n)], partition=p)
+    r = c.request("IncrementalAlterConfigs", 1, resources=[_res(c, group, "share.auto.offset.reset", "earliest")],
+                  validate_only=False)
+    assert r.responses[0].error_code == 0
+    m = str(uuid.uuid4())
+    from kwire.testing.wait import wait_until
+    wait_until(lambda: c.request("FindCoordinator", 6, key_type=0, coordinator_keys=[group])
+               .coordinators[0].error_code == 0, 15, message="the group's coordinator is found")
+    wait_until(lambda: _hb(c, group, m, 0, [topic]).error_code == 0, 15, message="the member joins")
+    return topic, broker_topic_id(c, topic), group, m
+
+
+def _by_partition(r):
+    assert r.error_code == 0, r
+    return {p.partition_index: [(a.first_offset, a.last_offset) for a in p.acquired_records]
+            for t in r.responses for p in t.partitions if p.acquired_records}
+
+
+def test_acquire_modes_whole_batches_and_batch_size(broker):
+    """Measured on Apache Kafka 4.3.1 with the same requests: batch_optimized (the default
+    acquire mode) hands out the batch holding the max_records-th record whole, and cuts the
+    acquired runs at a batch start once one holds batch_size records; record_limit stops at
+    max_records exactly."""
+    with WireClient(broker.bootstrap_servers) as c:
+        _, tid, group, m = _setup_batches(c, 1, [10, 10, 10])
+        assert _by_partition(_fetch(c, group, m, 0, tid, max_records=3, batch_size=3)) == {0: [(0, 9)]}
+        assert _by_partition(_fetch(c, group, m, 1, tid, max_records=15, batch_size=5)) == {0: [(10, 19), (20, 29)]}
+        _, tid, group, m = _setup_batches(c, 1, [10, 10])
+        assert _by_partition(_fetch(c, group, m, 0, tid, max_records=3, mode=RECORD_LIMIT)) == {0: [(0, 2)]}
+        assert _by_partition(_fetch(c, group, m, 1, tid, max_records=12, mode=RECORD_LIMIT)) == {0: [(3, 14)]}
+
+
+def test_max_bytes_zero_and_partitions_shared_fairly(broker):
+    """As Kafka 4.3.1 answers: MaxBytes 0 gets an empty answer at once (no partitions, no
+    wait); the session's partitions are served in an order rotated by the session epoch (so
+    the record limit left for the last one moves around), and the request's max bytes are
+    spread over them with at least one batch each."""
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group, m = _setup_batches(c, 2, [10])
+        r = _fetch(c, group, m, 0, tid, max_bytes=0, wait=5000, partitions=(0, 1))
+        assert (r.error_code, r.responses) == (0, [])
+        # epoch 1: partition 1 first (10 records), partition 0 gets the 5 left (record_limit)
+        r = _fetch(c, group, m, 1, tid, max_records=15, mode=RECORD_LIMIT, partitions=(0, 1))
+        assert _by_partition(r) == {0: [(0, 4)], 1: [(0, 9)]}
+        assert [p.partition_index for p in r.responses[0].partitions] == [0, 1]   # in session order
+        # epoch 2: partition 0 first again
+        assert _by_partition(_fetch(c, group, m, 2, tid, max_records=15, mode=RECORD_LIMIT,
+                                    partitions=(0, 1))) == {0: [(5, 9)]}
+        for p in (0, 1):
+            for _ in range(2):
+                c.produce(topic, [b"x"] * 10, partition=p)
+        # 100 bytes for two partitions: a batch of each all the same
+        assert _by_partition(_fetch(c, group, m, 3, tid, max_bytes=100, partitions=(0, 1))) == {
+            0: [(10, 19)], 1: [(10, 19)]}
+
+
+def test_read_committed_share_group(broker):
+    """share.isolation.level=read_committed (a group config): an open transaction stalls
+    delivery at the last stable offset, and the records of an aborted transaction are
+    archived, never delivered (Kafka's share fetch with FetchIsolation.TXN_COMMITTED and
+    SharePartition's aborted-transaction filter); read_uncommitted (the default) delivers them."""
+    ck = pytest.importorskip("confluent_kafka")
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group, m = _setup_batches(c, 1, [2])   # offsets 0-1, not transactional
+        r = c.request("IncrementalAlterConfigs", 1, validate_only=False, resources=[
+            _res(c, group, "share.isolation.level", "read_committed")])
+        assert r.responses[0].error_code == 0
+        dirty, m2 = f"g-{uuid.uuid4().hex[:8]}", str(uuid.uuid4())
+        p = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": f"t-{uuid.uuid4().hex}"})
+        p.init_transactions(15)
+
+        def txn(values, commit):
+            p.begin_transaction()
+            for v in values:
+                p.produce(topic, v, partition=0)
+            p.flush(10)
+            if commit is not None:
+                (p.commit_transaction if commit else p.abort_transaction)(15)
+
+        txn([b"a1", b"a2", b"a3"], commit=None)   # open: offsets 2-4
+        assert _by_partition(_fetch(c, group, m, 0, tid)) == {0: [(0, 1)]}   # stalled at the LSO
+        assert _by_partition(_fetch(c, group, m, 1, tid, wait=300)) == {}
+        p.abort_transaction(15)                    # marker at 5
+        txn([b"c1", b"c2"], commit=True)           # 6-7, marker at 8
+        r = _fetch(c, group, m, 2, tid, acks=[(0, 1, (ACCEPT,))], wait=2000)
+        assert _by_partition(r) == {0: [(6, 7)]}   # 2-4 aborted: archived
+        sp = broker.broker.share_partitions.get(group, tid, 0)
+        assert [sp.state_of(o) for o in (2, 3, 4)] == [None, None, None] and sp.start_offset == 6
+        # a read_uncommitted group (the default) reads the aborted records too
+        r = c.request("IncrementalAlterConfigs", 1, validate_only=False, resources=[
+            _res(c, dirty, "share.auto.offset.reset", "earliest")])
+        assert _hb(c, dirty, m2, 0, [topic]).error_code == 0
+        assert _by_partition(_fetch(c, dirty, m2, 0, tid)) == {0: [(0, 4), (6, 7)]}
+
+
+def test_share_fetch_is_throttled_by_the_consumer_byte_rate(broker):
+    """consumer_byte_rate applies to ShareFetch as to Fetch (Kafka's handleShareFetchRequest):
+    past the quota the answer carries throttle_time_ms and no records, what it acquired goes
+    back at once, and the connection is muted for that long."""
+    from tests.quota.test_quota_clients import alter
+    client = f"slow-share-{uuid.uuid4().hex[:6]}"
+    assert alter(broker, {"client-id": client}, {"consumer_byte_rate": 1024}) == [(0, None)]
+    with WireClient(broker.bootstrap_servers, client_id=client) as c:
+        topic, tid, group, m = _setup_batches(c, 1, [100] * 30, size=100)   # 30 batches of ~10 KB
+        got, throttled, epoch = 0, None, 0
+        while throttled is None and epoch < 10:
+            r = _fetch(c, group, m, epoch, tid, max_records=100)
+            epoch += 1
+            if r.throttle_time_ms > 0:
+                throttled = r
+            else:
+                got += sum(a.last_offset - a.first_offset + 1 for a in r.responses[0].partitions[0].acquired_records)
+        assert throttled is not None and throttled.responses == [], (got, epoch)
+        assert got < 3000
+        sp = broker.broker.share_partitions.get(group, tid, 0)
+        assert sum(1 for o in range(3000) if sp.state_of(o) == 1) == got   # nothing held for the throttled one
+        t0 = time.monotonic()
+        c.request("Metadata", 12, topics=None, allow_auto_topic_creation=False,
+                  include_topic_authorized_operations=False)
+        assert time.monotonic() - t0 >= throttled.throttle_time_ms / 1000 * 0.9   # muted meanwhile
