@@ -150,7 +150,9 @@ def test_slow_disk_does_not_stall_other_clients(monkeypatch):
             c.produce("slow", [b"v" * 900])              # a roll: a flush for the next pass
         worst, rounds = _round_trips_while(b, admin, lambda: calls["unlink"] and calls["fdatasync"] and "s" in done)
         monkeypatch.undo()
-        assert worst < SLOW_S / 2, f"a round trip took {worst:.3f} s while the disk was slow"
+        # a round trip that waited for one slow call takes at least SLOW_S; anything shorter did not
+        # (0.28 s was seen on a machine at load 8, so the bound is not SLOW_S / 2)
+        assert worst < 0.9 * SLOW_S, f"a round trip took {worst:.3f} s while the disk was slow"
         assert calls["unlink"] >= 1 and calls["fdatasync"] >= 1, calls   # the slow work ran meanwhile
         assert done.get("alter") == 0 and done.get("create") == 0
         assert done["s"] >= 2 * SLOW_S                   # the commits did wait for their fsyncs
@@ -250,6 +252,6 @@ def test_delete_records_on_a_slow_disk_does_not_stall_other_clients(monkeypatch)
         assert done["result"].error_code == 0 and done["result"].low_watermark == 4
         assert calls["unlink"] >= 1 and calls["fsync"] >= 1, calls
         assert done["s"] >= SLOW_S                       # the answer waited for the disk work
-        assert worst < SLOW_S / 2, f"a round trip took {worst:.3f} s while DeleteRecords ran"
+        assert worst < 0.9 * SLOW_S, f"a round trip took {worst:.3f} s while DeleteRecords ran"
         assert rounds > 5
         assert [r.value for r in b.consume("trim", 1, offset=4)] == [b"v" * 900]
