@@ -13,6 +13,7 @@ before the broker starts, and each mistake ends the start with one line naming i
 from __future__ import annotations
 
 import errno
+import gc
 import logging
 import os
 from dataclasses import dataclass, field
@@ -392,6 +393,21 @@ def run_serve(args) -> int:
         raise UsageError(f"kwire serve: {exc}") from None
     check_data_dir(cfg.data_dir)
 
+    # Start-up time: the cyclic garbage collector is off until the broker is ready. Importing
+    # and building the broker makes ~55k long-lived objects and little cyclic garbage (~2k
+    # objects), so the ~75 collections that would run meanwhile (the older generations walking
+    # everything made so far) find almost nothing, at ~4% of the start's instructions. At
+    # ready the survivors are frozen (gc.freeze: the modules, classes and the broker live as
+    # long as the process, and no later collection walks them again; the start's few
+    # garbage cycles stay) and the collector is back on, before the first request is read.
+    gc_was_on = gc.isenabled()
+    gc.disable()
+
+    def ready(*_):
+        if gc_was_on and not gc.isenabled():
+            gc.freeze()
+            gc.enable()
+
     import trio  # noqa: PLC0415 - not needed for --help and usage errors
 
     from kwire.app import run_broker  # noqa: PLC0415
@@ -399,7 +415,7 @@ def run_serve(args) -> int:
 
     try:
         trio.run(lambda: run_broker(cfg, host=plan.client.host, port=plan.client.port, advertised=plan.advertised,
-                                    listeners=plan.clients,
+                                    listeners=plan.clients, on_ready=ready,
                                     handle_signals=True, controller_listen=plan.controller, voters=plan.voters,
                                     metrics_default=DEFAULT_METRICS))
     except KeyboardInterrupt:
