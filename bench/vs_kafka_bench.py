@@ -1,6 +1,7 @@
 """kwire against Apache Kafka 4.3 itself, the same clients side by side in one run (issue 29).
 
-``python -m bench vs-kafka [--quick]`` (or ``python -m bench.vs_kafka_bench``). Needs a JDK and
+``python -m bench vs-kafka [--quick]`` (or ``python -m bench.vs_kafka_bench``; with
+``--startup-only [N]`` the start-up row alone, N rounds, Tansu beside it). Needs a JDK and
 Kafka's jars (``make kafka``; kwire.testing.apache_kafka). Both brokers run as processes on free
 loopback ports with their logs on disk: kwire is ``python -m kwire serve`` (this tree), Kafka a
 KRaft combined broker+controller with a 1 GiB heap, the serial GC (2 cores) and the C2 JIT on
@@ -328,7 +329,9 @@ def rf3(plan: Plan, run_id: str, stack: ExitStack) -> tuple[dict, dict]:
     return res, {"cpu": cpu, "rss": rss}
 
 
-def run(quick: bool = False) -> list[tuple]:
+def run(quick: bool = False, startup_only: bool = False, startup_runs: int | None = None) -> list[tuple]:
+    """The whole comparison; ``startup_only``: the start-up row alone (with Tansu's), in
+    ``startup_runs`` rounds (default: the plan's)."""
     t_start = time.perf_counter()
 
     def phase(name: str) -> None:
@@ -336,6 +339,19 @@ def run(quick: bool = False) -> list[tuple]:
               f"{os.getloadavg()[0]:.1f})", flush=True)
 
     plan = Plan(quick)
+    if startup_runs:
+        plan.startup_runs = startup_runs
+    if startup_only:
+        req = _metadata_request()
+        print(f"-- start-up only (load average {os.getloadavg()[0]:.1f})", flush=True)
+        boot = startup(plan, req)
+        peer = tansu_peer(plan, req)
+        line = Line.paired("start-up: exec to first Metadata answer", "ms", boot["kwire"], boot["kafka"], "<=", 0.1)
+        print(table([line]))
+        print("\n" + markdown([line]))
+        print(f"start-up runs (ms): kwire {[round(t) for t in boot['kwire']]}, kafka {[round(t) for t in boot['kafka']]}"
+              f"; load average after {os.getloadavg()[0]:.1f}")
+        return [line.row()] + peer
     run_id = uuid.uuid4().hex[:6]
     req = _metadata_request()
     lines: list[Line] = []
@@ -407,4 +423,10 @@ def run(quick: bool = False) -> list[tuple]:
 
 
 if __name__ == "__main__":
-    run(quick="--quick" in sys.argv[1:])
+    # python -m bench.vs_kafka_bench [--quick] [--startup-only [N]]: N rounds of the start-up row alone
+    args = sys.argv[1:]
+    n = None
+    if "--startup-only" in args:
+        i = args.index("--startup-only")
+        n = int(args[i + 1]) if i + 1 < len(args) and args[i + 1].isdigit() else None
+    run(quick="--quick" in args, startup_only="--startup-only" in args, startup_runs=n)

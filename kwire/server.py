@@ -57,7 +57,6 @@ from kwire.handlers import REGISTRY, RequestContext, load_all
 from kwire.net import peer_name, pump, send_parts, set_nodelay
 from kwire.quota import edge as quota_edge
 from kwire.security.edge import HandshakeFailed, secure
-from kwire.security.sasl import SaslAuthenticationFailed, SaslAuthenticator
 
 log = logging.getLogger("kwire.server")
 request_log = logging.getLogger("kwire.requests")
@@ -261,6 +260,8 @@ class KafkaServer:
         if listener is not None:
             conn.listener = listener.name
             if listener.sasl is not None:
+                from kwire.security.sasl import SaslAuthenticator  # noqa: PLC0415 - start-up time: SASL listeners only
+
                 conn.sasl = SaslAuthenticator(listener.sasl, self._scram_credentials)
                 # as Kafka: until authenticated, frames are held to sasl.server.max.receive.size
                 conn.max_frame_size = min(conn.max_frame_size, listener.sasl.max_receive_size)
@@ -323,6 +324,8 @@ class KafkaServer:
     async def _raw_sasl_token(self, stream, conn: KafkaConnection, token: bytes) -> None:
         """SaslHandshake v0's exchange: bare size-prefixed tokens each way until the mechanism
         is done; a failure closes the connection (v0 has no way to say why)."""
+        from kwire.security.sasl import SaslAuthenticationFailed  # noqa: PLC0415 - start-up time: SASL only
+
         auth = conn.sasl
         try:
             out = auth.authenticate(token, self.broker.clock.now_ms())

@@ -13,6 +13,7 @@ before the broker starts, and each mistake ends the start with one line naming i
 from __future__ import annotations
 
 import errno
+import gc
 import logging
 import os
 from dataclasses import dataclass, field
@@ -366,7 +367,39 @@ def _why(exc: OSError) -> str:
 
 
 # ---------------------------------------------------------------------------- run
+class _GcOffUntilReady:
+    """Start-up time: the cyclic garbage collector is off while ``kwire serve`` starts.
+    Importing and building the broker makes ~55k long-lived objects (modules, classes, the
+    broker) and little cyclic garbage (~2k objects), so the ~60-75 collections that would run
+    meanwhile (the older generations walking everything made so far) find almost nothing, at
+    ~3-4% of the start's instructions. At ready (before the first request is read) the
+    survivors are frozen (gc.freeze: they live as long as the process, and no later
+    collection walks them again; the start's few garbage cycles stay) and the collector is
+    back on; a start that fails turns it back on as it was."""
+
+    def __init__(self):
+        self.was_on = gc.isenabled()
+        gc.disable()
+
+    def ready(self, *_) -> None:
+        if self.was_on and not gc.isenabled():
+            gc.freeze()
+            gc.enable()
+
+    def restore(self) -> None:
+        if self.was_on:
+            gc.enable()
+
+
 def run_serve(args) -> int:
+    gc_off = _GcOffUntilReady()
+    try:
+        return _run_serve(args, gc_off)
+    finally:
+        gc_off.restore()
+
+
+def _run_serve(args, gc_off: _GcOffUntilReady) -> int:
     level = log_level(args.log_level)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     cfg = config_from_args(args)
@@ -399,7 +432,7 @@ def run_serve(args) -> int:
 
     try:
         trio.run(lambda: run_broker(cfg, host=plan.client.host, port=plan.client.port, advertised=plan.advertised,
-                                    listeners=plan.clients,
+                                    listeners=plan.clients, on_ready=gc_off.ready,
                                     handle_signals=True, controller_listen=plan.controller, voters=plan.voters,
                                     metrics_default=DEFAULT_METRICS))
     except KeyboardInterrupt:

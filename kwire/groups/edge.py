@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import ErrorCode, KafkaError
 from kwire.loop_thread import run_on_loop
-from kwire.groups.records import OFFSETS_TOPIC
+from kwire.internal_topics import OFFSETS_TOPIC
 
 if TYPE_CHECKING:   # the coordinator's modules load when it is built (see GroupEdge.coordinator)
     from kwire.groups.coordinator import GroupCoordinator

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from kwire.codec.schema import F, Message
 from kwire.errors import CodecError
 
-OFFSETS_TOPIC = "__consumer_offsets"
+from kwire.internal_topics import OFFSETS_TOPIC  # noqa: E402,F401 - named here too
 
 OFFSET_COMMIT_KEY = Message("OffsetCommitKey", valid="0-1", fields=[
     F("group", "string", "0+"),

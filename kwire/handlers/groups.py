@@ -45,10 +45,9 @@ import trio
 
 from kwire.errors import ErrorCode
 from kwire.groups.pending import Pending
-from kwire.groups.records import OFFSETS_TOPIC
+from kwire.internal_topics import OFFSETS_TOPIC
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.transactions import CREATE_WAIT_S, ensure_transaction_topic, transaction_coordinator_node
-from kwire.groups.results import FetchedOffset
 from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, allowed, operations_field
 from kwire.security.operations import AclOperation as Op
 
@@ -374,6 +373,8 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: boo
     for (t, p), fo in r.offsets.items():
         if denied.setdefault(t, _topic_denied(ctx, t, Op.DESCRIBE)):
             if topics is not None:   # named: refused; all topics: left out
+                from kwire.groups.results import FetchedOffset  # noqa: PLC0415 - start-up time
+
                 offsets[(t, p)] = FetchedOffset(error=E.TOPIC_AUTHORIZATION_FAILED)
         else:
             offsets[(t, p)] = fo

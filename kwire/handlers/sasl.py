@@ -22,7 +22,6 @@ import logging
 
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
-from kwire.security.sasl import SaslAuthenticationFailed
 
 log = logging.getLogger("kwire.security")
 
@@ -56,6 +55,8 @@ async def sasl_authenticate(ctx: RequestContext, req):
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE,
                             error_message="SaslAuthenticate is not expected now", auth_bytes=b"",
                             session_lifetime_ms=0)
+    from kwire.security.sasl import SaslAuthenticationFailed  # noqa: PLC0415 - start-up time: loaded with SASL
+
     try:
         out = auth.authenticate(req.auth_bytes or b"", ctx.broker.clock.now_ms())
     except SaslAuthenticationFailed as exc:

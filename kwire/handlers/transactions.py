@@ -34,11 +34,10 @@ import logging
 import trio
 
 from kwire.errors import ErrorCode
-from kwire.groups.records import OFFSETS_TOPIC, partition_for as offsets_partition_for
+from kwire.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kwire.handlers import RequestContext, handles
 from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, allowed
 from kwire.security.operations import AclOperation as Op
-from kwire.transactions.records import TRANSACTION_STATE_TOPIC
 from kwire.transactions.verify import add_partitions_waiting
 
 E = ErrorCode
@@ -260,6 +259,8 @@ async def add_offsets_to_txn(ctx: RequestContext, req):
         t = ctx.broker.image.topics.get(OFFSETS_TOPIC)
         if t is None:
             return answer(E.COORDINATOR_NOT_AVAILABLE)
+        from kwire.groups.records import partition_for as offsets_partition_for  # noqa: PLC0415 - start-up time
+
         partition = offsets_partition_for(req.group_id, len(t.partitions))
     error = await _add_partitions(ctx, coord, req.transactional_id, req.producer_id, req.producer_epoch,
                                   [(OFFSETS_TOPIC, partition)])

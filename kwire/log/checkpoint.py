@@ -13,6 +13,7 @@ from __future__ import annotations
 from kwire.atomic import write_atomic
 
 VERSION = 0
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"   # the log cleaner's first dirty offsets (Kafka's name)
 
 
 def write_checkpoint(path: str, offsets: dict[tuple[str, int], int], sync: bool = True) -> None:

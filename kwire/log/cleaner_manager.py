@@ -21,9 +21,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+from kwire.log.checkpoint import CLEANER_CHECKPOINT  # noqa: F401 - its home; named here too
 from kwire.log.cleaner import CleanJob, OffsetMap, plan_clean
-
-CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,11 @@ import time
 
 import trio
 
-from kwire.log.checkpoint import read_checkpoint, write_checkpoint
-from kwire.log.cleaner import CleaningAborted, OffsetMap, Throttler, plan_clean
-from kwire.log.cleaner_manager import CLEANER_CHECKPOINT, grab_filthiest, log_to_clean, max_compaction_delay
-from kwire.log.cleaner_swap import sync_dir
+from kwire.log.checkpoint import CLEANER_CHECKPOINT, read_checkpoint, write_checkpoint
+
+# kwire.log.cleaner, cleaner_manager and cleaner_swap (the compaction itself) are imported on
+# the first round that finds a compacted log: a broker without one never needs them, and
+# they are a few ms of every start.
 
 log = logging.getLogger("kwire.log.cleaner")
 
@@ -46,6 +47,13 @@ def _num(v, default):
         return type(default)(v)
     except (TypeError, ValueError):
         return default
+
+
+def _is_aborted(exc: BaseException) -> bool:
+    """``exc`` is kwire.log.cleaner's CleaningAborted (only raised once that module is loaded)."""
+    from kwire.log.cleaner import CleaningAborted  # noqa: PLC0415 - start-up time (see the imports)
+
+    return isinstance(exc, CleaningAborted)
 
 
 class LogCleaner:
@@ -87,7 +95,9 @@ class LogCleaner:
     def enabled(self) -> bool:
         return self._get("log.cleaner.enable", True)
 
-    def _offset_map(self) -> OffsetMap:
+    def _offset_map(self):
+        from kwire.log.cleaner import OffsetMap  # noqa: PLC0415 - start-up time (see the imports)
+
         return OffsetMap.for_buffer(self._get("log.cleaner.dedupe.buffer.size", 134217728),
                                     self._get("log.cleaner.io.buffer.load.factor", 0.9),
                                     max(1, self._get("log.cleaner.threads", 1)))
@@ -97,6 +107,8 @@ class LogCleaner:
 
     def _check_done(self) -> None:
         if self._stop.is_set():
+            from kwire.log.cleaner import CleaningAborted  # noqa: PLC0415 - start-up time (see the imports)
+
             raise CleaningAborted("the cleaner is stopping")
 
     # --- one round ----------------------------------------------------------------------------
@@ -104,6 +116,14 @@ class LogCleaner:
         """The next pass (event loop): (LogToClean, CleanJob), or None."""
         logs = list(self.logs.logs.items())
         compacted = [(tp, lg) for tp, lg in logs if not lg.closed and lg.config.compact]
+        if not compacted:   # nothing to measure or clean (and no need to import the cleaner)
+            self.max_dirty_ratio = 0.0
+            self.max_compaction_delay_ms = 0
+            return None
+        # start-up time: the compaction modules load with the first compacted log (see the imports)
+        from kwire.log.cleaner import Throttler, plan_clean  # noqa: PLC0415
+        from kwire.log.cleaner_manager import grab_filthiest, log_to_clean, max_compaction_delay  # noqa: PLC0415
+
         ratios = [log_to_clean(tp, lg, self.checkpoints.get(tp), now_ms)[0] for tp, lg in compacted]
         self.max_dirty_ratio = max((r.cleanable_ratio for r in ratios), default=0.0)
         self.max_compaction_delay_ms = max(
@@ -125,6 +145,8 @@ class LogCleaner:
     def swap(job) -> int:
         """The worker's last part (any thread): swap the cleaned groups in, each under the
         log's lock (kwire.log.cleaner.CleanJob.commit), and fsync the directory."""
+        from kwire.log.cleaner_swap import sync_dir  # noqa: PLC0415 - start-up time (see the imports)
+
         swapped = job.commit()
         sync_dir(job.plog.dir)
         return swapped
@@ -177,9 +199,9 @@ class LogCleaner:
                     continue
                 try:
                     cleaned = await self.round()
-                except CleaningAborted:
-                    return
-                except Exception:  # noqa: BLE001 - a failed pass must not stop the broker
+                except Exception as exc:  # noqa: BLE001 - a failed pass must not stop the broker
+                    if _is_aborted(exc):
+                        return
                     tp = self._failed_tp
                     log.exception("log cleaner pass over %s failed: the log is left uncleanable until a restart", tp)
                     if tp is not None:

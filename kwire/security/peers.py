@@ -241,13 +241,13 @@ def _jaas(config, listener: str, mechanism: str) -> tuple[str | None, str]:
 
 def _link(config, role: str, listener: str | None, protocol: str, mechanism_key: str,
           served_here: bool = True) -> PeerLink:
+    if listener is None or protocol == "PLAINTEXT":
+        return PeerLink(role, listener, protocol)
+    # start-up time: the TLS and SASL modules load only for a link that uses them
     from kwire.security.sasl import SaslConfigError, server_config  # noqa: PLC0415
     from kwire.security.jaas import JaasError  # noqa: PLC0415
     from kwire.security.sasl_client import jaas_options  # noqa: PLC0415
     from kwire.security.tls import TlsConfigError, client_context  # noqa: PLC0415
-
-    if listener is None or protocol == "PLAINTEXT":
-        return PeerLink(role, listener, protocol)
     ctx = None
     if protocol in ("SSL", "SASL_SSL"):
         try:

@@ -30,7 +30,7 @@ from kwire.errors import CodecError
 from kwire.share.partition import StateBatch
 
 SNAPSHOT, UPDATE = 0, 1
-STATE_TOPIC = "__share_group_state"
+from kwire.internal_topics import SHARE_STATE_TOPIC as STATE_TOPIC  # noqa: E402,F401 - named here too
 
 _I16 = struct.Struct(">h")
 

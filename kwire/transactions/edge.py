@@ -38,7 +38,7 @@ import trio
 from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import ErrorCode, KafkaError
 from kwire.loop_thread import run_on_loop
-from kwire.transactions.records import TRANSACTION_STATE_TOPIC
+from kwire.internal_topics import TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:   # the coordinator's modules load when it is built (see TransactionEdge.coordinator)
     from kwire.transactions.channel import BrokerChannel

@@ -18,7 +18,7 @@ from kwire.errors import CodecError
 from kwire.groups.records import java_string_hash
 from kwire.transactions.metadata import TransactionState, TxnTransit
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
+from kwire.internal_topics import TRANSACTION_STATE_TOPIC  # noqa: E402,F401 - named here too
 
 TRANSACTION_LOG_KEY = Message("TransactionLogKey", valid="0", fields=[
     F("transactional_id", "string", "0"),

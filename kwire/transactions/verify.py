@@ -24,7 +24,7 @@ import logging
 
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode
-from kwire.transactions.records import TRANSACTION_STATE_TOPIC
+from kwire.internal_topics import TRANSACTION_STATE_TOPIC
 
 E = ErrorCode
 log = logging.getLogger("kwire.transactions")
