@@ -114,9 +114,9 @@ class ApiVersionTable:
 
 def served_ranges() -> dict[int, tuple[int, int]]:
     """kwire's own ranges: what its handlers can answer."""
-    from kwire.handlers import load_all  # noqa: PLC0415 - handlers import much; emulation is imported by config
+    from kwire.handlers import served_ranges as ranges  # noqa: PLC0415 - emulation is imported by config
 
-    return {k: (h.min_version, h.max_version) for k, h in load_all().items()}
+    return ranges()
 
 
 def accepted(kafka_version: str, served: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:

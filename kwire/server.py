@@ -53,7 +53,7 @@ from kwire.groups.edge import start_groups
 from kwire.transactions.edge import start_transactions
 from kwire.log.log_cleaner import LogCleaner
 from kwire.errors import ErrorCode, KafkaError
-from kwire.handlers import REGISTRY, RequestContext, load_all
+from kwire.handlers import REGISTRY, RequestContext
 from kwire.net import peer_name, pump, send_parts, set_nodelay
 from kwire.quota import edge as quota_edge
 from kwire.security.edge import HandshakeFailed, secure
@@ -64,11 +64,6 @@ request_log = logging.getLogger("kwire.requests")
 _DEBUG = logging.DEBUG
 _PRODUCE_KEY = 0
 _FETCH_KEY = 1
-
-
-def _serves(api_key: int, version: int) -> bool:
-    h = REGISTRY.get(api_key)
-    return h is not None and h.min_version <= version <= h.max_version
 
 
 def parse_ip_overrides(text: str) -> dict[str, int]:
@@ -131,7 +126,6 @@ class KafkaServer:
 
     def __init__(self, broker):
         self.broker = broker
-        load_all()
         self.connections: dict[KafkaConnection, trio.CancelScope] = {}
         self._timed_out: dict[KafkaConnection, str] = {}
         self._per_ip: Counter = Counter()

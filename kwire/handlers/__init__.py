@@ -85,18 +85,105 @@ class Handler:
     fn: Callable[["RequestContext", Any], Awaitable[Any]]
 
 
-REGISTRY: dict[int, Handler] = {}
+# Which module serves each API, and the versions it serves where they are narrower than the
+# schema's (kwire.codec.apis) range: "module" or "module:lo-hi". ApiVersions and the server's
+# version check read this table, so a handler module is imported when its API is first
+# requested, not at start (start-up time: a broker that never sees a share-group, ACL or
+# reassignment request never loads those modules). ``@handles`` refuses a module whose
+# versions disagree with this table, at import (tests/edge/test_handler_index.py imports all).
+SERVED: dict[str, str] = {
+    "Produce": "produce", "Fetch": "fetch", "ListOffsets": "list_offsets", "Metadata": "metadata",
+    "OffsetCommit": "groups", "OffsetFetch": "groups", "FindCoordinator": "groups", "JoinGroup": "groups",
+    "Heartbeat": "groups", "LeaveGroup": "groups", "SyncGroup": "groups", "DescribeGroups": "groups",
+    "ListGroups": "groups", "DeleteGroups": "groups", "OffsetDelete": "groups",
+    "SaslHandshake": "sasl", "SaslAuthenticate": "sasl", "ApiVersions": "api_versions",
+    "CreateTopics": "topics", "DeleteTopics": "topics", "CreatePartitions": "topics",
+    "DeleteRecords": "records_admin", "InitProducerId": "init_producer_id",
+    "OffsetForLeaderEpoch": "offset_for_leader_epoch",
+    "AddPartitionsToTxn": "transactions", "AddOffsetsToTxn": "transactions", "EndTxn": "transactions",
+    "DescribeTransactions": "transactions", "ListTransactions": "transactions",
+    "WriteTxnMarkers": "write_txn_markers", "TxnOffsetCommit": "txn_offset_commit",
+    "DescribeAcls": "acls", "CreateAcls": "acls", "DeleteAcls": "acls",
+    "DescribeConfigs": "configs", "AlterConfigs": "configs", "IncrementalAlterConfigs": "configs",
+    "ListConfigResources": "configs",
+    "AlterReplicaLogDirs": "alter_replica_log_dirs", "DescribeLogDirs": "describe_log_dirs",
+    "ElectLeaders": "elect_leaders",
+    "AlterPartitionReassignments": "reassignments", "ListPartitionReassignments": "reassignments",
+    "DescribeClientQuotas": "client_quotas", "AlterClientQuotas": "client_quotas",
+    "DescribeUserScramCredentials": "user_scram", "AlterUserScramCredentials": "user_scram",
+    "DescribeQuorum": "describe_quorum", "DescribeCluster": "cluster", "UnregisterBroker": "cluster",
+    "DescribeProducers": "describe_producers", "DescribeTopicPartitions": "describe_topic_partitions",
+    "ConsumerGroupHeartbeat": "consumer_groups", "ConsumerGroupDescribe": "consumer_groups",
+    "ShareGroupHeartbeat": "share_groups", "ShareGroupDescribe": "share_groups",
+    "ShareFetch": "share_fetch", "ShareAcknowledge": "share_fetch",
+    "InitializeShareGroupState": "share_state", "ReadShareGroupState": "share_state",
+    "WriteShareGroupState": "share_state", "DeleteShareGroupState": "share_state",
+    "ReadShareGroupStateSummary": "share_state",
+    "DescribeShareGroupOffsets": "share_offsets", "AlterShareGroupOffsets": "share_offsets",
+    "DeleteShareGroupOffsets": "share_offsets",
+}
+
+
+def _parse_range(text: str, a: Api) -> tuple[int, int]:
+    if not text:
+        return a.min_version, a.max_version
+    lo_s, _, hi_s = text.partition("-")
+    return int(lo_s), int(hi_s or lo_s)
+
+
+def _index() -> dict[int, tuple[str, int, int]]:
+    out = {}
+    for name, where in SERVED.items():
+        a = api_by(name)
+        module, _, versions = where.partition(":")
+        out[a.key] = (module, *_parse_range(versions, a))
+    return out
+
+
+INDEX: dict[int, tuple[str, int, int]] = _index()   # api key -> (module, min, max)
+
+
+def served_ranges() -> dict[int, tuple[int, int]]:
+    """{api key: (min, max)} kwire's handlers serve, without importing them."""
+    return {k: (lo, hi) for k, (_m, lo, hi) in INDEX.items()}
+
+
+class _Registry(dict):
+    """{api key: Handler}, filled as handler modules are imported: a key not yet loaded imports
+    the module INDEX names for it. Iterating sees only what is loaded (``load_all()`` first)."""
+
+    def __missing__(self, key):
+        entry = INDEX.get(key)
+        if entry is None:
+            raise KeyError(key)
+        importlib.import_module(f"{__name__}.{entry[0]}")
+        return dict.__getitem__(self, key)
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key) -> bool:
+        return dict.__contains__(self, key) or key in INDEX
+
+
+REGISTRY: dict[int, Handler] = _Registry()
 
 
 def handles(api_name: str, versions: str | None = None):
-    """Register the decorated coroutine for an API; ``versions`` narrows the schema's range."""
+    """Register the decorated coroutine for an API; ``versions`` narrows the schema's range and
+    must say what SERVED says."""
     a = api_by(api_name)
 
     def deco(fn):
-        lo, hi = a.min_version, a.max_version
-        if versions:
-            lo_s, _, hi_s = versions.partition("-")
-            lo, hi = int(lo_s), int(hi_s or lo_s)
+        lo, hi = _parse_range(versions or "", a)
+        entry = INDEX.get(a.key)
+        module = fn.__module__.rpartition(".")[2]
+        if entry != (module, lo, hi):
+            raise ImportError(f"kwire.handlers.SERVED says {api_name} is {entry}, "
+                              f"but {fn.__module__} serves it at versions {lo}-{hi}")
         REGISTRY[a.key] = Handler(a, lo, hi, fn)
         return fn
 
@@ -142,24 +229,8 @@ class RequestContext:
         return self.api.response.struct(name)
 
 
-_MODULES = [
-    "api_versions", "metadata", "produce", "fetch", "list_offsets", "topics", "configs",
-    "records_admin", "cluster", "groups", "consumer_groups", "share_groups", "share_fetch", "share_offsets",
-    "share_state", "init_producer_id", "describe_quorum", "offset_for_leader_epoch",
-    "describe_log_dirs", "describe_topic_partitions", "elect_leaders", "describe_producers",
-    "reassignments",
-    "write_txn_markers",
-    "transactions",
-    "txn_offset_commit",
-    "sasl",
-    "acls",
-    "client_quotas",
-    "user_scram",
-    "alter_replica_log_dirs",
-]
-
-
 def load_all() -> dict[int, Handler]:
-    for name in _MODULES:
+    """Import every handler module (tests, tools that list handlers)."""
+    for name in sorted({m for m, _lo, _hi in INDEX.values()}):
         importlib.import_module(f"{__name__}.{name}")
     return REGISTRY
