@@ -214,7 +214,16 @@ class MetadataQuorum:
         return extra + list(values) if extra else values
 
     async def _controller_commit(self, values: list[bytes], timeout: float) -> tuple[int, int, str | None]:
-        if any(R.decode_record(v)[0] is R.REGISTER_BROKER for v in values):
+        kinds = {R.decode_record(v)[0] for v in values}
+        if R.PRODUCER_IDS in kinds and R.REGISTER_BROKER not in kinds:
+            # A producer-id block is checked against the image (_check): a controller that has
+            # just taken over, and not yet applied its predecessor's last blocks, would let an
+            # overlapping one through, so it decides only once its image holds all that is
+            # committed (Kafka's active controller owns the next block: AllocateProducerIds)
+            if not self.controller.ready():
+                return ErrorCode.NOT_CONTROLLER, -1, None
+            return await self._commit_checked(values, timeout)
+        if R.REGISTER_BROKER in kinds:
             # partition changes are decided one at a time against the applied image (a
             # concurrent rebalance must not pick a leader this registration takes out)
             async with self.controller.lock:
