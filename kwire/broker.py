@@ -119,6 +119,7 @@ class Broker:
         from kwire.replication import ReplicaManager  # noqa: PLC0415
         from kwire.replication.fetcher import ReplicaFetcherManager  # noqa: PLC0415
         from kwire.replication.isr import IsrChanges  # noqa: PLC0415
+        from kwire.replication.replica_selector import selector_for  # noqa: PLC0415
         from kwire.transactions.edge import TransactionEdge  # noqa: PLC0415
 
         # the partitions this node hosts: logs, leader epochs, high watermarks, ISR, waiters
@@ -126,6 +127,8 @@ class Broker:
             self.node_id, self.logs, lambda: self.image,
             producer_id_expiration_ms=lambda: int(self.config.get("producer.id.expiration.ms")),
             now_ms=self.clock.now_ms)
+        # replica.selector.class: consumers' preferred read replicas (KIP-392); None: the leader
+        self.replica_manager.replica_selector = selector_for(self.config.get("replica.selector.class"))
         # follower fetchers (one per leader broker) and the ISR changes sent to the controller
         self.replica_fetchers = ReplicaFetcherManager(
             self.node_id, self.replica_manager, lambda: self.image, self.config, self.clock.now_ms,
@@ -196,6 +199,7 @@ class Broker:
         # _registration_effects)
         endpoints = self.listener_endpoints or [("PLAINTEXT", self.advertised_host, self.advertised_port, 0)]
         if b is None or (b.host, b.port) != (self.advertised_host, self.advertised_port) or b.fenced \
+                or b.rack != self.config.get("broker.rack") \
                 or b.endpoints != {n: (h, p, sp) for n, h, p, sp in endpoints} \
                 or b.in_controlled_shutdown or (len(self.voters) > 1 and not self.logs.was_clean_shutdown):
             rec = (R.REGISTER_BROKER, R.REGISTER_BROKER.cls(

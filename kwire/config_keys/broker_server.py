@@ -37,7 +37,8 @@ _b("authorizer.class.name", S, "", "Class that authorizes requests; empty: no au
 _b("super.users", S, None, "Principals allowed everything by the authorizer, ';'-separated (User:admin;User:ops).")
 _b("allow.everyone.if.no.acl.found", B, False, "The authorizer allows a request on a resource no ACL names.")
 _b("early.start.listeners", LI, None, "Listeners started before the authorizer is ready.")
-_b("broker.rack", S, None, "Rack of this broker, for rack-aware replica placement.")
+_b("broker.rack", S, None, "Rack of this broker: rack-aware replica placement, preferred read replicas "
+   "(replica.selector.class), Metadata / DescribeCluster.")
 _b("controlled.shutdown.enable", B, True, "Move leadership away before shutting down.")
 _b("controlled.shutdown.max.retries", I, 3, "Retries of a failed controlled shutdown (ZooKeeper only).",
    hidden=True)
@@ -143,7 +144,10 @@ _b("inter.broker.listener.name", S, None, "Listener brokers use to talk to each 
    "security.inter.broker.protocol.")
 _b("security.inter.broker.protocol", S, "PLAINTEXT", "Security protocol between brokers: the inter-broker "
    "listener is the one of this name (not with inter.broker.listener.name).", one_of(*PROTOCOLS))
-_b("replica.selector.class", S, None, "ReplicaSelector class that picks the preferred read replica.")
+_b("replica.selector.class", S, None, "ReplicaSelector class that picks a consumer's preferred read replica "
+   "(KIP-392); unset: consumers read from the leader (kwire has "
+   "org.apache.kafka.common.replica.RackAwareReplicaSelector).",
+   one_of("", "org.apache.kafka.common.replica.RackAwareReplicaSelector"))
 _b("follower.fetch.last.tiered.offset.enable", B, False, "Followers start from the last tiered offset.",
    None, CW)
 # ------------------------------------------------------------------ log (ServerLogConfigs, LogConfig)

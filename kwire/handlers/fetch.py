@@ -36,8 +36,15 @@ which costs a read and a copy instead of sendfile. Size limits as Kafka's: v0-2 
 partition_max_bytes, a hard limit (a first message larger than it is sent cut at it, which an
 old consumer reports as too large); v3 has max_bytes and, like v4+, the first message whole
 (KIP-74); converted data is cut at message boundaries to the bytes read.
-Left out: fetch sessions for followers (they fetch sessionless), rack-aware preferred read
-replicas (-1).
+Fetch from follower (KIP-392), v11+ (Kafka's ClientMetadata: the request's rack_id): a
+follower serves a consumer's fetch up to its own high watermark (an offset between it and the
+follower's log end offset waits or is answered empty, one past the log end offset is
+OFFSET_OUT_OF_RANGE, which sends the client back to the leader); older versions are served by
+the leader only (NOT_LEADER_OR_FOLLOWER elsewhere). With replica.selector.class set, the
+leader answers a consumer whose rack holds an in-sync follower with preferred_read_replica and
+no records for that partition, at once (kwire.replication.replica_selector). ListOffsets stays
+with the leader.
+Left out: fetch sessions for followers (they fetch sessionless).
 """
 from __future__ import annotations
 
@@ -143,6 +150,9 @@ async def fetch(ctx: RequestContext, req):
         explicit = set(wanted)
 
     read_committed = req.isolation_level == 1
+    # Kafka's ClientMetadata (v11+): the client's rack; with it a follower may serve the read
+    # and the leader may name a preferred read replica (KIP-392)
+    client_rack = req.rack_id if v >= 11 else None
     quotas = b.quotas if b.quotas.enabled else None
     max_bytes, min_bytes = req.max_bytes, req.min_bytes
     if quotas is not None:   # no more than one quota window's worth (consumer_byte_rate)
@@ -150,9 +160,9 @@ async def fetch(ctx: RequestContext, req):
         min_bytes = min(min_bytes, max_bytes)
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     while True:
-        responses, total, has_error = _read_all(ctx, fetch_set, max_bytes, read_committed, session,
-                                                incremental, explicit)
-        if total >= min_bytes or has_error or req.max_wait_ms <= 0 or trio.current_time() >= deadline \
+        responses, total, answer_now = _read_all(ctx, fetch_set, max_bytes, read_committed, session,
+                                                 incremental, explicit, client_rack)
+        if total >= min_bytes or answer_now or req.max_wait_ms <= 0 or trio.current_time() >= deadline \
                 or not fetch_set:
             break
         await rm.wait_for_data(list(fetch_set), deadline)
@@ -196,20 +206,24 @@ def _all_denied(ctx: RequestContext, req):
 
 
 def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committed: bool, session,
-              incremental: bool, explicit: set):
+              incremental: bool, explicit: set, client_rack: str | None):
+    """(responses, record bytes read, answer now?): an error or a preferred read replica is
+    answered at once (Kafka's ReplicaManager.fetchMessages: errorReadingData,
+    hasPreferredReadReplica)."""
     rm = ctx.broker.replica_manager
     node_id = ctx.broker.node_id
     PD = ctx.struct("PartitionData")
     remaining = max_bytes if max_bytes > 0 else 0
     total = 0
-    has_error = False
+    answer_now = False
     out = []
     old_format = ctx.version < 4   # message format v0/v1: down-converted
     for key, (offset, pmax, tid, leader_epoch) in fetch_set.items():
         name, p = key
         limit = min(pmax, remaining) if remaining > 0 else 0
         res = rm.read(name, p, offset, limit, current_leader_epoch=leader_epoch,
-                      min_one=(total == 0) and ctx.version >= 3, read_committed=read_committed)
+                      min_one=(total == 0) and ctx.version >= 3, read_committed=read_committed,
+                      client_rack=client_rack, listener=ctx.listener)
         if old_format and res.high_watermark >= 0 and not res.error:
             _down_convert(ctx, res, name, p, offset, limit, first=(total == 0))
         pd = PD(partition_index=p, error_code=res.error, high_watermark=res.high_watermark,
@@ -221,7 +235,7 @@ def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committ
                                        for t in res.aborted_transactions]
         changed = key in explicit
         if res.high_watermark < 0:   # refused before reading (leader checks): no offsets to tell
-            has_error = True
+            answer_now = True
             out.append((key, (name, tid), pd))
             continue
         if res.error:
@@ -231,11 +245,17 @@ def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committ
             if res.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
                 pd.current_leader.leader_id = node_id
                 pd.current_leader.leader_epoch = res.leader_epoch
-            has_error = True
+            answer_now = True
             changed = True
         elif res.size:
             total += res.size
             remaining -= res.size
+            changed = True
+        elif res.preferred_read_replica >= 0:
+            # read it there (v11+ only: older fetches carry no rack); a fetch session always
+            # tells it, as Kafka's CachedPartition.maybeUpdateResponseData
+            pd.preferred_read_replica = res.preferred_read_replica
+            answer_now = True
             changed = True
         if session is not None:
             st = session.partitions.get(key)
@@ -246,7 +266,7 @@ def _read_all(ctx: RequestContext, fetch_set: dict, max_bytes: int, read_committ
         if incremental and not changed:
             continue
         out.append((key, (name, tid), pd))
-    return out, total, has_error
+    return out, total, answer_now
 
 
 async def _replica_fetch(ctx: RequestContext, req, replica_id: int):
@@ -274,7 +294,8 @@ async def _replica_fetch(ctx: RequestContext, req, replica_id: int):
                     continue
                 res = rm.read_for_follower(name, p.partition, replica_id, p.fetch_offset, p.last_fetched_epoch,
                                            min(p.partition_max_bytes, remaining) if remaining > 0 else 0,
-                                           current_leader_epoch=p.current_leader_epoch, min_one=(total == 0))
+                                           current_leader_epoch=p.current_leader_epoch, min_one=(total == 0),
+                                           follower_log_start_offset=p.log_start_offset)
                 pd = PD(partition_index=p.partition, error_code=res.error, high_watermark=res.high_watermark,
                         last_stable_offset=res.last_stable_offset, log_start_offset=res.log_start_offset,
                         records=res.records)

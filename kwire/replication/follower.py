@@ -9,7 +9,8 @@ change the follower's log.
   newer one UNKNOWN_LEADER_EPOCH).
 - records: appended as they are (origin REPLICATION: the leader's offsets and epochs, the
   leader-epoch cache follows the batches), then the follower's high watermark is
-  min(leader's, own log end offset) and its log start offset follows the leader's.
+  min(leader's, own log end offset) (waking the consumers' fetches waiting on this follower,
+  KIP-392) and its log start offset follows the leader's.
 - a diverging epoch: truncate to where the two logs last agree (the smaller of the leader's
   end offset for that epoch and this log's own end offset for it), then fetch again; the
   next answer checks the new tail in turn (Kafka's truncateOnFetchResponse). The leader epoch
@@ -56,6 +57,8 @@ def append_as_follower(rm, part, records, leader_high_watermark: int, leader_log
     hw = min(leader_high_watermark, plog.log_end_offset)
     if hw >= plog.log_start_offset and hw != plog.high_watermark:
         plog.high_watermark = hw
+        # consumers reading from this follower (KIP-392) wait for its high watermark to move
+        rm.fetch_waiters.wake(part.tp)
     new_start = min(leader_log_start_offset, plog.high_watermark)
     if new_start > plog.log_start_offset:
         # segments wholly below it go at the next retention pass, off the event loop

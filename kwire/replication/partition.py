@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 class FollowerState:
     """What the leader knows of one follower (Kafka's ReplicaState)."""
     log_end_offset: int = -1           # from its last fetch (-1 until it fetched this epoch)
+    log_start_offset: int = -1         # likewise (its fetch's log_start_offset; -1: unknown)
     last_caught_up_ms: int = 0         # when it last was caught up
     last_fetch_ms: int = 0
     last_fetch_leader_log_end_offset: int = -1
@@ -100,12 +101,15 @@ class Partition:
             return self.isr
         return self.isr + [r for r in self.pending_isr if r not in self.isr]
 
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
-        """A follower fetched from ``fetch_offset`` (its log end offset). Returns False if it
-        is not a replica of this partition."""
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, now_ms: int,
+                                    log_start_offset: int = -1) -> bool:
+        """A follower fetched from ``fetch_offset`` (its log end offset), its log starting at
+        ``log_start_offset`` (-1: not said). Returns False if it is not a replica of this
+        partition."""
         st = self.followers.get(replica_id)
         if st is None:
             return False
+        st.log_start_offset = log_start_offset
         leo = self.log.log_end_offset
         if fetch_offset >= leo:
             st.last_caught_up_ms = max(st.last_caught_up_ms, now_ms)

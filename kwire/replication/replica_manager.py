@@ -20,6 +20,10 @@ reach into the log; every leader check lives in ``leader_log``, in Kafka's order
   -1 = not checked) newer than ours: UNKNOWN_LEADER_EPOCH (our metadata is behind); older:
   FENCED_LEADER_EPOCH (the client's is).
 
+A consumer's Fetch v11+ (Kafka's ClientMetadata) may be served by a follower too (``_replica``,
+KIP-392), up to the follower's high watermark; on the leader the ``replica_selector``
+(replica.selector.class) may send it to a preferred read replica instead.
+
 Roles: ``apply_partition`` makes this broker leader or follower of a partition as the
 metadata image says (after each applied PartitionRecord / PartitionChangeRecord): a leader
 keeps per-follower state (kwire.replication.partition) from their fetches
@@ -46,6 +50,7 @@ from kwire.log import producer_log
 from kwire.log.producer_state import InvalidTxnState
 from kwire.log.validator import COORDINATOR
 from kwire.replication.partition import Partition
+from kwire.replication.replica_selector import NO_PREFERRED_REPLICA, Selector, preferred_read_replica
 from kwire.replication.waiters import FetchWaiters, HighWatermarkWaiters, TopicPartition
 
 log = logging.getLogger("kwire.replication")
@@ -73,7 +78,8 @@ class LogReadResult:
     offsets the response carries and the records read (file regions; b"" when none)."""
 
     __slots__ = ("error", "high_watermark", "last_stable_offset", "log_start_offset", "leader_epoch",
-                 "records", "size", "diverging_epoch", "diverging_end_offset", "aborted_transactions")
+                 "records", "size", "diverging_epoch", "diverging_end_offset", "aborted_transactions",
+                 "preferred_read_replica")
 
     def __init__(self, error: int = 0, high_watermark: int = -1, last_stable_offset: int = -1,
                  log_start_offset: int = -1, leader_epoch: int = -1):
@@ -87,6 +93,7 @@ class LogReadResult:
         self.diverging_epoch = -1        # a follower's fetch: where its log left the leader's
         self.diverging_end_offset = -1
         self.aborted_transactions = _NO_ABORTED   # read_committed: kwire.log.txn_index.AbortedTxn
+        self.preferred_read_replica = -1  # a consumer's fetch on the leader: read there instead (KIP-392)
 
 
 class LogSync:
@@ -138,6 +145,9 @@ class ReplicaManager:
         # called with (partition, new ISR) when the leader wants an ISR change (the edge sends
         # an AlterPartition to the controller); None: nobody to ask (tests)
         self.on_isr_change: Callable[[Partition, list[int]], None] | None = None
+        # replica.selector.class (kwire.replication.replica_selector): picks a consumer's
+        # preferred read replica on the leader; None (Kafka's default): the leader serves
+        self.replica_selector: Selector | None = None
 
     # ------------------------------------------------------------------ metadata
     def _partition_image(self, topic: str, partition: int):
@@ -249,6 +259,38 @@ class ReplicaManager:
             raise KafkaError(f"{topic}-{partition}: leader epoch {current_leader_epoch} is older than "
                              f"the current {p.leader_epoch}", ErrorCode.FENCED_LEADER_EPOCH)
         return plog, p.leader_epoch
+
+    def _replica(self, topic: str, partition: int, current_leader_epoch: int):
+        """(log, leader epoch, Partition) of a partition this node is the leader or a follower
+        of, for a consumer read that may go to a follower (Fetch v11+), else KafkaError. Kafka's
+        getPartitionOrException then localLogWithEpochOrThrow(requireLeader = false): unknown:
+        UNKNOWN_TOPIC_OR_PARTITION; no replica here (or not taken up yet):
+        NOT_LEADER_OR_FOLLOWER; the log offline: KAFKA_STORAGE_ERROR; then the epoch check
+        against the epoch this replica follows in."""
+        p = self._partition_image(topic, partition)
+        if p is None:
+            raise KafkaError(f"This server does not host this topic-partition {topic}-{partition}.",
+                             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if p.leader == self.node_id:
+            plog, epoch = self._leader(topic, partition, current_leader_epoch, True)
+            return plog, epoch, self.partitions[(topic, partition)]
+        tp = (topic, partition)
+        part = self.partitions.get(tp)
+        plog = self.logs.get(topic, partition)
+        if tp in self.offline_partitions or (plog is not None and plog.offline and self.node_id in p.replicas):
+            raise KafkaError(self.offline_partitions.get(tp) or f"the log dir of {topic}-{partition} is offline",
+                             ErrorCode.KAFKA_STORAGE_ERROR)
+        if part is None or plog is None or part.log is not plog or part.is_leader \
+                or self.node_id not in p.replicas or part.leader_epoch != p.leader_epoch:
+            raise KafkaError(f"Broker {self.node_id} hosts no replica of {topic}-{partition} in its leader "
+                             f"epoch {p.leader_epoch} (leader: {p.leader})", ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if current_leader_epoch != -1 and current_leader_epoch != p.leader_epoch:
+            if current_leader_epoch > p.leader_epoch:
+                raise KafkaError(f"{topic}-{partition}: leader epoch {current_leader_epoch} is newer than "
+                                 f"this broker's {p.leader_epoch}", ErrorCode.UNKNOWN_LEADER_EPOCH)
+            raise KafkaError(f"{topic}-{partition}: leader epoch {current_leader_epoch} is older than "
+                             f"the current {p.leader_epoch}", ErrorCode.FENCED_LEADER_EPOCH)
+        return plog, p.leader_epoch, part
 
     def leader_error(self, topic: str, partition: int, current_leader_epoch: int = -1) -> ErrorCode:
         """NONE when this node leads the partition and can serve it, else why not."""
@@ -425,13 +467,15 @@ class ReplicaManager:
     # ------------------------------------------------------------------ replica fetches (leader)
     def read_for_follower(self, topic: str, partition: int, replica_id: int, fetch_offset: int,
                           last_fetched_epoch: int, max_bytes: int, *, current_leader_epoch: int = -1,
-                          min_one: bool = True, now_ms: int | None = None) -> LogReadResult:
+                          min_one: bool = True, now_ms: int | None = None,
+                          follower_log_start_offset: int = -1) -> LogReadResult:
         """A follower's fetch on the leader (Kafka's replica Fetch): leader and epoch checks;
         a divergence (the follower's last fetched epoch ends earlier here, or is unknown)
         answered with ``diverging_epoch`` and no records; else records from ``fetch_offset``
         up to the log end offset. The fetch offset is the follower's log end offset: it
         updates the follower's state, then the high watermark and, when the follower has
-        caught up, an ISR expansion (``on_isr_change``)."""
+        caught up, an ISR expansion (``on_isr_change``). ``follower_log_start_offset``: the
+        follower's own (its fetch says it; preferred read replicas must hold the offset)."""
         try:
             plog, epoch = self._leader(topic, partition, current_leader_epoch, True)
         except KafkaError as exc:
@@ -459,7 +503,7 @@ class ReplicaManager:
             res.records = data
             res.size = data.size
         now = self._now_ms() if now_ms is None else now_ms
-        part.update_follower_fetch_state(replica_id, fetch_offset, now)
+        part.update_follower_fetch_state(replica_id, fetch_offset, now, follower_log_start_offset)
         self._maybe_increment_high_watermark(tp, plog)
         res.high_watermark = plog.high_watermark
         res.last_stable_offset = plog.last_stable_offset
@@ -483,13 +527,35 @@ class ReplicaManager:
     # ------------------------------------------------------------------ fetch
     def read(self, topic: str, partition: int, fetch_offset: int, max_bytes: int, *,
              current_leader_epoch: int = -1, min_one: bool = True,
-             read_committed: bool = False) -> LogReadResult:
+             read_committed: bool = False, client_rack: str | None = None,
+             listener: str | None = None) -> LogReadResult:
         """A consumer's read: records from ``fetch_offset`` below the high watermark (the last
         stable offset with ``read_committed``, and then the aborted transactions among the
         records, Kafka's FetchIsolation.TXN_COMMITTED), at most ``max_bytes`` (the first batch
-        whole when ``min_one``, KIP-74). Errors in the result."""
+        whole when ``min_one``, KIP-74). Errors in the result.
+
+        ``client_rack`` is Kafka's ClientMetadata (Fetch v11+: the request's rack_id, "" when
+        the client has none; None for older fetches). With it, as Kafka's FetchParams
+        .fetchOnlyLeader: a follower serves the read too, up to its own high watermark
+        (KIP-392); and on the leader, ``replica_selector`` may name a preferred read replica,
+        answered with no records (``preferred_read_replica``) so the client reads there
+        (Kafka's ReplicaManager.readFromLog). ``listener``: the client's, whose endpoints a
+        preferred replica must have."""
         try:
-            plog, epoch = self._leader(topic, partition, current_leader_epoch, True)
+            if client_rack is None:
+                plog, epoch = self._leader(topic, partition, current_leader_epoch, True)
+            else:
+                plog, epoch, part = self._replica(topic, partition, current_leader_epoch)
+                if part.is_leader and self.replica_selector is not None:
+                    preferred = preferred_read_replica(
+                        self.replica_selector, part, self._image().brokers, fetch_offset=fetch_offset,
+                        now_ms=self._now_ms(), client_rack=client_rack, listener=listener)
+                    if preferred != NO_PREFERRED_REPLICA:
+                        # the read is skipped: the offsets only (Kafka's fetchOffsetSnapshot)
+                        res = LogReadResult(0, plog.high_watermark, plog.last_stable_offset,
+                                            plog.log_start_offset, epoch)
+                        res.preferred_read_replica = preferred
+                        return res
         except KafkaError as exc:
             return LogReadResult(exc.code)
         hw = plog.high_watermark
