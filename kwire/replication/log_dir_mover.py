@@ -130,7 +130,13 @@ class LogDirMover:
             data = src.read(future.log_end_offset, CHUNK_BYTES)
             if not data.size:
                 break
-            future.append(bytes(data), now_ms=self._now_ms(), origin=REPLICATION,
+            raw = bytes(data)
+            base = int.from_bytes(raw[:8], "big", signed=True)
+            if base < future.log_end_offset == future.log_start_offset:
+                # the log start offset is inside a batch (DeleteRecords): the copy starts with
+                # the whole batch, as a follower's would (Kafka's UnexpectedAppendOffsetException)
+                future.truncate_fully_and_start_at(base)
+            future.append(raw, now_ms=self._now_ms(), origin=REPLICATION,
                           producer_id_expiration_ms=self._pid_expiration())
             copied += data.size
 

@@ -200,3 +200,60 @@ def _leaves(exc):
     if isinstance(exc, BaseExceptionGroup):
         return [x for e in exc.exceptions for x in _leaves(e)]
     return [exc]
+
+
+def test_a_move_keeps_the_log_start_offset_inside_a_batch_and_the_producer_state(jbod):
+    """DeleteRecords left the log start offset inside a batch; an idempotent producer wrote
+    it: the moved log starts at the same offset, and a retried batch is still a duplicate."""
+    from kwire.codec.apis import api
+    from kwire.codec.records import build_batch
+
+    b, dirs = jbod
+    t = f"lso-{uuid.uuid4().hex[:6]}"
+    with b.client() as c:
+        c.create_topic(t, 1)
+        now = int(time.time() * 1000)
+        batch = build_batch([(None, b"v%d" % i, [], now) for i in range(10)], producer_id=_pid(c),
+                            producer_epoch=0, base_sequence=0)
+        assert _produce(c, t, batch) == (0, 0)
+        Rq = api("DeleteRecords").request
+        r = c.request("DeleteRecords", 2, timeout_ms=5000, topics=[Rq.struct("DeleteRecordsTopic")(
+            name=t, partitions=[Rq.struct("DeleteRecordsPartition")(partition_index=0, offset=5)])])
+        assert r.topics[0].partitions[0].low_watermark == 5
+        src = where(c, t)[0]
+        dest = next(os.path.abspath(d) for d in dirs if os.path.abspath(d) != src)
+        assert _alter(c, dest, t) == 0
+        deadline = time.monotonic() + 10
+        while where(c, t) != {0: dest}:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        plog = b.broker.logs.get(t, 0)
+        assert (plog.log_start_offset, plog.log_end_offset) == (5, 10)
+        assert _produce(c, t, batch) == (0, 0)   # the same sequence again: a duplicate, not appended
+        assert b.broker.logs.get(t, 0).log_end_offset == 10
+        assert [bytes(r.value) for r in c.consume(t, 5, offset=5)] == [b"v%d" % i for i in range(5, 10)]
+
+
+def _pid(c) -> int:
+    r = c.request("InitProducerId", 4, transactional_id=None, transaction_timeout_ms=60000, producer_id=-1,
+                  producer_epoch=-1)
+    assert r.error_code == 0
+    return r.producer_id
+
+
+def _produce(c, topic: str, batch: bytes) -> tuple[int, int]:
+    from kwire.codec.apis import api
+    Rq = api("Produce").request
+    r = c.request("Produce", 9, transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+        Rq.struct("TopicProduceData")(name=topic, partition_data=[
+            Rq.struct("PartitionProduceData")(index=0, records=batch)])])
+    p = r.responses[0].partition_responses[0]
+    return p.error_code, p.base_offset
+
+
+def _alter(c, path: str, topic: str) -> int:
+    from kwire.codec.apis import api
+    A = api("AlterReplicaLogDirs").request
+    r = c.request("AlterReplicaLogDirs", 2, dirs=[A.struct("AlterReplicaLogDir")(
+        path=path, topics=[A.struct("AlterReplicaLogDirTopic")(name=topic, partitions=[0])])])
+    return r.results[0].partitions[0].error_code
