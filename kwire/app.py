@@ -207,6 +207,14 @@ async def _run(config, host, port, advertised, task_status, signals, on_ready, c
             if on_ready is not None:
                 on_ready(broker, server, bound_port)
             started = True
+
+            async def watch_log_dirs():   # every log dir failed: shut down (Kafka halts)
+                await broker.stop_requested.wait()
+                stop.set()
+                if not handle_signals:
+                    await server.drain()
+                    nursery.cancel_scope.cancel()
+            nursery.start_soon(watch_log_dirs)
             task_status.started((broker, server, bound_port))
             if handle_signals:
                 await stop.wait()
@@ -221,3 +229,7 @@ async def _run(config, host, port, advertised, task_status, signals, on_ready, c
     finally:
         broker.close()
         log.info("kwire broker %d stopped; log checkpoints written", broker.node_id)
+    if broker.stop_requested.is_set():
+        from kwire.errors import LogDirsFailed  # noqa: PLC0415
+        raise LogDirsFailed(f"broker {broker.node_id} shut down: every log dir has failed "
+                            f"({', '.join(sorted(broker.directory_ids))}); see the log for the I/O errors")

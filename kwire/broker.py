@@ -21,8 +21,8 @@ import trio
 
 from kwire.clock import REAL_CLOCK, Clock
 from kwire.config import BrokerConfig, topic_configs_for_log, validate_topic_config
-from kwire.errors import ErrorCode, KafkaError
-from kwire.log.data_dir import DataDirLock, check_meta_properties
+from kwire.errors import ErrorCode, KafkaError, StartupError
+from kwire.log.data_dir import DataDirLock, check_meta_properties, ensure_directory_id
 from kwire.metadata import records as R
 from kwire.metadata import topic_changes as TC
 from kwire.metadata.image import MetadataImage, TopicImage
@@ -67,15 +67,32 @@ class Broker:
                                   self.image.broker_configs.get("", {}))
         self.quorum = None     # kwire.metadata.quorum.MetadataQuorum, from open()
         self._live = False     # side effects of applied records (open/delete logs) once replayed
-        self._lock = DataDirLock(self.data_dir, self.node_id)  # released by close()
+        # every log dir (log.dirs; the data dir, first, also holds the metadata log)
+        self.log_dirs = list(dict.fromkeys([self.data_dir, *(os.path.abspath(d) for d in config.log_dirs)]))
+        self._locks = []   # one claim per log dir, released by close()
         try:
+            for d in self.log_dirs:
+                os.makedirs(d, exist_ok=True)
+                self._locks.append(DataDirLock(d, self.node_id))
             self.cluster_id = check_meta_properties(self.data_dir, self.node_id, self.config.get("cluster.id") or None,
                                                     self._default_cluster_id)
+            for d in self.log_dirs[1:]:   # the same cluster and node in every log dir
+                check_meta_properties(d, self.node_id, self.cluster_id, lambda: self.cluster_id)
+            # KIP-858: each log dir's id (meta.properties directory.id), named when it fails
+            self.directory_ids = {d: ensure_directory_id(d, self.node_id, self.cluster_id) for d in self.log_dirs}
+            if len(set(self.directory_ids.values())) != len(self.directory_ids):
+                raise StartupError(f"two log dirs have the same directory.id in meta.properties: "
+                                   f"{', '.join(self.log_dirs)} (a copied log dir?)")
             self.logs = self._open_logs(LogManager, clock)
         except BaseException:
-            self._lock.release()
+            for lock in self._locks:
+                lock.release()
             raise
         self._nursery = None
+        self._trio_token = None
+        self._dir_failed = trio.Event()       # set (on the loop) when a log dir fails
+        self.stop_requested = trio.Event()    # every log dir failed: the app shuts down
+        self.logs.failure_channel.add_listener(self._on_log_dir_failure)
         self._build_components()
 
     def _open_logs(self, log_manager, clock):
@@ -83,9 +100,12 @@ class Broker:
         recovery is announced before it starts and timed when done."""
         from kwire.log.manager import CLEAN_SHUTDOWN_MARKER  # noqa: PLC0415
 
-        dirs = sum(1 for e in os.scandir(self.data_dir)
-                   if e.is_dir() and "-" in e.name and not e.name.startswith("__cluster_metadata"))
-        unclean = dirs > 0 and not os.path.exists(os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER))
+        dirs, unclean = 0, False
+        for d in self.log_dirs:
+            here = sum(1 for e in os.scandir(d)
+                       if e.is_dir() and "-" in e.name and not e.name.startswith("__cluster_metadata"))
+            dirs += here
+            unclean |= here > 0 and not os.path.exists(os.path.join(d, CLEAN_SHUTDOWN_MARKER))
         if unclean:
             log.info("recovering the %d partition logs in %s after an unclean shutdown: each is checked from its "
                      "recovery point (CRC, indexes, torn tail)", dirs, self.data_dir)
@@ -100,7 +120,7 @@ class Broker:
         if dirs:
             threading.Thread(target=still_opening, name="kwire-log-open-progress", daemon=True).start()
         try:
-            logs = log_manager(self.data_dir, self.log_config_for, clock=clock)
+            logs = log_manager(self.data_dir, self.log_config_for, clock=clock, log_dirs=self.log_dirs)
         finally:
             done.set()
         took = (clock.monotonic_ms() - t0) / 1000
@@ -190,6 +210,12 @@ class Broker:
         self._live = True
         self.replica_fetchers.start(nursery)
         self.isr_changes.start(nursery)
+        self._trio_token = trio.lowlevel.current_trio_token()
+        nursery.start_soon(self._watch_log_dirs)
+        nursery.start_soon(self.replica_manager.log_dir_mover.run)
+        injected = self.config.get("kwire.test.failed.log.dirs.file")
+        if injected:   # tests: a deterministic disk failure in a broker process
+            nursery.start_soon(self._inject_log_dir_failures, str(injected))
         # dynamic broker configs are known now that the metadata has replayed
         self.producer_ids.expiration_ms = int(self.config.get("producer.id.expiration.ms"))
         b = self.image.brokers.get(self.node_id)
@@ -215,8 +241,86 @@ class Broker:
                 except KafkaError as exc:
                     log.info("broker %d registration not done yet (%s); retrying", self.node_id, exc)
                     await trio.sleep(0.2)
+        await self._wait_for_leaderships(5.0)
         log.info("broker %d open: cluster %s, %d topics, data dir %s", self.node_id, self.cluster_id,
                  len(self.image.topics), self.data_dir)
+
+    async def _wait_for_leaderships(self, timeout: float) -> None:
+        """Before serving: the partitions left without a leader whose ISR holds this broker
+        (its replicas were in a failed log dir, or it was the last one up) get their leader
+        from the controller, as a Kafka broker serves once unfenced, after the controller's
+        handleBrokerUnfenced has elected it. Bounded: a controller that does not answer
+        leaves them to its next sweep."""
+        def leaderless() -> bool:
+            return any(p.leader == -1 and self.node_id in p.isr
+                       for t in self.image.topics.values() for p in t.partitions.values())
+        if not leaderless():
+            return
+        with trio.move_on_after(timeout):
+            while leaderless():
+                with trio.move_on_after(0.05):
+                    await self.quorum.driver.wait_changed()
+
+    # ------------------------------------------------------------------ failed log dirs
+    def _on_log_dir_failure(self, log_dir: str) -> None:
+        """LogDirFailureChannel listener (any thread): wake ``_watch_log_dirs``."""
+        token = self._trio_token
+        if token is None:
+            return      # before open(): _watch_log_dirs reads the channel when it starts
+        try:
+            token.run_sync_soon(lambda: self._dir_failed.set())
+        except trio.RunFinishedError:
+            pass
+
+    async def _watch_log_dirs(self) -> None:
+        """Kafka's ReplicaManager.handleLogDirFailure on the broker side: a failed dir's
+        partitions stop fetching, the dir is reported to the active controller (which moves
+        their leaderships and ISR places elsewhere) at once and again every
+        broker.heartbeat.interval.ms while it stays offline (a new controller learns it so);
+        when every log dir has failed, the broker shuts down (Kafka halts)."""
+        handled: set[str] = set()
+        all_dirs = set(self.directory_ids)
+        interval = max(0.05, int(self.config.get("broker.heartbeat.interval.ms")) / 1000)
+        while True:
+            self._dir_failed = trio.Event()   # before reading: a failure from now on sets it
+            offline = set(self.logs.failure_channel.offline_dirs) & all_dirs
+            new = offline - handled
+            if new:
+                handled |= new
+                tps = self.replica_manager.partitions_in_dirs(new)
+                for tp in tps:
+                    self.replica_fetchers.remove(tp)
+                log.warning("broker %d stopped serving %d partition(s) in failed log dir(s) %s", self.node_id,
+                            len(tps), ", ".join(sorted(new)))
+            reported = True
+            if offline:
+                parts = []
+                for topic, p in self.replica_manager.partitions_in_dirs(offline):
+                    t = self.image.topics.get(topic)
+                    if t is not None:
+                        parts.append((t.topic_id, p))
+                ids = [self.directory_ids[d] for d in sorted(offline)]
+                reported = await self.quorum.report_offline_dirs(ids, parts, timeout=max(interval, 1.0))
+            if offline == all_dirs and reported and not self.stop_requested.is_set():
+                log.error("broker %d: shutting down because every log dir (%s) has failed", self.node_id,
+                          ", ".join(sorted(all_dirs)))
+                self.stop_requested.set()
+            with trio.move_on_after(interval if offline else float("inf")):
+                await self._dir_failed.wait()
+
+    async def _inject_log_dir_failures(self, path: str) -> None:
+        """Tests only (kwire.test.failed.log.dirs.file): each of this broker's log dirs listed
+        in the file fails as on an I/O error (EIO), through the same LogDirFailureChannel."""
+        while True:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    listed = {os.path.abspath(line.strip()) for line in f if line.strip()}
+            except OSError:
+                listed = set()
+            for d in sorted(listed & set(self.directory_ids)):
+                self.logs.failure_channel.maybe_add_offline_log_dir(
+                    d, "injected failure (kwire.test.failed.log.dirs.file)", OSError(5, os.strerror(5)))
+            await trio.sleep(0.05)
 
     def _apply_partition(self, topic: str, partition: int) -> None:
         """Make this node leader or follower of a partition as the image says (opening its
@@ -231,7 +335,8 @@ class Broker:
                 self.replica_manager.partition_deleted(topic, partition)
                 self._delete_logs([tp])
             return
-        if tr.leader:
+        if tr.leader or self.replica_manager.log_offline(topic, partition):
+            # a replica in a failed log dir fetches nothing (Kafka's HostedPartition.Offline)
             self.replica_fetchers.remove(tp)
         else:
             self.replica_fetchers.update(tr.partition)
@@ -255,7 +360,8 @@ class Broker:
         try:
             self.logs.close()
         finally:
-            self._lock.release()
+            for lock in self._locks:
+                lock.release()
 
     # ------------------------------------------------------------------ metadata
     def controller_id(self) -> int:

@@ -227,6 +227,11 @@ class StartupError(Exception):
     the CLI prints the message as one line and exits non-zero."""
 
 
+class LogDirsFailed(StartupError):
+    """Every log dir of a running broker has failed: it shuts down (Kafka halts with exit
+    code 1, LogManager.handleLogDirFailure); the CLI prints the message and exits 1."""
+
+
 class StartupFileError(StartupError):
     """A file the config names cannot be used as configured (a TLS keystore that cannot be
     read or decrypted): a runtime failure of the start (exit code 1), not a usage error."""

@@ -59,7 +59,8 @@ def add_serve_parser(sub) -> None:
                    help="the address clients are told to connect to (Kafka's advertised.listeners); "
                         "default: the listener's own address")
     s.add_argument("--data-dir", default=None, metavar="DIR",
-                   help="where partitions, metadata and offsets are stored (Kafka's log.dirs); "
+                   help="where partitions, metadata and offsets are stored (Kafka's log.dirs: "
+                        "DIR[,DIR...], partitions spread over them, metadata in the first); "
                         "default ./kwire-data")
     s.add_argument("--config", default=None, metavar="FILE",
                    help="a Kafka server.properties file (Java properties syntax, Kafka's key names)")
@@ -423,7 +424,8 @@ def _run_serve(args, gc_off: _GcOffUntilReady) -> int:
         check_peers(cfg, plan)
     except ListenerError as exc:
         raise UsageError(f"kwire serve: {exc}") from None
-    check_data_dir(cfg.data_dir)
+    for log_dir in cfg.log_dirs:   # each of log.dirs (JBOD); the first also holds the metadata log
+        check_data_dir(log_dir)
 
     import trio  # noqa: PLC0415 - not needed for --help and usage errors
 

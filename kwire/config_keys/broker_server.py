@@ -71,6 +71,8 @@ _b("controller.performance.always.log.threshold.ms", L, 2000, "Controller events
    "logged.", at_least(0), hidden=True)
 _b("kwire.test.unreachable.nodes.file", S, None, "Tests only: a file of node ids this node can neither reach nor "
    "be reached by on its inter-broker links (kwire.link_faults).", kwire=True, hidden=True)
+_b("kwire.test.failed.log.dirs.file", S, None, "Tests only: a file naming log dirs (one absolute path a line) "
+   "that fail as on an I/O error once listed (kwire.broker, kwire.log.dir_failure).", kwire=True, hidden=True)
 _b("metadata.max.idle.interval.ms", I, 500, "How often the active controller writes a no-op record.",
    at_least(0))
 # ------------------------------------------------------------------ metadata log, quorum
@@ -154,8 +156,9 @@ _b("follower.fetch.last.tiered.offset.enable", B, False, "Followers start from t
 _b("num.partitions", I, 1, "Partitions of topics created without a count.", at_least(1))
 _b("log.dir", LI, ["./kwire-data"], "Directory of the log data, when log.dirs is not set (kwire default "
    "./kwire-data; Kafka's: /tmp/kafka-logs).")
-_b("log.dirs", LI, None, "Directories of the log data; default: log.dir.")
-_b("cordoned.log.dirs", LI, [], "Log dirs that take no new replicas (KIP-1066; kwire has one dir).", None, PB)
+_b("log.dirs", LI, None, "Directories of the log data (JBOD: partitions spread over them, metadata in the "
+   "first); default: log.dir.")
+_b("cordoned.log.dirs", LI, [], "Log dirs that take no new replicas (KIP-1066; not used by kwire).", None, PB)
 _b("log.segment.bytes", I, 1073741824, "Largest size of a log segment.", at_least(1024 * 1024), CW)
 _b("log.roll.ms", L, None, "Longest age of a log segment in ms; default: log.roll.hours.", None, CW)
 _b("log.roll.hours", I, 168, "Longest age of a log segment in hours.", at_least(1))

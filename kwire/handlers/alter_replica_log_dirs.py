@@ -1,17 +1,19 @@
 """AlterReplicaLogDirs (key 34): versions 0-2 (Kafka 4.0 removed v0, the same as v1; 3.x served it).
 
-Kafka's KafkaApis.handleAlterReplicaLogDirsRequest / ReplicaManager.alterReplicaLogDirs for
-kwire's one log dir (the data dir, the path DescribeLogDirs reports): asking for a replica's
-move to the dir it is in succeeds with nothing to do, as on Kafka; any other path is
-LOG_DIR_NOT_FOUND (Kafka compares the absolute path as given: a relative path or a trailing
-slash does not match), the dir offline KAFKA_STORAGE_ERROR, a partition with no replica here
+Kafka's KafkaApis.handleAlterReplicaLogDirsRequest / ReplicaManager.alterReplicaLogDirs: a
+replica is moved to another of this broker's log dirs (the paths DescribeLogDirs reports) in
+the background (kwire.replication.log_dir_mover: a future log copied, then swapped in); the
+answer comes when the move has started, as on Kafka. Asking for the dir a replica is in
+succeeds with nothing to do; a path that is not a log dir here is LOG_DIR_NOT_FOUND (Kafka
+compares the absolute path as given: a relative path or a trailing slash does not match), the
+dir offline KAFKA_STORAGE_ERROR, a partition with no replica here
 REPLICA_NOT_AVAILABLE (UNKNOWN_TOPIC_OR_PARTITION when the metadata does not know it), a topic
 name too long for a future-log dir INVALID_TOPIC_EXCEPTION (kwire.replication.replica_manager).
 A partition named twice is answered once, for the last dir naming it (Kafka's map); results
 are grouped by topic.
 
-Left out: moving a replica between log dirs (future logs and the ReplicaAlterLogDirsThread):
-kwire keeps one log dir per broker, so there is never another dir to move to.
+Left out: a replica not here yet is not remembered for its creation (Kafka keeps a preferred
+dir for it): REPLICA_NOT_AVAILABLE, as Kafka also answers.
 With an authorizer: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED for every partition).
 """
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """DescribeLogDirs (key 35): versions 0-5 (Kafka 4.0 removed v0, the same as v1; 3.x served it).
 
-Kafka's KafkaApis.handleDescribeLogDirsRequest / ReplicaManager.describeLogDirs for kwire's one
-log dir (the data dir; Kafka answers one result per log.dirs entry): its absolute path; when
-an I/O error has taken it offline (kwire.log.dir_failure), KAFKA_STORAGE_ERROR and nothing
-else; otherwise its file system's total and usable bytes (v4+, statvfs off the event loop, as
-Java's FileStore.getTotalSpace / getUsableSpace) and, per local log, its size (the sum of its
-segments) and offset lag (the log end offset's lag behind the high watermark: 0 here, where
-every log is the current one). ``topics`` null describes every local log, a list only the
-partitions it names that are here; a topic with none of them is left out, as Kafka does.
+Kafka's KafkaApis.handleDescribeLogDirsRequest / ReplicaManager.describeLogDirs: one result per
+log dir (log.dirs, in their order): its absolute path; when an I/O error has taken it offline
+(kwire.log.dir_failure), KAFKA_STORAGE_ERROR and nothing else; otherwise its file system's
+total and usable bytes (v4+, statvfs off the event loop, as Java's FileStore.getTotalSpace /
+getUsableSpace) and, per local log, its size (the sum of its segments) and offset lag (the log
+end offset's lag behind the high watermark; for a future log, the copy a move between dirs is
+making, is_future_key and its lag behind the current log's end). ``topics`` null describes
+every local log, a list only the partitions it names that are here; a topic with none of them
+is left out, as Kafka does.
 
-Left out: future logs (AlterReplicaLogDirs moves logs between dirs; kwire has one dir), so
-is_future_key is always false; cordoned dirs (KIP-1066), so is_cordoned is false.
+Left out: cordoned dirs (KIP-1066), so is_cordoned is false.
 With an authorizer: DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED; v1-2 have no
 top-level error code and get an empty answer, as Kafka's).
 """
@@ -45,25 +45,26 @@ async def describe_log_dirs(ctx: RequestContext, req):
     wanted = None
     if req.topics is not None:
         wanted = {(t.topic, p) for t in req.topics for p in t.partitions}
-    log_dir, offline, rows = ctx.broker.replica_manager.describe_log_dir(wanted)
     Result = ctx.struct("DescribeLogDirsResult")
-    if offline:
-        log.warning("DescribeLogDirs: log dir %s is offline", log_dir)
-        result = Result(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=log_dir, topics=[])
-        return ctx.response(throttle_time_ms=0, error_code=0, results=[result])
-    try:
-        total, usable = await trio.to_thread.run_sync(file_store_bytes, log_dir)
-    except OSError as exc:   # Kafka: an IOException from the file store, Errors.forException
-        log.error("DescribeLogDirs: cannot read the file system of %s: %s", log_dir, exc)
-        result = Result(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, log_dir=log_dir, topics=[])
-        return ctx.response(throttle_time_ms=0, error_code=0, results=[result])
     Topic, Partition = ctx.struct("DescribeLogDirsTopic"), ctx.struct("DescribeLogDirsPartition")
-    topics: list = []
-    for topic, partition, size, lag, future in rows:   # sorted by topic, then partition
-        if not topics or topics[-1].name != topic:
-            topics.append(Topic(name=topic, partitions=[]))
-        topics[-1].partitions.append(Partition(partition_index=partition, partition_size=size,
-                                               offset_lag=lag, is_future_key=future))
-    result = Result(error_code=0, log_dir=log_dir, topics=topics, total_bytes=total, usable_bytes=usable,
-                    is_cordoned=False)
-    return ctx.response(throttle_time_ms=0, error_code=0, results=[result])
+    results = []
+    for log_dir, offline, rows in ctx.broker.replica_manager.describe_log_dirs(wanted):
+        if offline:
+            log.warning("DescribeLogDirs: log dir %s is offline", log_dir)
+            results.append(Result(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=log_dir, topics=[]))
+            continue
+        try:
+            total, usable = await trio.to_thread.run_sync(file_store_bytes, log_dir)
+        except OSError as exc:   # Kafka: an IOException from the file store, Errors.forException
+            log.error("DescribeLogDirs: cannot read the file system of %s: %s", log_dir, exc)
+            results.append(Result(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, log_dir=log_dir, topics=[]))
+            continue
+        topics: list = []
+        for topic, partition, size, lag, future in rows:   # sorted by topic, then partition
+            if not topics or topics[-1].name != topic:
+                topics.append(Topic(name=topic, partitions=[]))
+            topics[-1].partitions.append(Partition(partition_index=partition, partition_size=size,
+                                                   offset_lag=lag, is_future_key=future))
+        results.append(Result(error_code=0, log_dir=log_dir, topics=topics, total_bytes=total, usable_bytes=usable,
+                              is_cordoned=False))
+    return ctx.response(throttle_time_ms=0, error_code=0, results=results)

@@ -7,11 +7,15 @@
 - ``meta.properties``: written at first start (version, cluster.id, node.id) and checked at
   every later one: a node.id or cluster.id that disagrees with the config is refused with
   Kafka's wording, instead of registering a phantom broker or joining the wrong cluster.
+  Each log dir's meta.properties also holds its ``directory.id`` (KIP-858): the id a broker
+  names the dir by when it reports it offline to the controller.
 """
 from __future__ import annotations
 
+import base64
 import fcntl
 import os
+import uuid
 
 from kwire.atomic import write_atomic
 from kwire.errors import StartupError
@@ -81,3 +85,36 @@ def check_meta_properties(data_dir: str, node_id: int, configured_cluster_id: st
     cid = configured_cluster_id or new_cluster_id()
     write_atomic(path, f"version=1\ncluster.id={cid}\nnode.id={node_id}\n")
     return cid
+
+
+def _uuid_text(u: uuid.UUID) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def _text_uuid(text: str) -> uuid.UUID | None:
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        return uuid.UUID(bytes=raw) if len(raw) == 16 else None
+    except (ValueError, TypeError):
+        return None
+
+
+def ensure_directory_id(log_dir: str, node_id: int, cluster_id: str) -> uuid.UUID:
+    """The log dir's ``directory.id`` from its meta.properties, made (and written) when the
+    file or the key is missing, as Kafka's storage format gives each log dir one. The
+    reserved ids (Kafka's DirectoryId: the first 100 have the high half 0) are never made."""
+    path = os.path.join(log_dir, META_PROPERTIES)
+    props = read_properties_file(path) if os.path.exists(path) else {}
+    got = _text_uuid(props.get("directory.id", ""))
+    if got is not None:
+        return got
+    new = uuid.uuid4()
+    while new.int >> 64 == 0:
+        new = uuid.uuid4()
+    props.setdefault("version", "1")
+    props.setdefault("cluster.id", cluster_id)
+    props.setdefault("node.id", str(node_id))
+    props["directory.id"] = _uuid_text(new)
+    write_atomic(path, "".join(f"{k}={v}\n" for k, v in props.items()))
+    return new

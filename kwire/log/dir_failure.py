@@ -8,7 +8,14 @@ dir and the error; later ones in the same dir are not logged again. Nothing in a
 is written again (no flush, checkpoint or clean-shutdown marker), so a restart on a healthy
 disk recovers the logs from their last checkpoints, as after a crash.
 
-Thread-safe: flushes run in worker threads and may report a failure.
+The broker listens (``add_listener``): it stops the follower fetchers of the dir's
+partitions and reports the dir to the active controller, which moves their leadership to
+other ISR members and takes this broker out of their ISRs (Kafka's
+ReplicaManager.handleLogDirFailure and BrokerLifecycleManager.propagateDirectoryFailure);
+a broker whose every log dir has failed shuts down (Kafka's LogManager.handleLogDirFailure).
+
+Thread-safe: flushes run in worker threads and may report a failure; listeners are called
+on the reporting thread, once per dir, outside the lock.
 """
 from __future__ import annotations
 
@@ -24,6 +31,11 @@ class LogDirFailureChannel:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.offline_dirs: dict[str, str] = {}  # log dir -> the error that took it offline
+        self._listeners: list = []               # fn(log_dir), called once per failed dir
+
+    def add_listener(self, fn) -> None:
+        """``fn(log_dir)`` is called (on any thread) when a dir goes offline."""
+        self._listeners.append(fn)
 
     def is_offline(self, log_dir: str) -> bool:
         return log_dir in self.offline_dirs
@@ -36,6 +48,8 @@ class LogDirFailureChannel:
             self.offline_dirs[log_dir] = f"{message}: {exc}" if exc is not None else message
         log.error("log dir %s is offline after an I/O error (%s: %s); its partitions answer "
                   "KAFKA_STORAGE_ERROR until a restart on a healthy disk", log_dir, message, exc)
+        for fn in list(self._listeners):
+            fn(log_dir)
         return True
 
     def error_for(self, log_dir: str, what: str) -> KafkaStorageError:

@@ -1,13 +1,21 @@
-"""LogManager: every partition log under one data directory.
+"""LogManager: every partition log under the broker's log dirs (Kafka's log.dirs, JBOD).
 
-Layout (as Kafka's log.dirs)::
+Layout of each log dir (as Kafka's)::
 
-    <data dir>/
+    <log dir>/
       <topic>-<partition>/00000000000000000000.{log,index,timeindex} ...
       recovery-point-offset-checkpoint
       log-start-offset-checkpoint
       replication-offset-checkpoint (the high watermarks)
       .kafka_cleanshutdown          (present only between a clean shutdown and the next open)
+
+Several log dirs (KIP-112 / KIP-858): a new partition goes to the online dir holding the
+fewest partitions (Kafka's LogManager.nextLogDirs); checkpoints and the clean-shutdown marker
+are per dir, each holding only its own logs. A dir that fails (kwire.log.dir_failure) takes
+only its own partitions offline; nothing is written there again. ``move_to`` (with
+``finish_move``) replaces a partition's log by a copy made in another dir, for
+AlterReplicaLogDirs (kwire.replication.log_dir_mover). The first dir also holds the KRaft
+metadata log (Kafka's metadata.log.dir defaults to it).
 
 A clean shutdown flushes every log, writes the checkpoints, then the marker; an open that
 finds the marker trusts the checkpoints and scans nothing (indexes load lazily). Without the
@@ -46,6 +54,7 @@ HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"   # Kafka's name: th
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _DELETE_SUFFIX = "-delete"
+FUTURE_SUFFIX = "-future"   # a copy being made by AlterReplicaLogDirs (Kafka's future log)
 # directories in the data dir that are not partition logs of this manager (KRaft metadata log)
 RESERVED_TOPICS = frozenset({"__cluster_metadata"})
 
@@ -60,13 +69,14 @@ class DiskWork:
     succeeded and raises the first failure, if any."""
 
     def __init__(self) -> None:
-        self.jobs: list[tuple] = []   # (disk function, commit function or None)
+        self.jobs: list[tuple] = []   # (disk function, commit function or None, log dir or None)
         self.deleted = 0              # segments a retention pass removed from the logs
         self._done: list[bool] = []
         self._error: BaseException | None = None
+        self.error_dir: str | None = None   # the log dir of the first failed job, when known
 
-    def add(self, job, commit=None) -> None:
-        self.jobs.append((job, commit))
+    def add(self, job, commit=None, log_dir: str | None = None) -> None:
+        self.jobs.append((job, commit, log_dir))
 
     def extend(self, other: "DiskWork") -> None:
         self.jobs += other.jobs
@@ -77,7 +87,7 @@ class DiskWork:
 
     def run(self) -> None:
         done = []
-        for job, _ in self.jobs:
+        for job, _, log_dir in self.jobs:
             try:
                 job()
                 done.append(True)
@@ -85,10 +95,11 @@ class DiskWork:
                 done.append(False)
                 if self._error is None:
                     self._error = exc
+                    self.error_dir = log_dir
         self._done = done
 
     def commit(self) -> None:
-        for (_, commit), ok in zip(self.jobs, self._done):
+        for (_, commit, _), ok in zip(self.jobs, self._done):
             if ok and commit is not None:
                 commit()
         if self._error is not None:
@@ -101,7 +112,7 @@ class DiskWork:
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
-    if name.startswith(".") or name.endswith(_DELETE_SUFFIX):
+    if name.startswith(".") or name.endswith(_DELETE_SUFFIX) or name.endswith(FUTURE_SUFFIX):
         return None
     m = _PARTITION_DIR.match(name)
     if not m:
@@ -110,14 +121,20 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
 
 
 class LogManager:
-    """``LogManager(data_dir, config, clock=...)`` opens every partition directory found
-    (``config``: a LogConfig, or a callable topic -> LogConfig | dict of Kafka topic config
-    names); then ``get``/``open_partition``/``delete_partition`` logs, ``run_retention(now_ms)``
-    (retention pass + flush of rolled segments + checkpoints), ``close()`` at shutdown."""
+    """``LogManager(data_dir, config, clock=..., log_dirs=[...])`` opens every partition
+    directory found in each log dir (``data_dir`` is the first; ``config``: a LogConfig, or a
+    callable topic -> LogConfig | dict of Kafka topic config names); then
+    ``get``/``open_partition``/``delete_partition`` logs, ``run_retention(now_ms)`` (retention
+    pass + flush of rolled segments + checkpoints), ``close()`` at shutdown."""
 
     def __init__(self, data_dir: str, config=None, *, clock=None,
-                 topic_configs: dict[str, LogConfig] | None = None, now_ms: int | None = None):
+                 topic_configs: dict[str, LogConfig] | None = None, now_ms: int | None = None,
+                 log_dirs: list[str] | None = None):
         self.data_dir = data_dir
+        first = os.path.abspath(data_dir)
+        # every log dir, absolute (Kafka names them so), the data dir first
+        self.log_dirs: list[str] = [first] + [d for d in dict.fromkeys(os.path.abspath(x) for x in log_dirs or ())
+                                              if d != first]
         self.clock = clock
         if config is None or isinstance(config, LogConfig):
             self.default_config = config or LogConfig()
@@ -128,10 +145,12 @@ class LogManager:
         self.topic_configs: dict[str, LogConfig] = dict(topic_configs or {})
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self._staged: dict[tuple[str, int], PartitionLog] = {}  # made for a pending create
+        self.moving: dict[tuple[str, int], PartitionLog] = {}   # future logs (AlterReplicaLogDirs)
         self.closed = False
         self.was_clean_shutdown = False
-        self.failure_channel = LogDirFailureChannel()  # an I/O error takes the data dir offline
-        os.makedirs(data_dir, exist_ok=True)
+        self.failure_channel = LogDirFailureChannel()  # an I/O error takes its log dir offline
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
         self._open_all(self._now(now_ms))
 
     def _now(self, now_ms: int | None = None) -> int:
@@ -143,27 +162,37 @@ class LogManager:
 
     # --- startup ------------------------------------------------------------------------
     def _open_all(self, now_ms: int) -> None:
-        marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER)
+        clean_all = True
+        found: dict[tuple[str, int], str] = {}
+        for d in self.log_dirs:
+            clean_all &= self._open_dir(d, now_ms, found)
+        self.was_clean_shutdown = clean_all
+
+    def _open_dir(self, log_dir: str, now_ms: int, found: dict) -> bool:
+        """Open the logs of one log dir; True when it was shut down cleanly."""
+        marker = os.path.join(log_dir, CLEAN_SHUTDOWN_MARKER)
         clean = os.path.exists(marker)
-        recovery_points = read_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT)) or {}
-        start_offsets = read_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT)) or {}
-        high_watermarks = read_checkpoint(os.path.join(self.data_dir, HIGH_WATERMARK_CHECKPOINT))
+        recovery_points = read_checkpoint(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT)) or {}
+        start_offsets = read_checkpoint(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)) or {}
+        high_watermarks = read_checkpoint(os.path.join(log_dir, HIGH_WATERMARK_CHECKPOINT))
         if high_watermarks is None and not clean:
             # a crash before the first checkpoint: no replica's high watermark is known (0, as
             # Kafka); counting the whole log would let a leader that restarts in the same epoch
             # serve records no other replica has yet
             high_watermarks = {}
-        for entry in os.scandir(self.data_dir):
+        for entry in os.scandir(log_dir):
             if not entry.is_dir():
                 continue
-            if entry.name.endswith(_DELETE_SUFFIX):
-                shutil.rmtree(entry.path, ignore_errors=True)  # a deletion cut short
+            if entry.name.endswith(_DELETE_SUFFIX) or entry.name.endswith(FUTURE_SUFFIX):
+                # a deletion cut short; a copy for AlterReplicaLogDirs not finished (the move
+                # is asked again; Kafka resumes it)
+                shutil.rmtree(entry.path, ignore_errors=True)
                 continue
             tp = parse_partition_dir(entry.name)
             if tp is None or tp[0] in RESERVED_TOPICS:
                 continue
             rp = recovery_points.get(tp)
-            self.logs[tp] = PartitionLog.open(
+            log = PartitionLog.open(
                 entry.path, self.config_for(tp[0]), recovery_point=rp,
                 log_start_offset=start_offsets.get(tp), clean=clean and rp is not None,
                 now_ms=now_ms, topic=tp[0], partition=tp[1], failure_channel=self.failure_channel)
@@ -171,13 +200,28 @@ class LogManager:
                 # a replica's high watermark as last checkpointed (0 when unknown, as Kafka);
                 # data dirs from before the checkpoint existed (shut down cleanly) held one
                 # copy: all of it counted
-                log = self.logs[tp]
                 log.high_watermark = min(max(high_watermarks.get(tp, 0), log.log_start_offset), log.log_end_offset)
-        self.was_clean_shutdown = clean
+            other = self.logs.get(tp)
+            if other is not None:
+                # a crash between the two renames that end a move between dirs: both copies hold
+                # every record (the new one was caught up and flushed first); keep the longer
+                keep, drop = (other, log) if other.log_end_offset >= log.log_end_offset else (log, other)
+                self._set_aside(drop)
+                log = keep
+            self.logs[tp] = log
+            found[tp] = log_dir
         if clean:
             # from now on a crash must be detected: the marker goes before anything is written
             os.unlink(marker)
-            fsync_dir(self.data_dir)
+            fsync_dir(log_dir)
+        return clean
+
+    @staticmethod
+    def _set_aside(log: PartitionLog) -> None:
+        log.close()
+        aside = f"{log.dir}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+        os.rename(log.dir, aside)
+        shutil.rmtree(aside, ignore_errors=True)
 
     # --- partitions ---------------------------------------------------------------------
     def config_for(self, topic: str) -> LogConfig:
@@ -225,7 +269,7 @@ class LogManager:
                 for seg in log.segments:
                     seg.config = cfg
             return log
-        path = os.path.join(self.data_dir, partition_dir_name(topic, partition))
+        path = os.path.join(self.next_log_dir(), partition_dir_name(topic, partition))
         log = PartitionLog.open(path, config or self.config_for(topic), now_ms=self._now(now_ms),
                                 topic=topic, partition=partition, failure_channel=self.failure_channel)
         self.logs[(topic, partition)] = log   # no directory fsync: see make_logs
@@ -233,6 +277,30 @@ class LogManager:
 
     get_or_create = create
     open_partition = create
+
+    def online_log_dirs(self) -> list[str]:
+        return [d for d in self.log_dirs if not self.failure_channel.is_offline(d)]
+
+    def partition_counts(self) -> dict[str, int]:
+        """Partitions per online log dir (logs, staged logs and copies being made)."""
+        counts = dict.fromkeys(self.online_log_dirs(), 0)
+        for log in [*self.logs.values(), *self._staged.values(), *self.moving.values()]:
+            if log.log_dir in counts:
+                counts[log.log_dir] += 1
+        return counts
+
+    def next_log_dir(self) -> str:
+        """Where a new partition goes: the online log dir holding the fewest partitions, the
+        first listed on a tie (Kafka's LogManager.nextLogDirs). KafkaStorageError when every
+        dir is offline."""
+        counts = self.partition_counts()
+        if not counts:
+            raise KafkaStorageError(f"No log directories available. Tried {', '.join(self.log_dirs)}")
+        return min(counts, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def log_dir_of(self, topic: str, partition: int) -> str | None:
+        log = self.logs.get((topic, partition))
+        return log.log_dir if log is not None else None
 
     # --- creating partitions off the event loop -------------------------------------------
     def make_logs(self, topic: str, partitions, config: LogConfig | None = None,
@@ -245,9 +313,17 @@ class LogManager:
         config = config or self.config_for(topic)  # pass it from the owner's thread
         made: list[PartitionLog] = []
         p = None
+        counts = self.partition_counts()
+        where = self.data_dir
         try:
             for p in partitions:
-                path = os.path.join(self.data_dir, partition_dir_name(topic, p))
+                if not counts:
+                    raise OSError(f"No log directories available. Tried {', '.join(self.log_dirs)}")
+                if (topic, p) in self.logs:
+                    continue  # opened as the records apply
+                where = min(counts, key=lambda d: (counts[d], self.log_dirs.index(d)))
+                counts[where] += 1
+                path = os.path.join(where, partition_dir_name(topic, p))
                 try:
                     os.mkdir(path)
                 except FileExistsError:
@@ -266,7 +342,7 @@ class LogManager:
         except OSError as exc:
             for log in made:
                 shutil.rmtree(log.dir, ignore_errors=True)
-            raise KafkaStorageError(f"Error while creating log for {topic}-{p} in dir {self.data_dir}: "
+            raise KafkaStorageError(f"Error while creating log for {topic}-{p} in dir {where}: "
                                     f"{exc.strerror or exc}") from exc
         return made
 
@@ -336,8 +412,8 @@ class LogManager:
 
     def remove_deleted(self, dirs) -> None:
         """Make the renames of ``delete_later`` durable and remove the directories."""
-        if dirs:
-            fsync_dir(self.data_dir)
+        for parent in {os.path.dirname(d) for d in dirs}:
+            fsync_dir(parent)
         self.remove_dirs(dirs)
 
     def delete_topic(self, topic: str) -> int:
@@ -363,7 +439,7 @@ class LogManager:
             lso = log.delete_records(offset)
         work = DiskWork()
         if doomed:
-            work.add(lambda: unlink_all(doomed))
+            work.add(lambda: unlink_all(doomed), log_dir=log.log_dir)
         work.extend(self.plan_checkpoint(recovery_points=False))
         return lso, work
 
@@ -401,7 +477,7 @@ class LogManager:
         try:
             work.commit()
         except KafkaStorageError as exc:
-            log_dir = os.path.abspath(self.data_dir)
+            log_dir = work.error_dir or os.path.abspath(self.data_dir)
             self.failure_channel.maybe_add_offline_log_dir(log_dir, what, exc.__cause__ or exc)
             if raise_error:
                 raise self.failure_channel.error_for(log_dir, what) from exc
@@ -410,21 +486,22 @@ class LogManager:
         """Retention decisions now (segments leave their logs, log start offsets move), the
         unlinks in the DiskWork; then the flushes that are due and both checkpoints."""
         work = DiskWork()
-        if self.offline:
-            return work
-        try:
-            with deferred_deletes() as doomed:
-                deleted = sum(log.delete_old_segments(now_ms) for log in list(self.logs.values()))
-        except KafkaStorageError:
-            if self.offline:      # the log took its dir offline and said so
-                return DiskWork()
-            raise
-        except OSError as exc:
-            self.failure_channel.maybe_add_offline_log_dir(os.path.abspath(self.data_dir), "retention", exc)
-            return DiskWork()
+        deleted = 0
+        for log_dir in self.online_log_dirs():
+            logs = [log for log in list(self.logs.values()) if log.log_dir == log_dir]
+            try:
+                with deferred_deletes() as doomed:
+                    deleted += sum(log.delete_old_segments(now_ms) for log in logs)
+            except KafkaStorageError:
+                if self.failure_channel.is_offline(log_dir):   # the log took its dir offline and said so
+                    continue
+                raise
+            except OSError as exc:
+                self.failure_channel.maybe_add_offline_log_dir(log_dir, "retention", exc)
+                continue
+            if doomed:
+                work.add(lambda doomed=doomed: unlink_all(doomed), log_dir=log_dir)
         work.deleted = deleted
-        if doomed:
-            work.add(lambda: unlink_all(doomed))
         if checkpoint:
             work.extend(self.plan_flush(now_ms))
             work.extend(self.plan_checkpoint())
@@ -435,7 +512,7 @@ class LogManager:
         segment in the background) or whose flush.ms elapsed."""
         work = DiskWork()
         for log in self.logs.values():
-            if log.closed:
+            if log.closed or log.offline:
                 continue
             rolled = log.recovery_point < log.segments[-1].base_offset
             due = (now_ms - log.last_flush_ms >= log.config.flush_ms
@@ -479,24 +556,29 @@ class LogManager:
             log.flush_wanted = False
             log.last_flush_ms = now_ms
 
-        work.add(run, commit)
+        work.add(run, commit, log.log_dir)
 
     def plan_checkpoint(self, *, recovery_points: bool = True, log_start_offsets: bool = True) -> DiskWork:
-        """The checkpoint files (log.flush.offset.checkpoint.interval.ms), as of now: recovery
-        points and high watermarks, and log start offsets."""
+        """The checkpoint files (log.flush.offset.checkpoint.interval.ms) of each online log
+        dir, as of now, each holding its own logs: recovery points and high watermarks, and
+        log start offsets."""
         work = DiskWork()
-        if recovery_points:
-            hws = {tp: log.high_watermark for tp, log in self.logs.items()}
-            path3 = os.path.join(self.data_dir, HIGH_WATERMARK_CHECKPOINT)
-            work.add(lambda: write_checkpoint(path3, hws))
-        if recovery_points:
-            rps = {tp: log.recovery_point for tp, log in self.logs.items()}
-            path = os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT)
-            work.add(lambda: write_checkpoint(path, rps))
-        if log_start_offsets:
-            lsos = {tp: log.log_start_offset for tp, log in self.logs.items()}
-            path2 = os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT)
-            work.add(lambda: write_checkpoint(path2, lsos))
+        by_dir: dict[str, dict] = {d: {} for d in self.online_log_dirs()}
+        for tp, log in self.logs.items():
+            if log.log_dir in by_dir:
+                by_dir[log.log_dir][tp] = log
+        for log_dir, logs in by_dir.items():
+            if recovery_points:
+                hws = {tp: log.high_watermark for tp, log in logs.items()}
+                path3 = os.path.join(log_dir, HIGH_WATERMARK_CHECKPOINT)
+                work.add(lambda path3=path3, hws=hws: write_checkpoint(path3, hws), log_dir=log_dir)
+                rps = {tp: log.recovery_point for tp, log in logs.items()}
+                path = os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT)
+                work.add(lambda path=path, rps=rps: write_checkpoint(path, rps), log_dir=log_dir)
+            if log_start_offsets:
+                lsos = {tp: log.log_start_offset for tp, log in logs.items()}
+                path2 = os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)
+                work.add(lambda path2=path2, lsos=lsos: write_checkpoint(path2, lsos), log_dir=log_dir)
         return work
 
     @property
@@ -506,8 +588,8 @@ class LogManager:
 
     @property
     def offline(self) -> bool:
-        """True once an I/O error took the data dir offline (kwire.log.dir_failure)."""
-        return self.failure_channel.is_offline(os.path.abspath(self.data_dir))
+        """True once I/O errors took every log dir offline (kwire.log.dir_failure)."""
+        return all(self.failure_channel.is_offline(d) for d in self.log_dirs)
 
     def checkpoint(self) -> None:
         """Write both checkpoint files (log.flush.offset.checkpoint.interval.ms)."""
@@ -524,14 +606,16 @@ class LogManager:
         if self.closed:
             return
         self.remove_dirs(self.unstage(list(self._staged.values())))
+        for log in self.moving.values():   # copies not finished: removed at the next open
+            log.close()
         for log in self.logs.values():
             log.close()
-        if self.offline:  # nothing more is written to a failed disk; the next open recovers
-            self.closed = True
-            return
-        self.checkpoint()
-        marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER)
-        write_atomic(marker, b"")
+        # nothing more is written to a failed disk; the next open recovers its logs
+        online = self.online_log_dirs()
+        if online:
+            self.checkpoint()
+        for log_dir in self.online_log_dirs():
+            write_atomic(os.path.join(log_dir, CLEAN_SHUTDOWN_MARKER), b"")
         self.closed = True
 
     def __iter__(self):

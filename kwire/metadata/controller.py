@@ -15,6 +15,13 @@ it is the Raft leader and has applied everything committed.
 - AlterPartition (from partition leaders), controlled shutdown (BrokerHeartbeat with
   want_shut_down), ElectLeaders and AlterPartitionReassignments are decided by
   kwire.metadata.replication_control and committed here.
+- Failed log dirs: a broker reports them in its BrokerHeartbeat (offline_log_dirs, with the
+  partitions it hosts there, kwire_offline_partitions), at once and then with every
+  heartbeat while they stay offline; it leaves those partitions' ISRs and leaderships (Kafka's
+  ReplicationControlManager.handleDirectoriesOffline), and its replicas there are never
+  elected again until it registers anew (a restart on a healthy disk). The report is kept
+  here, by the active controller, for the broker's epoch; a new controller learns it from
+  the next heartbeat.
 - auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds, each partition
   whose preferred leader (first replica) is an active ISR member again is led by it again.
   leader.imbalance.per.broker.percentage is not used, as in Kafka's KRaft controller.
@@ -63,6 +70,8 @@ class Controller:
         self._next_rebalance: float | None = None
         self._shutdown_offsets: dict[tuple[int, int], int] = {}   # (broker, epoch) -> offset of its records
         self._wake = trio.Event()
+        # broker id -> (broker epoch, {(topic id, partition)}): its replicas in failed log dirs
+        self._offline_replicas: dict[int, tuple[int, set]] = {}
         # a registration or a config change may let a leaderless partition be led at once
         self.broker.image.listeners.append(self._on_record)
 
@@ -123,6 +132,19 @@ class Controller:
                 await self._elect_leaderless()
                 await self._maybe_rebalance(now)
 
+    def offline_replicas(self) -> dict:
+        """(topic id, partition) -> brokers whose replica there is in a failed log dir, for
+        the brokers' current epochs (a broker that registered again starts clean)."""
+        out: dict = {}
+        for broker_id, (epoch, parts) in list(self._offline_replicas.items()):
+            b = self.image.brokers.get(broker_id)
+            if b is None or b.epoch != epoch:
+                del self._offline_replicas[broker_id]
+                continue
+            for tp in parts:
+                out.setdefault(tp, set()).add(broker_id)
+        return out
+
     async def _fence_and_unfence(self, now: float) -> None:
         d = self.driver
         timeout_ms = self.quorum.session_timeout_ms
@@ -136,7 +158,7 @@ class Controller:
                 recs = RC.fence_broker(self.image, b.node_id, self.unclean)
                 what = "fence"
             elif b.fenced and alive:
-                recs = RC.unfence_broker(self.image, b.node_id, self.unclean)
+                recs = RC.unfence_broker(self.image, b.node_id, self.unclean, self.offline_replicas())
                 what = "unfence"
             else:
                 continue
@@ -151,7 +173,7 @@ class Controller:
     async def _elect_leaderless(self) -> None:
         if self.image.offset == self._swept_offset:
             return
-        recs = RC.elect_leaderless(self.image, self.unclean)
+        recs = RC.elect_leaderless(self.image, self.unclean, self.offline_replicas())
         if recs:
             log.info("controller %d: leaders for %d leaderless partition(s)", self.node_id, len(recs))
             code, _ = await self.commit(recs, 5.0)
@@ -198,10 +220,12 @@ class Controller:
         return res
 
     async def broker_heartbeat(self, broker_id: int, broker_epoch: int, current_metadata_offset: int,
-                               want_shut_down: bool) -> HeartbeatReply:
+                               want_shut_down: bool, offline_log_dirs=(), offline_partitions=()) -> HeartbeatReply:
         """A BrokerHeartbeat: with ``want_shut_down``, the broker enters controlled shutdown
         (leaderships moved, ISRs left); it should shut down once it leads nothing and has
-        applied those records (``current_metadata_offset``)."""
+        applied those records (``current_metadata_offset``). ``offline_partitions`` ((topic
+        id, partition) in the ``offline_log_dirs`` the broker reports): it leaves their ISRs
+        and leaderships at once."""
         async with self.lock:
             if not self.ready():
                 return HeartbeatReply(ErrorCode.NOT_CONTROLLER)
@@ -209,6 +233,10 @@ class Controller:
                 return HeartbeatReply(ErrorCode.STALE_BROKER_EPOCH)
             b = self.image.brokers[broker_id]
             key = (broker_id, b.epoch)
+            if offline_log_dirs:
+                code = await self._dirs_offline(b, list(offline_log_dirs), set(offline_partitions))
+                if code != ErrorCode.NONE:
+                    return HeartbeatReply(code)
             if want_shut_down:
                 recs = RC.controlled_shutdown(self.image, broker_id, self.unclean)
                 if recs:
@@ -221,6 +249,24 @@ class Controller:
             done = (want_shut_down and b.in_controlled_shutdown and not RC.has_leaderships(self.image, broker_id)
                     and current_metadata_offset >= self._shutdown_offsets.get(key, -1))
             return HeartbeatReply(ErrorCode.NONE, True, b.fenced, b.in_controlled_shutdown, done)
+
+    async def _dirs_offline(self, b, dirs: list, partitions: set) -> ErrorCode:
+        """Kafka's handleDirectoriesOffline, under the lock: remember the broker's replicas in
+        failed dirs (for its epoch) and commit the ISR and leadership changes they need."""
+        epoch, known = self._offline_replicas.get(b.node_id, (b.epoch, set()))
+        if epoch != b.epoch:
+            known = set()
+        new = partitions - known
+        self._offline_replicas[b.node_id] = (b.epoch, known | partitions)
+        recs = RC.offline_dir_updates(self.image, b.node_id, partitions, self.unclean, self.offline_replicas())
+        if new or recs:
+            log.warning("controller %d: broker %d reports log dir(s) %s offline; %d partition(s) there, "
+                        "%d leadership/ISR change(s)", self.node_id, b.node_id,
+                        ", ".join(str(d) for d in dirs), len(partitions), len(recs))
+        if recs:
+            code, _ = await self.commit(recs)
+            return code
+        return ErrorCode.NONE
 
     async def elect_leaders(self, election: Election, topic_partitions: dict[str, list[int]] | None
                             ) -> tuple[ErrorCode, dict[str, list[tuple[int, ErrorCode, str | None]]]]:

@@ -4,10 +4,10 @@ ElectLeaders (v2) and AlterPartitionReassignments (v1), forwarded by the node a 
 kwire.metadata.controller.Controller and its answer back to a response body; sending builds
 the request for ``RaftTransport.call`` and reads the response.
 
-Served versions: AlterPartition 2-3, BrokerHeartbeat 0-1, ElectLeaders 0-2,
+Served versions: AlterPartition 2-3, BrokerHeartbeat 0-1 (v1: offline log dirs, with kwire's
+private list of the partitions in them), ElectLeaders 0-2,
 AlterPartitionReassignments 0-1 (what the codec knows). Left out: AlterPartition v0-1 (topic names; Kafka 4 dropped them), the heartbeat's
-lease, fencing on request (``want_fence``) and offline log dirs (liveness rides on the metadata
-log fetches; log dirs are the broker's own business in kwire).
+lease and fencing on request (``want_fence``): liveness rides on the metadata log fetches.
 """
 from __future__ import annotations
 
@@ -50,8 +50,11 @@ def handlers(controller: Controller) -> dict:
         return Resp.cls(throttle_time_ms=0, error_code=0, topics=topics)
 
     async def broker_heartbeat(body, version):
+        offline = [] if version < 1 else list(body.offline_log_dirs or [])
+        parts = [] if version < 1 else [(t.topic_id, p) for t in (body.kwire_offline_partitions or [])
+                                        for p in t.partitions]
         r = await controller.broker_heartbeat(body.broker_id, body.broker_epoch, body.current_metadata_offset,
-                                              bool(body.want_shut_down))
+                                              bool(body.want_shut_down), offline, parts)
         return BROKER_HEARTBEAT.response.cls(throttle_time_ms=0, error_code=int(r.code), is_caught_up=r.is_caught_up,
                                              is_fenced=r.is_fenced, should_shut_down=r.should_shut_down)
 
@@ -126,10 +129,17 @@ async def send_alter_partition(transport, dest: int, broker_id: int, broker_epoc
 
 
 async def send_broker_heartbeat(transport, dest: int, broker_id: int, broker_epoch: int, offset: int,
-                                want_shut_down: bool, timeout: float = 10.0) -> HeartbeatReply:
-    body = BROKER_HEARTBEAT.request.cls(broker_id=broker_id, broker_epoch=broker_epoch,
-                                        current_metadata_offset=offset, want_fence=False,
-                                        want_shut_down=want_shut_down)
+                                want_shut_down: bool, timeout: float = 10.0, offline_log_dirs=(),
+                                offline_partitions=()) -> HeartbeatReply:
+    Req = BROKER_HEARTBEAT.request
+    by_topic: dict = {}
+    for topic_id, p in offline_partitions:
+        by_topic.setdefault(topic_id, []).append(p)
+    body = Req.cls(broker_id=broker_id, broker_epoch=broker_epoch,
+                   current_metadata_offset=offset, want_fence=False,
+                   want_shut_down=want_shut_down, offline_log_dirs=list(offline_log_dirs),
+                   kwire_offline_partitions=[Req.struct("OfflineTopic")(topic_id=t, partitions=sorted(ps))
+                                             for t, ps in by_topic.items()])
     r = await transport.call(dest, BROKER_HEARTBEAT, V_BROKER_HEARTBEAT, body, timeout=timeout)
     return HeartbeatReply(ErrorCode(r.error_code), r.is_caught_up, r.is_fenced, should_shut_down=r.should_shut_down)
 

@@ -91,6 +91,8 @@ class MetadataQuorum:
                                            listener_security=broker.peer_security.controller_listener,
                                            authorizer=broker.authorizer)
         self._pending_topics: set[str] = set()
+        # (dir ids, [(topic id, partition)]) of this broker's failed log dirs, sent with every heartbeat
+        self.offline_report: tuple[list, list] = ([], [])
         # (monotonic time, ms) of recent commits on this node as active controller (kwire.metrics)
         self.commit_latencies: collections.deque = collections.deque(maxlen=1024)
         self._pending_producer_ids: list[int] = []   # next_producer_id of ProducerIdsRecords in flight
@@ -420,6 +422,38 @@ class MetadataQuorum:
             await self._wait_image(applied, deadline)
         return out
 
+    async def report_offline_dirs(self, dir_ids: list[uuid.UUID], partitions: list[tuple[uuid.UUID, int]],
+                                  timeout: float = 10.0) -> bool:
+        """Tell the active controller that log dirs failed (Kafka's BrokerLifecycleManager
+        propagateDirectoryFailure: a heartbeat at once, the dirs in every later one), with the
+        partitions this broker hosts in them; the controller takes this broker out of their
+        ISRs and leaderships. Kept for the controlled-shutdown heartbeats too. True once the
+        controller answered and this node has applied what it committed."""
+        self.offline_report = (list(dir_ids), list(partitions))
+        deadline = trio.current_time() + timeout
+        epoch = self._my_epoch()
+        out = await self._to_controller(
+            lambda: self.controller.broker_heartbeat(self.node_id, epoch, self.broker.image.offset, False,
+                                                     dir_ids, partitions),
+            lambda dest, t: CA.send_broker_heartbeat(self.transport, dest, self.node_id, epoch,
+                                                     self.broker.image.offset, False, t, dir_ids, partitions),
+            timeout)
+        if out is None or out.code != ErrorCode.NONE:
+            log.info("broker %d: offline log dirs not reported yet: %s", self.node_id,
+                     "no controller answered" if out is None else out.code.name)
+            return False
+
+        def applied() -> bool:   # the ISR and leadership changes the controller committed
+            image = self.broker.image
+            for topic_id, index in partitions:
+                t = image.topics_by_id.get(topic_id)
+                p = t.partitions.get(index) if t is not None else None
+                if p is not None and p.leader == self.node_id and len(p.isr) > 1:
+                    return False
+            return True
+        await self._wait_image(applied, deadline)
+        return True
+
     async def controlled_shutdown(self, timeout: float = 30.0) -> bool:
         """Ask the active controller to move every leadership off this broker and take it out
         of every ISR (BrokerHeartbeat want_shut_down); it stays ineligible until it registers
@@ -432,10 +466,12 @@ class MetadataQuorum:
         deadline = trio.current_time() + timeout
         while True:
             epoch = self._my_epoch()
+            dirs, parts = self.offline_report
             out = await self._to_controller(
-                lambda: self.controller.broker_heartbeat(self.node_id, epoch, self.broker.image.offset, True),
+                lambda: self.controller.broker_heartbeat(self.node_id, epoch, self.broker.image.offset, True,
+                                                         dirs, parts),
                 lambda dest, t: CA.send_broker_heartbeat(self.transport, dest, self.node_id, epoch,
-                                                         self.broker.image.offset, True, t),
+                                                         self.broker.image.offset, True, t, dirs, parts),
                 deadline - trio.current_time())
             if out is None or out.code != ErrorCode.NONE:
                 log.info("broker %d: controlled shutdown not done: %s", self.node_id,

@@ -35,14 +35,25 @@ def _partitions(image: MetadataImage) -> Iterator[tuple[TopicImage, PartitionIma
             yield t, p
 
 
+# (topic id, partition) -> the brokers whose replica of it sits in a failed log dir
+OfflineReplicas = dict[tuple[uuid.UUID, int], set[int]]
+
+
 def leader_and_isr_updates(image: MetadataImage, parts: Iterable[tuple[TopicImage, PartitionImage]], *,
-                           removing: int = NO_LEADER, adding: int = NO_LEADER, unclean: Unclean = NEVER) -> list:
+                           removing: int = NO_LEADER, adding: int = NO_LEADER, unclean: Unclean = NEVER,
+                           offline: OfflineReplicas | None = None) -> list:
     """Kafka's generateLeaderAndIsrUpdates: ``removing`` leaves each ISR (not the last member)
-    and leadership; ``adding`` may lead although the image does not show it active yet."""
+    and leadership; ``adding`` may lead although the image does not show it active yet; a
+    replica in ``offline`` (its log dir failed) never leads (Kafka's LeaderAcceptor checks
+    that the replica's directory is online)."""
     acceptable = leader_acceptor(image.brokers, removing=removing, adding=adding)
     out = []
     for t, p in parts:
-        b = PartitionChangeBuilder(p, t.topic_id, acceptable, election_for(unclean(t)))
+        acc = acceptable
+        gone = offline.get((t.topic_id, p.index)) if offline else None
+        if gone:
+            acc = lambda r, a=acceptable, g=gone: r not in g and a(r)  # noqa: E731
+        b = PartitionChangeBuilder(p, t.topic_id, acc, election_for(unclean(t)))
         if removing != NO_LEADER:
             b.set_target_isr(without(p.isr, removing))
         rec = b.build()
@@ -61,22 +72,37 @@ def fence_broker(image: MetadataImage, broker_id: int, unclean: Unclean = NEVER)
     return recs
 
 
-def unfence_broker(image: MetadataImage, broker_id: int, unclean: Unclean = NEVER) -> list:
+def offline_dir_updates(image: MetadataImage, broker_id: int, partitions: set[tuple[uuid.UUID, int]],
+                        unclean: Unclean = NEVER, offline: OfflineReplicas | None = None) -> list:
+    """A broker reported log dirs offline (Kafka's handleDirectoriesOffline): it leaves the
+    ISR (not as the last member) and the leadership of each partition it hosts there;
+    another ISR member leads (leader -1 when none is left)."""
+    parts = []
+    for topic_id, index in sorted(partitions):
+        t = image.topics_by_id.get(topic_id)
+        p = t.partitions.get(index) if t is not None else None
+        if p is not None and (broker_id in p.isr or p.leader == broker_id):
+            parts.append((t, p))
+    return leader_and_isr_updates(image, parts, removing=broker_id, unclean=unclean, offline=offline)
+
+
+def unfence_broker(image: MetadataImage, broker_id: int, unclean: Unclean = NEVER,
+                   offline: OfflineReplicas | None = None) -> list:
     """A fenced broker heard from again: unfenced; leaderless partitions whose ISR holds it
     (or, unclean, any of its replicas) get it as leader."""
     b = image.brokers[broker_id]
     recs = [(R.BROKER_REGISTRATION_CHANGE, R.BROKER_REGISTRATION_CHANGE.cls(
         broker_id=broker_id, broker_epoch=b.epoch, fenced=-1))]
     recs += leader_and_isr_updates(image, ((t, p) for t, p in _partitions(image) if p.leader == NO_LEADER),
-                                   adding=broker_id, unclean=unclean)
+                                   adding=broker_id, unclean=unclean, offline=offline)
     return recs
 
 
-def elect_leaderless(image: MetadataImage, unclean: Unclean = NEVER) -> list:
+def elect_leaderless(image: MetadataImage, unclean: Unclean = NEVER, offline: OfflineReplicas | None = None) -> list:
     """Leaders for partitions without one, where an ISR member (or, unclean, any replica) is
     active now: a broker that registered again, an unclean election enabled later."""
     return leader_and_isr_updates(image, ((t, p) for t, p in _partitions(image) if p.leader == NO_LEADER),
-                                  unclean=unclean)
+                                  unclean=unclean, offline=offline)
 
 
 def controlled_shutdown(image: MetadataImage, broker_id: int, unclean: Unclean = NEVER) -> list:

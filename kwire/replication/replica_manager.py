@@ -148,6 +148,9 @@ class ReplicaManager:
         # replica.selector.class (kwire.replication.replica_selector): picks a consumer's
         # preferred read replica on the leader; None (Kafka's default): the leader serves
         self.replica_selector: Selector | None = None
+        # AlterReplicaLogDirs: moves between this broker's log dirs (the broker runs its task)
+        from kwire.replication.log_dir_mover import LogDirMover  # noqa: PLC0415 - it imports the log manager
+        self.log_dir_mover = LogDirMover(self, self._now_ms, producer_id_expiration_ms)
 
     # ------------------------------------------------------------------ metadata
     def _partition_image(self, topic: str, partition: int):
@@ -186,7 +189,7 @@ class ReplicaManager:
         try:
             plog = self.logs.open_partition(topic, partition)
         except (OSError, KafkaError) as exc:
-            why = f"Error while creating log for {topic}-{partition} in dir {self.logs.data_dir}: {exc}"
+            why = f"Error while creating log for {topic}-{partition}: {exc}"
             self.offline_partitions[tp] = why
             log.error("partition %s-%d is offline: %s", topic, partition, why)
             return None
@@ -213,6 +216,12 @@ class ReplicaManager:
             self.replica_fetch_waiters.wake(tp)
         return Transition(part, leader=False, new_epoch=changed)
 
+    def partitions_in_dirs(self, log_dirs) -> list[TopicPartition]:
+        """The partitions whose local log lives in one of ``log_dirs`` (absolute paths):
+        what a failed log dir takes offline (Kafka's handleLogDirFailure)."""
+        dirs = set(log_dirs)
+        return sorted(tp for tp, plog in self.logs if plog.log_dir in dirs)
+
     def partition_deleted(self, topic: str, partition: int) -> None:
         """The partition's topic was deleted (its log is the LogManager's to remove): wake
         every waiter, so fetches and acks=all produces see it gone."""
@@ -236,10 +245,16 @@ class ReplicaManager:
         if p is None:
             raise KafkaError(f"This server does not host this topic-partition {topic}-{partition}.",
                              ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        plog = self.logs.get(topic, partition)
+        if (check_online or p.leader != self.node_id) and self.node_id in p.replicas and (
+                (topic, partition) in self.offline_partitions or (plog is not None and plog.offline)):
+            # a replica here in a failed log dir answers so whoever leads now, as Kafka's
+            # getPartitionOrException does for HostedPartition.Offline
+            why = self.offline_partitions.get((topic, partition))
+            raise KafkaError(why or f"the log dir of {topic}-{partition} is offline", ErrorCode.KAFKA_STORAGE_ERROR)
         if p.leader != self.node_id:
             raise KafkaError(f"Broker {self.node_id} is not the leader of {topic}-{partition} "
                              f"(leader: {p.leader})", ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        plog = self.logs.get(topic, partition)
         if plog is None or (check_online and plog.offline):
             why = self.offline_partitions.get((topic, partition))
             if plog is None and why is None:
@@ -305,45 +320,59 @@ class ReplicaManager:
         e.g. the group coordinator's replay of __consumer_offsets)."""
         return self.logs.get(topic, partition)
 
-    def describe_log_dir(self, partitions: set[TopicPartition] | None = None):
-        """DescribeLogDirs' view of this broker's one log dir (Kafka's
-        ReplicaManager.describeLogDirs): (absolute path, offline?, rows), a row per local log
-        in ``partitions`` (None: every one) as (topic, partition, size in bytes, offset lag,
-        is future), sorted. The offset lag is the log end offset's lag behind the high
-        watermark (0 on a leader); kwire has no future logs (AlterReplicaLogDirs). Reads
-        memory only: segment sizes are kept as they are written."""
-        rows = []
+    def describe_log_dirs(self, partitions: set[TopicPartition] | None = None):
+        """DescribeLogDirs' view of this broker's log dirs (Kafka's
+        ReplicaManager.describeLogDirs): a (absolute path, offline?, rows) per log dir, rows
+        per local log in ``partitions`` (None: every one) as (topic, partition, size in bytes,
+        offset lag, is future), sorted. The offset lag is the log end offset's lag behind the
+        high watermark (0 on a leader); a future log (a move between dirs, AlterReplicaLogDirs)
+        lags behind the current log's end. Reads memory only: segment sizes are kept as they
+        are written."""
+        by_dir: dict[str, list] = {d: [] for d in self.logs.log_dirs}
         for (topic, partition), plog in self.logs:
             if partitions is not None and (topic, partition) not in partitions:
                 continue
             lag = max(plog.high_watermark - plog.log_end_offset, 0)
-            rows.append((topic, partition, plog.size_in_bytes, lag, False))
-        rows.sort()
-        return self.logs.log_dir, self.logs.offline, rows
+            by_dir.setdefault(plog.log_dir, []).append((topic, partition, plog.size_in_bytes, lag, False))
+        for (topic, partition), future in list(self.logs.moving.items()):
+            current = self.logs.get(topic, partition)
+            if current is None or (partitions is not None and (topic, partition) not in partitions):
+                continue
+            lag = max(current.log_end_offset - future.log_end_offset, 0)
+            by_dir.setdefault(future.log_dir, []).append((topic, partition, future.size_in_bytes, lag, True))
+        channel = self.logs.failure_channel
+        return [(d, channel.is_offline(d), sorted(rows)) for d, rows in by_dir.items()]
 
     def alter_replica_log_dirs(self, partition_dirs: dict[TopicPartition, str]) -> dict[TopicPartition, ErrorCode]:
-        """Kafka's ReplicaManager.alterReplicaLogDirs for kwire's one log dir: each partition's
-        error, checked in Kafka's order. A topic whose future-log dir name
-        (``<topic>-<partition>.<32 hex>-future``) would pass 255 characters:
-        INVALID_TOPIC_EXCEPTION; a path that is not this broker's log dir (Kafka compares the
-        absolute path as given): LOG_DIR_NOT_FOUND; the dir offline: KAFKA_STORAGE_ERROR; no
-        local replica: REPLICA_NOT_AVAILABLE when the metadata knows the partition (Kafka turns
-        NOT_LEADER_OR_FOLLOWER into it here), else UNKNOWN_TOPIC_OR_PARTITION. A replica
-        already in the dir asked for needs no move: NONE."""
+        """Kafka's ReplicaManager.alterReplicaLogDirs: each partition's error, checked in
+        Kafka's order, and the moves started (kwire.replication.log_dir_mover). A topic whose
+        future-log dir name (``<topic>-<partition>.<32 hex>-future``) would pass 255
+        characters: INVALID_TOPIC_EXCEPTION; a path that is not one of this broker's log dirs
+        (Kafka compares the absolute path as given): LOG_DIR_NOT_FOUND; that dir offline:
+        KAFKA_STORAGE_ERROR; no local replica: REPLICA_NOT_AVAILABLE when the metadata knows
+        the partition (Kafka turns NOT_LEADER_OR_FOLLOWER into it here), else
+        UNKNOWN_TOPIC_OR_PARTITION; the replica's own dir offline: KAFKA_STORAGE_ERROR. A
+        replica already in the dir asked for needs no move (and a move of it under way to
+        another dir is cancelled): NONE."""
         out: dict[TopicPartition, ErrorCode] = {}
+        channel = self.logs.failure_channel
         for (topic, partition), path in partition_dirs.items():
+            tp = (topic, partition)
+            plog = self.logs.get(topic, partition)
             if len(f"{topic}-{partition}.") + _FUTURE_SUFFIX_LEN > 255:
-                out[(topic, partition)] = ErrorCode.INVALID_TOPIC_EXCEPTION
-            elif path != self.logs.log_dir:
-                out[(topic, partition)] = ErrorCode.LOG_DIR_NOT_FOUND
-            elif self.logs.offline:
-                out[(topic, partition)] = ErrorCode.KAFKA_STORAGE_ERROR
-            elif self.logs.get(topic, partition) is None:
+                out[tp] = ErrorCode.INVALID_TOPIC_EXCEPTION
+            elif path not in self.logs.log_dirs:
+                out[tp] = ErrorCode.LOG_DIR_NOT_FOUND
+            elif channel.is_offline(path):
+                out[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            elif plog is None:
                 known = self._partition_image(topic, partition) is not None
-                out[(topic, partition)] = (ErrorCode.REPLICA_NOT_AVAILABLE if known
-                                           else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                out[tp] = ErrorCode.REPLICA_NOT_AVAILABLE if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif plog.offline:
+                out[tp] = ErrorCode.KAFKA_STORAGE_ERROR
             else:
-                out[(topic, partition)] = ErrorCode.NONE
+                out[tp] = ErrorCode.NONE
+                self.log_dir_mover.request(tp, path)
         return out
 
     # ------------------------------------------------------------------ produce

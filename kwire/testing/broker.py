@@ -113,12 +113,14 @@ class Broker:
     SIGKILL it). ``overrides`` are Kafka config keys (``num.partitions``, ...).
     ``storage="memory"`` keeps the log on tmpfs (/dev/shm) where there is one: kwire's log is
     file based, so "memory" means RAM-backed files, still surviving ``restart()``.
+    ``log_dirs``: more log dirs after ``data_dir`` (Kafka's log.dirs, JBOD).
     """
 
     def __init__(self, *, mode: str = "thread", host: str = "127.0.0.1", port: int | None = None,
                  data_dir: str | None = None, overrides: dict[str, object] | None = None,
                  log_level: str = "WARNING", storage: str = "disk", security: str = "PLAINTEXT",
-                 users: dict[str, str] | None = None, client_auth: str = "none"):
+                 users: dict[str, str] | None = None, client_auth: str = "none",
+                 log_dirs: list[str] | None = None):
         if mode not in ("thread", "process"):
             raise ValueError(f"mode is 'thread' or 'process', not {mode!r}")
         if storage not in ("disk", "memory"):
@@ -133,6 +135,7 @@ class Broker:
         self._own_dir = data_dir is None
         base = memory_dir() if storage == "memory" else None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="kwire-test-", dir=base)
+        self.log_dirs = [self.data_dir, *(log_dirs or [])]
         self.log_level = log_level
         self.proc: subprocess.Popen | None = None
         self.log_path: str | None = None   # process mode: the broker's stdout and stderr go here (appended)
@@ -172,7 +175,7 @@ class Broker:
 
     def _args(self) -> list[str]:
         args = [sys.executable, "-m", "kwire", "serve", "--listen", f"{self.security}://{self.host}:{self.port}",
-                "--data-dir", self.data_dir, "--log-level", self.log_level]
+                "--data-dir", ",".join(self.log_dirs), "--log-level", self.log_level]
         if "metrics.listen" not in self.overrides:
             args += ["--override", "metrics.listen="]   # off, as in thread mode (kwire serve's default: on)
         for k, v in self.overrides.items():
@@ -200,7 +203,7 @@ class Broker:
         from kwire.config import BrokerConfig
 
         cfg = BrokerConfig.from_properties("", dict(self.overrides))
-        cfg.set("log.dirs", self.data_dir)
+        cfg.set("log.dirs", ",".join(self.log_dirs))
         ready = threading.Event()
         self._error = None
 

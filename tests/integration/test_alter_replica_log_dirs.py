@@ -80,16 +80,23 @@ def test_wire_answers_in_kafkas_order(broker):
         assert versions[34] == (1, 2)   # as Kafka 4.x, the default emulated release
 
 
-def test_an_offline_dir_answers_kafka_storage_error(broker, monkeypatch):
-    t = f"ld-{uuid.uuid4().hex[:8]}"
-    with broker.client() as c:
+def test_an_offline_dir_answers_kafka_storage_error(tmp_path, monkeypatch):
+    """A move into a failed dir, or of a replica in one, is KAFKA_STORAGE_ERROR (the broker
+    has a healthy dir too: a broker whose every log dir failed shuts down)."""
+    t, u = f"ld-{uuid.uuid4().hex[:8]}", f"ok-{uuid.uuid4().hex[:8]}"
+    data, spare = os.path.abspath(str(tmp_path / "data")), os.path.abspath(str(tmp_path / "spare"))
+    with Broker(mode="thread", data_dir=data, log_dirs=[spare], overrides={"node.id": 1}) as b, b.client() as c:
         c.create_topic(t)
+        c.create_topic(u)
+        assert (b.broker.logs.log_dir_of(t, 0), b.broker.logs.log_dir_of(u, 0)) == (data, spare)
         c.produce(t, ["a"])
         disk = FailingDisk(monkeypatch, t)
         disk.fail("pwritev", errno.EIO)
         with pytest.raises(KafkaWireError):
             c.produce(t, ["lost"])
-        assert alter(c, [(os.path.abspath(broker.data_dir), {t: [0]})]) == {(t, 0): ErrorCode.KAFKA_STORAGE_ERROR}
+        assert alter(c, [(data, {u: [0]}), (spare, {t: [0]})]) == {
+            (u, 0): ErrorCode.KAFKA_STORAGE_ERROR, (t, 0): ErrorCode.KAFKA_STORAGE_ERROR}
+        assert alter(c, [(spare, {u: [0]})]) == {(u, 0): ErrorCode.NONE}   # where it is: nothing to do
         disk.heal()
 
 

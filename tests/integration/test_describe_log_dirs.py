@@ -118,12 +118,18 @@ def test_topics_filter(broker):
         assert res.error_code == 0 and res.topics == [] and res.total_bytes > 0
 
 
-def test_offline_log_dir_answers_kafka_storage_error(broker, monkeypatch):
+def test_offline_log_dir_answers_kafka_storage_error(tmp_path, monkeypatch):
+    """The failed dir answers KAFKA_STORAGE_ERROR and nothing else; the broker's other log dir
+    (it needs one to keep running: a broker whose every log dir failed shuts down) is described
+    as usual."""
     t = f"t-{uuid.uuid4().hex[:8]}"
-    with broker.client() as c:
+    data, spare = str(tmp_path / "data"), str(tmp_path / "spare")
+    with Broker(mode="thread", data_dir=data, log_dirs=[spare],
+                overrides={"kwire.emulate.kafka.version": "4.3"}) as b, b.client() as c:
         c.create_topic(t)
         c.produce(t, ["a", "b"])
-        assert describe(c, 4, None).results[0].error_code == 0
+        assert [r.error_code for r in describe(c, 4, None).results] == [0, 0]
+        assert b.broker.logs.log_dir_of(t, 0) == os.path.abspath(data)
         disk = FailingDisk(monkeypatch, t)
         disk.fail("pwritev", errno.EIO)
         with pytest.raises(KafkaWireError) as e:
@@ -131,12 +137,14 @@ def test_offline_log_dir_answers_kafka_storage_error(broker, monkeypatch):
         assert e.value.code == ErrorCode.KAFKA_STORAGE_ERROR
         for version in (1, 4, 5):
             resp = describe(c, version, None)
-            [res] = resp.results
+            res, other = resp.results
             assert res.error_code == ErrorCode.KAFKA_STORAGE_ERROR
-            assert res.log_dir == os.path.abspath(broker.data_dir)
+            assert res.log_dir == os.path.abspath(data)
             assert res.topics == []
+            assert other.error_code == 0 and other.log_dir == os.path.abspath(spare)
             if version >= 4:
                 assert res.total_bytes == -1 and res.usable_bytes == -1
+                assert other.total_bytes > 0
             if version >= 3:
                 assert resp.error_code == 0
         disk.heal()

@@ -1,7 +1,8 @@
 """Storage errors: an I/O error (injected, or a real full file system) takes the log dir
 offline the way Kafka's LogDirFailureChannel does: KAFKA_STORAGE_ERROR for its partitions,
-the broker keeps answering everything else, no acknowledged record is lost, and a restart on
-a healthy disk recovers."""
+the broker keeps answering everything else (here it has a second, healthy log dir: a broker
+whose every log dir failed shuts down, tests/integration/test_jbod.py), no acknowledged
+record is lost, and a restart on a healthy disk recovers."""
 from __future__ import annotations
 
 import errno
@@ -83,7 +84,7 @@ def _values(records) -> list[bytes]:
 
 @pytest.fixture
 def broker(tmp_path):
-    b = Broker(mode="thread", data_dir=str(tmp_path / "data"),
+    b = Broker(mode="thread", data_dir=str(tmp_path / "data"), log_dirs=[str(tmp_path / "spare")],
                overrides={"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 2})
     b.start()
     yield b
@@ -102,19 +103,22 @@ def test_append_error_takes_log_dir_offline(broker, monkeypatch, caplog, call, e
         for i in range(0, 20, 5):
             c.produce(topic, acked[i:i + 5])
         c.produce(other, ["x"])
+        logs = broker.broker.logs
+        failed, healthy = logs.log_dir_of(topic, 0), logs.log_dir_of(other, 0)
+        assert failed != healthy   # two dirs, one partition each (the fewest first)
         disk = FailingDisk(monkeypatch, topic)
         disk.fail(call, err)
         with caplog.at_level(logging.ERROR, logger="kwire.log"):
             with pytest.raises(KafkaWireError) as e:
                 c.produce(topic, ["lost"])
             assert e.value.code == ErrorCode.KAFKA_STORAGE_ERROR
-            # every partition of the dir is offline now (one data dir), each request says so
+            # every partition of the dir is offline now, each request says so; the other dir serves
             with pytest.raises(KafkaWireError) as e:
                 c.produce(topic, ["lost again"])
             assert e.value.code == ErrorCode.KAFKA_STORAGE_ERROR
-            assert produce_raw(c, other, _batch(["y"])).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+            assert produce_raw(c, other, _batch(["y"])).error_code == ErrorCode.NONE
         offline = [r for r in caplog.records if "is offline" in r.getMessage()]
-        assert len(offline) == 1 and broker.data_dir in offline[0].getMessage()
+        assert len(offline) == 1 and failed in offline[0].getMessage()
         assert os.strerror(err) in offline[0].getMessage()
         assert fetch_error(c, topic) == ErrorCode.KAFKA_STORAGE_ERROR
         assert list_offsets(c, topic, -1)[0] == ErrorCode.KAFKA_STORAGE_ERROR
@@ -131,7 +135,7 @@ def test_append_error_takes_log_dir_offline(broker, monkeypatch, caplog, call, e
     with broker.client() as c:
         assert _values(c.consume(topic, 20)) == [v.encode() for v in acked]
         assert c.produce(topic, ["after"]) == [20]
-        assert _values(c.consume(other, 1)) == [b"x"]
+        assert _values(c.consume(other, 2)) == [b"x", b"y"]
 
 
 def _batch(values):
@@ -197,8 +201,9 @@ def _can_mount() -> bool:
 
 @pytest.mark.skipif(not _can_mount(), reason="needs root to mount a small tmpfs")
 def test_real_full_disk(tmp_path):
-    """A 2 MiB tmpfs fills up: ENOSPC answers KAFKA_STORAGE_ERROR, the broker keeps serving,
-    and the data dir copied to a healthy disk holds every acknowledged record."""
+    """A log dir on a 2 MiB tmpfs fills up: ENOSPC answers KAFKA_STORAGE_ERROR for its
+    partitions, the broker keeps serving from its other (healthy) log dir, and the dirs
+    copied to a healthy disk hold every acknowledged record."""
     mnt = tempfile.mkdtemp(prefix="kwire-full-")
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt], capture_output=True)
     if r.returncode != 0:
@@ -208,9 +213,13 @@ def test_real_full_disk(tmp_path):
     acked: list[bytes] = []
     try:
         data = os.path.join(mnt, "data")
-        with Broker(mode="thread", data_dir=data, overrides={"offsets.topic.num.partitions": 1}) as b:
+        first = str(tmp_path / "first")   # the metadata log and the other topic: a healthy disk
+        with Broker(mode="thread", data_dir=first, log_dirs=[data],
+                    overrides={"offsets.topic.num.partitions": 1}) as b:
             with b.client() as c:
+                c.create_topic("pad")      # in the first dir: the next partition goes to the other
                 c.create_topic(topic)
+                assert b.broker.logs.log_dir_of(topic, 0) == os.path.abspath(data)
                 code = 0
                 for i in range(400):
                     values = [f"{i}-{j}-".encode() + b"x" * 1000 for j in range(10)]
@@ -223,10 +232,11 @@ def test_real_full_disk(tmp_path):
                 assert code == ErrorCode.KAFKA_STORAGE_ERROR and acked
                 metadata_ok(c, topic)
                 assert fetch_error(c, topic) == ErrorCode.KAFKA_STORAGE_ERROR
+                assert c.produce("pad", ["still served"]) == [0]
             healthy = str(tmp_path / "healthy")
             b.stop()
             shutil.copytree(data, healthy)
-        with Broker(mode="thread", data_dir=healthy) as b2:
+        with Broker(mode="thread", data_dir=first, log_dirs=[healthy]) as b2:
             got = b2.consume(topic, len(acked), timeout=20)
             assert [bytes(r.value) for r in got] == acked
             assert b2.produce(topic, ["more"]) == [len(acked)]

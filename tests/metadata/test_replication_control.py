@@ -218,3 +218,21 @@ def test_a_broker_registering_again_leaves_the_isrs_it_shares_first():
     assert (ps[0].leader, sorted(ps[0].isr), ps[0].leader_epoch) == (2, [2, 3], 1)   # led: new leader, out of ISR
     assert (ps[1].leader, ps[1].isr, ps[1].leader_epoch) == (2, [2], 0)              # followed: out of ISR
     assert (ps[2].leader, ps[2].isr) == (1, [1])                                     # the only copy: kept
+
+
+def test_a_failed_log_dir_moves_its_partitions_only():
+    """Kafka's handleDirectoriesOffline: the broker leaves the ISR and leadership of the
+    partitions in its failed dir, nothing else; a replica there is never elected again (even
+    as the last ISR member), until the broker registers anew."""
+    img = cluster({0: (1, [1, 2, 3], [1, 2, 3]), 1: (2, [2, 1, 3], [2, 1, 3]), 2: (1, [1, 2], [1]),
+                   3: (1, [1, 2, 3], [1, 2, 3])})
+    failed = {(TID, 0), (TID, 1), (TID, 2)}      # partition 3 sits in a healthy dir
+    offline = {tp: {1} for tp in failed}
+    commit(img, RC.offline_dir_updates(img, 1, failed, offline=offline))
+    assert state(img, 0) == (2, [2, 3], 1)
+    assert state(img, 1) == (2, [2, 3], 0)       # a follower left the ISR: same leader epoch
+    assert state(img, 2) == (-1, [1], 1)         # the last ISR member stays; no leader
+    assert state(img, 3) == (1, [1, 2, 3], 0)    # untouched
+    assert RC.offline_dir_updates(img, 1, failed, offline=offline) == []   # reported again: nothing
+    assert RC.elect_leaderless(img, offline=offline) == []
+    assert RC.elect_leaderless(img) != []        # what the acceptor keeps out

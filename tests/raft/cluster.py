@@ -72,11 +72,13 @@ def produce(port: int, topic: str, partition: int, value: bytes = b"v") -> int:
 
 
 class Node:
-    def __init__(self, node_id: int, port: int, controller_port: int, data_dir: str):
+    def __init__(self, node_id: int, port: int, controller_port: int, data_dir: str, log_dirs: int = 1):
         self.node_id = node_id
         self.port = port
         self.controller_port = controller_port
         self.data_dir = data_dir
+        # log.dirs: the data dir, then <data dir>-<i> for each further one (JBOD)
+        self.log_dirs = [data_dir] + [f"{data_dir}-{i}" for i in range(1, log_dirs)]
         self.proc: subprocess.Popen | None = None
         self._log = None
 
@@ -86,7 +88,7 @@ class Node:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kwire", "serve", "--node-id", str(self.node_id),
              "--listen", f"127.0.0.1:{self.port}", "--controller-listen", f"127.0.0.1:{self.controller_port}",
-             "--controller-quorum-voters", voters, "--data-dir", self.data_dir, *extra_args],
+             "--controller-quorum-voters", voters, "--data-dir", ",".join(self.log_dirs), *extra_args],
             cwd=ROOT, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
@@ -115,9 +117,9 @@ class Node:
 
 
 class Cluster:
-    def __init__(self, base_dir: str, size: int = 3, extra_args: tuple[str, ...] = ()):
+    def __init__(self, base_dir: str, size: int = 3, extra_args: tuple[str, ...] = (), log_dirs: int = 1):
         self.extra_args = tuple(extra_args)
-        self.nodes = {i: Node(i, free_port(), free_port(), os.path.join(base_dir, f"node{i}"))
+        self.nodes = {i: Node(i, free_port(), free_port(), os.path.join(base_dir, f"node{i}"), log_dirs)
                       for i in range(1, size + 1)}
         self.voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values())
 

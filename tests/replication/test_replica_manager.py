@@ -277,7 +277,7 @@ def test_a_failed_log_dir_takes_its_partitions_offline(cluster):
     assert rm.high_watermark("t", 0) == 2
 
 
-def test_describe_log_dir(cluster, tmp_path):
+def test_describe_log_dirs(cluster, tmp_path):
     """DescribeLogDirs' view: every local log (sorted), or those named; sizes are the
     segment files' sizes; an offline dir says so."""
     rm = cluster.rm
@@ -285,7 +285,7 @@ def test_describe_log_dir(cluster, tmp_path):
     cluster.topic("a", [ME, 2])          # partition 1 is led elsewhere: no log here
     rm.append_records("b", 1, batch(5), NOW, origin=CLIENT)
     rm.append_records("a", 0, batch(2), NOW, origin=CLIENT)
-    log_dir, offline, rows = rm.describe_log_dir()
+    [(log_dir, offline, rows)] = rm.describe_log_dirs()
     assert log_dir == os.path.abspath(str(tmp_path)) and offline is False
     assert [r[:2] for r in rows] == [("a", 0), ("b", 0), ("b", 1)]
 
@@ -295,7 +295,7 @@ def test_describe_log_dir(cluster, tmp_path):
     for t, p, size, lag, future in rows:
         assert size == on_disk(t, p) and lag == 0 and future is False
     assert rows[1][2] == 0 and rows[2][2] > rows[0][2] > 0
-    assert [r[:2] for r in rm.describe_log_dir({("b", 1), ("a", 1), ("zz", 0)})[2]] == [("b", 1)]
-    assert rm.describe_log_dir(set())[2] == []
+    assert [r[:2] for r in rm.describe_log_dirs({("b", 1), ("a", 1), ("zz", 0)})[0][2]] == [("b", 1)]
+    assert rm.describe_log_dirs(set())[0][2] == []
     cluster.logs.failure_channel.maybe_add_offline_log_dir(log_dir, "test", OSError(5, "EIO"))
-    assert rm.describe_log_dir()[1] is True
+    assert rm.describe_log_dirs()[0][1] is True
