@@ -31,13 +31,9 @@ def conn(b: Broker, user: str = "alice") -> Conn:
     return Conn(b.bootstrap_servers, "secured-fixes", sasl=(user, USERS[user]))
 
 
-def test_a_wrong_password_is_refused():
-    b = Broker(security="SASL_PLAINTEXT", users=USERS, overrides=SECURED_COMMON).start()
-    try:
-        with pytest.raises(AuthenticationFailed):
-            Conn(b.bootstrap_servers, sasl=("alice", "nope"))
-    finally:
-        b.cleanup()
+def test_a_wrong_password_is_refused(kw):
+    with pytest.raises(AuthenticationFailed):
+        Conn(kw.bootstrap_servers, sasl=("alice", "nope"))
 
 
 def test_config_denials_carry_the_errors_default_message(kw):
