@@ -33,7 +33,9 @@ append then needs the verification guard still current (a marker meanwhile: INVA
   finalizes 2), whatever the verification config: the producer sent no AddOffsetsToTxn, so
   the partition is added to its transaction (kwire.transactions.verify.add_to_transaction),
   and its answer fails every partition (PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, the
-  retriable ones as COORDINATOR_NOT_AVAILABLE, which kwire's stock-client tests rely on).
+  retriable ones as COORDINATOR_NOT_AVAILABLE). Kept from before: Kafka maps these as the
+  v0-4 ones (CONCURRENT_TRANSACTIONS as it is); kwire first waits up to 100 ms for an ending
+  transaction (kwire.transactions.verify), so the retriable answers are rare here.
 With an authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED everywhere) and on each topic
 (TOPIC_AUTHORIZATION_FAILED), as Kafka.
 """
