@@ -160,7 +160,7 @@ def test_a_fenced_confluent_producer_cannot_send_offsets(kw):
     """The stock client's view (librdkafka: AddOffsetsToTxn then TxnOffsetCommit v3): the zombie's
     send_offsets_to_transaction fails with a fatal fencing error, its offsets never count, and the
     new producer's transaction commits its own."""
-    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
     conf = {"bootstrap.servers": kw.bootstrap_servers, "transactional.id": "zombie-app",
             "transaction.timeout.ms": 60_000}
@@ -176,8 +176,8 @@ def test_a_fenced_confluent_producer_cannot_send_offsets(kw):
     with pytest.raises(KafkaException) as info:
         zombie.send_offsets_to_transaction([TopicPartition("t", 0, 9)], meta, 30)
     err = info.value.args[0]
-    assert err.fatal(), err
-    assert err.code() in (err._FENCED, err.PRODUCER_FENCED, err.INVALID_PRODUCER_EPOCH), err
+    # what librdkafka reports against Apache Kafka 4.3.1 in the same scenario (run side by side)
+    assert (err.code(), err.fatal(), err.retriable()) == (KafkaError._FENCED, True, False), err
     fresh.begin_transaction()
     fresh.send_offsets_to_transaction([TopicPartition("t", 0, 7)], meta, 30)
     fresh.commit_transaction(30)
