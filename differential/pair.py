@@ -29,6 +29,26 @@ COMMON = {
 }
 
 
+# The secured pair (``Pair(secured=True)``): one SASL_PLAINTEXT listener with PLAIN and these users,
+# Kafka's StandardAuthorizer on both, no ACL at first: a principal may do only what an ACL allows.
+# ``admin`` is a super user (every connection of the harness's own setup logs in as admin);
+# ANONYMOUS is one too because Kafka's controller listener is PLAINTEXT (its broker registers
+# and heartbeats as ANONYMOUS) and kwire's harness listener is too; no case connects on either.
+USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
+SECURED_COMMON = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:admin;User:ANONYMOUS",
+    "allow.everyone.if.no.acl.found": "false",
+    "sasl.enabled.mechanisms": "PLAIN",
+}
+
+
+def _plain_jaas(users: dict, login: str | None = None) -> str:
+    me = f'username="{login}" password="{users[login]}" ' if login else ""
+    return ("org.apache.kafka.common.security.plain.PlainLoginModule required " + me
+            + " ".join(f'user_{u}="{p}"' for u, p in users.items()) + ";")
+
+
 @dataclass
 class Side:
     name: str               # "kafka" or "kwire"
@@ -36,25 +56,41 @@ class Side:
     topic_ids: dict = field(default_factory=dict)   # topic name -> uuid, learnt from answers
     ranges: dict = field(default_factory=dict)      # api key -> (min, max) this side serves
     common: dict = field(default_factory=dict)      # api key -> (min, max) both sides serve
+    users: dict | None = None   # a secured side: user -> password (SASL/PLAIN before any request)
+    user: str = "admin"         # who the side's connections log in as unless told
 
-    def connect(self, client_id: str = "differential") -> Conn:
-        return Conn(self.bootstrap, client_id)
+    def connect(self, client_id: str = "differential", user: str | None = None) -> Conn:
+        if self.users is None:
+            return Conn(self.bootstrap, client_id)
+        name = user or self.user
+        return Conn(self.bootstrap, client_id, sasl=(name, self.users[name]))
 
 
 class Pair:
     """Start with ``Pair().start()``; ``close()`` stops both (by PID for Kafka)."""
 
-    def __init__(self, overrides: dict | None = None, kwire_mode: str = "thread"):
-        self.overrides = {**COMMON, **(overrides or {})}
-        self.kafka = ApacheKafka(nodes=1, overrides=self.overrides)
-        self.kwire = Broker(mode=kwire_mode, overrides=self.overrides, storage="memory")
+    def __init__(self, overrides: dict | None = None, kwire_mode: str = "thread", secured: bool = False):
+        self.secured = secured
+        self.overrides = {**COMMON, **(SECURED_COMMON if secured else {}), **(overrides or {})}
+        if secured:
+            # Kafka's broker talks to itself (the transaction verification) on the same listener, as admin
+            kafka_sasl = {"sasl.mechanism.inter.broker.protocol": "PLAIN",
+                          "listener.name.sasl_plaintext.plain.sasl.jaas.config": _plain_jaas(USERS, "admin")}
+            self.kafka = ApacheKafka(nodes=1, overrides={**self.overrides, **kafka_sasl}, listener="SASL_PLAINTEXT")
+            self.kwire = Broker(mode=kwire_mode, overrides=self.overrides, storage="memory",
+                                security="SASL_PLAINTEXT", users=USERS)
+        else:
+            self.kafka = ApacheKafka(nodes=1, overrides=self.overrides)
+            self.kwire = Broker(mode=kwire_mode, overrides=self.overrides, storage="memory")
         self.sides: list[Side] = []
 
     def start(self) -> "Pair":
         try:
             self.kwire.start()
             self.kafka.start()
-            self.sides = [Side("kafka", self.kafka.bootstrap_servers), Side("kwire", self.kwire.bootstrap_servers)]
+            users = USERS if self.secured else None
+            self.sides = [Side("kafka", self.kafka.bootstrap_servers, users=users),
+                          Side("kwire", self.kwire.bootstrap_servers, users=users)]
             for side in self.sides:
                 warm_up(side)
                 side.ranges = served_versions(side)

@@ -33,6 +33,7 @@ class Family:
     run: Callable[[Session, Any], None]
     examples: int = 20
     ci_examples: int = 5            # how many `make test` runs
+    secured: bool = False           # runs on the secured pair (SASL_PLAINTEXT, StandardAuthorizer)
 
 
 def outcome_tree(out: Outcome, norm: Normaliser) -> dict:
@@ -138,24 +139,28 @@ def run_family(pair: Pair, fam: Family, results: Results, examples: int, counter
 
 
 def run(families: list[Family], *, ci: bool = False, pair: Pair | None = None,
-        report_path: str | None = "differential-report.json", only: set[str] | None = None) -> dict:
+        report_path: str | None = "differential-report.json", only: set[str] | None = None,
+        secured_pair: Pair | None = None) -> dict:
+    """Each pair (plain, secured) is started only when a selected family needs it, one after the
+    other (two Kafka JVMs at once would crowd a small machine)."""
     results = Results(listed_mod.load())
     counter = itertools.count()
-    own = pair is None
-    pair = pair or Pair().start()
-    try:
-        for fam in families:
-            if only and fam.name not in only:
-                continue
-            if (fam.ci_examples if ci else fam.examples) <= 0:
-                continue
-            t0, before = time.monotonic(), results.compared
-            run_family(pair, fam, results, fam.ci_examples if ci else fam.examples, counter)
-            print(f"differential: {fam.name}: {results.compared - before} requests compared in "
-                  f"{time.monotonic() - t0:.1f} s, {len(results.unlisted)} unlisted so far", file=sys.stderr, flush=True)
-    finally:
-        if own:
-            pair.close()
+    selected = [f for f in families if (not only or f.name in only) and (f.ci_examples if ci else f.examples) > 0]
+    for secured, given in ((False, pair), (True, secured_pair)):
+        fams = [f for f in selected if f.secured == secured]
+        if not fams:
+            continue
+        p = given or Pair(secured=secured).start()
+        try:
+            for fam in fams:
+                t0, before = time.monotonic(), results.compared
+                run_family(p, fam, results, fam.ci_examples if ci else fam.examples, counter)
+                print(f"differential: {fam.name}: {results.compared - before} requests compared in "
+                      f"{time.monotonic() - t0:.1f} s, {len(results.unlisted)} unlisted so far", file=sys.stderr,
+                      flush=True)
+        finally:
+            if given is None:
+                p.close()
     rep = results.report()
     if report_path:
         with open(report_path, "w") as f:

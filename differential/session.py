@@ -20,6 +20,7 @@ class Session:
         self.side = side
         self.n = n
         self.family = family
+        self.user: str | None = None   # None: the side's own login (admin on a secured pair)
         self.conn: Conn = side.connect(f"differential-{family}")
         self.log: list[tuple[str, str, int, Outcome]] = []   # (label, api, version, outcome)
 
@@ -32,7 +33,12 @@ class Session:
 
     def reconnect(self) -> None:
         self.conn.close()
-        self.conn = self.side.connect(f"differential-{self.family}")
+        self.conn = self.side.connect(f"differential-{self.family}", user=self.user)
+
+    def login(self, user: str) -> None:
+        """Go on as ``user`` (a secured pair): a new connection that authenticates as them."""
+        self.user = user
+        self.reconnect()
 
     def close(self) -> None:
         self.conn.close()

@@ -22,8 +22,16 @@ class Outcome:
     detail: str = ""          # why a frame could not be decoded
 
 
+class AuthenticationFailed(Exception):
+    pass
+
+
 class Conn:
-    def __init__(self, bootstrap: str, client_id: str = "differential", timeout: float = TIMEOUT):
+    """``sasl``: (user, password) to authenticate with SASL/PLAIN first (SaslHandshake v1, then
+    SaslAuthenticate v2), as a client on a SASL_PLAINTEXT listener does before any other request."""
+
+    def __init__(self, bootstrap: str, client_id: str = "differential", timeout: float = TIMEOUT,
+                 sasl: tuple[str, str] | None = None):
         host, port = bootstrap.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -31,6 +39,21 @@ class Conn:
         self.timeout = timeout
         self.corr = 0
         self.closed = False
+        if sasl is not None:
+            try:
+                self.authenticate(*sasl)
+            except BaseException:
+                self.close()
+                raise
+
+    def authenticate(self, user: str, password: str) -> None:
+        out = self.call("SaslHandshake", 1, mechanism="PLAIN")
+        if out.kind != "response" or out.body.error_code:
+            raise AuthenticationFailed(f"SaslHandshake: {out}")
+        token = b"\0" + user.encode() + b"\0" + password.encode()
+        out = self.call("SaslAuthenticate", 2, auth_bytes=token)
+        if out.kind != "response" or out.body.error_code:
+            raise AuthenticationFailed(f"SaslAuthenticate as {user}: {out}")
 
     def close(self) -> None:
         try:

@@ -359,14 +359,16 @@ class GroupEdge:
 
     # ------------------------------------------------------------------ writer
     def _write(self, partition: int, records: list[Record], done, *,
-               transaction: tuple[int, int] | None = None) -> None:
+               transaction: tuple | None = None) -> None:
         """Append one batch to the partition as its leader, then acknowledge it once the
         high watermark passes it: acks=all, as Kafka's coordinator appends offsets and group
         metadata (``done(error, base_offset)`` at once when it already has, else from a task
         on the broker's nursery). Not replicated within offsets.commit.timeout.ms:
         REQUEST_TIMED_OUT. ``transaction`` (producer id, epoch): a transactional batch of
         that producer (TxnOffsetCommit), without sequence numbers: the log checks a
-        coordinator's append for the producer's epoch, not its sequence (as Kafka)."""
+        coordinator's append for the producer's epoch, not its sequence (as Kafka); a third
+        item, the producer's verification guard (None when its transaction was open here
+        already), makes the append check it as a verified Produce's (KIP-890)."""
         b = self.broker
         rm = b.replica_manager
         now = b.clock.now_ms()
@@ -375,7 +377,9 @@ class GroupEdge:
             "is_transactional": True}
         try:
             batch = build_batch([(k, v, None, now) for k, v in records], **txn)
-            res = rm.append_records(OFFSETS_TOPIC, partition, bytearray(batch), now, required_acks=-1)
+            verified = {} if transaction is None or len(transaction) < 3 else {
+                "verify_transaction": True, "verification_guard": transaction[2]}
+            res = rm.append_records(OFFSETS_TOPIC, partition, bytearray(batch), now, required_acks=-1, **verified)
         except KafkaError as exc:
             log.warning("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
             done(getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR))

@@ -71,12 +71,13 @@ Record = tuple[bytes, "bytes | None"]
 #: ``done(ErrorCode.NONE, base_offset)`` (or an error code) once they are durable;
 #: ``base_offset`` is the offset of the first record, or left out (-1) when the writer does
 #: not know it. ``done`` may be called before ``writer`` returns. ``transaction`` is only
-#: passed for a transactional batch (TxnOffsetCommit): (producer id, producer epoch).
+#: passed for a transactional batch (TxnOffsetCommit): (producer id, producer epoch), and a
+#: third item, the KIP-890 verification guard, when the edge verified the transaction.
 Writer = Callable[..., None]
 
 
 def immediate_writer(partition: int, records: list[Record], done: Callable[..., None], *,
-                     transaction: tuple[int, int] | None = None) -> None:
+                     transaction: tuple | None = None) -> None:
     """A writer for tests and in-memory brokers: nothing to append, done at once."""
     done(ErrorCode.NONE)
 

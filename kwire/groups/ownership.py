@@ -158,10 +158,10 @@ class PartitionOwnership:
     # ------------------------------------------------------------------ writes
     def _write(self, group_id: str, records: list[Record],
                done: Callable[..., None] | None = None, *,
-               transaction: tuple[int, int] | None = None, with_offset: bool = False) -> None:
+               transaction: tuple | None = None, with_offset: bool = False) -> None:
         """Hand records to the writer, remembering the write until it is acknowledged, so
         that an unload answers what still waits for it. ``transaction``: (producer id,
-        producer epoch) of a transactional write (TxnOffsetCommit). ``with_offset``: call
+        producer epoch[, verification guard]) of a transactional write (TxnOffsetCommit). ``with_offset``: call
         ``done(error, base_offset)`` (the offset of the first record, -1 when the writer
         does not say) instead of ``done(error)``."""
         partition = self.partition_for(group_id)

@@ -19,9 +19,9 @@ from v3 the member id, group instance id and generation are checked like an Offs
 accepted whatever the group's state (v0-2 carry none), and a rebalance in progress is no
 error. Nothing here does I/O.
 
-Left out: KIP-890 verification (asking the transaction coordinator whether the offsets
-partition is in the producer's transaction before writing); the log checks the producer's
-epoch.
+KIP-890 verification (asking the transaction coordinator whether the offsets partition is in
+the producer's transaction) is the edge's, before this runs (kwire.handlers.txn_offset_commit);
+the append here then carries its verification guard.
 """
 from __future__ import annotations
 
@@ -57,10 +57,12 @@ class TransactionalOffsets:
     def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
                            offsets: Iterable[TxnCommitOffset], *, generation_id: int = -1,
                            member_id: str = "", group_instance_id: str | None = None,
-                           ) -> Pending[CommitResult]:
+                           verify: bool = False, verification_guard=None) -> Pending[CommitResult]:
         """Handle a TxnOffsetCommit: the offsets are written as a transactional batch of the
         producer and pending until its transaction ends. Answers once the write is
-        durable (errors as an OffsetCommit's, Kafka's storeOffsets)."""
+        durable (errors as an OffsetCommit's, Kafka's storeOffsets). ``verify``: the edge
+        verified the partition with the transaction coordinator (KIP-890), so the append needs
+        the producer's transaction open there or ``verification_guard`` still current."""
         offsets = list(offsets)
         p: Pending[CommitResult] = Pending()
 
@@ -123,8 +125,9 @@ class TransactionalOffsets:
                     errors[tp] = e
             p.set_result(CommitResult(errors))
 
-        self._write(group_id, records, appended, transaction=(producer_id, producer_epoch),
-                    with_offset=True)
+        txn = (producer_id, producer_epoch) if not verify else \
+            (producer_id, producer_epoch, verification_guard)
+        self._write(group_id, records, appended, transaction=txn, with_offset=True)
         return p
 
     # ================================================================== markers =========

@@ -57,7 +57,7 @@ async def describe_acls(ctx: RequestContext, req):
         out.append(Res(resource_type=rtype, resource_name=name, pattern_type=pattern, acls=[
             Desc(principal=b.principal, host=b.host, operation=b.operation, permission_type=b.permission_type)
             for b in sorted(bs, key=lambda b: (b.principal, b.host, b.operation, b.permission_type))]))
-    return answer(ErrorCode.NONE, None, out)
+    return answer(ErrorCode.NONE, "", out)   # Kafka answers "" (not null) when all is well
 
 
 @handles("CreateAcls", "0-3")

@@ -40,7 +40,7 @@ from kwire.handlers.config_entries import (
 )
 from kwire.metadata.config_control import min_isr_transition_error
 from kwire.metadata.records import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
-from kwire.security.authorizer import config_resource_error
+from kwire.security.authorizer import config_resource_error, denied_message
 from kwire.security.operations import AclOperation as Op
 
 RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS = 8, 16
@@ -96,8 +96,8 @@ async def describe_configs(ctx: RequestContext, req):
         out.append(r)
         name = res.resource_name
         denied = config_resource_error(ctx, res.resource_type, name, Op.DESCRIBE_CONFIGS)
-        if denied:
-            r.error_code = denied
+        if denied:   # Kafka: the error's default message ("Topic authorization failed.")
+            r.error_code, r.error_message = denied, denied_message(denied)
             continue
         if res.resource_type == RESOURCE_TOPIC:
             err = validate_topic_name(name)
@@ -271,8 +271,8 @@ async def _apply(ctx: RequestContext, req, changes_for):
         r = R(error_code=0, error_message=None, resource_type=res.resource_type, resource_name=res.resource_name)
         out.append(r)
         denied = config_resource_error(ctx, res.resource_type, res.resource_name, Op.ALTER_CONFIGS)
-        if denied:
-            r.error_code = denied
+        if denied:   # Kafka: the error's default message ("Topic authorization failed.")
+            r.error_code, r.error_message = denied, denied_message(denied)
             continue
         try:
             _check_resource(b, res.resource_type, res.resource_name)

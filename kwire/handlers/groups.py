@@ -48,7 +48,9 @@ from kwire.groups.pending import Pending
 from kwire.internal_topics import OFFSETS_TOPIC
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.transactions import CREATE_WAIT_S, ensure_transaction_topic, transaction_coordinator_node
-from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, allowed, operations_field
+from kwire.security.authorizer import (
+    CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, allowed, denied_message, operations_field,
+)
 from kwire.security.operations import AclOperation as Op
 
 E = ErrorCode
@@ -179,6 +181,8 @@ async def find_coordinator(ctx: RequestContext, req):
     if v < 4:
         err, msg, node = answer(req.key_type if v >= 1 else 0, req.key)
         if err:
+            if msg is None:   # an authorization failure: Kafka says the error's default message up to v3
+                msg = denied_message(err)
             return ctx.response(throttle_time_ms=0, error_code=err, error_message=msg,
                                 node_id=-1, host="", port=-1)
         host, port = node.address(ctx.listener)
@@ -190,6 +194,8 @@ async def find_coordinator(ctx: RequestContext, req):
     for key in req.coordinator_keys:
         err, msg, node = answer(req.key_type, key)
         if err:
+            if msg is None and denied_message(err) is not None:   # Kafka: "" for an authorization failure from v4
+                msg = ""
             out.append(C(key=key, node_id=-1, host="", port=-1, error_code=err, error_message=msg))
         else:
             host, port = node.address(ctx.listener)

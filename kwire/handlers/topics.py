@@ -20,6 +20,8 @@ shutdown); a new partition's ISR is its replicas on usable brokers.
 """
 from __future__ import annotations
 
+import uuid
+
 from kwire.config import TOPIC_CONFIGS
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
@@ -83,11 +85,16 @@ async def create_topics(ctx: RequestContext, req):
                 r.topic_id = topic.topic_id
                 r.num_partitions = len(topic.partitions)
                 r.replication_factor = len(topic.partitions[min(topic.partitions)].replicas)
-            else:  # validate_only: what the controller would have made
+            else:  # validate_only: what the controller would have made, a fresh topic id included
+                # (Kafka's ReplicationControlManager draws the id before it knows the request only validates)
                 r.num_partitions, r.replication_factor = res.num_partitions, res.replication_factor
+                r.topic_id = uuid.uuid4()
                 topic = None
-            if _topic_denied(ctx, Op.DESCRIBE_CONFIGS, t.name):   # Kafka: created, its configs not shown
+            if _topic_denied(ctx, Op.DESCRIBE_CONFIGS, t.name):
+                # Kafka (ReplicationControlManager.createTopic): created, but its partitions, replication
+                # factor and configs are not shown to a principal that may not describe its configs
                 r.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                r.num_partitions = r.replication_factor = -1
                 continue
             r.configs = [C(name=e.name, value=e.value, read_only=False, config_source=e.source, is_sensitive=False)
                          for e in describe_topic_entries(b, topic, overrides=configs if topic is None else None)]
@@ -104,7 +111,8 @@ async def delete_topics(ctx: RequestContext, req):
     else:
         items = [(n, None) for n in req.topic_names]
     for name, tid in items:
-        if name is None:
+        by_id = name is None
+        if by_id:
             t = b.image.topics_by_id.get(tid)
             if t is None:
                 out.append(R(name=None, topic_id=tid, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
@@ -114,9 +122,14 @@ async def delete_topics(ctx: RequestContext, req):
         t = b.image.topics.get(name)
         topic_id = t.topic_id if t else (tid or None)
         if _topic_denied(ctx, Op.DELETE, name):
-            r = R(name=name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message="Authorization failed.")
-            if topic_id is not None:
-                r.topic_id = topic_id
+            # Kafka's KafkaApis.handleDeleteTopicsRequest: the error's default message (CreateTopics says
+            # "Authorization failed."), the topic id as the request gave it (zero when named), and no
+            # name for a topic asked by id that the principal may not describe
+            hidden = by_id and _topic_denied(ctx, Op.DESCRIBE, name)
+            r = R(name=None if hidden else name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                  error_message="Topic authorization failed.")
+            if tid is not None:
+                r.topic_id = tid
             out.append(r)
             continue
         res = await b.delete_topic(name)

@@ -13,19 +13,35 @@ producer id or epoch below 0 is INVALID_PRODUCER_ID_MAPPING (no transaction can 
 offsets); the log's verdict on the producer's epoch (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED)
 and append errors as an OffsetCommit's.
 
-v5 (transaction version 2, KIP-890 part 2; advertised when the transaction.version config
-finalizes 2): the producer sent no AddOffsetsToTxn, so the group's __consumer_offsets partition
-is added to its transaction with the transaction coordinator first (kwire.transactions.verify.
-add_to_transaction), and its answer fails every partition as Kafka maps it (PRODUCER_FENCED as
-INVALID_PRODUCER_EPOCH, the retriable ones as COORDINATOR_NOT_AVAILABLE...).
-Left out: KIP-890 part 1 verification of the offsets partition below v5 (so
-TRANSACTION_ABORTABLE is never answered there).
+KIP-890 verification of the offsets partition (Kafka's CoordinatorRuntime.
+scheduleTransactionalWriteOperation -> CoordinatorPartitionWriter.maybeStartTransactionVerification
+-> ReplicaManager / AddPartitionsToTxnManager), once the per-partition checks passed and before
+the group's member and generation checks: unless the producer already has a transaction of
+this epoch open on the group's __consumer_offsets partition (then the log's epoch check is all),
+the transaction coordinator is asked about that partition (kwire.transactions.verify), and the
+append then needs the verification guard still current (a marker meanwhile: INVALID_TXN_STATE).
+- v0-4, when transaction.partition.verification.enable (default true): AddPartitionsToTxn
+  verify_only. Its answer fails every partition: an unknown transactional id or another
+  producer id INVALID_PRODUCER_ID_MAPPING; another epoch (PRODUCER_FENCED) INVALID_PRODUCER_EPOCH;
+  a transaction ending CONCURRENT_TRANSACTIONS; the partition not in the transaction (no
+  AddOffsetsToTxn) TRANSACTION_ABORTABLE from v4, INVALID_TXN_STATE below (Kafka's
+  DEFAULT_ERROR clients); then the group coordinator's operation-error mapping
+  (CoordinatorOperationExceptionHelper): NETWORK_EXCEPTION -> COORDINATOR_LOAD_IN_PROGRESS,
+  NOT_ENOUGH_REPLICAS / REQUEST_TIMED_OUT -> COORDINATOR_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER
+  -> NOT_COORDINATOR.
+- v5 (transaction version 2, KIP-890 part 2; advertised when the transaction.version config
+  finalizes 2), whatever the verification config: the producer sent no AddOffsetsToTxn, so
+  the partition is added to its transaction (kwire.transactions.verify.add_to_transaction),
+  and its answer fails every partition (PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, the
+  retriable ones as COORDINATOR_NOT_AVAILABLE). Kept from before: Kafka maps these as the
+  v0-4 ones (CONCURRENT_TRANSACTIONS as it is); kwire first waits up to 100 ms for an ending
+  transaction (kwire.transactions.verify), so the retriable answers are rare here.
 With an authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED everywhere) and on each topic
 (TOPIC_AUTHORIZATION_FAILED), as Kafka.
 """
 from __future__ import annotations
 
-from kwire.errors import ErrorCode
+from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.groups import _coordinator_for, _group_denied, _topic_denied, _wait
 from kwire.security.operations import AclOperation as Op
@@ -67,16 +83,18 @@ async def txn_offset_commit(ctx: RequestContext, req):
             else:
                 valid.append((t.name, p.partition_index, p.committed_offset,
                               p.committed_leader_epoch, p.committed_metadata))
-    if valid and v >= 5:
-        add_error = await _add_offsets_partition(ctx, coord, req)
-        if add_error is not None:
-            errors.update({(t, p): add_error for t, p, *_ in valid})
+    verify, guard = False, None
+    if valid and (v >= 5 or ctx.broker.config.get("transaction.partition.verification.enable")):
+        verify = True
+        guard, verify_error = await _verify_offsets_partition(ctx, coord, req, v)
+        if verify_error is not None:
+            errors.update({(t, p): verify_error for t, p, *_ in valid})
             valid = []
     if valid:
         pend = coord.commit_txn_offsets(
             req.group_id, req.producer_id, req.producer_epoch, valid,
             generation_id=req.generation_id, member_id=req.member_id,
-            group_instance_id=req.group_instance_id)
+            group_instance_id=req.group_instance_id, verify=verify, verification_guard=guard)
         r = await _wait(pend)
         errors.update(r.errors)
     T = ctx.struct("TxnOffsetCommitResponseTopic")
@@ -97,15 +115,47 @@ _ADD_ERRORS = {E.PRODUCER_FENCED: E.INVALID_PRODUCER_EPOCH, E.CONCURRENT_TRANSAC
                E.COORDINATOR_LOAD_IN_PROGRESS: E.COORDINATOR_NOT_AVAILABLE}
 
 
-async def _add_offsets_partition(ctx: RequestContext, coord, req):
-    """Transaction version 2: the group's offsets partition joins the producer's transaction
-    (the coordinator then writes its marker there); None when added."""
-    from kwire.groups.records import OFFSETS_TOPIC  # noqa: PLC0415
-    from kwire.transactions.verify import add_to_transaction  # noqa: PLC0415
+#: the group coordinator's operation-error mapping (Kafka's CoordinatorOperationExceptionHelper)
+#: of what a verification below v5 answers
+_OPERATION_ERRORS = {E.NETWORK_EXCEPTION: E.COORDINATOR_LOAD_IN_PROGRESS,
+                     E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
+                     E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
+                     E.REQUEST_TIMED_OUT: E.COORDINATOR_NOT_AVAILABLE,
+                     E.NOT_LEADER_OR_FOLLOWER: E.NOT_COORDINATOR, E.KAFKA_STORAGE_ERROR: E.NOT_COORDINATOR}
 
-    tp = (OFFSETS_TOPIC, coord.partition_for(req.group_id))
-    answers = await add_to_transaction(ctx.broker, req.transactional_id, req.producer_id, req.producer_epoch, [tp])
-    code = E(answers.get(tp, E.UNKNOWN_SERVER_ERROR))
+
+def _verification_error(code: ErrorCode, v: int) -> ErrorCode | None:
+    """The transaction coordinator's answer about the offsets partition as a TxnOffsetCommit of
+    version ``v`` gets it; None: in the transaction (or added to it)."""
     if code == E.NONE:
         return None
-    return _ADD_ERRORS.get(code, code)
+    if v >= 5:
+        return _ADD_ERRORS.get(code, code)
+    if code == E.PRODUCER_FENCED:   # AddPartitionsToTxnManager: producers expect INVALID_PRODUCER_EPOCH
+        code = E.INVALID_PRODUCER_EPOCH
+    elif code == E.CLUSTER_AUTHORIZATION_FAILED:
+        code = E.INVALID_TXN_STATE
+    elif code == E.TRANSACTION_ABORTABLE and v < 4:   # DEFAULT_ERROR clients
+        code = E.INVALID_TXN_STATE
+    return _OPERATION_ERRORS.get(code, code)
+
+
+async def _verify_offsets_partition(ctx: RequestContext, coord, req, v: int):
+    """(verification guard or None, error or None): the group's offsets partition verified
+    in (below v5) or added to (v5, transaction version 2) the producer's transaction, unless
+    the producer has a transaction of this epoch open there already (no guard, no error)."""
+    from kwire.groups.records import OFFSETS_TOPIC  # noqa: PLC0415
+    from kwire.transactions.verify import add_to_transaction, verify_transaction  # noqa: PLC0415
+
+    b = ctx.broker
+    tp = (OFFSETS_TOPIC, coord.partition_for(req.group_id))
+    try:
+        guard = b.replica_manager.maybe_start_transaction_verification(
+            tp[0], tp[1], req.producer_id, req.producer_epoch, b.clock.now_ms(), v >= 5)
+    except KafkaError as exc:
+        return None, _verification_error(E(exc.code), 4 if v >= 5 else v)
+    if guard is None:
+        return None, None
+    ask = add_to_transaction if v >= 5 else verify_transaction
+    answers = await ask(b, req.transactional_id, req.producer_id, req.producer_epoch, [tp])
+    return guard, _verification_error(E(answers.get(tp, E.UNKNOWN_SERVER_ERROR)), v)

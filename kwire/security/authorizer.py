@@ -371,6 +371,16 @@ def operations_field(ctx, resource_type: str, name: str, requested: bool) -> int
                                  SUPPORTED[resource_type]))
 
 
+#: the default messages of Kafka's authorization errors (Errors.X.message()), which Kafka answers
+#: where a request carries a message field and nothing more precise is said
+DENIED_MESSAGES = {29: "Topic authorization failed.", 30: "Group authorization failed.",
+                   31: "Cluster authorization failed.", 53: "Transactional Id authorization failed."}
+
+
+def denied_message(code: int) -> str | None:
+    return DENIED_MESSAGES.get(int(code))
+
+
 def config_resource_error(ctx, config_resource_type: int, name: str, op: int) -> int:
     """0, or Kafka's error for a Describe/AlterConfigs resource the principal may not ``op``:
     a topic (2) TOPIC_AUTHORIZATION_FAILED, a broker (4: the cluster) CLUSTER_AUTHORIZATION_FAILED,

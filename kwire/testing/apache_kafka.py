@@ -186,17 +186,23 @@ class ApacheKafka:
     """One or three (any n) Apache Kafka KRaft nodes, each a combined broker and controller.
 
     ``overrides`` are server.properties entries for every node (e.g. ``{"auto.create.topics.enable":
-    "false"}``); ``features`` are passed to the storage format (``{"share.version": 1}``)."""
+    "false"}``); ``features`` are passed to the storage format (``{"share.version": 1}``).
+    ``listener`` is the client (and inter-broker) listener's name and security protocol:
+    "PLAINTEXT", or "SASL_PLAINTEXT" with the SASL settings in ``overrides`` (the controller
+    listener stays PLAINTEXT)."""
 
     def __init__(self, nodes: int = 1, *, overrides: dict | None = None, features: dict | None = None,
                  heap: str = "512m", fast_start: bool = True, directory: str | os.PathLike | None = None,
-                 hosts: list[str] | None = None, version: str = KAFKA_VERSION):
+                 hosts: list[str] | None = None, version: str = KAFKA_VERSION, listener: str = "PLAINTEXT"):
         if nodes < 1:
             raise ValueError("nodes must be >= 1")
         self.version = version
         self.classpath = kafka_classpath(version)
         self.java = java_bin()
         self.overrides = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (overrides or {}).items()}
+        if listener not in ("PLAINTEXT", "SASL_PLAINTEXT"):
+            raise ValueError(f"listener is PLAINTEXT or SASL_PLAINTEXT, not {listener!r}")
+        self.listener = listener
         self.features = dict(features or {})
         self.heap = heap
         self.fast_start = fast_start
@@ -215,15 +221,16 @@ class ApacheKafka:
     def _properties(self, node: KafkaNode) -> dict[str, str]:
         n = len(self.nodes)
         rf = str(min(3, n))
+        L = self.listener
         props = {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
             "controller.quorum.voters": ",".join(f"{x.node_id}@{x.host}:{x.controller_port}" for x in self.nodes),
-            "listeners": f"PLAINTEXT://{node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{node.host}:{node.port}",
+            "listeners": f"{L}://{node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}",
+            "advertised.listeners": f"{L}://{node.host}:{node.port}",
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "inter.broker.listener.name": L,
+            "listener.security.protocol.map": f"CONTROLLER:PLAINTEXT,{L}:{L}",
             "log.dirs": str(node.directory / "data"),
             "num.partitions": "1",
             "default.replication.factor": "1",
@@ -252,7 +259,8 @@ class ApacheKafka:
     # ------------------------------------------------------------------ lifecycle
     def format(self, node: KafkaNode) -> None:
         config = self._write_config(node)
-        cmd = self._java("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(config),
+        # "--cluster-id=ID", not "-t ID": one id in 64 starts with "-", which argparse4j takes for an option
+        cmd = self._java("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id}", "-c", str(config),
                          "--ignore-formatted")
         for name, level in self.features.items():
             cmd += ["--feature", f"{name}={level}"]
