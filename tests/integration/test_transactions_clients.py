@@ -14,14 +14,10 @@ import uuid
 
 import pytest
 
-import kwire.handlers as H
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
 from kwire.testing.wait import wait_until
 from tests.integration.txn_clients import CLIENTS, END, Fenced
-
-pytestmark = pytest.mark.skipif("write_txn_markers" not in H._MODULES,
-                                reason="needs the data plane (txl): transactional batches and WriteTxnMarkers")
 
 
 @pytest.fixture(scope="module")

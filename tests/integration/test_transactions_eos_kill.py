@@ -19,14 +19,10 @@ import random
 
 import pytest
 
-import kwire.handlers as H
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode
 from kwire.testing import Broker
 from tests.integration.eos_runner import EosApp, check_exactly_once, end_partitions, produce_input, read_to_end
-
-pytestmark = pytest.mark.skipif("write_txn_markers" not in H._MODULES,
-                                reason="needs the data plane (txl): transactional batches and WriteTxnMarkers")
 
 ROUNDS = max(int(os.environ.get("KWIRE_TXN_CHAOS_ROUNDS", "0") or 0), 1)
 SEED = int(os.environ.get("KWIRE_TXN_CHAOS_SEED", "0") or 0) or random.randrange(1, 2**31)

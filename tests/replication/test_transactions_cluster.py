@@ -12,12 +12,9 @@ import confluent_kafka as ck
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-import kwire.handlers as H
 from tests.raft.cluster import Cluster, call, wait_for
 
-pytestmark = [pytest.mark.timeout(180),
-              pytest.mark.skipif("write_txn_markers" not in H._MODULES,
-                                 reason="needs the data plane (txl): transactional batches and WriteTxnMarkers")]
+pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture(scope="module")

@@ -24,14 +24,11 @@ import os
 
 import pytest
 
-import kwire.handlers as H
 from tests.integration.eos_runner import EosApp, check_exactly_once, end_partitions, produce_input, read_to_end
 from tests.raft.cluster import call, wait_for
 from tests.replication import chaos as C
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif("write_txn_markers" not in H._MODULES,
-                                 reason="needs the data plane (txl): transactional batches and WriteTxnMarkers")]
+pytestmark = pytest.mark.slow
 
 ROUNDS = max(int(os.environ.get("KWIRE_TXN_CHAOS_ROUNDS", "0") or 0), 1)
 PARTITIONS = 3
