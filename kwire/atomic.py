@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import threading
 
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+from kwire.fds import open_fd
+
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -27,7 +28,7 @@ def fsync_dir(path: str) -> None:
     """fsync a directory so a rename or unlink in it is durable (best effort: some file
     systems refuse to fsync directories)."""
     try:
-        fd = os.open(path or ".", os.O_RDONLY | _O_DIRECTORY)
+        fd = open_fd(path or ".", os.O_RDONLY | _O_DIRECTORY)
     except OSError:
         return
     try:
@@ -49,7 +50,7 @@ def write_atomic(path: str, data: bytes | str, *, sync: bool = True) -> None:
 
 def _write(path: str, data: bytes, sync: bool) -> None:
     tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_CLOEXEC, 0o644)
+    fd = open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         view = memoryview(data)
         while view:

@@ -8,12 +8,19 @@ dir and the error; later ones in the same dir are not logged again. Nothing in a
 is written again (no flush, checkpoint or clean-shutdown marker), so a restart on a healthy
 disk recovers the logs from their last checkpoints, as after a crash.
 
+Running out of file descriptors (EMFILE/ENFILE) is not a disk failure (kwire.fds): it is
+logged as a warning (at most every 10 s) and the dir stays online; the caller answers the
+retriable TooManyOpenFiles.
+
 Thread-safe: flushes run in worker threads and may report a failure.
 """
 from __future__ import annotations
 
 import logging
 import threading
+import time
+
+from kwire.fds import out_of_descriptors
 
 from kwire.log.errors import KafkaStorageError
 
@@ -24,12 +31,18 @@ class LogDirFailureChannel:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.offline_dirs: dict[str, str] = {}  # log dir -> the error that took it offline
+        self.descriptor_errors = 0               # EMFILE/ENFILE seen (not failures)
+        self._descriptor_logged = float("-inf")
 
     def is_offline(self, log_dir: str) -> bool:
         return log_dir in self.offline_dirs
 
     def maybe_add_offline_log_dir(self, log_dir: str, message: str, exc: BaseException | None = None) -> bool:
-        """Take ``log_dir`` offline; returns True the first time (the time it is logged)."""
+        """Take ``log_dir`` offline; returns True the first time (the time it is logged).
+        Never for EMFILE/ENFILE: returns False and the dir stays online."""
+        if out_of_descriptors(exc):
+            self._out_of_descriptors(log_dir, message, exc)
+            return False
         with self._lock:
             if log_dir in self.offline_dirs:
                 return False
@@ -37,6 +50,18 @@ class LogDirFailureChannel:
         log.error("log dir %s is offline after an I/O error (%s: %s); its partitions answer "
                   "KAFKA_STORAGE_ERROR until a restart on a healthy disk", log_dir, message, exc)
         return True
+
+    def _out_of_descriptors(self, log_dir: str, message: str, exc: BaseException) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self.descriptor_errors += 1
+            if now - self._descriptor_logged < 10:
+                return
+            self._descriptor_logged = now
+            count = self.descriptor_errors
+        log.warning("out of file descriptors in log dir %s (%s: %s; %d times so far): answered as "
+                    "retriable, the dir stays online; raise the open-file limit (ulimit -n)",
+                    log_dir, message, exc, count)
 
     def error_for(self, log_dir: str, what: str) -> KafkaStorageError:
         reason = self.offline_dirs.get(log_dir, "I/O error")

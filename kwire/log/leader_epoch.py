@@ -31,6 +31,7 @@ import struct
 import threading
 
 from kwire.atomic import write_atomic
+from kwire.fds import read_file
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +50,7 @@ def read_checkpoint(path: str) -> list[tuple[int, int]] | None:
     """Entries in the file at ``path``; None when missing. Raises LeaderEpochCheckpointError
     when the file is malformed (a torn or foreign file: the caller rebuilds)."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = read_file(path)
     except FileNotFoundError:
         return None
     try:

@@ -31,11 +31,12 @@ import time
 import uuid
 
 from kwire.atomic import fsync_dir, write_atomic
+from kwire.fds import out_of_descriptors
 from kwire.log import producer_state
 from kwire.log.checkpoint import read_checkpoint, write_checkpoint
 from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
-from kwire.log.errors import KafkaStorageError
+from kwire.log.errors import KafkaStorageError, TooManyOpenFiles
 from kwire.log.partition_log import PartitionLog
 from kwire.log.regions import deferred_deletes, unlink_all
 from kwire.log.segment import LogSegment
@@ -402,7 +403,11 @@ class LogManager:
             work.commit()
         except KafkaStorageError as exc:
             log_dir = os.path.abspath(self.data_dir)
-            self.failure_channel.maybe_add_offline_log_dir(log_dir, what, exc.__cause__ or exc)
+            if not self.failure_channel.maybe_add_offline_log_dir(log_dir, what, exc.__cause__ or exc) \
+                    and out_of_descriptors(exc):
+                if raise_error:   # out of descriptors, not a disk failure (kwire.fds)
+                    raise TooManyOpenFiles(f"{what}: out of file descriptors") from exc
+                return
             if raise_error:
                 raise self.failure_channel.error_for(log_dir, what) from exc
 

@@ -77,6 +77,7 @@ from collections import deque
 from kwire.atomic import fsync_dir, write_atomic
 from kwire.codec.records import crc32c
 from kwire.errors import ErrorCode, KafkaError
+from kwire.fds import open_fd, out_of_descriptors, read_file
 from kwire.log.txn_index import AbortedTxn
 
 BATCHES_TO_RETAIN = 5
@@ -568,9 +569,13 @@ class ProducerStateManager:
                 _unlink(path)
                 continue
             try:
-                with open(path, "rb") as f:
-                    self.producers = self.decode_snapshot(f.read())
-            except (OSError, ValueError):
+                self.producers = self.decode_snapshot(read_file(path))
+            except OSError as exc:
+                if out_of_descriptors(exc):   # no reason to drop a good snapshot (kwire.fds)
+                    raise
+                _unlink(path)
+                continue
+            except ValueError:
                 _unlink(path)
                 continue
             self._index_transactions()
@@ -613,7 +618,7 @@ def sync_files(paths, directory: str) -> None:
         return
     for path in paths:
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = open_fd(path, os.O_RDONLY)
         except FileNotFoundError:
             continue
         try:
