@@ -39,16 +39,17 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str, data: bytes | str, *, sync: bool = True) -> None:
+def write_atomic(path: str, data: bytes | str, *, sync: bool = True, sync_dir: bool = True) -> None:
     """Replace ``path`` with ``data``; with ``sync`` the file and its directory are fsynced
-    (without it, the rename is still atomic but not durable across a power loss)."""
+    (without it, the rename is still atomic but not durable across a power loss). With
+    ``sync_dir=False`` the directory fsync is the caller's (one for several files)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     with _lock_for(os.path.abspath(path)):
-        _write(path, data, sync)
+        _write(path, data, sync, sync_dir)
 
 
-def _write(path: str, data: bytes, sync: bool) -> None:
+def _write(path: str, data: bytes, sync: bool, sync_dir: bool = True) -> None:
     tmp = path + ".tmp"
     fd = open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
@@ -66,5 +67,5 @@ def _write(path: str, data: bytes, sync: bool) -> None:
         raise
     os.close(fd)
     os.replace(tmp, path)
-    if sync:
+    if sync and sync_dir:
         fsync_dir(os.path.dirname(path))

@@ -24,11 +24,13 @@ thread) then ``stage``; ``create``/``open_partition`` adopt a staged log.
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import re
 import shutil
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from kwire.atomic import fsync_dir, write_atomic
 from kwire.fds import out_of_descriptors
@@ -41,10 +43,13 @@ from kwire.log.partition_log import PartitionLog
 from kwire.log.regions import deferred_deletes, unlink_all
 from kwire.log.segment import LogSegment
 
+_log = logging.getLogger("kwire.log")
+
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"   # Kafka's name: the high watermarks
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
+CLOSE_THREADS = 32   # logs closed at once at shutdown: waiting on fsyncs, not on the CPU
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _DELETE_SUFFIX = "-delete"
 # directories in the data dir that are not partition logs of this manager (KRaft metadata log)
@@ -131,6 +136,7 @@ class LogManager:
         self._staged: dict[tuple[str, int], PartitionLog] = {}  # made for a pending create
         self.closed = False
         self.was_clean_shutdown = False
+        self.close_threads = CLOSE_THREADS
         self.failure_channel = LogDirFailureChannel()  # an I/O error takes the data dir offline
         os.makedirs(data_dir, exist_ok=True)
         self._open_all(self._now(now_ms))
@@ -529,8 +535,9 @@ class LogManager:
         if self.closed:
             return
         self.remove_dirs(self.unstage(list(self._staged.values())))
-        for log in self.logs.values():
-            log.close()
+        t0 = time.monotonic()
+        self._close_logs()
+        t1 = time.monotonic()
         if self.offline:  # nothing more is written to a failed disk; the next open recovers
             self.closed = True
             return
@@ -538,6 +545,29 @@ class LogManager:
         marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER)
         write_atomic(marker, b"")
         self.closed = True
+        _log.info("closed %d partition logs in %.2f s, checkpoints and marker in %.2f s",
+                  len(self.logs), t1 - t0, time.monotonic() - t1)
+
+    def _close_logs(self) -> None:
+        """Close every log (flush, producer snapshot, leader-epoch checkpoint), many at once.
+        The work is fsyncs, five or so a partition: one thread after another, 5,000
+        partitions took 8-80 s on a shared disk; threads waiting together let the file system
+        fold their fsyncs into shared journal commits (Kafka's LogManager.shutdown closes
+        logs in a pool too, of num.recovery.threads.per.data.dir threads). The logs are
+        independent, so the order does not matter; the first error is raised once all are
+        done (and then the caller writes no clean-shutdown marker)."""
+        logs = list(self.logs.values())
+        workers = min(self.close_threads, len(logs))
+        if workers <= 1:
+            for log in logs:
+                log.close()
+            return
+        with ThreadPoolExecutor(workers, thread_name_prefix="kwire-log-close") as pool:
+            futures = [pool.submit(log.close) for log in logs]
+            errors = [f.exception() for f in futures]
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
 
     def __iter__(self):
         return iter(self.logs.items())

@@ -32,6 +32,7 @@ from kwire.codec.records import (
     RecordBatch,
     crc32c,
 )
+from kwire.atomic import fsync_dir
 from kwire.errors import CorruptRecordBatch, ErrorCode, KafkaError
 from kwire.fds import out_of_descriptors
 from kwire.log import producer_log, producer_state
@@ -679,9 +680,14 @@ class PartitionLog:
         if self.offline:  # write nothing more to a failed disk: the next open recovers
             self.closed = True
             return
+        # one directory fsync for the epoch checkpoint and the producer snapshot, after both
+        # (a shutdown of thousands of partitions is fsyncs: kwire.log.manager._close_logs)
+        self.leader_epoch_cache.write_if_dirty(sync_dir=False)
         self.flush()
-        producer_log.on_close(self)
-        self.leader_epoch_cache.write_if_dirty()
+        producer_log.on_close(self, sync_dir=False)
+        self.leader_epoch_cache.write_if_dirty(sync_dir=False)
+        if os.path.isdir(self.dir):
+            fsync_dir(self.dir)
         for seg in self.segments:
             seg.close()
         self.closed = True

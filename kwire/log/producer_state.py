@@ -534,7 +534,7 @@ class ProducerStateManager:
                 out.append(int(m.group(1)))
         return sorted(out)
 
-    def take_snapshot(self, offset: int | None = None, *, sync: bool = False) -> str | None:
+    def take_snapshot(self, offset: int | None = None, *, sync: bool = False, sync_dir: bool = True) -> str | None:
         """Write ``<offset>.snapshot`` (default: ``map_end_offset``) atomically and keep the
         newest SNAPSHOTS_TO_KEEP. Without ``sync`` the file and directory fsync is left to
         the log's next flush (``unsynced``). Returns the path (None without a directory)."""
@@ -543,14 +543,14 @@ class ProducerStateManager:
         offset = self.map_end_offset if offset is None else offset
         if offset == self.last_snapshot_offset:
             if sync and self.unsynced:
-                sync_files(self.unsynced, self.dir)
+                sync_files(self.unsynced, self.dir if sync_dir else None)
                 self.unsynced = []
             return None
         path = os.path.join(self.dir, snapshot_name(offset))
-        write_atomic(path, self.encode_snapshot(), sync=sync)
+        write_atomic(path, self.encode_snapshot(), sync=sync, sync_dir=sync_dir)
         self.last_snapshot_offset = offset
         if sync:
-            sync_files(self.unsynced, self.dir)
+            sync_files(self.unsynced, self.dir if sync_dir else None)
             self.unsynced = []
         else:
             self.unsynced.append(path)
@@ -611,9 +611,9 @@ def unsynced_snapshots(plog) -> list[str]:
     return out
 
 
-def sync_files(paths, directory: str) -> None:
-    """fsync ``paths`` (those still there: an older snapshot may be gone) and ``directory``:
-    disk work only, any thread."""
+def sync_files(paths, directory: str | None) -> None:
+    """fsync ``paths`` (those still there: an older snapshot may be gone) and ``directory``
+    (None: the caller's): disk work only, any thread."""
     if not paths:
         return
     for path in paths:
@@ -625,6 +625,7 @@ def sync_files(paths, directory: str) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-    fsync_dir(directory)
+    if directory is not None:
+        fsync_dir(directory)
 
 
