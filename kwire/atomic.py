@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import threading
 
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+from kwire.fds import open_fd
+
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -27,7 +28,7 @@ def fsync_dir(path: str) -> None:
     """fsync a directory so a rename or unlink in it is durable (best effort: some file
     systems refuse to fsync directories)."""
     try:
-        fd = os.open(path or ".", os.O_RDONLY | _O_DIRECTORY)
+        fd = open_fd(path or ".", os.O_RDONLY | _O_DIRECTORY)
     except OSError:
         return
     try:
@@ -38,18 +39,19 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str, data: bytes | str, *, sync: bool = True) -> None:
+def write_atomic(path: str, data: bytes | str, *, sync: bool = True, sync_dir: bool = True) -> None:
     """Replace ``path`` with ``data``; with ``sync`` the file and its directory are fsynced
-    (without it, the rename is still atomic but not durable across a power loss)."""
+    (without it, the rename is still atomic but not durable across a power loss). With
+    ``sync_dir=False`` the directory fsync is the caller's (one for several files)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     with _lock_for(os.path.abspath(path)):
-        _write(path, data, sync)
+        _write(path, data, sync, sync_dir)
 
 
-def _write(path: str, data: bytes, sync: bool) -> None:
+def _write(path: str, data: bytes, sync: bool, sync_dir: bool = True) -> None:
     tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_CLOEXEC, 0o644)
+    fd = open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         view = memoryview(data)
         while view:
@@ -65,5 +67,5 @@ def _write(path: str, data: bytes, sync: bool) -> None:
         raise
     os.close(fd)
     os.replace(tmp, path)
-    if sync:
+    if sync and sync_dir:
         fsync_dir(os.path.dirname(path))

@@ -52,6 +52,7 @@ from kwire.connection import CLOSED, Close, KafkaConnection, RawToken, Reply, Re
 from kwire.groups.edge import start_groups
 from kwire.transactions.edge import start_transactions
 from kwire.log.log_cleaner import LogCleaner
+from kwire.memory import MemoryReclaimer
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import REGISTRY, RequestContext
 from kwire.net import peer_name, pump, send_parts, set_nodelay
@@ -129,6 +130,7 @@ class KafkaServer:
         self.connections: dict[KafkaConnection, trio.CancelScope] = {}
         self._timed_out: dict[KafkaConnection, str] = {}
         self._per_ip: Counter = Counter()
+        self.memory = MemoryReclaimer()   # memory given back after a burst of connections closes
         self.close_log = LogThrottle()   # refused connections: one line per host and reason per 10 s
         self.in_flight = 0  # requests being handled right now, across connections
         self._idle: trio.Event | None = None
@@ -193,19 +195,23 @@ class KafkaServer:
             idle_s = _seconds(cfg.get("connections.max.idle.ms"))
             partial_s = _seconds(cfg.get("request.timeout.ms"))
             await trio.sleep(max(0.01, min(1.0, idle_s / 10, partial_s / 10)))
-            now = trio.current_time()
-            for conn, scope in self.connections.items():
-                since = conn.reading_since
-                if since is None:
-                    continue  # a request is being handled
-                if conn.partial:
-                    if now - since >= partial_s:
-                        self._timed_out[conn] = (f"sent part of a request, then nothing for {now - since:.1f} s "
-                                                 f"(request.timeout.ms)")
-                        scope.cancel()
-                elif now - since >= idle_s:
-                    self._timed_out[conn] = f"idle for {now - since:.1f} s (connections.max.idle.ms)"
+            # in a call of its own: a loop variable here would keep the last connection
+            # checked (and its stream and buffers) alive through the next sleep
+            self._check_connections(trio.current_time(), idle_s, partial_s)
+
+    def _check_connections(self, now: float, idle_s: float, partial_s: float) -> None:
+        for conn, scope in self.connections.items():
+            since = conn.reading_since
+            if since is None:
+                continue  # a request is being handled
+            if conn.partial:
+                if now - since >= partial_s:
+                    self._timed_out[conn] = (f"sent part of a request, then nothing for {now - since:.1f} s "
+                                             f"(request.timeout.ms)")
                     scope.cancel()
+            elif now - since >= idle_s:
+                self._timed_out[conn] = f"idle for {now - since:.1f} s (connections.max.idle.ms)"
+                scope.cancel()
 
     async def drain(self, grace_s: float = 5.0) -> None:
         """Graceful shutdown: stop accepting, then let in-flight requests finish (at most
@@ -261,6 +267,7 @@ class KafkaServer:
                 conn.max_frame_size = min(conn.max_frame_size, listener.sasl.max_receive_size)
         scope = trio.CancelScope()
         self.connections[conn] = scope
+        self.memory.opened(len(self.connections))
         self._per_ip[host] += 1
         log.debug("connection from %s", peer)
 
@@ -309,7 +316,12 @@ class KafkaServer:
             self._per_ip[host] -= 1
             if self._per_ip[host] <= 0:
                 del self._per_ip[host]
+            if self.memory.closed(len(self.connections)):
+                trio.lowlevel.spawn_system_task(self.memory.reclaim, self._open_connections)
             await trio.aclose_forcefully(stream)
+
+    def _open_connections(self) -> int:
+        return len(self.connections)
 
     def _scram_credentials(self):
         """The SCRAM credentials of the metadata quorum (the current image's: a snapshot replaces it)."""

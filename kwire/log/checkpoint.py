@@ -11,6 +11,7 @@ Written atomically: a temporary file, fsync, rename, fsync of the directory.
 from __future__ import annotations
 
 from kwire.atomic import write_atomic
+from kwire.fds import read_file
 
 VERSION = 0
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"   # the log cleaner's first dirty offsets (Kafka's name)
@@ -28,8 +29,7 @@ def read_checkpoint(path: str) -> dict[tuple[str, int], int] | None:
     """The offsets in ``path``; None when the file is missing or malformed (then callers
     fall back to full recovery, never to trusting a half-written file)."""
     try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8")
+        text = read_file(path).decode("utf-8")
     except (FileNotFoundError, UnicodeDecodeError):
         return None
     lines = text.split("\n")

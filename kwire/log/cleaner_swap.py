@@ -30,6 +30,7 @@ import os
 import re
 
 from kwire.atomic import fsync_dir
+from kwire.fds import open_fd
 from kwire.log.segment import LogSegment, segment_name
 
 CLEANED = ".cleaned"
@@ -49,7 +50,7 @@ def new_cleaned_segment(dir: str, base_offset: int, config, now_ms: int) -> LogS
             os.unlink(path)   # a leftover of an earlier, aborted pass
         except FileNotFoundError:
             pass
-    os.close(os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644))
+    os.close(open_fd(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC))
     seg.index.reset(fresh=True)
     seg.time_index.reset(fresh=True)
     return seg

@@ -11,6 +11,7 @@ __all__ = [
     "OffsetOutOfRange",
     "KafkaStorageError",
     "CorruptIndex",
+    "TooManyOpenFiles",
 ]
 
 
@@ -41,3 +42,13 @@ class KafkaStorageError(KafkaError):
 
 class CorruptIndex(KafkaStorageError):
     """An index file fails its sanity check; internal: the index is rebuilt, never surfaced."""
+
+
+class TooManyOpenFiles(KafkaError):
+    """The process ran out of file descriptors (EMFILE/ENFILE, kwire.fds) during a log
+    operation. Not a disk failure: the log dir stays online and the request is answered
+    REPLICA_NOT_AVAILABLE, which every client retries quietly (Java's consumer and producer
+    as an InvalidMetadataException, librdkafka's fetcher with a backoff). Kafka would take
+    the dir offline (KAFKA_STORAGE_ERROR until a restart); kwire keeps serving."""
+
+    code = ErrorCode.REPLICA_NOT_AVAILABLE

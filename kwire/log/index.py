@@ -27,6 +27,7 @@ import struct
 import sys
 from itertools import islice
 
+from kwire.fds import open_fd, read_file
 from kwire.log.errors import CorruptIndex
 
 _BIG = sys.byteorder == "big"
@@ -50,13 +51,13 @@ def _write_tail(path: str, data: bytes, keep_bytes: int, on_disk_bytes: int, syn
         except FileNotFoundError:
             return
         if sync:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = open_fd(path, os.O_RDONLY)
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
         return
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    fd = open_fd(path, os.O_WRONLY | os.O_CREAT)
     try:
         if on_disk_bytes != keep_bytes:
             os.ftruncate(fd, keep_bytes)
@@ -126,8 +127,7 @@ class OffsetIndex:
 
     def load(self, segment_size: int) -> None:
         """Read and sanity-check the file. Raises CorruptIndex or FileNotFoundError."""
-        with open(self.path, "rb") as f:
-            data = f.read()
+        data = read_file(self.path)
         if len(data) % self.ENTRY_SIZE:
             raise CorruptIndex(f"{self.path}: size {len(data)} is not a multiple of 8")
         both = array.array("i")
@@ -244,8 +244,7 @@ class TimeIndex:
         self._generation += 1
 
     def load(self, next_rel_offset_bound: int | None = None) -> None:
-        with open(self.path, "rb") as f:
-            data = f.read()
+        data = read_file(self.path)
         if len(data) % self.ENTRY_SIZE:
             raise CorruptIndex(f"{self.path}: size {len(data)} is not a multiple of 12")
         ts = array.array("q")

@@ -31,6 +31,7 @@ import struct
 import threading
 
 from kwire.atomic import write_atomic
+from kwire.fds import read_file
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +50,7 @@ def read_checkpoint(path: str) -> list[tuple[int, int]] | None:
     """Entries in the file at ``path``; None when missing. Raises LeaderEpochCheckpointError
     when the file is malformed (a torn or foreign file: the caller rebuilds)."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = read_file(path)
     except FileNotFoundError:
         return None
     try:
@@ -224,7 +224,7 @@ class LeaderEpochCache:
         self._install([], [])
 
     # --- the file ----------------------------------------------------------------------------
-    def write(self, sync: bool = True) -> None:
+    def write(self, sync: bool = True, *, sync_dir: bool = True) -> None:
         """Write the checkpoint file (blocking). Any thread: the entries are read under the
         same lock as the write, so the last write holds the newest entries."""
         if self.path is None:
@@ -235,19 +235,19 @@ class LeaderEpochCache:
             epochs, offsets = self._state
             data = format_checkpoint(list(zip(epochs, offsets)))
             try:
-                write_atomic(self.path, data, sync=sync)
+                write_atomic(self.path, data, sync=sync, sync_dir=sync_dir)
             except BaseException:
                 self.dirty = True
                 raise
 
-    def write_if_dirty(self) -> bool:
+    def write_if_dirty(self, *, sync_dir: bool = True) -> bool:
         """Write the file when a truncation changed the cache since the last write, unless
         the partition directory is gone (a deleted log). Returns True if it wrote."""
         if not self.dirty:
             return False
         if self.path is not None and not os.path.isdir(os.path.dirname(self.path)):
             return False
-        self.write()
+        self.write(sync_dir=sync_dir)
         return True
 
     def __repr__(self) -> str:

@@ -32,26 +32,32 @@ thread) then ``stage``; ``create``/``open_partition`` adopt a staged log.
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import re
 import shutil
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from kwire.atomic import fsync_dir, write_atomic
+from kwire.fds import out_of_descriptors
 from kwire.log import producer_state
 from kwire.log.checkpoint import read_checkpoint, write_checkpoint
 from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
-from kwire.log.errors import KafkaStorageError
+from kwire.log.errors import KafkaStorageError, TooManyOpenFiles
 from kwire.log.partition_log import PartitionLog
 from kwire.log.regions import deferred_deletes, unlink_all
 from kwire.log.segment import LogSegment
+
+_log = logging.getLogger("kwire.log")
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"   # Kafka's name: the high watermarks
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
+CLOSE_THREADS = 32   # logs closed at once at shutdown: waiting on fsyncs, not on the CPU
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _DELETE_SUFFIX = "-delete"
 FUTURE_SUFFIX = "-future"   # a copy being made by AlterReplicaLogDirs (Kafka's future log)
@@ -148,6 +154,7 @@ class LogManager:
         self.moving: dict[tuple[str, int], PartitionLog] = {}   # future logs (AlterReplicaLogDirs)
         self.closed = False
         self.was_clean_shutdown = False
+        self.close_threads = CLOSE_THREADS
         self.failure_channel = LogDirFailureChannel()  # an I/O error takes its log dir offline
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
@@ -478,7 +485,11 @@ class LogManager:
             work.commit()
         except KafkaStorageError as exc:
             log_dir = work.error_dir or os.path.abspath(self.data_dir)
-            self.failure_channel.maybe_add_offline_log_dir(log_dir, what, exc.__cause__ or exc)
+            if not self.failure_channel.maybe_add_offline_log_dir(log_dir, what, exc.__cause__ or exc) \
+                    and out_of_descriptors(exc):
+                if raise_error:   # out of descriptors, not a disk failure (kwire.fds)
+                    raise TooManyOpenFiles(f"{what}: out of file descriptors") from exc
+                return
             if raise_error:
                 raise self.failure_channel.error_for(log_dir, what) from exc
 
@@ -606,17 +617,41 @@ class LogManager:
         if self.closed:
             return
         self.remove_dirs(self.unstage(list(self._staged.values())))
+        t0 = time.monotonic()
         for log in self.moving.values():   # copies not finished: removed at the next open
             log.close()
-        for log in self.logs.values():
-            log.close()
+        self._close_logs()
+        t1 = time.monotonic()
         # nothing more is written to a failed disk; the next open recovers its logs
         online = self.online_log_dirs()
         if online:
             self.checkpoint()
-        for log_dir in self.online_log_dirs():
+        for log_dir in online:
             write_atomic(os.path.join(log_dir, CLEAN_SHUTDOWN_MARKER), b"")
         self.closed = True
+        _log.info("closed %d partition logs in %.2f s, checkpoints and marker in %.2f s",
+                  len(self.logs), t1 - t0, time.monotonic() - t1)
+
+    def _close_logs(self) -> None:
+        """Close every log (flush, producer snapshot, leader-epoch checkpoint), many at once.
+        The work is fsyncs, five or so a partition: one thread after another, 5,000
+        partitions took 8-80 s on a shared disk; threads waiting together let the file system
+        fold their fsyncs into shared journal commits (Kafka's LogManager.shutdown closes
+        logs in a pool too, of num.recovery.threads.per.data.dir threads). The logs are
+        independent, so the order does not matter; the first error is raised once all are
+        done (and then the caller writes no clean-shutdown marker)."""
+        logs = list(self.logs.values())
+        workers = min(self.close_threads, len(logs))
+        if workers <= 1:
+            for log in logs:
+                log.close()
+            return
+        with ThreadPoolExecutor(workers, thread_name_prefix="kwire-log-close") as pool:
+            futures = [pool.submit(log.close) for log in logs]
+            errors = [f.exception() for f in futures]
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
 
     def __iter__(self):
         return iter(self.logs.items())

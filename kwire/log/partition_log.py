@@ -10,6 +10,8 @@ reaches the OS (one pwritev) before returning, so killing the process never lose
 acknowledged batch; fsync happens only as the flush policy says (log.flush.per.append: the
 Produce handler fdatasyncs in a worker thread). An OSError in any operation takes the log
 dir offline (kwire.log.dir_failure): KafkaStorageError from then on, until a restart.
+Except running out of file descriptors (EMFILE/ENFILE, kwire.fds): not a disk failure, the
+operation fails with the retriable TooManyOpenFiles and the dir stays online.
 """
 from __future__ import annotations
 
@@ -30,14 +32,16 @@ from kwire.codec.records import (
     RecordBatch,
     crc32c,
 )
+from kwire.atomic import fsync_dir
 from kwire.errors import CorruptRecordBatch, ErrorCode, KafkaError
+from kwire.fds import out_of_descriptors
 from kwire.log import producer_log, producer_state
 from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
-from kwire.log.errors import KafkaStorageError, OffsetOutOfRange
+from kwire.log.errors import KafkaStorageError, OffsetOutOfRange, TooManyOpenFiles
 from kwire.log.leader_epoch import CHECKPOINT_FILE as LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from kwire.log.validator import COORDINATOR, REPLICATION, validate_records
-from kwire.log.regions import FileRegion
+from kwire.log.regions import region_or_bytes
 from kwire.log.segment import REL_OFFSET_MAX, LogSegment
 from kwire.log.txn_index import collect_aborted
 
@@ -57,7 +61,9 @@ def _storage_op(what: str):
                 raise self.storage_failure(what, exc) from exc
             except KafkaStorageError as exc:
                 if isinstance(exc.__cause__, OSError):
-                    self.storage_failure(what, exc.__cause__)
+                    err = self.storage_failure(what, exc.__cause__)
+                    if isinstance(err, TooManyOpenFiles):
+                        raise err from exc
                 raise
         return op
     return wrap
@@ -197,8 +203,12 @@ class PartitionLog:
         """True once an I/O error took this log's dir offline (KAFKA_STORAGE_ERROR)."""
         return self.failure_channel.is_offline(self.log_dir)
 
-    def storage_failure(self, what: str, exc: BaseException) -> KafkaStorageError:
-        """Report an I/O error: the log dir goes offline (logged once). Returns the error to raise."""
+    def storage_failure(self, what: str, exc: BaseException) -> KafkaError:
+        """Report an I/O error: the log dir goes offline (logged once). Returns the error to
+        raise. Out of file descriptors is no disk failure: TooManyOpenFiles, dir online."""
+        if out_of_descriptors(exc):
+            self.failure_channel.maybe_add_offline_log_dir(self.log_dir, f"{what} on {self.dir}", exc)
+            return TooManyOpenFiles(f"{what} on {self.topic_partition}: out of file descriptors ({exc})")
         self.failure_channel.maybe_add_offline_log_dir(self.log_dir, f"{what} on {self.dir}", exc)
         return self.failure_channel.error_for(self.log_dir, f"{what} on {self.topic_partition}")
 
@@ -222,6 +232,7 @@ class PartitionLog:
             return self.high_watermark
         return ps.last_stable_offset(self.high_watermark)
 
+    @_storage_op("read")
     @_locked
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list:
         """The aborted transactions (kwire.log.txn_index.AbortedTxn) a read_committed read
@@ -436,7 +447,7 @@ class PartitionLog:
                 end = start + h.size
             else:
                 end = seg.batch_end_at_or_below(want_end, start + h.size)
-            return FetchData([FileRegion(seg.file, start, end - start)], end - start)
+            return FetchData([region_or_bytes(seg.file, start, end - start)], end - start)
         return FetchData(_EMPTY_REGIONS, 0)
 
     # --- timestamps ---------------------------------------------------------------------
@@ -669,9 +680,14 @@ class PartitionLog:
         if self.offline:  # write nothing more to a failed disk: the next open recovers
             self.closed = True
             return
+        # one directory fsync for the epoch checkpoint and the producer snapshot, after both
+        # (a shutdown of thousands of partitions is fsyncs: kwire.log.manager._close_logs)
+        self.leader_epoch_cache.write_if_dirty(sync_dir=False)
         self.flush()
-        producer_log.on_close(self)
-        self.leader_epoch_cache.write_if_dirty()
+        producer_log.on_close(self, sync_dir=False)
+        self.leader_epoch_cache.write_if_dirty(sync_dir=False)
+        if os.path.isdir(self.dir):
+            fsync_dir(self.dir)
         for seg in self.segments:
             seg.close()
         self.closed = True

@@ -303,8 +303,8 @@ def on_truncate(plog, *, full: bool = False) -> None:
         producer_state_of(plog, expiration_ms=had.expiration_ms if had is not None else DEFAULT_EXPIRATION_MS)
 
 
-def on_close(plog) -> None:
+def on_close(plog, *, sync_dir: bool = True) -> None:
     """A clean close: snapshot the state at the log end offset, so the next open reads no log."""
     ps = getattr(plog, "producer_state", None)
     if ps is not None and os.path.isdir(plog.dir):
-        ps.take_snapshot(plog.log_end_offset, sync=True)
+        ps.take_snapshot(plog.log_end_offset, sync=True, sync_dir=sync_dir)

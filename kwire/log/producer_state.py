@@ -77,6 +77,7 @@ from collections import deque
 from kwire.atomic import fsync_dir, write_atomic
 from kwire.codec.records import crc32c
 from kwire.errors import ErrorCode, KafkaError
+from kwire.fds import open_fd, out_of_descriptors, read_file
 from kwire.log.txn_index import AbortedTxn
 
 BATCHES_TO_RETAIN = 5
@@ -533,7 +534,7 @@ class ProducerStateManager:
                 out.append(int(m.group(1)))
         return sorted(out)
 
-    def take_snapshot(self, offset: int | None = None, *, sync: bool = False) -> str | None:
+    def take_snapshot(self, offset: int | None = None, *, sync: bool = False, sync_dir: bool = True) -> str | None:
         """Write ``<offset>.snapshot`` (default: ``map_end_offset``) atomically and keep the
         newest SNAPSHOTS_TO_KEEP. Without ``sync`` the file and directory fsync is left to
         the log's next flush (``unsynced``). Returns the path (None without a directory)."""
@@ -542,14 +543,14 @@ class ProducerStateManager:
         offset = self.map_end_offset if offset is None else offset
         if offset == self.last_snapshot_offset:
             if sync and self.unsynced:
-                sync_files(self.unsynced, self.dir)
+                sync_files(self.unsynced, self.dir if sync_dir else None)
                 self.unsynced = []
             return None
         path = os.path.join(self.dir, snapshot_name(offset))
-        write_atomic(path, self.encode_snapshot(), sync=sync)
+        write_atomic(path, self.encode_snapshot(), sync=sync, sync_dir=sync_dir)
         self.last_snapshot_offset = offset
         if sync:
-            sync_files(self.unsynced, self.dir)
+            sync_files(self.unsynced, self.dir if sync_dir else None)
             self.unsynced = []
         else:
             self.unsynced.append(path)
@@ -568,9 +569,13 @@ class ProducerStateManager:
                 _unlink(path)
                 continue
             try:
-                with open(path, "rb") as f:
-                    self.producers = self.decode_snapshot(f.read())
-            except (OSError, ValueError):
+                self.producers = self.decode_snapshot(read_file(path))
+            except OSError as exc:
+                if out_of_descriptors(exc):   # no reason to drop a good snapshot (kwire.fds)
+                    raise
+                _unlink(path)
+                continue
+            except ValueError:
                 _unlink(path)
                 continue
             self._index_transactions()
@@ -606,20 +611,21 @@ def unsynced_snapshots(plog) -> list[str]:
     return out
 
 
-def sync_files(paths, directory: str) -> None:
-    """fsync ``paths`` (those still there: an older snapshot may be gone) and ``directory``:
-    disk work only, any thread."""
+def sync_files(paths, directory: str | None) -> None:
+    """fsync ``paths`` (those still there: an older snapshot may be gone) and ``directory``
+    (None: the caller's): disk work only, any thread."""
     if not paths:
         return
     for path in paths:
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = open_fd(path, os.O_RDONLY)
         except FileNotFoundError:
             continue
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
-    fsync_dir(directory)
+    if directory is not None:
+        fsync_dir(directory)
 
 

@@ -7,6 +7,15 @@ its file on each use (opened on demand), and the least recently used file is dro
 the cache is full. Index files are never held open (kwire/log/index.py keeps indexes in
 memory and opens the files only to write them).
 
+Descriptor budget: the cache holds at most ``capacity`` files (a quarter of the soft limit),
+and files that FileRegions keep open past their eviction (a Fetch being answered) count
+too: a read hands out a region (sendfile, no copy) only while fewer than
+``OPEN_FILES.pin_budget`` regions (half the capacity) are alive; past it the read copies
+its bytes at once (``region_or_bytes``). So the open segment files (``SegmentFile.live``)
+stay under capacity + pin budget, 3/8 of the soft limit, whatever a Fetch spans: a Fetch
+over 5,000 partitions no longer holds one descriptor per partition until it is sent. Every
+open goes through kwire.fds.open_fd, which sheds the idle cached files and retries on EMFILE.
+
 Eviction only drops the cache's reference. A ``SegmentFile`` closes its descriptor when the
 last reference goes (CPython reference counting), so a ``FileRegion`` of a Fetch being
 answered, or a reader holding the object, keeps reading the same file even if the cache
@@ -24,7 +33,8 @@ import threading
 from collections import OrderedDict
 from contextlib import contextmanager
 
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+from kwire.fds import open_fd, register_shedder
+
 _IOV_MAX = 1024
 
 
@@ -35,10 +45,16 @@ class SegmentFile:
 
     __slots__ = ("fd", "path", "__weakref__")
 
+    live = 0   # segment files open now in the process (cached or held by regions/readers)
+    _live_lock = threading.Lock()
+
     def __init__(self, path: str, flags: int = os.O_RDONLY, mode: int = 0o644):
         self.path = path
         self.fd = -1
-        self.fd = os.open(path, flags | _O_CLOEXEC, mode)
+        fd = open_fd(path, flags, mode)
+        with SegmentFile._live_lock:
+            SegmentFile.live += 1
+        self.fd = fd
 
     def fileno(self) -> int:
         if self.fd < 0:
@@ -61,6 +77,8 @@ class SegmentFile:
     def close(self) -> None:
         fd, self.fd = self.fd, -1
         if fd >= 0:
+            with SegmentFile._live_lock:
+                SegmentFile.live -= 1
             os.close(fd)
 
     def __del__(self) -> None:
@@ -162,6 +180,7 @@ class OpenFiles:
 
     def __init__(self, capacity: int):
         self.capacity = max(1, capacity)
+        self.pin_budget = max(1, self.capacity // 2)
         self._lru: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
         self.opens = 0       # files opened (a reopen after eviction counts again)
@@ -220,10 +239,27 @@ class OpenFiles:
                 owner._file = None
         del f
 
+    def may_pin(self) -> bool:
+        """True while a read may hand out a region that keeps its file open (see the
+        module doc: fewer than ``pin_budget`` regions alive)."""
+        return FileRegion.alive < self.pin_budget
+
+    def shed(self) -> int:
+        """Drop every cached file (kwire.fds calls it on EMFILE): those no region or reader
+        holds close now, the rest when released. Returns how many entries were dropped."""
+        evicted = []
+        with self._lock:
+            while self._lru:
+                self._evict_one(evicted)
+        n = len(evicted)
+        del evicted
+        return n
+
     def resize(self, capacity: int) -> None:
         evicted = []
         with self._lock:
             self.capacity = max(1, capacity)
+            self.pin_budget = max(1, self.capacity // 2)
             while len(self._lru) > self.capacity:
                 self._evict_one(evicted)
         del evicted
@@ -236,6 +272,15 @@ class OpenFiles:
 
 
 OPEN_FILES = OpenFiles(default_capacity(_soft_nofile()))
+register_shedder(OPEN_FILES.shed)
+
+
+def region_or_bytes(file: SegmentFile, position: int, length: int):
+    """What a read hands out: a FileRegion that keeps ``file`` open until it is sent
+    (sendfile), or, once the open segment files reach the budget, the bytes read now."""
+    pin = OPEN_FILES.may_pin()
+    region = FileRegion(file, position, length)
+    return region if pin else bytes(region)
 
 
 class FileRegion:
@@ -246,10 +291,19 @@ class FileRegion:
 
     __slots__ = ("file", "position", "length")
 
+    alive = 0   # regions in existence (each may keep its file open past an eviction)
+    _alive_lock = threading.Lock()
+
     def __init__(self, file, position: int, length: int):
         self.file = file
         self.position = position
         self.length = length
+        with FileRegion._alive_lock:
+            FileRegion.alive += 1
+
+    def __del__(self) -> None:
+        with FileRegion._alive_lock:
+            FileRegion.alive -= 1
 
     def fileno(self) -> int:
         f = self.file

@@ -19,6 +19,7 @@ from kwire.codec.records import (
     RecordBatch,
 )
 from kwire.errors import CorruptRecordBatch
+from kwire.fds import open_fd
 from kwire.log.config import LogConfig
 from kwire.log.errors import CorruptIndex, KafkaStorageError
 from kwire.log.index import OffsetIndex, TimeIndex
@@ -29,7 +30,6 @@ REL_OFFSET_MAX = (1 << 31) - 1
 _SCAN_CHUNK = 2048
 _RECOVERY_CHUNK = 4 << 20
 _unpack_header = HEADER.unpack_from
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _touch = OPEN_FILES.touch
 
 
@@ -105,7 +105,7 @@ class LogSegment:
         entries. Touches no shared state, so it may run in a worker thread."""
         seg = cls(dir, base_offset, config, size=0, created_ms=now_ms)
         if not lazy:
-            os.close(os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | _O_CLOEXEC, 0o644))
+            os.close(open_fd(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC))
         seg.index.reset(fresh=True)
         seg.time_index.reset(fresh=True)
         return seg
@@ -167,7 +167,7 @@ class LogSegment:
                 if f is not None:
                     os.fdatasync(f.fileno())
                 else:  # not open now: a private descriptor, so the LRU is not touched
-                    fd = os.open(path, os.O_RDONLY | _O_CLOEXEC)
+                    fd = open_fd(path, os.O_RDONLY)
                     try:
                         os.fdatasync(fd)
                     finally:

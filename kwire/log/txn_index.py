@@ -27,11 +27,12 @@ import os
 import struct
 from typing import NamedTuple
 
+from kwire.fds import open_fd, read_file
+
 ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = ENTRY.size  # 34
 VERSION = 0
 SUFFIX = ".txnindex"
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class AbortedTxn(NamedTuple):
@@ -60,8 +61,7 @@ class TransactionIndex:
         """The entries in the file: whole entries of version 0 in increasing last offset; a
         torn or corrupt tail (a crash mid-write) is cut from the file."""
         try:
-            with open(self.path, "rb") as f:
-                data = f.read()
+            data = read_file(self.path)
         except FileNotFoundError:
             return []
         out: list[AbortedTxn] = []
@@ -93,7 +93,7 @@ class TransactionIndex:
         if entries and txn.last_offset <= entries[-1].last_offset:
             raise ValueError(f"{self.path}: aborted transaction ending at {txn.last_offset} is not after "
                              f"the last one ({entries[-1].last_offset})")
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | _O_CLOEXEC, 0o644)
+        fd = open_fd(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
             os.write(fd, ENTRY.pack(VERSION, *txn))
         finally:
@@ -131,7 +131,7 @@ class TransactionIndex:
 
         def run() -> None:
             try:
-                fd = os.open(path, os.O_RDONLY | _O_CLOEXEC)
+                fd = open_fd(path, os.O_RDONLY)
             except FileNotFoundError:
                 return
             try:

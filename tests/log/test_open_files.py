@@ -166,3 +166,128 @@ def test_flush_work_keeps_the_recovery_point_after_a_truncation(tmp_path):
     work.commit()
     assert log.recovery_point <= log.log_end_offset == 1
     m.close()
+
+
+# --- the descriptor budget and EMFILE (issue 32) ----------------------------------------
+
+def _logs_with_one_batch(tmp_path, n):
+    logs = [PartitionLog.open(str(tmp_path / f"m-{p}"), LogConfig(), now_ms=NOW) for p in range(n)]
+    batches = [make_batch(1, 20, seed=p) for p in range(n)]
+    for log, b in zip(logs, batches):
+        log.append(b, now_ms=NOW)
+    return logs, batches
+
+
+def test_a_read_over_many_partitions_pins_at_most_the_budget(tmp_path, small_cache):
+    # one Fetch over every partition holds all its answers until it is sent: past the pin
+    # budget the reads copy their bytes, so the open segment files stay under cache + budget
+    from kwire.log.regions import FileRegion, SegmentFile
+
+    logs, batches = _logs_with_one_batch(tmp_path, 30)
+    base_live = SegmentFile.live
+    answers = [log.read(0, 1 << 20) for log in logs]     # held, as a response being built
+    regions = [r for a in answers for r in a.regions if isinstance(r, FileRegion)]
+    assert len(regions) == small_cache.pin_budget == 2
+    assert SegmentFile.live - base_live <= small_cache.capacity + small_cache.pin_budget
+    assert [bytes(a) for a in answers] == [stored(b, 0) for b in batches]
+    for log in logs:
+        log.close()
+
+
+def _emfile_on(monkeypatch, suffixes, times=None):
+    """os.open fails with EMFILE for paths ending in ``suffixes`` (``times`` times, or always)."""
+    real = os.open
+    left = [times]
+
+    def fake(path, flags, mode=0o777, **kw):
+        if str(path).endswith(suffixes) and (left[0] is None or left[0] > 0):
+            if left[0] is not None:
+                left[0] -= 1
+            raise OSError(errno.EMFILE, "Too many open files", str(path))
+        return real(path, flags, mode, **kw)
+
+    monkeypatch.setattr(os, "open", fake)
+
+
+def test_emfile_on_a_read_is_retriable_and_the_dir_stays_online(tmp_path, small_cache, monkeypatch):
+    from kwire.errors import ErrorCode
+    from kwire.log.errors import TooManyOpenFiles
+
+    logs, batches = _logs_with_one_batch(tmp_path, 6)     # the first two were evicted
+    _emfile_on(monkeypatch, (".log",))
+    with pytest.raises(TooManyOpenFiles) as e:
+        logs[0].read(0, 1 << 20)
+    assert e.value.code == ErrorCode.REPLICA_NOT_AVAILABLE    # retriable, not KAFKA_STORAGE_ERROR
+    assert not logs[0].offline and logs[0].failure_channel.offline_dirs == {}
+    assert logs[0].failure_channel.descriptor_errors == 1
+    with pytest.raises(TooManyOpenFiles):   # an append too, and nothing is written
+        logs[1].append(make_batch(1, 20, seed=99), now_ms=NOW)
+    monkeypatch.undo()
+    assert read_all(logs[0]) == [stored(batches[0], 0)]       # served again once descriptors are back
+    logs[1].append(make_batch(1, 20, seed=99), now_ms=NOW)
+    assert len(read_all(logs[1])) == 2
+    for log in logs:
+        log.close()
+
+
+def test_emfile_once_sheds_the_cache_and_the_read_succeeds(tmp_path, small_cache, monkeypatch):
+    logs, batches = _logs_with_one_batch(tmp_path, 6)
+    assert len(small_cache) == 4
+    _emfile_on(monkeypatch, (".log",), times=1)
+    assert bytes(logs[0].read(0, 1 << 20)) == stored(batches[0], 0)
+    assert len(small_cache) == 1      # the idle files were closed to make room
+    assert logs[0].failure_channel.offline_dirs == {}
+    for log in logs:
+        log.close()
+
+
+def test_emfile_on_the_txnindex_is_retriable(tmp_path, monkeypatch):
+    from kwire.log.errors import TooManyOpenFiles
+    from kwire.log.txn_index import AbortedTxn
+
+    log = PartitionLog.open(str(tmp_path / "t-0"), LogConfig(), now_ms=NOW)
+    log.append(make_batch(2, 20), now_ms=NOW)
+    seg = log.segments[0]
+    seg.txn_index.append(AbortedTxn(7, 0, 1, 2))
+    seg.txn_index._entries = None        # not read yet, as after a restart
+    _emfile_on(monkeypatch, (".txnindex",))
+    with pytest.raises(TooManyOpenFiles):
+        log.aborted_transactions(0, 2)
+    assert not log.offline
+    monkeypatch.undo()
+    assert log.aborted_transactions(0, 2) == [AbortedTxn(7, 0, 1, 2)]
+    log.close()
+
+
+def test_emfile_in_disk_work_keeps_the_dir_online(tmp_path, monkeypatch):
+    from kwire.log.errors import TooManyOpenFiles
+
+    mgr = LogManager(str(tmp_path))
+    log = mgr.create("t", 0)
+    log.append(make_batch(1, 20), now_ms=NOW)
+    work = mgr.plan_checkpoint()
+    _emfile_on(monkeypatch, (".tmp",))      # the checkpoint's temporary file
+    work.run()
+    with pytest.raises(TooManyOpenFiles):
+        mgr.finish(work, "checkpoint", raise_error=True)
+    assert not mgr.offline and not log.offline
+    monkeypatch.undo()
+    mgr.run_retention(NOW)
+    assert not mgr.offline
+    mgr.close()
+
+
+def test_eio_still_takes_the_dir_offline(tmp_path, monkeypatch):
+    logs, _ = _logs_with_one_batch(tmp_path, 1)
+    logs[0].segments[0].close()
+    real = os.open
+
+    def fake(path, flags, mode=0o777, **kw):
+        if str(path).endswith(".log"):
+            raise OSError(errno.EIO, "Input/output error", str(path))
+        return real(path, flags, mode, **kw)
+
+    monkeypatch.setattr(os, "open", fake)
+    with pytest.raises(KafkaStorageError):
+        logs[0].read(0, 1 << 20)
+    assert logs[0].offline

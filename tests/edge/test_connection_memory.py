@@ -1,0 +1,101 @@
+"""Per-connection state goes when its connection goes (issue 32: RSS stayed 40 MiB up after
+5,000 connections closed; bench/connections_bench.py measures the RSS). Here: after a burst
+of connections with their own client ids closes, the server's tables and the live
+KafkaConnection objects are back at their baseline, and one memory reclaim (full gc,
+malloc_trim: kwire.memory) ran for the burst."""
+from __future__ import annotations
+
+import gc
+import socket
+import time
+
+import trio
+
+from kwire.codec import frame as FR
+from kwire.codec.apis import api
+from kwire.connection import KafkaConnection
+from kwire.memory import MemoryReclaimer
+from kwire.testing import Broker
+
+BURST = 150
+
+
+def _requests(i: int) -> bytes:
+    av, md = api("ApiVersions"), api("Metadata")
+    cid = f"burst-client-{i}"
+    return (FR.encode_request(av, 3, 1, av.request.cls(client_software_name="t", client_software_version="1"), cid)
+            + FR.encode_request(md, 9, 2, md.request.cls(topics=None, allow_auto_topic_creation=False,
+                                                         include_cluster_authorized_operations=False,
+                                                         include_topic_authorized_operations=False), cid))
+
+
+def _answered(s: socket.socket, n: int) -> None:
+    buf = b""
+    while n:
+        chunk = s.recv(1 << 16)
+        assert chunk, "closed by the broker"
+        buf += chunk
+        while len(buf) >= 4 and len(buf) >= 4 + int.from_bytes(buf[:4], "big"):
+            buf = buf[4 + int.from_bytes(buf[:4], "big"):]
+            n -= 1
+
+
+def _live_connections() -> int:
+    return sum(1 for o in gc.get_objects() if isinstance(o, KafkaConnection))
+
+
+def _state(server):
+    return (len(server.connections), len(server._timed_out), len(server._per_ip), _live_connections())
+
+
+def _wait_for(cond, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_connection_state_returns_to_baseline_and_memory_is_reclaimed():
+    with Broker(mode="thread") as b:
+        server = b.server
+        server.memory.min_drop = BURST - 10      # the burst counts as large here
+        server.memory.settle_s = 0.1
+        b.create_topic("burst", 2)
+        gc.collect()
+        baseline = _state(server)
+        host, port = b.bootstrap_servers.split(":")
+        socks = []
+        try:
+            for i in range(BURST):
+                s = socket.create_connection((host, int(port)), timeout=20)
+                s.sendall(_requests(i))
+                socks.append(s)
+            for s in socks:
+                _answered(s, 2)
+            assert len(server.connections) >= BURST
+        finally:
+            for s in socks:
+                s.close()
+        del socks
+        _wait_for(lambda: server.memory.reclaims == 1 and not server.memory.pending)
+        _wait_for(lambda: (gc.collect(), _state(server))[1] == baseline)
+        assert server.memory.peak <= baseline[0] + 1
+
+
+def test_reclaim_is_due_once_per_large_drop():
+    m = MemoryReclaimer(min_drop=1000)
+    for n in range(1, 5001):
+        m.opened(n)
+    assert not m.closed(4000)      # 1,000 closed but most still open
+    assert not m.closed(1300)      # more than a quarter of the peak still open
+    assert m.closed(1000)
+    assert not m.closed(10)        # one reclaim at a time
+
+    async def main():
+        await m.reclaim(lambda: 10)
+
+    m.settle_s = 0
+    trio.run(main)
+    assert m.reclaims == 1 and not m.pending and m.peak == 10
+    m.opened(500)
+    assert not m.closed(0)          # a small burst: not worth a full collection
