@@ -124,6 +124,18 @@ class LogSync:
         return self._log.storage_failure("fsync" if self._fd is not None else "flush", self._exc)
 
 
+def _check_leader_epoch(topic: str, partition: int, current_leader_epoch: int, leader_epoch: int) -> None:
+    """The request's current leader epoch against the partition's (-1: not checked), as Kafka's
+    Partition.checkCurrentLeaderEpoch: newer is UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH."""
+    if current_leader_epoch == -1 or current_leader_epoch == leader_epoch:
+        return
+    if current_leader_epoch > leader_epoch:
+        raise KafkaError(f"{topic}-{partition}: leader epoch {current_leader_epoch} is newer than "
+                         f"this broker's {leader_epoch}", ErrorCode.UNKNOWN_LEADER_EPOCH)
+    raise KafkaError(f"{topic}-{partition}: leader epoch {current_leader_epoch} is older than "
+                     f"the current {leader_epoch}", ErrorCode.FENCED_LEADER_EPOCH)
+
+
 class ReplicaManager:
     def __init__(self, node_id: int, logs, image: Callable, *, producer_id_expiration_ms: Callable[[], int],
                  now_ms: Callable[[], int] | None = None):
@@ -267,12 +279,7 @@ class ReplicaManager:
             # broker registering again after a restart takes up its roles only afterwards
             raise KafkaError(f"Broker {self.node_id} has not taken up the leadership of {topic}-{partition}",
                              ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if current_leader_epoch != -1 and current_leader_epoch != p.leader_epoch:
-            if current_leader_epoch > p.leader_epoch:
-                raise KafkaError(f"{topic}-{partition}: leader epoch {current_leader_epoch} is newer than "
-                                 f"this broker's {p.leader_epoch}", ErrorCode.UNKNOWN_LEADER_EPOCH)
-            raise KafkaError(f"{topic}-{partition}: leader epoch {current_leader_epoch} is older than "
-                             f"the current {p.leader_epoch}", ErrorCode.FENCED_LEADER_EPOCH)
+        _check_leader_epoch(topic, partition, current_leader_epoch, p.leader_epoch)
         return plog, p.leader_epoch
 
     def _replica(self, topic: str, partition: int, current_leader_epoch: int):
@@ -299,12 +306,7 @@ class ReplicaManager:
                 or self.node_id not in p.replicas or part.leader_epoch != p.leader_epoch:
             raise KafkaError(f"Broker {self.node_id} hosts no replica of {topic}-{partition} in its leader "
                              f"epoch {p.leader_epoch} (leader: {p.leader})", ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if current_leader_epoch != -1 and current_leader_epoch != p.leader_epoch:
-            if current_leader_epoch > p.leader_epoch:
-                raise KafkaError(f"{topic}-{partition}: leader epoch {current_leader_epoch} is newer than "
-                                 f"this broker's {p.leader_epoch}", ErrorCode.UNKNOWN_LEADER_EPOCH)
-            raise KafkaError(f"{topic}-{partition}: leader epoch {current_leader_epoch} is older than "
-                             f"the current {p.leader_epoch}", ErrorCode.FENCED_LEADER_EPOCH)
+        _check_leader_epoch(topic, partition, current_leader_epoch, p.leader_epoch)
         return plog, p.leader_epoch, part
 
     def leader_error(self, topic: str, partition: int, current_leader_epoch: int = -1) -> ErrorCode:
