@@ -3,12 +3,17 @@ keeps them: a replica that leaves the ISR below min.insync.replicas (here in its
 shutdown) stays eligible; when the last ISR member then dies, the ISR empties and the
 eligible replica, back after its clean shutdown, is elected from the ELR. Without ELR the
 dead broker would stay the lone ISR member and the partition offline until it returned.
-DescribeTopicPartitions shows the ELR and LastKnownElr."""
+DescribeTopicPartitions shows the ELR and LastKnownElr, to kwire's codec and to Kafka 4.3's
+own kafka-topics (TopicCommand, whose Admin.describeTopics asks DescribeTopicPartitions)."""
 from __future__ import annotations
 
 import signal
+import subprocess
+
+import pytest
 
 from kwire.codec.apis import api
+from kwire.testing.apache_kafka import KafkaUnavailable, java_bin, jvm_flags, kafka_classpath
 
 from .cluster import Cluster, call, wait_for
 from .test_ctl_replication import controller_of, create, partitions
@@ -47,5 +52,20 @@ def test_a_cleanly_stopped_eligible_replica_leads_when_the_isr_dies(tmp_path):
         assert (p.isr_nodes, p.eligible_leader_replicas, p.last_known_elr) == ([eligible], [leader], [])
         assert p.leader_epoch >= 1
         assert "controlled shutdown done" in cluster.nodes[eligible].log_tail(400_000)
+        out = kafka_topics_describe(ports[other], "e")
+        assert f"Leader: {eligible}\tReplicas: {leader},{eligible}\tIsr: {eligible}\tElr: {leader}\tLastKnownElr: " \
+            in out, out
     finally:
         cluster.stop()
+
+
+def kafka_topics_describe(port: int, topic: str) -> str:
+    """``kafka-topics.sh --describe`` of Kafka 4.3.1 (its jars in ~/.cache/kwire), or a skip."""
+    try:
+        cmd = [java_bin(), *jvm_flags("128m"), "-cp", kafka_classpath(), "org.apache.kafka.tools.TopicCommand",
+               "--bootstrap-server", f"127.0.0.1:{port}", "--describe", "--topic", topic]
+    except KafkaUnavailable as exc:
+        pytest.skip(str(exc))
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout
