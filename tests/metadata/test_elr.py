@@ -266,3 +266,14 @@ def test_alter_partition_shrinking_below_min_isr_fills_the_elr_and_expanding_cle
     res, recs = RC.alter_partition(img, 1, TID, 0, p.leader_epoch, p.partition_epoch, [1, 2])
     p = commit(img, recs)
     assert (p.isr, p.elr) == ([1, 2], [])
+
+
+def test_a_broker_formats_with_elr_unless_it_emulates_a_release_before_4_1():
+    from kwire.testing import Broker  # noqa: PLC0415
+
+    for emulated, level in ((None, 1), ("4.0", 0)):
+        overrides = {"node.id": 1} if emulated is None else {"node.id": 1, "kwire.emulate.kafka.version": emulated}
+        with Broker(mode="thread", overrides=overrides) as b:
+            image = b.server.broker.image
+            assert image.features.get(ELR_FEATURE) == level, (emulated, image.features)
+            assert elr_enabled(image) is (level == 1)
