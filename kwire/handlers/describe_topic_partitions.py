@@ -13,9 +13,10 @@ Partitions as Metadata gives them (kwire.handlers.partition_state), with a parti
 of 0 even when leaderless (leader -1), as Kafka answers here.
 
 eligible_leader_replicas and last_known_elr are the image's (kwire.metadata.partition_change
-keeps them while eligible.leader.replicas.version is on; empty otherwise). With an authorizer, topics the principal may not DESCRIBE are left out of
-an all-topics answer and TOPIC_AUTHORIZATION_FAILED when named; topic_authorized_operations
-holds the principal's operations (every supported one without an authorizer).
+keeps them while eligible.leader.replicas.version is on; empty otherwise). With an
+authorizer, topics the principal may not DESCRIBE are left out of an all-topics answer and
+TOPIC_AUTHORIZATION_FAILED when named; topic_authorized_operations holds the principal's
+operations (every supported one without an authorizer).
 """
 from __future__ import annotations
 
