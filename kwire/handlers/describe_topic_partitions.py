@@ -12,10 +12,11 @@ zero topic id; every topic (listed or all) counts against the limit only by its 
 Partitions as Metadata gives them (kwire.handlers.partition_state), with a partition error
 of 0 even when leaderless (leader -1), as Kafka answers here.
 
-Left out: eligible_leader_replicas and last_known_elr are empty (kwire has no ELR, KIP-966's
-controller side). With an authorizer, topics the principal may not DESCRIBE are left out of
-an all-topics answer and TOPIC_AUTHORIZATION_FAILED when named; topic_authorized_operations
-holds the principal's operations (every supported one without an authorizer).
+eligible_leader_replicas and last_known_elr are the image's (kwire.metadata.partition_change
+keeps them while eligible.leader.replicas.version is on; empty otherwise). With an
+authorizer, topics the principal may not DESCRIBE are left out of an all-topics answer and
+TOPIC_AUTHORIZATION_FAILED when named; topic_authorized_operations holds the principal's
+operations (every supported one without an authorizer).
 """
 from __future__ import annotations
 
@@ -70,8 +71,9 @@ async def describe_topic_partitions(ctx: RequestContext, req):
         indexes = [i for i in sorted(topic.partitions) if i >= start]
         page, rest = indexes[:remaining], indexes[remaining:]
         parts = [P(error_code=0, partition_index=s.index, leader_id=s.leader, leader_epoch=s.leader_epoch,
-                   replica_nodes=s.replicas, isr_nodes=s.isr, eligible_leader_replicas=[],
-                   last_known_elr=[], offline_replicas=s.offline_replicas)
+                   replica_nodes=s.replicas, isr_nodes=s.isr,
+                   eligible_leader_replicas=list(topic.partitions[s.index].elr),
+                   last_known_elr=list(topic.partitions[s.index].last_known_elr), offline_replicas=s.offline_replicas)
                  for s in partition_states(b, topic, page)]
         topics.append(T(error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal,
                         partitions=parts, topic_authorized_operations=operations_field(ctx, "topic", name, True)))

@@ -10,9 +10,12 @@ removed (INVALID_CONFIG). Clients see it: DescribeConfigs reports ``min.insync.r
 source DYNAMIC_DEFAULT_BROKER_CONFIG for the default resource, every broker and every topic, and
 a legacy AlterConfigs of the default resource that leaves it out is refused.
 
-kwire keeps no eligible leader replicas (docs/differences.md), but a new cluster answers as a
-freshly formatted Kafka 4.3 one: the controller writes the record with the first registration
-into a metadata log that has none (kwire's "format"), and the same refusals hold.
+A new kwire cluster answers as a freshly formatted Kafka 4.3 one: the controller writes the
+record with the first registration into a metadata log that has none (kwire's "format"), and
+the same refusals hold. With it the controller writes eligible.leader.replicas.version (1 when
+the emulated release is 4.1+, else 0): the partition decisions keep eligible leader replicas
+while it is 1 (kwire.metadata.partition_change), with the effective min ISR of
+``topic_min_isr``.
 """
 from __future__ import annotations
 
@@ -47,3 +50,36 @@ def min_isr_transition_error(resource_name: str, changes: dict) -> str | None:
     if changes[MIN_ISR] is None:
         return CLUSTER_MIN_ISR_REMOVED
     return None
+
+
+# ---------------------------------------------------------------------- eligible leader replicas
+ELR_FEATURE = "eligible.leader.replicas.version"
+ELR_SINCE = (4, 1)   # Kafka's ELRV_1 bootstraps with metadata version 4.1-IV0
+
+
+def elr_enabled(image) -> bool:
+    """Kafka's FeatureControlManager.isElrFeatureEnabled: eligible.leader.replicas.version >= 1."""
+    return image.features.get(ELR_FEATURE, 0) >= 1
+
+
+def elr_feature_records(image, kafka_version: str | None) -> list:
+    """The eligible.leader.replicas.version a cluster gets at its format (kwire's first
+    registration into a metadata log without the feature): 1 where the release kwire emulates
+    (None: the default, 4.3) formats new clusters with ELR on (4.1+), else 0 (ELR stays off,
+    as on a 3.x / 4.0-formatted Kafka cluster); [] once the log holds the feature."""
+    if ELR_FEATURE in image.features:
+        return []
+    on = kafka_version is None or tuple(int(x) for x in str(kafka_version).split(".")[:2]) >= ELR_SINCE
+    return [(R.FEATURE_LEVEL, R.FEATURE_LEVEL.cls(name=ELR_FEATURE, feature_level=1 if on else 0))]
+
+
+def topic_min_isr(image, topic) -> int:
+    """Kafka's ReplicationControlManager.getTopicEffectiveMinIsr: the topic's
+    min.insync.replicas (else the cluster-level one, which ELR makes sure exists; else 1),
+    at most the topic's replication factor (its partition 0's replicas)."""
+    v = topic.configs.get(MIN_ISR)
+    if v is None:
+        v = image.broker_configs.get("", {}).get(MIN_ISR, 1)
+    p0 = topic.partitions.get(0)
+    rf = len(p0.replicas) if p0 is not None else int(v)
+    return min(int(v), rf)

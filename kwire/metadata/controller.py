@@ -4,12 +4,12 @@ it is the Raft leader and has applied everything committed.
 
 - Liveness: in combined mode every node fetches the metadata log from the leader all the
   time, so the leader's fetch bookkeeping is the heartbeat. A registered broker not heard from
-  for ``broker.session.timeout.ms`` is fenced: it leaves every ISR (unless it is the last
+  for ``broker.session.timeout.ms`` is fenced: it leaves every ISR (with ELR off, not the last
   member), every partition it led gets a new leader from the ISR (leader -1 when none is
   left, or an unclean election where the topic allows it), then a
   BrokerRegistrationChangeRecord fences it - one broker per proposal, so each decision sees
   the one before applied. A fenced broker heard from again is unfenced, and leaderless
-  partitions whose ISR holds it get it as leader.
+  partitions whose ISR holds it (with the ISR empty, their ELR) get it as leader.
 - Leaderless partitions get a leader as soon as an ISR member is active again (a broker that
   registered anew after a controlled shutdown, say).
 - AlterPartition (from partition leaders), controlled shutdown (BrokerHeartbeat with

@@ -47,11 +47,16 @@ class PartitionImage:
     # a reassignment in progress: replicas being removed / added (both in ``replicas`` meanwhile)
     removing_replicas: list[int] = field(default_factory=list)
     adding_replicas: list[int] = field(default_factory=list)
+    # KIP-966: replicas that left the ISR below min.insync.replicas and may still lead (their
+    # logs hold every committed record), and the last leader of a partition whose ISR and ELR
+    # emptied (Kafka's PartitionRegistration.elr / lastKnownElr)
+    elr: list[int] = field(default_factory=list)
+    last_known_elr: list[int] = field(default_factory=list)
 
     def copy(self) -> "PartitionImage":
         return PartitionImage(self.index, self.leader, list(self.replicas), list(self.isr), self.leader_epoch,
                               self.partition_epoch, self.leader_recovery_state, list(self.removing_replicas),
-                              list(self.adding_replicas))
+                              list(self.adding_replicas), list(self.elr), list(self.last_known_elr))
 
     def merge(self, change) -> None:
         """Apply a PartitionChangeRecord, as Kafka's PartitionRegistration.merge: a new leader
@@ -69,6 +74,10 @@ class PartitionImage:
             self.adding_replicas = list(change.adding_replicas)
         if change.leader_recovery_state != -1:
             self.leader_recovery_state = change.leader_recovery_state
+        if change.eligible_leader_replicas is not None:
+            self.elr = list(change.eligible_leader_replicas)
+        if change.last_known_elr is not None:
+            self.last_known_elr = list(change.last_known_elr)
         self.partition_epoch += 1
 
 
@@ -128,7 +137,8 @@ class MetadataImage:
                 t.partitions[obj.partition_id] = PartitionImage(
                     obj.partition_id, obj.leader, list(obj.replicas), list(obj.isr),
                     obj.leader_epoch, obj.partition_epoch, obj.leader_recovery_state,
-                    list(obj.removing_replicas or ()), list(obj.adding_replicas or ()))
+                    list(obj.removing_replicas or ()), list(obj.adding_replicas or ()),
+                    list(obj.eligible_leader_replicas or ()), list(obj.last_known_elr or ()))
         elif msg is R.PARTITION_CHANGE:
             t = self.topics_by_id.get(obj.topic_id)
             p = t.partitions.get(obj.partition_id) if t else None
@@ -205,7 +215,8 @@ def image_records(image: MetadataImage) -> list:
                 partition_id=p.index, topic_id=t.topic_id, replicas=list(p.replicas), isr=list(p.isr),
                 removing_replicas=list(p.removing_replicas), adding_replicas=list(p.adding_replicas), leader=p.leader,
                 leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
-                leader_recovery_state=p.leader_recovery_state)))
+                leader_recovery_state=p.leader_recovery_state, eligible_leader_replicas=list(p.elr) or None,
+                last_known_elr=list(p.last_known_elr) or None)))
         for k, v in sorted(t.configs.items()):
             out.append((R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_TOPIC, resource_name=t.name, name=k, value=v)))
     for rtype, by_name in ((R.RESOURCE_BROKER, image.broker_configs), (R.RESOURCE_GROUP, image.group_configs)):

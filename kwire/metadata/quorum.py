@@ -36,7 +36,7 @@ import trio
 from kwire import link_faults
 from kwire.errors import ErrorCode, KafkaError
 from kwire.metadata import controller_apis as CA
-from kwire.metadata.config_control import elr_safety_records
+from kwire.metadata.config_control import elr_feature_records, elr_safety_records
 from kwire.metadata import records as R
 from kwire.metadata import topic_changes as TC
 from kwire.metadata.controller import Controller
@@ -203,12 +203,20 @@ class MetadataQuorum:
         freshly formatted Kafka 4.1+ cluster holds (kwire.metadata.config_control)."""
         from kwire.metadata import replication_control as RC  # noqa: PLC0415
 
+        image = self.broker.image
         static_min_isr = self.broker.config.values.get("min.insync.replicas", 1)
-        extra: list[bytes] = [R.encode_record(m, o) for m, o in elr_safety_records(self.broker.image, static_min_isr)]
+        emulated = self.broker.config.values.get("kwire.emulate.kafka.version")
+        extra: list[bytes] = [R.encode_record(m, o) for m, o in
+                              elr_feature_records(image, emulated) + elr_safety_records(image, static_min_isr)]
         for v in values:
             msg, obj = R.decode_record(v)
             if msg is R.REGISTER_BROKER:
-                recs = RC.register_again(self.broker.image, obj.broker_id, obj.broker_epoch, self.controller.unclean)
+                # a restart after a completed controlled shutdown (kwire's clean stop) counts as
+                # clean: Kafka's PreviousBrokerEpoch has no place in a RegisterBrokerRecord
+                old = image.brokers.get(obj.broker_id)
+                clean = old is not None and old.in_controlled_shutdown
+                recs = RC.register_again(image, obj.broker_id, obj.broker_epoch, self.controller.unclean,
+                                         clean_shutdown=clean)
                 if recs:
                     log.info("controller %d: broker %d registers again (epoch %d): out of %d ISR(s) until it "
                              "catches up", self.node_id, obj.broker_id, obj.broker_epoch, len(recs))

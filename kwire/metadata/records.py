@@ -49,7 +49,12 @@ PARTITION = _rec("PartitionRecord", 3, [
     F("leader_recovery_state", "int8", tag=0, tagged="0+", default=0),
     F("leader_epoch", "int32", default=-1),
     F("partition_epoch", "int32", default=-1),
-])
+    # v1 (KIP-858): each replica's log directory; kwire assigns none (written empty)
+    F("directories", "[]uuid", "1+"),
+    # v2 (KIP-966): the eligible leader replicas and the last known leader (LastKnownElr)
+    F("eligible_leader_replicas", "[]int32", "2+", nullable="2+", tag=1, tagged="2+", default=None),
+    F("last_known_elr", "[]int32", "2+", nullable="2+", tag=2, tagged="2+", default=None),
+], valid="0-2")
 CONFIG = _rec("ConfigRecord", 4, [
     F("resource_type", "int8"),
     F("resource_name", "string"),
@@ -66,7 +71,12 @@ PARTITION_CHANGE = _rec("PartitionChangeRecord", 5, [
     F("adding_replicas", "[]int32", nullable="0+", tag=4, tagged="0+", default=None),
     # -1 no change; 0 RECOVERED (elected from the ISR); 1 RECOVERING (after an unclean election)
     F("leader_recovery_state", "int8", tag=5, tagged="0+", default=-1),
-])
+    # v2 (KIP-966): null when unchanged
+    F("eligible_leader_replicas", "[]int32", "2+", nullable="2+", tag=6, tagged="2+", default=None),
+    F("last_known_elr", "[]int32", "2+", nullable="2+", tag=7, tagged="2+", default=None),
+    # v1 (KIP-858): null when unchanged; kwire assigns no directories
+    F("directories", "[]uuid", "1+", nullable="1+", tag=8, tagged="1+", default=None),
+], valid="0-2")
 FENCE_BROKER = _rec("FenceBrokerRecord", 7, [F("id", "int32"), F("epoch", "int64")])
 UNFENCE_BROKER = _rec("UnfenceBrokerRecord", 8, [F("id", "int32"), F("epoch", "int64")])
 REMOVE_TOPIC = _rec("RemoveTopicRecord", 9, [F("topic_id", "uuid")])

@@ -15,9 +15,10 @@ from typing import Callable, Iterable, Iterator
 
 from kwire.errors import ErrorCode
 from kwire.metadata import records as R
+from kwire.metadata.config_control import elr_enabled, topic_min_isr
 from kwire.metadata.image import MetadataImage, PartitionImage, TopicImage
 from kwire.metadata.partition_change import (NO_LEADER, RECOVERED, RECOVERING, AlterPartitionResult, Election,
-                                             PartitionChangeBuilder, election_for, leader_acceptor, without)
+                                             PartitionChangeBuilder, election_for, leader_acceptor)
 
 Unclean = Callable[[TopicImage], bool]
 NEVER: Unclean = lambda _t: False  # noqa: E731
@@ -39,23 +40,37 @@ def _partitions(image: MetadataImage) -> Iterator[tuple[TopicImage, PartitionIma
 OfflineReplicas = dict[tuple[uuid.UUID, int], set[int]]
 
 
+def builder(image: MetadataImage, t: TopicImage, p: PartitionImage, acceptable: Callable[[int], bool],
+            election: Election) -> PartitionChangeBuilder:
+    """A PartitionChangeBuilder as Kafka's controller makes every one: with the topic's
+    effective min ISR and ELR on where eligible.leader.replicas.version is."""
+    return PartitionChangeBuilder(p, t.topic_id, acceptable, election, min_isr=topic_min_isr(image, t),
+                                  elr_enabled=elr_enabled(image))
+
+
 def leader_and_isr_updates(image: MetadataImage, parts: Iterable[tuple[TopicImage, PartitionImage]], *,
                            removing: int = NO_LEADER, adding: int = NO_LEADER, unclean: Unclean = NEVER,
-                           offline: OfflineReplicas | None = None) -> list:
-    """Kafka's generateLeaderAndIsrUpdates: ``removing`` leaves each ISR (not the last member)
-    and leadership; ``adding`` may lead although the image does not show it active yet; a
-    replica in ``offline`` (its log dir failed) never leads (Kafka's LeaderAcceptor checks
-    that the replica's directory is online)."""
+                           offline: OfflineReplicas | None = None, unclean_shutdown: int = NO_LEADER) -> list:
+    """Kafka's generateLeaderAndIsrUpdates: ``removing`` leaves each ISR (without ELR not the
+    last member) and leadership; ``adding`` may lead although the image does not show it
+    active yet; a replica in ``offline`` (its log dir failed) never leads (Kafka's
+    LeaderAcceptor checks that the replica's directory is online); ``unclean_shutdown`` (a
+    broker back from an unclean shutdown) leaves each ISR, ELR and leadership."""
     acceptable = leader_acceptor(image.brokers, removing=removing, adding=adding)
+    if unclean_shutdown != NO_LEADER:
+        outer = acceptable
+        acceptable = lambda r: r != unclean_shutdown and outer(r)  # noqa: E731
     out = []
     for t, p in parts:
         acc = acceptable
         gone = offline.get((t.topic_id, p.index)) if offline else None
         if gone:
             acc = lambda r, a=acceptable, g=gone: r not in g and a(r)  # noqa: E731
-        b = PartitionChangeBuilder(p, t.topic_id, acc, election_for(unclean(t)))
-        if removing != NO_LEADER:
-            b.set_target_isr(without(p.isr, removing))
+        b = builder(image, t, p, acc, election_for(unclean(t)))
+        if removing != NO_LEADER or unclean_shutdown != NO_LEADER:
+            b.set_target_isr([r for r in p.isr if r not in (removing, unclean_shutdown)])
+        if unclean_shutdown != NO_LEADER:
+            b.set_unclean_shutdown_replicas([unclean_shutdown])
         rec = b.build()
         if rec is not None:
             out.append((R.PARTITION_CHANGE, rec))
@@ -157,7 +172,7 @@ def alter_partition(image: MetadataImage, broker_id: int, topic_id: uuid.UUID, p
         epoch = broker_epochs[i] if broker_epochs else -1
         if b is None or not b.active or (epoch != -1 and epoch != b.epoch):
             return AlterPartitionResult(ErrorCode.INELIGIBLE_REPLICA), []
-    rec = (PartitionChangeBuilder(p, t.topic_id, leader_acceptor(image.brokers), election_for(unclean(t)))
+    rec = (builder(image, t, p, leader_acceptor(image.brokers), election_for(unclean(t)))
            .set_target_isr(new_isr).set_target_leader_recovery_state(leader_recovery_state).build())
     after = p.copy()
     recs = []
@@ -185,7 +200,7 @@ def elect_leader(image: MetadataImage, topic: str, partition: int, election: Ele
             (election is Election.UNCLEAN and p.leader != NO_LEADER):
         code = ErrorCode.ELECTION_NOT_NEEDED
         return code, ELECTION_MESSAGES[code], []
-    rec = PartitionChangeBuilder(p, t.topic_id, leader_acceptor(image.brokers), election).build()
+    rec = builder(image, t, p, leader_acceptor(image.brokers), election).build()
     if rec is None:
         code = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if election is Election.PREFERRED
                 else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE)
@@ -225,7 +240,7 @@ def rebalance_preferred_leaders(image: MetadataImage) -> list:
     recs = []
     for t, p in _partitions(image):
         if p.replicas and p.leader != p.replicas[0] and p.replicas[0] in p.isr:
-            rec = PartitionChangeBuilder(p, t.topic_id, leader_acceptor(image.brokers), Election.PREFERRED).build()
+            rec = builder(image, t, p, leader_acceptor(image.brokers), Election.PREFERRED).build()
             if rec is not None and rec.leader == p.replicas[0]:
                 recs.append((R.PARTITION_CHANGE, rec))
     return recs
@@ -250,7 +265,7 @@ def alter_reassignment(image: MetadataImage, topic: str, partition: int, target:
     if p is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}:{partition}.", []
     acceptable = leader_acceptor(image.brokers)
-    b = PartitionChangeBuilder(p, t.topic_id, acceptable, election_for(unclean(t)))
+    b = builder(image, t, p, acceptable, election_for(unclean(t)))
     if target is None:
         if not p.removing_replicas and not p.adding_replicas:
             return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress.", []
@@ -294,16 +309,34 @@ def list_reassignments(image: MetadataImage, topics: dict[str, list[int]] | None
     return out
 
 
-def register_again(image: MetadataImage, broker_id: int, broker_epoch: int, unclean: Unclean = NEVER) -> list:
-    """A known broker registering in a higher epoch restarted: it leaves every ISR (and
-    leadership) that has another active member, as Kafka's controller fences the old
-    incarnation; whatever its log lost in an unclean shutdown, it rejoins an ISR only once
-    its leader sees it caught up. A partition it alone is in sync for stays with it (there is
-    no other copy to prefer), in a new leader epoch. Records to commit before the
-    registration."""
+def register_again(image: MetadataImage, broker_id: int, broker_epoch: int, unclean: Unclean = NEVER, *,
+                   clean_shutdown: bool = False) -> list:
+    """A known broker registering in a higher epoch restarted. Records to commit before the
+    registration.
+
+    With ELR on, Kafka's handleBrokerShutdown: after a clean shutdown it leaves every ISR and
+    leadership as if fenced (into the ELR where the ISR falls below min ISR, so it may lead
+    again); after an unclean one it leaves every ISR, ELR and leadership (its log may have
+    lost acknowledged records). ``clean_shutdown``: Kafka compares the broker epoch the
+    broker wrote at its clean shutdown (BrokerRegistrationRequest PreviousBrokerEpoch) with
+    its registration; kwire's registration is a record, so the controller counts a restart
+    after a completed controlled shutdown as clean (quorum._registration_effects).
+
+    Without ELR (kwire's rule before KIP-966): it leaves every ISR (and leadership) that has
+    another active member, as Kafka's controller fences the old incarnation; whatever its log
+    lost in an unclean shutdown, it rejoins an ISR only once its leader sees it caught up. A
+    partition it alone is in sync for stays with it (there is no other copy to prefer), in a
+    new leader epoch."""
     old = image.brokers.get(broker_id)
     if old is None or broker_epoch <= old.epoch:
         return []
+    if elr_enabled(image):
+        if clean_shutdown:
+            return leader_and_isr_updates(image, ((t, p) for t, p in _partitions(image) if broker_id in p.isr),
+                                          removing=broker_id, unclean=unclean)
+        return leader_and_isr_updates(
+            image, ((t, p) for t, p in _partitions(image) if broker_id in p.isr or broker_id in p.elr),
+            unclean_shutdown=broker_id, unclean=unclean)
 
     def shared(p) -> bool:
         return any(r != broker_id and image.brokers.get(r) is not None and image.brokers[r].active for r in p.isr)

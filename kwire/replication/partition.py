@@ -120,10 +120,15 @@ class Partition:
         st.last_fetch_leader_log_end_offset = leo
         return True
 
-    def maybe_increment_high_watermark(self) -> bool:
+    def maybe_increment_high_watermark(self, min_isr: int = 0) -> bool:
         """The high watermark = the smallest log end offset in the maximal ISR (never
-        backwards). Returns True if it moved."""
+        backwards). Returns True if it moved. ``min_isr`` (with eligible leader replicas,
+        KIP-966): while the ISR is smaller than min(min_isr, replicas) the high watermark
+        stays (Kafka's maybeIncrementLeaderHW / isUnderMinIsr): a replica that left the ISR
+        below min ISR may be elected from the ELR, and must hold every record below it."""
         plog = self.log
+        if min_isr and len(self.isr) < min(min_isr, len(self.replicas)):
+            return False
         hw = plog.log_end_offset
         for r in self.maximal_isr:
             if r == self.leader:

@@ -49,6 +49,7 @@ from kwire.errors import ErrorCode, KafkaError
 from kwire.log import producer_log
 from kwire.log.producer_state import InvalidTxnState
 from kwire.log.validator import COORDINATOR
+from kwire.metadata.config_control import elr_enabled
 from kwire.replication.partition import Partition
 from kwire.replication.replica_selector import NO_PREFERRED_REPLICA, Selector, preferred_read_replica
 from kwire.replication.waiters import FetchWaiters, HighWatermarkWaiters, TopicPartition
@@ -485,7 +486,9 @@ class ReplicaManager:
         part = self.partitions.get(tp)
         if part is None or part.log is not plog or not part.is_leader:
             return
-        if part.maybe_increment_high_watermark():
+        # with ELR on, not below min ISR (an ELR member elected later must hold it all)
+        min_isr = plog.config.min_insync_replicas if elr_enabled(self._image()) else 0
+        if part.maybe_increment_high_watermark(min_isr):
             hw = plog.high_watermark
             self.high_watermark_waiters.high_watermark_moved(tp, hw)
             self.fetch_waiters.wake(tp)

@@ -79,6 +79,7 @@ from dataclasses import dataclass
 from kwire.codec.records import iter_batches
 from kwire.errors import ErrorCode
 from kwire.metadata import records as R
+from kwire.metadata.config_control import elr_feature_records
 from kwire.metadata.placement import UsableBroker, place
 
 from tests.replication.sim_nodes import CLIENT_NODE, CONTROLLER, T0, TOPIC, Broker, ControllerModel
@@ -108,6 +109,9 @@ class Knobs:
     lag_ms: int = 800                # replica.lag.time.max.ms
     fault_every_ms: int = 500
     max_down: int = 1
+    # eligible leader replicas (KIP-966) on: the controller keeps ELRs (min ISR 2, the brokers'
+    # too) and leaders hold the high watermark below min ISR, as a 4.3-formatted cluster
+    elr: bool = False
 
     @classmethod
     def draw(cls, seed: int) -> "Knobs":
@@ -116,7 +120,8 @@ class Knobs:
         return cls(brokers=5 if five else 3, partitions=rng.choice([1, 2, 3]),
                    duration_ms=rng.choice([4000, 6000, 8000]), loss=rng.choice([0.0, 0.02, 0.1]),
                    power_loss=rng.choice([0.0, 0.5, 1.0]), fsync_per_append=rng.random() < 0.3,
-                   fault_every_ms=rng.choice([300, 500, 900]), max_down=2 if five else rng.choice([1, 1, 2]))
+                   fault_every_ms=rng.choice([300, 500, 900]), max_down=2 if five else rng.choice([1, 1, 2]),
+                   elr=rng.random() < 0.5)
 
 
 # ---------------------------------------------------------------------- the world
@@ -183,6 +188,9 @@ class Sim:
     # --- the run -------------------------------------------------------------------------
     def setup(self) -> None:
         k = self.k
+        if k.elr:   # kwire's format of a 4.3 cluster (kwire.metadata.config_control)
+            self.ctl.commit(elr_feature_records(self.ctl.image, None) + [(R.CONFIG, R.CONFIG.cls(
+                resource_type=R.RESOURCE_BROKER, resource_name="", name="min.insync.replicas", value="2"))])
         for bid in self.brokers:
             self.ctl.commit([(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
                 broker_id=bid, incarnation_id=uuid.UUID(int=bid), broker_epoch=1, end_points=[], rack=None,

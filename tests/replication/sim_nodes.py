@@ -85,7 +85,10 @@ class ControllerModel:
         """MetadataQuorum._registration_effects: a broker registering again leaves the ISRs
         it shares first (kwire.metadata.replication_control.register_again)."""
         self.last_heard[bid] = self.sim.now
-        self.commit(RC.register_again(self.image, rec.broker_id, rec.broker_epoch) + [(R.REGISTER_BROKER, rec)])
+        old = self.image.brokers.get(bid)
+        clean = old is not None and old.in_controlled_shutdown   # as MetadataQuorum decides it
+        self.commit(RC.register_again(self.image, rec.broker_id, rec.broker_epoch, clean_shutdown=clean)
+                    + [(R.REGISTER_BROKER, rec)])
 
     def _stale_epoch(self, bid: int, epoch: int) -> bool:
         b = self.image.brokers.get(bid)
