@@ -48,7 +48,7 @@ async def summaries(store, group_id: str, tps) -> dict:
             out.update({tp: (ErrorCode.COORDINATOR_NOT_AVAILABLE, 0, -1, 0) for tp in parts})
         elif node == store.broker.node_id:
             for tid, p in parts:
-                err, st = store.coordinator.read(group_id, tid, p, -1)
+                err, st = await store.coordinator.read(group_id, tid, p, -1)
                 out[(tid, p)] = ((err, st.state_epoch, st.start_offset, _done(st.batches)) if st is not None
                                  else (err, 0, -1, 0))
         else:

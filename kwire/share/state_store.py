@@ -72,6 +72,8 @@ if TYPE_CHECKING:
     from kwire.share.manager import SharePartitionManager
 
 log = logging.getLogger("kwire.share")
+#: a coordinator moving, not knowing yet that it leads, loading its state partition
+RETRIABLE = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
 
 class ShareStateStore:
@@ -229,7 +231,7 @@ class ShareStateStore:
         if node is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, 0
         if node == self.broker.node_id:
-            err, st = self.coordinator.read(group_id, topic_id, partition, leader_epoch)
+            err, st = await self.coordinator.read(group_id, topic_id, partition, leader_epoch)
             if st is None:
                 return err, None, 0
             return err, ((st.start_offset, st.batches) if st.start_offset >= 0 else None), st.state_epoch
@@ -268,11 +270,10 @@ class ShareStateStore:
                 return {k: ErrorCode.COORDINATOR_NOT_AVAILABLE for k in self.dirty}
         dirty, self.dirty = self.dirty, {}
         deleted, self.deleted = self.deleted, set()
-        for key in deleted:   # tombstones (DeleteShareGroupOffsets)
+        for key in deleted:
             self.served.pop(key, None)
-            err = await self._delete(*key)
-            if err != ErrorCode.NONE:
-                log.warning("share state: the deletion of the state of %s failed: %s", key, err.name)
+        if deleted:   # DeleteShareGroupOffsets, DeleteGroups: the states replaced by empty ones
+            await self._delete_all(deleted)
         failed = await self._write_all(dict(dirty))
         for key in failed:   # kept for the next flush
             if key not in self.dirty and (sp := self.manager.partitions.get(key)) is not None:
@@ -358,11 +359,55 @@ class ShareStateStore:
                 out[(tid, p)] = err
         return out
 
-    async def _delete(self, group_id: str, topic_id: UUID, partition: int) -> ErrorCode:
-        """DeleteShareGroupState of one share partition at its coordinator."""
-        return await self.at_coordinator(group_id, topic_id, partition,
-                                         lambda: self.coordinator.delete(group_id, topic_id, partition),
-                                         "DeleteShareGroupState", "DeleteStateData")
+    async def _delete_all(self, pending: set[Key]) -> None:
+        """Delete the states at their coordinators: one DeleteShareGroupState per coordinator
+        and group (one batch per state partition there), retried like the writes (a
+        coordinator moving, learning it leads, loading its partition: RETRIABLE) until
+        share.coordinator.write.timeout.ms; what still failed then is logged (not kept: a
+        flush must not wait on it again)."""
+        deadline = trio.current_time() + int(self.broker.config.get("share.coordinator.write.timeout.ms")) / 1000
+        backoff = 0.05
+        while True:
+            by_node: dict[tuple[int | None, str], list] = {}
+            for gid, tid, p in pending:
+                by_node.setdefault((self.coordinator_node(gid, tid, p)[1], gid), []).append((tid, p))
+            failed: dict[Key, ErrorCode] = {}
+            for (node, gid), tps in by_node.items():
+                for (tid, p), err in (await self._delete(node, gid, tps)).items():
+                    if err != ErrorCode.NONE:
+                        failed[(gid, tid, p)] = err
+            retry = {k for k, e in failed.items() if e in RETRIABLE and k not in self.dirty}
+            if not retry or trio.current_time() + backoff >= deadline:
+                retry = set()
+            given_up = {e.name for k, e in failed.items() if k not in retry}
+            if given_up:
+                log.warning("share state: %d share partition states not deleted: %s",
+                            len(failed) - len(retry), sorted(given_up))
+            if not retry:
+                return
+            await trio.sleep(backoff)
+            backoff = min(backoff * 2, 0.5)
+            pending = retry
+
+    async def _delete(self, node: int | None, group_id: str, tps: list) -> dict[tuple[UUID, int], ErrorCode]:
+        """DeleteShareGroupState of one group's share partitions at one coordinator."""
+        if node is None:
+            return {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in tps}
+        if node == self.broker.node_id:
+            return await self.coordinator.delete_many(group_id, tps)
+        R = api("DeleteShareGroupState").request
+        by_topic: dict[UUID, list] = {}
+        for tid, p in tps:
+            by_topic.setdefault(tid, []).append(R.struct("PartitionData")(partition=p))
+        req = R.cls(group_id=group_id, topics=[R.struct("DeleteStateData")(topic_id=t, partitions=ps)
+                                              for t, ps in by_topic.items()])
+        try:
+            resp = await self.channel.request(node, "DeleteShareGroupState", 0, req)
+        except Exception as exc:  # noqa: BLE001 - unreachable, timed out, a bad answer
+            log.info("share state: DeleteShareGroupState to broker %d failed: %s", node, exc)
+            return {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in tps}
+        errors = {(r.topic_id, pr.partition): ErrorCode(pr.error_code) for r in resp.results for pr in r.partitions}
+        return {tp: errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR) for tp in tps}
 
     async def at_coordinator(self, group_id: str, topic_id: UUID, partition: int, local, api_name: str,
                              topic_struct: str, **fields) -> ErrorCode:
@@ -389,16 +434,24 @@ class ShareStateStore:
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
     # ------------------------------------------------------------------ load
-    def load(self) -> int:
-        """Replay the local ``__share_group_state`` partitions (blocking reads, at start).
-        Returns the number of share partitions recovered."""
+    async def load(self) -> int:
+        """Load the local ``__share_group_state`` partitions at start (before the listeners
+        serve; the reads and decoding in a worker thread, kwire.share.coordinator): the ones
+        led here into the coordinator at their leader epoch (not loaded again by the first
+        request), all into the ``recovered`` table. Returns the number of share partitions
+        recovered."""
         t = self.broker.image.topics.get(SR.STATE_TOPIC)
         if t is None:
             return 0
+        coord = self.coordinator
+        n = len(t.partitions)
         states: dict[Key, SR.ShareState] = {}
         for p in sorted(t.partitions):
-            self.coordinator.replay_partition(p, states)
-        self.coordinator.states = states
+            if await coord.load_partition(p) == ErrorCode.NONE:
+                states.update({k: s for k, s in coord.states.items() if SR.state_partition(*k, n) == p})
+            else:   # not led here (or not readable): what the local log holds
+                states.update(await coord.read_partition(p) or {})
+        coord.states.update({k: s for k, s in states.items() if k not in coord.states})
         self.manager.recovered = {k: (s.start_offset, s.batches) for k, s in states.items() if s.start_offset >= 0}
         if states:
             log.info("share state: %d share partitions recovered from %s", len(states), SR.STATE_TOPIC)
