@@ -52,6 +52,9 @@ from kwire.share import records as SR
 
 log = logging.getLogger("kwire.share")
 Key = tuple[str, UUID, int]
+#: what a caller of the coordinator retries: it moving, not knowing yet that it leads, or its
+#: state partition's log not readable here yet
+RETRIABLE = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
 
 class ShareCoordinator:

@@ -21,6 +21,7 @@ import trio
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode
 from kwire.share import records as SR
+from kwire.share.coordinator import RETRIABLE
 
 log = logging.getLogger("kwire.share")
 DONE_STATES = (2, 4)   # acknowledged, archived
@@ -98,8 +99,6 @@ async def initialize(store, group_id: str, starts: dict) -> dict:
         await trio.sleep(backoff)
         backoff = min(backoff * 2, 0.5)
 
-
-RETRIABLE = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
 
 async def _initialize_one(store, group_id: str, tp, state_epoch: int, start: int) -> ErrorCode:

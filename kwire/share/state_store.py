@@ -34,12 +34,20 @@ The coordinator's side is kwire.share.coordinator (``self.coordinator``; served 
 brokers by kwire.handlers.share_state); FindCoordinator key type 2 names it
 (``coordinator_node``).
 
-``load()`` replays the local ``__share_group_state`` partitions at start (the ``recovered``
-table of the share partition manager, a share partition made before any read answers).
+``load()`` loads the local ``__share_group_state`` partitions at start, before the
+listeners serve (the ``recovered`` table of the share partition manager, a share partition
+made before any read answers; the ones led here straight into the coordinator), each read
+and decoded in a worker thread as the coordinator's loads are (kwire.share.coordinator), so
+the raft and replication tasks already running on the loop are not stalled by it.
 
 DeleteShareGroupOffsets deletes a share partition's state with DeleteShareGroupState (86;
-the coordinator stores an empty state at the next state epoch). State epoch: the persister
-keeps the state epoch it read and sends it with each write; a write answered
+the coordinator stores an empty state at the next state epoch): one request per coordinator
+and group for the share partitions deleted since the last flush (one batch per state
+partition there), retried on the coordinator's retriable errors (moving, not knowing yet it
+leads, COORDINATOR_LOAD_IN_PROGRESS) until share.coordinator.write.timeout.ms.
+
+State epoch: the persister keeps the state epoch it read and sends it with each write; a
+write answered
 FENCED_STATE_EPOCH (the state was deleted or initialized at the coordinator since: a
 DeleteShareGroupOffsets / AlterShareGroupOffsets on a group coordinator elsewhere) is not
 retried: ``fence()`` drops the in-memory share partition, the acknowledgements of that
@@ -65,15 +73,13 @@ import trio
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode, KafkaError
 from kwire.share import records as SR
-from kwire.share.coordinator import Key, ShareCoordinator
+from kwire.share.coordinator import RETRIABLE, Key, ShareCoordinator
 from kwire.share.partition import SharePartition, StateBatch
 
 if TYPE_CHECKING:
     from kwire.share.manager import SharePartitionManager
 
 log = logging.getLogger("kwire.share")
-#: a coordinator moving, not knowing yet that it leads, loading its state partition
-RETRIABLE = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
 
 class ShareStateStore:

@@ -223,3 +223,23 @@ def test_delete_share_group_state_of_n_partitions_is_one_append_per_state_partit
         return [await coord2.read(*k, leader_epoch=-1) for k in in0]
 
     assert all(err == E.NONE and st.start_offset == -1 and st.state_epoch == 1 for err, st in trio.run(reread))
+
+
+def test_regions_taken_before_a_cleaner_swap_still_read_after_it(tmp_path):
+    """The load takes the regions of the whole log at once, then reads them in a thread: a
+    compaction swapping the segments in between (kwire.log.cleaner_swap renames and unlinks
+    the old files) changes nothing for it, each region holding its file open."""
+    keys = _keys_in(0, 40)
+    written = [_state(k, 1) for k in keys] + [_state(k, 2, 1) for k in keys]   # every key twice
+    _, _, logs = _coordinator(tmp_path, {0: written}, segment_bytes=2048)
+    plog = logs[0]
+    plog.high_watermark = plog.log_end_offset   # replicated: cleanable below the active segment
+    before = [(s.base_offset, s.size) for s in plog.segments]
+    data = plog.read_range(plog.log_start_offset, plog.log_end_offset)
+    from kwire.log.cleaner_manager import clean_now  # noqa: PLC0415 - only this test cleans
+    assert clean_now(plog, NOW) is not None
+    assert [(s.base_offset, s.size) for s in plog.segments] != before   # swapped and smaller
+    want = {(s.group_id, s.topic_id, s.partition): s for s in written[len(keys):]}
+    assert C.decode_states(data.regions, 500) == want
+    after = plog.read_range(plog.log_start_offset, plog.log_end_offset)
+    assert C.decode_states(after.regions, 500) == want and after.size < data.size
