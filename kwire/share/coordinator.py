@@ -5,7 +5,7 @@ here, replayed from that partition's log (snapshots, updates, tombstones) the fi
 is served at a leader epoch; ReadShareGroupState / WriteShareGroupState /
 DeleteShareGroupState answered from it (``read`` / ``write`` / ``delete``: called by the
 persister in kwire.share.state_store on the same broker, by kwire.handlers.share_state for
-the others). A write appends a ShareSnapshot record (a delete a tombstone) as the leader with
+the others). A write appends a ShareSnapshot record (a delete an empty one) as the leader with
 acks=all and answers once it is replicated (share.coordinator.write.timeout.ms).
 
 State epoch (Kafka's): each key's state carries one; DeleteShareGroupState (``delete``)
@@ -23,16 +23,21 @@ not readable here: COORDINATOR_LOAD_IN_PROGRESS.
 
 Loading (Kafka's CoordinatorRuntime scheduleLoadOperation + CoordinatorLoaderImpl, done
 lazily: the first request for a state partition at a leader epoch starts it): one load per
-state partition at a time; requests for it meanwhile wait for that load (``load_partition``), the
-others go on. The load takes the file regions of the whole log [log start, log end) at once
-on the loop (``PartitionLog.read_range``: a consistent view of the segment list; each region
-keeps its file open), then reads and decodes them in a worker thread (chunks of
-share.coordinator.load.buffer.size). Not a chunked read on the loop across awaits: the log
-cleaner may swap the compacted segments between two chunks, and decoding thousands of
-records on the loop would stall every connection of the broker. Leadership and leader epoch
-are checked again before the states are installed (moved meanwhile: loaded again at the new
-epoch, or NOT_COORDINATOR). Nothing is appended to the partition by this coordinator during
-its load (every write waits for it), so the states read are the last ones.
+state partition at a time; requests for it meanwhile wait for that load
+(``load_partition``), the others go on. Kafka answers COORDINATOR_LOAD_IN_PROGRESS meanwhile
+and its callers retry; waiting spares those round trips (and the first request after a
+restart its failure) and costs the loop nothing, the load running off it. The load takes the
+file regions of the whole log [log start, log end) at once on the loop
+(``PartitionLog.read_range``, under the log's lock: a consistent view of the segment list;
+each region keeps its file open), then reads and decodes them in a worker thread, in chunks
+of share.coordinator.load.buffer.size (``decode_states``). Not chunked reads on the loop
+with checkpoints between them: the log cleaner may swap the compacted segments between two
+chunks (the regions taken at once read the log as it was, even once swapped out), and
+decoding a large partition on the loop would stall every connection of the broker.
+Leadership and leader epoch are checked again before the states are installed (moved
+meanwhile: loaded again at the new epoch, or NOT_COORDINATOR). Nothing is appended to the
+partition by this coordinator during its load (every write waits for it), so the states
+read are the last ones.
 
 DeleteShareGroupState (``delete_many``) writes one batch per state partition per request (as
 Kafka's ShareCoordinatorShard writes one record list per shard): one append and one
@@ -142,8 +147,8 @@ class ShareCoordinator:
             data = plog.read_range(plog.log_start_offset, plog.log_end_offset)
             chunk = int(self.broker.config.get("share.coordinator.load.buffer.size"))
             return await trio.to_thread.run_sync(decode_states, data.regions, chunk)
-        except (KafkaError, OSError) as exc:
-            log.warning("share state: loading %s-%d failed: %s", SR.STATE_TOPIC, sp_idx, exc)
+        except Exception:  # noqa: BLE001 - a storage error, a corrupt batch: not served, the broker goes on
+            log.exception("share state: loading %s-%d failed", SR.STATE_TOPIC, sp_idx)
             return None
 
     async def read(self, group_id: str, topic_id: UUID, partition: int,
