@@ -122,31 +122,43 @@ class ShareCoordinator:
         """Load the state partition at ``epoch`` (see the module doc): NONE (installed, or
         leadership moved meanwhile: the caller checks again), or
         COORDINATOR_LOAD_IN_PROGRESS when its log is not readable here."""
-        states = await self.read_partition(sp_idx)
+        # the keys held now whose state partition this is, found in the thread too: they
+        # stay the same meanwhile (every write to this partition waits for the load)
+        n = len(self.broker.image.topics[SR.STATE_TOPIC].partitions)
+        held = list(self.states)
+        states = await self.read_partition(sp_idx, stale_of=(held, n))
         if states is None:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        states, stale = states
         if self._led_epoch(sp_idx) != epoch:
             return ErrorCode.NONE   # moved while loading: not installed
-        n = len(self.broker.image.topics[SR.STATE_TOPIC].partitions)
-        for k in [k for k in self.states if SR.state_partition(*k, n) == sp_idx]:
-            del self.states[k]
+        for k in stale:
+            self.states.pop(k, None)
         self.states.update(states)
         self.loaded[sp_idx] = epoch
         if states:
             log.info("share state: %d share partition states loaded from %s-%d", len(states), SR.STATE_TOPIC, sp_idx)
         return ErrorCode.NONE
 
-    async def read_partition(self, sp_idx: int) -> dict[Key, SR.ShareState] | None:
+    async def read_partition(self, sp_idx: int, stale_of=None):
         """The last state of each key in the local log of a state partition (None: not
         readable here): its file regions taken at once here, read and decoded in a worker
-        thread (see the module doc)."""
+        thread (see the module doc). ``stale_of`` (keys, number of state partitions): with
+        the keys among those whose state partition this is, found in the thread too."""
         plog = self.broker.replica_manager.local_log(SR.STATE_TOPIC, sp_idx)
         if plog is None or plog.offline:
             return None
         try:
             data = plog.read_range(plog.log_start_offset, plog.log_end_offset)
             chunk = int(self.broker.config.get("share.coordinator.load.buffer.size"))
-            return await trio.to_thread.run_sync(decode_states, data.regions, chunk)
+            if stale_of is None:
+                return await trio.to_thread.run_sync(decode_states, data.regions, chunk)
+            keys, n = stale_of
+
+            def work():
+                return decode_states(data.regions, chunk), [k for k in keys if SR.state_partition(*k, n) == sp_idx]
+
+            return await trio.to_thread.run_sync(work)
         except Exception:  # noqa: BLE001 - a storage error, a corrupt batch: not served, the broker goes on
             log.exception("share state: loading %s-%d failed", SR.STATE_TOPIC, sp_idx)
             return None
