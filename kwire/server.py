@@ -151,7 +151,7 @@ class KafkaServer:
         await start_transactions(self.broker, nursery)
         share_state = getattr(self.broker, "share_state", None)
         if share_state is not None:
-            share_state.load()   # the share partitions' state (KIP-932), before serving
+            await share_state.load()   # the share partitions' state (KIP-932), before serving (off the loop)
 
     async def _retention_loop(self) -> None:
         """Retention, flush of rolled segments and checkpoints: decided here on the loop,

@@ -10,7 +10,9 @@ kwire.share.coordinator to the leader of the
 Read answers the key's last state (state epoch, start offset, state batches; start offset -1
 and no batches: never written, or deleted) and remembers the reader's leader epoch; Write
 appends a ShareSnapshot record (acks=all) and answers once it is replicated; Delete replaces
-the state by an empty one at the next state epoch (likewise; see kwire.share.coordinator).
+the state by an empty one at the next state epoch (likewise, one batch per state partition
+for the whole request; see kwire.share.coordinator). A state partition being loaded: the
+request waits for its load.
 Initialize sets a start offset with nothing in flight at the state epoch it names (start
 offset -1: the stored one kept); Summary answers the state epoch, leader epoch, start offset
 and (v1) the records done in flight, fencing nothing. Per-partition errors:
@@ -70,7 +72,7 @@ async def read_share_group_state(ctx: RequestContext, req):
     SB = ctx.struct("StateBatch")
 
     async def read(topic_id, p):
-        return coord.read(req.group_id, topic_id, p.partition, p.leader_epoch)
+        return await coord.read(req.group_id, topic_id, p.partition, p.leader_epoch)
 
     return await _answer(ctx, req, "ReadStateResult", read, lambda st: dict(
         state_epoch=st.state_epoch if st is not None else 0,
@@ -96,9 +98,12 @@ async def write_share_group_state(ctx: RequestContext, req):
 @handles("DeleteShareGroupState", "0")
 async def delete_share_group_state(ctx: RequestContext, req):
     coord = ctx.broker.share_state.coordinator
+    # one batch per state partition for the whole request (kwire.share.coordinator.delete_many)
+    done = {} if _denied(ctx) else await coord.delete_many(
+        req.group_id, [(t.topic_id, p.partition) for t in req.topics for p in t.partitions if p.partition >= 0])
 
     async def delete(topic_id, p):
-        return await coord.delete(req.group_id, topic_id, p.partition), None
+        return done[(topic_id, p.partition)], None
 
     return await _answer(ctx, req, "DeleteStateResult", delete)
 
@@ -118,7 +123,7 @@ async def read_share_group_state_summary(ctx: RequestContext, req):
     coord = ctx.broker.share_state.coordinator
 
     async def summary(topic_id, p):
-        return coord.read(req.group_id, topic_id, p.partition, -1)
+        return await coord.read(req.group_id, topic_id, p.partition, -1)
 
     def fields(st):
         if st is None:

@@ -41,7 +41,7 @@ from kwire.log.dir_failure import LogDirFailureChannel
 from kwire.log.errors import KafkaStorageError, OffsetOutOfRange, TooManyOpenFiles
 from kwire.log.leader_epoch import CHECKPOINT_FILE as LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from kwire.log.validator import COORDINATOR, REPLICATION, validate_records
-from kwire.log.regions import region_or_bytes
+from kwire.log.regions import FileRegion, region_or_bytes
 from kwire.log.segment import REL_OFFSET_MAX, LogSegment
 from kwire.log.txn_index import collect_aborted
 
@@ -449,6 +449,42 @@ class PartitionLog:
                 end = seg.batch_end_at_or_below(want_end, start + h.size)
             return FetchData([region_or_bytes(seg.file, start, end - start)], end - start)
         return FetchData(_EMPTY_REGIONS, 0)
+
+    @_storage_op("read")
+    @_locked
+    def read_range(self, start: int, end: int) -> FetchData:
+        """Every whole batch from the one holding ``start`` (at least the log start offset)
+        up to ``end`` (at most the log end offset), as one file region per segment, taken
+        at once under ``lock``: a consistent view of the segment list (a cleaner's swap
+        lands before or after it, never between two segments' regions), and each region
+        keeps its file open, so a segment swapped out afterwards still reads (as a fetch's
+        region does). For a coordinator's load, which reads the bytes in a worker thread
+        (kwire.share.coordinator). Always regions, never bytes read here: one per segment,
+        held only for the load."""
+        if self.failure_channel.offline_dirs:
+            self._check_online()
+        leo = self.segments[-1].next_offset
+        offset = max(start, self.log_start_offset)
+        limit = min(end, leo)
+        out = FetchData([], 0)
+        for seg in self.segments[max(0, bisect.bisect_right(self._bases, offset) - 1):]:
+            if offset >= limit or seg.base_offset >= limit:
+                break
+            h = seg.translate(offset)
+            if h is None:
+                continue
+            if h.last_offset >= limit:
+                break
+            if limit < seg.next_offset:
+                hb = seg.translate(limit, h.position)
+                stop = hb.position if hb is not None else seg.size
+            else:
+                stop = seg.size
+            if stop > h.position:
+                out.regions.append(FileRegion(seg.file, h.position, stop - h.position))
+                out.size += stop - h.position
+            offset = seg.next_offset
+        return out
 
     # --- timestamps ---------------------------------------------------------------------
     @_storage_op("read")

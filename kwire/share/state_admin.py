@@ -21,6 +21,7 @@ import trio
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode
 from kwire.share import records as SR
+from kwire.share.coordinator import RETRIABLE
 
 log = logging.getLogger("kwire.share")
 DONE_STATES = (2, 4)   # acknowledged, archived
@@ -48,7 +49,7 @@ async def summaries(store, group_id: str, tps) -> dict:
             out.update({tp: (ErrorCode.COORDINATOR_NOT_AVAILABLE, 0, -1, 0) for tp in parts})
         elif node == store.broker.node_id:
             for tid, p in parts:
-                err, st = store.coordinator.read(group_id, tid, p, -1)
+                err, st = await store.coordinator.read(group_id, tid, p, -1)
                 out[(tid, p)] = ((err, st.state_epoch, st.start_offset, _done(st.batches)) if st is not None
                                  else (err, 0, -1, 0))
         else:
@@ -98,8 +99,6 @@ async def initialize(store, group_id: str, starts: dict) -> dict:
         await trio.sleep(backoff)
         backoff = min(backoff * 2, 0.5)
 
-
-RETRIABLE = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
 
 async def _initialize_one(store, group_id: str, tp, state_epoch: int, start: int) -> ErrorCode:

@@ -34,12 +34,20 @@ The coordinator's side is kwire.share.coordinator (``self.coordinator``; served 
 brokers by kwire.handlers.share_state); FindCoordinator key type 2 names it
 (``coordinator_node``).
 
-``load()`` replays the local ``__share_group_state`` partitions at start (the ``recovered``
-table of the share partition manager, a share partition made before any read answers).
+``load()`` loads the local ``__share_group_state`` partitions at start, before the
+listeners serve (the ``recovered`` table of the share partition manager, a share partition
+made before any read answers; the ones led here straight into the coordinator), each read
+and decoded in a worker thread as the coordinator's loads are (kwire.share.coordinator), so
+the raft and replication tasks already running on the loop are not stalled by it.
 
 DeleteShareGroupOffsets deletes a share partition's state with DeleteShareGroupState (86;
-the coordinator stores an empty state at the next state epoch). State epoch: the persister
-keeps the state epoch it read and sends it with each write; a write answered
+the coordinator stores an empty state at the next state epoch): one request per coordinator
+and group for the share partitions deleted since the last flush (one batch per state
+partition there), retried on the coordinator's retriable errors (moving, not knowing yet it
+leads, COORDINATOR_LOAD_IN_PROGRESS) until share.coordinator.write.timeout.ms.
+
+State epoch: the persister keeps the state epoch it read and sends it with each write; a
+write answered
 FENCED_STATE_EPOCH (the state was deleted or initialized at the coordinator since: a
 DeleteShareGroupOffsets / AlterShareGroupOffsets on a group coordinator elsewhere) is not
 retried: ``fence()`` drops the in-memory share partition, the acknowledgements of that
@@ -65,7 +73,7 @@ import trio
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode, KafkaError
 from kwire.share import records as SR
-from kwire.share.coordinator import Key, ShareCoordinator
+from kwire.share.coordinator import RETRIABLE, Key, ShareCoordinator
 from kwire.share.partition import SharePartition, StateBatch
 
 if TYPE_CHECKING:
@@ -229,7 +237,7 @@ class ShareStateStore:
         if node is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, 0
         if node == self.broker.node_id:
-            err, st = self.coordinator.read(group_id, topic_id, partition, leader_epoch)
+            err, st = await self.coordinator.read(group_id, topic_id, partition, leader_epoch)
             if st is None:
                 return err, None, 0
             return err, ((st.start_offset, st.batches) if st.start_offset >= 0 else None), st.state_epoch
@@ -268,11 +276,10 @@ class ShareStateStore:
                 return {k: ErrorCode.COORDINATOR_NOT_AVAILABLE for k in self.dirty}
         dirty, self.dirty = self.dirty, {}
         deleted, self.deleted = self.deleted, set()
-        for key in deleted:   # tombstones (DeleteShareGroupOffsets)
+        for key in deleted:
             self.served.pop(key, None)
-            err = await self._delete(*key)
-            if err != ErrorCode.NONE:
-                log.warning("share state: the deletion of the state of %s failed: %s", key, err.name)
+        if deleted:   # DeleteShareGroupOffsets, DeleteGroups: the states replaced by empty ones
+            await self._delete_all(deleted)
         failed = await self._write_all(dict(dirty))
         for key in failed:   # kept for the next flush
             if key not in self.dirty and (sp := self.manager.partitions.get(key)) is not None:
@@ -358,11 +365,55 @@ class ShareStateStore:
                 out[(tid, p)] = err
         return out
 
-    async def _delete(self, group_id: str, topic_id: UUID, partition: int) -> ErrorCode:
-        """DeleteShareGroupState of one share partition at its coordinator."""
-        return await self.at_coordinator(group_id, topic_id, partition,
-                                         lambda: self.coordinator.delete(group_id, topic_id, partition),
-                                         "DeleteShareGroupState", "DeleteStateData")
+    async def _delete_all(self, pending: set[Key]) -> None:
+        """Delete the states at their coordinators: one DeleteShareGroupState per coordinator
+        and group (one batch per state partition there), retried like the writes (a
+        coordinator moving, learning it leads, loading its partition: RETRIABLE) until
+        share.coordinator.write.timeout.ms; what still failed then is logged (not kept: a
+        flush must not wait on it again)."""
+        deadline = trio.current_time() + int(self.broker.config.get("share.coordinator.write.timeout.ms")) / 1000
+        backoff = 0.05
+        while True:
+            by_node: dict[tuple[int | None, str], list] = {}
+            for gid, tid, p in pending:
+                by_node.setdefault((self.coordinator_node(gid, tid, p)[1], gid), []).append((tid, p))
+            failed: dict[Key, ErrorCode] = {}
+            for (node, gid), tps in by_node.items():
+                for (tid, p), err in (await self._delete(node, gid, tps)).items():
+                    if err != ErrorCode.NONE:
+                        failed[(gid, tid, p)] = err
+            retry = {k for k, e in failed.items() if e in RETRIABLE and k not in self.dirty}
+            if not retry or trio.current_time() + backoff >= deadline:
+                retry = set()
+            given_up = {e.name for k, e in failed.items() if k not in retry}
+            if given_up:
+                log.warning("share state: %d share partition states not deleted: %s",
+                            len(failed) - len(retry), sorted(given_up))
+            if not retry:
+                return
+            await trio.sleep(backoff)
+            backoff = min(backoff * 2, 0.5)
+            pending = retry
+
+    async def _delete(self, node: int | None, group_id: str, tps: list) -> dict[tuple[UUID, int], ErrorCode]:
+        """DeleteShareGroupState of one group's share partitions at one coordinator."""
+        if node is None:
+            return {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in tps}
+        if node == self.broker.node_id:
+            return await self.coordinator.delete_many(group_id, tps)
+        R = api("DeleteShareGroupState").request
+        by_topic: dict[UUID, list] = {}
+        for tid, p in tps:
+            by_topic.setdefault(tid, []).append(R.struct("PartitionData")(partition=p))
+        req = R.cls(group_id=group_id, topics=[R.struct("DeleteStateData")(topic_id=t, partitions=ps)
+                                              for t, ps in by_topic.items()])
+        try:
+            resp = await self.channel.request(node, "DeleteShareGroupState", 0, req)
+        except Exception as exc:  # noqa: BLE001 - unreachable, timed out, a bad answer
+            log.info("share state: DeleteShareGroupState to broker %d failed: %s", node, exc)
+            return {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in tps}
+        errors = {(r.topic_id, pr.partition): ErrorCode(pr.error_code) for r in resp.results for pr in r.partitions}
+        return {tp: errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR) for tp in tps}
 
     async def at_coordinator(self, group_id: str, topic_id: UUID, partition: int, local, api_name: str,
                              topic_struct: str, **fields) -> ErrorCode:
@@ -389,16 +440,24 @@ class ShareStateStore:
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
     # ------------------------------------------------------------------ load
-    def load(self) -> int:
-        """Replay the local ``__share_group_state`` partitions (blocking reads, at start).
-        Returns the number of share partitions recovered."""
+    async def load(self) -> int:
+        """Load the local ``__share_group_state`` partitions at start (before the listeners
+        serve; the reads and decoding in a worker thread, kwire.share.coordinator): the ones
+        led here into the coordinator at their leader epoch (not loaded again by the first
+        request), all into the ``recovered`` table. Returns the number of share partitions
+        recovered."""
         t = self.broker.image.topics.get(SR.STATE_TOPIC)
         if t is None:
             return 0
+        coord = self.coordinator
+        n = len(t.partitions)
         states: dict[Key, SR.ShareState] = {}
         for p in sorted(t.partitions):
-            self.coordinator.replay_partition(p, states)
-        self.coordinator.states = states
+            if await coord.load_partition(p) == ErrorCode.NONE:
+                states.update({k: s for k, s in coord.states.items() if SR.state_partition(*k, n) == p})
+            else:   # not led here (or not readable): what the local log holds
+                states.update(await coord.read_partition(p) or {})
+        coord.states.update({k: s for k, s in states.items() if k not in coord.states})
         self.manager.recovered = {k: (s.start_offset, s.batches) for k, s in states.items() if s.start_offset >= 0}
         if states:
             log.info("share state: %d share partitions recovered from %s", len(states), SR.STATE_TOPIC)

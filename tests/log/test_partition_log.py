@@ -286,3 +286,22 @@ def test_flush_policy(tmp_path):
     for i in range(3):
         log.append(make_batch(1, 150), now_ms=NOW)
     assert log.flush_if_due(NOW) and log.recovery_point == 2  # rolled segments flushed
+
+
+def test_read_range_takes_every_segment_at_once(tmp_path):
+    """read_range (a coordinator's load, kwire.share.coordinator): one region per segment,
+    from the batch holding ``start`` to the last whole batch below ``end``."""
+    log = open_log(tmp_path, segment_bytes=300)
+    for i in range(20):
+        log.append(build_batch([(b"k%d" % i, b"v" * 40, None, NOW), (b"x", b"y", None, NOW)]), now_ms=NOW)
+    assert len(log.segments) > 3
+
+    def offsets(data):
+        return [r.base_offset for r in iter_batches(b"".join(bytes(x) for x in data.regions))]
+
+    whole = log.read_range(0, log.log_end_offset)
+    assert len(whole.regions) == len(log.segments) and whole.size == sum(s.size for s in log.segments)
+    assert offsets(whole) == list(range(0, 40, 2))
+    assert offsets(log.read_range(5, 13)) == [4, 6, 8, 10]   # from the batch holding 5; 12-13 not whole below 13
+    assert offsets(log.read_range(0, 100)) == list(range(0, 40, 2))   # end capped at the log end
+    assert log.read_range(40, 50).size == 0 and log.read_range(7, 7).size == 0

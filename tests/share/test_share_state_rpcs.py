@@ -227,3 +227,29 @@ def test_a_new_share_session_starts_from_a_newer_state_epoch(broker):
         m2 = str(uuid.uuid4())
         _hb(c, group, m2, 0, [topic])
         assert _acquired(_fetch(c, group, m2, 0, tid)) == [(1, 3, 1)]
+
+
+def test_delete_of_many_partitions_in_one_request(broker):
+    """One DeleteShareGroupState naming several share partitions (spread over the state
+    partitions; one batch per state partition at the coordinator, see
+    tests/share/test_share_coordinator_load.py): each answered, each state emptied at the
+    next state epoch; an index below 0 answers INVALID_REQUEST without stopping the rest."""
+    parts = list(range(1, 7))
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c, n=5)
+        m = str(uuid.uuid4())
+        _hb(c, group, m, 0, [topic])   # the leader's first write creates __share_group_state
+        assert _acquired(_fetch(c, group, m, 0, tid)) == [(0, 4, 1)]
+        r = _fetch(c, group, m, 1, tid, acks=[(0, 1, (ACCEPT,))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == 0
+        for p in parts[:5]:   # the last one never written
+            assert _write(c, group, tid, 0, 3, [(3, 4, 0, 1)], partition=p).error_code == 0
+        D = api("DeleteShareGroupState").request
+        r = c.request("DeleteShareGroupState", 0, group_id=group, topics=[D.struct("DeleteStateData")(
+            topic_id=tid, partitions=[D.struct("PartitionData")(partition=p) for p in [*parts, -1]])])
+        assert [(x.partition, x.error_code) for x in r.results[0].partitions] == \
+            [(p, 0) for p in parts] + [(-1, E.INVALID_REQUEST)]
+        for p in parts[:5]:
+            x = _read(c, group, tid, partition=p)
+            assert (x.error_code, x.state_epoch, x.start_offset, _batches(x)) == (0, 1, -1, [])
+        assert _read(c, group, tid, partition=6).state_epoch == 0
