@@ -246,13 +246,16 @@ class Broker:
                  len(self.image.topics), self.data_dir)
 
     async def _wait_for_leaderships(self, timeout: float) -> None:
-        """Before serving: the partitions left without a leader whose ISR holds this broker
-        (its replicas were in a failed log dir, or it was the last one up) get their leader
-        from the controller, as a Kafka broker serves once unfenced, after the controller's
+        """Before serving: the partitions left without a leader that this broker may lead (its
+        replicas were in a failed log dir, or it was the last one up: in the ISR, or with ELR
+        on in the ELR or as the last known leader, KIP-966) get their leader from the
+        controller, as a Kafka broker serves once unfenced, after the controller's
         handleBrokerUnfenced has elected it. Bounded: a controller that does not answer
         leaves them to its next sweep."""
+        me = self.node_id
+
         def leaderless() -> bool:
-            return any(p.leader == -1 and self.node_id in p.isr
+            return any(p.leader == -1 and (me in p.isr or me in p.elr or me in p.last_known_elr)
                        for t in self.image.topics.values() for p in t.partitions.values())
         if not leaderless():
             return
