@@ -52,7 +52,7 @@ test: .venv tests/js/node_modules/.installed kafka
 	@command -v kcat >/dev/null 2>&1 || echo "make: kcat not found: its tests will fail (make deps installs it)"
 	@command -v javac >/dev/null 2>&1 || echo "make: javac not found: the Java compat column will fail (make deps installs a JDK)"
 	@command -v go >/dev/null 2>&1 || echo "make: go not found: the Sarama and kafka-go tests will fail (make deps installs Go and their sources)"
-	$(BIN)/python -m pytest -q -n 3 --dist loadgroup --durations=30 tests compat_tests
+	$(BIN)/python -m pytest -q -n 4 --dist loadgroup --durations=30 tests compat_tests
 
 # TARGET: kwire (default), kafka (Apache Kafka from make kafka's jars; testcontainers where Docker answers),
 # both (every row against kwire and Apache Kafka; a difference docs/differences.md does not list fails), tansu
