@@ -436,7 +436,15 @@ def committed_offsets(c: Cluster, group: str, topic: str = TOPIC, n: int = 3) ->
     a = AdminClient({"bootstrap.servers": bootstrap(c)})
     fut = a.list_consumer_group_offsets([ConsumerGroupTopicPartitions(
         group, [TopicPartition(topic, p) for p in range(n)])], request_timeout=5)[group]
-    res = fut.result(10)
+    try:
+        res = fut.result(10)
+    except ck.KafkaException as exc:
+        # the coordinator is moving or loading (librdkafka's own timeout, _TIMED_OUT, under load):
+        # a TimeoutError, which the waits of these tests take as "not yet"
+        err = exc.args[0] if exc.args else None
+        if err is not None and (err.retriable() or err.code() == ck.KafkaError._TIMED_OUT):
+            raise TimeoutError(f"OffsetFetch of {group}: {exc}") from exc
+        raise
     return {tp.partition: tp.offset for tp in res.topic_partitions if tp.error is None}
 
 
