@@ -11,6 +11,7 @@ from kwire.codec.apis import api
 from kwire.testing import Broker
 from kwire.testing.apache_kafka import ApacheKafka
 from kwire.testing.client import WireClient
+from tests.config.test_min_isr_elr import incremental, legacy   # broker-resource AlterConfigs helpers
 
 pytestmark = [pytest.mark.xdist_group("apache-kafka")]
 
@@ -67,24 +68,6 @@ def _describe(c, rtype, name, keys=None, synonyms=True, docs=False):
                  [(s.name, s.value, s.source) for s in e.synonyms]) for e in r.configs})
 
 
-def _incremental(c, name, ops, validate_only=False):
-    a = api("IncrementalAlterConfigs")
-    R, C = a.request.struct("AlterConfigsResource"), a.request.struct("AlterableConfig")
-    r = c.request("IncrementalAlterConfigs", 1, validate_only=validate_only, resources=[R(
-        resource_type=BROKER_T, resource_name=name,
-        configs=[C(name=k, config_operation=op, value=v) for k, op, v in ops])]).responses[0]
-    return r.error_code, r.error_message
-
-
-def _legacy(c, name, configs):
-    a = api("AlterConfigs")
-    R, C = a.request.struct("AlterConfigsResource"), a.request.struct("AlterableConfig")
-    r = c.request("AlterConfigs", 1, validate_only=False, resources=[R(
-        resource_type=BROKER_T, resource_name=name,
-        configs=[C(name=k, value=v) for k, v in configs.items()])]).responses[0]
-    return r.error_code, r.error_message
-
-
 # ------------------------------------------------------------------ (a) min.insync.replicas, KIP-966
 _answers: dict[str, dict] = {}
 
@@ -114,16 +97,16 @@ def test_cluster_level_min_insync_replicas_is_described_alike(both):
 def test_min_insync_replicas_refusals_are_alike(both):
     label, c = both
     _same_on_both("refusals", label, [
-        _incremental(c, "1", [("min.insync.replicas", 0, "2")]),
-        _incremental(c, "1", [("min.insync.replicas", 1, None)], validate_only=True),
-        _incremental(c, "", [("min.insync.replicas", 1, None)]),
-        _legacy(c, "", {"log.cleaner.threads": "2"}),
-        _legacy(c, "1", {"min.insync.replicas": "3"}),
+        incremental(c, "1", [("min.insync.replicas", 0, "2")]),
+        incremental(c, "1", [("min.insync.replicas", 1, None)], validate_only=True),
+        incremental(c, "", [("min.insync.replicas", 1, None)]),
+        legacy(c, "", {"log.cleaner.threads": "2"}),
+        legacy(c, "1", {"min.insync.replicas": "3"}),
         # the broker checks the values first, then the controller the ELR rules
-        _incremental(c, "1", [("min.insync.replicas", 0, "0")]),
-        _incremental(c, "", [("min.insync.replicas", 0, "0")]),
-        _incremental(c, "1", [("log.cleaner.threads", 0, "abc")]),
-        _incremental(c, "", [("num.partitions", 0, "3")]),
+        incremental(c, "1", [("min.insync.replicas", 0, "0")]),
+        incremental(c, "", [("min.insync.replicas", 0, "0")]),
+        incremental(c, "1", [("log.cleaner.threads", 0, "abc")]),
+        incremental(c, "", [("num.partitions", 0, "3")]),
     ])
 
 
