@@ -26,7 +26,7 @@ kafka:
 	    -DoutputDirectory='$(KAFKA_LIBS)' && echo "$$sum" > '$(KAFKA_LIBS)/.resolved'; \
 	fi
 
-# .venv with kwire alone (what `make serve` needs), then the test extra on top (`make test`).
+# .venv with kwire alone (what `make serve` needs); .installed below makes it with the test and spark extras.
 $(VENV)/.base: pyproject.toml setup.py kwire/log/_walk.c kwire/codec/_downconvert.c
 	@test -n "$(PY)" || { echo "make: need Python >= 3.11 on PATH (or make PY=/path/to/python3.11)"; exit 1; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -34,9 +34,14 @@ $(VENV)/.base: pyproject.toml setup.py kwire/log/_walk.c kwire/codec/_downconver
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.base
+# One pip run for kwire and both extras (each run rebuilds kwire's editable wheel and its C
+# extensions): a new venv for `make test` costs one build, not two.
+$(VENV)/.installed: pyproject.toml setup.py kwire/log/_walk.c kwire/codec/_downconvert.c
+	@test -n "$(PY)" || { echo "make: need Python >= 3.11 on PATH (or make PY=/path/to/python3.11)"; exit 1; }
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,spark]'
-	touch $@
+	touch $(VENV)/.base $@
 
 .venv: $(VENV)/.installed
 
@@ -48,11 +53,21 @@ tests/js/node_modules/.installed: tests/js/package-lock.json
 	cd tests/js && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: .venv tests/js/node_modules/.installed kafka
+# The venv, KafkaJS's node_modules and Kafka's jars are independent: made side by side. The tests
+# write bytecode caches even where PYTHONDONTWRITEBYTECODE is set: otherwise each of the four
+# workers rewrites and compiles every test module again (pytest's assertion rewriting, ~25 s of
+# CPU each) and every kwire subprocess compiles kwire. A collection of the two halves of the tree
+# side by side fills those caches first (its errors show again in the run itself).
+test:
+	@$(MAKE) --no-print-directory -j3 .venv tests/js/node_modules/.installed kafka
 	@command -v kcat >/dev/null 2>&1 || echo "make: kcat not found: its tests will fail (make deps installs it)"
 	@command -v javac >/dev/null 2>&1 || echo "make: javac not found: the Java compat column will fail (make deps installs a JDK)"
 	@command -v go >/dev/null 2>&1 || echo "make: go not found: the Sarama and kafka-go tests will fail (make deps installs Go and their sources)"
-	$(BIN)/python -m pytest -q -n 4 --dist loadgroup --durations=30 tests compat_tests
+	@export PYTHONDONTWRITEBYTECODE=; dirs="$$(ls -d tests/*/ | grep -v tests/js/) compat_tests"; \
+	  $(BIN)/python -m pytest -q --collect-only -p no:cacheprovider $$(echo $$dirs | tr ' ' '\n' | awk 'NR % 2') >/dev/null 2>&1 & \
+	  $(BIN)/python -m pytest -q --collect-only -p no:cacheprovider $$(echo $$dirs | tr ' ' '\n' | awk 'NR % 2 == 0') >/dev/null 2>&1; \
+	  wait
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --dist loadgroup --durations=30 tests compat_tests
 
 # TARGET: kwire (default), kafka (Apache Kafka from make kafka's jars; testcontainers where Docker answers),
 # both (every row against kwire and Apache Kafka; a difference docs/differences.md does not list fails), tansu
