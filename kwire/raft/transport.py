@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -31,8 +31,7 @@ from kwire.errors import ErrorCode
 from kwire.raft import messages as M
 from kwire.raft.log import OffsetAndEpoch
 from kwire.raft.storage import decode_entries, encode_entries
-from kwire.net import pump
-from kwire.security.peers import PeerAuthenticationFailed
+from kwire.net import PeerAuthenticationFailed, pump
 
 log = logging.getLogger("kwire.raft.transport")
 
@@ -259,6 +258,15 @@ class _Peer:
         self.last_error: str | None = None  # why the last attempt to connect failed (start-up logs)
 
 
+class PeerConnector(Protocol):
+    """How the transport opens a connection to another voter's controller listener
+    (kwire.security.peers.PeerLink is one): a stream ready for Kafka requests, TLS and SASL
+    done. Raises OSError when the connect fails, kwire.net.PeerAuthenticationFailed when the
+    handshake or the login does, trio.TooSlowError after ``timeout`` seconds."""
+
+    async def connect(self, host: str, port: int, *, timeout: float, client_id: str = "kwire") -> Any: ...
+
+
 class RaftTransport:
     """The Raft messages of one node: connections to the other voters' controller listeners
     (outgoing), and the Raft requests the controller listener hands over (incoming,
@@ -266,13 +274,12 @@ class RaftTransport:
     (kwire.metadata.controller_server), which also uses :meth:`call` to reach the active
     controller. Kafka's KafkaNetworkChannel plays this part for KafkaRaftClient."""
 
-    def __init__(self, driver, voters: dict[int, tuple[str, int]], cluster_id: str | None = None,
-                 unreachable=None, link=None):
-        from kwire.security.peers import PeerLink  # noqa: PLC0415
-
+    def __init__(self, driver, voters: dict[int, tuple[str, int]], *, link: PeerConnector,
+                 cluster_id: str | None = None, unreachable=None):
         self.driver = driver
-        # outgoing: the voters' controller listener and how to secure it (kwire.security.peers)
-        self.link = link or PeerLink("controller")
+        # outgoing: how to reach and authenticate to the voters' controller listener, given by
+        # the layer above (kwire.security.peers.PeerLink); raft knows nothing of TLS or SASL
+        self.link = link
         self.unreachable = unreachable   # tests: kwire.link_faults.UnreachableNodes, else None
         self.node_id = driver.node_id
         self.cluster_id = cluster_id
@@ -457,5 +464,5 @@ class RaftTransport:
         return response_to_wire(key, resp)
 
 
-__all__ = ["RAFT_APIS", "RaftTransport", "describe_quorum_response", "request_to_wire", "response_from_wire",
+__all__ = ["RAFT_APIS", "PeerConnector", "RaftTransport", "describe_quorum_response", "request_to_wire", "response_from_wire",
            "request_from_wire", "response_to_wire"]

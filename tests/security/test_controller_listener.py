@@ -57,7 +57,8 @@ def _serve_and(config, protocol: str, authorizer, fn):
     sec = for_listener(config, ClientListener(Endpoint("CONTROLLER", "127.0.0.1", 0), protocol))
 
     async def main():
-        server = ControllerServer(RaftTransport(_Driver(), {}), listener_security=sec, authorizer=authorizer)
+        raft = RaftTransport(_Driver(), {}, link=PeerLink("controller"))
+        server = ControllerServer(raft, listener_security=sec, authorizer=authorizer)
         async with trio.open_nursery() as n:
             listeners = await n.start(functools.partial(trio.serve_tcp, server._handle, 0, host="127.0.0.1"))
             try:
