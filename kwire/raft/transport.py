@@ -464,5 +464,5 @@ class RaftTransport:
         return response_to_wire(key, resp)
 
 
-__all__ = ["RAFT_APIS", "PeerConnector", "RaftTransport", "describe_quorum_response", "request_to_wire", "response_from_wire",
-           "request_from_wire", "response_to_wire"]
+__all__ = ["RAFT_APIS", "PeerConnector", "RaftTransport", "describe_quorum_response", "request_to_wire",
+           "response_from_wire", "request_from_wire", "response_to_wire"]
