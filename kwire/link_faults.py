@@ -5,8 +5,9 @@ by commas or white space; a missing or empty file: none). Every inter-broker pat
 in both directions, as a cut cable would:
 
 - the Raft peer links (kwire.raft.transport): no connection to such a node is opened, an open
-  one is closed before the next request goes out or a response is taken in, and a request
-  arriving from it (client id ``kwire-raft-<id>``) closes its inbound connection;
+  one is closed before the next request goes out or a response is taken in; on the controller
+  listener (kwire.metadata.controller_server) a request arriving from it (client id
+  ``kwire-raft-<id>``) closes its inbound connection;
 - the replica fetchers (kwire.replication.fetcher): no fetch from a leader on such a node;
 - the client listener: a replica Fetch from such a node (``replica_id``) closes its
   connection (installed as the server's ``fault_hook``).

@@ -18,7 +18,14 @@ from kwire.codec.frame import NEED_DATA
 RECV_SIZE = 256 * 1024
 COALESCE_LIMIT = 64 * 1024
 
-__all__ = ["RECV_SIZE", "set_nodelay", "peer_name", "pump", "send_parts"]
+__all__ = ["RECV_SIZE", "PeerAuthenticationFailed", "set_nodelay", "peer_name", "pump", "send_parts"]
+
+
+class PeerAuthenticationFailed(ConnectionError):
+    """The TLS handshake or the SASL exchange with a peer failed (one line naming the peer).
+    Raised by the peer links (kwire.security.peers); here, below every layer that connects to
+    peers (kwire.raft.transport, kwire.replication.fetcher), so that none of them needs to
+    import the security layer to tell a refused login from a refused connection."""
 
 
 def set_nodelay(stream) -> None:

@@ -16,6 +16,7 @@ import trio
 
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
+from kwire.raft.transport import DESCRIBE_QUORUM, V_DESCRIBE_QUORUM
 from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, allowed
 from kwire.security.operations import AclOperation as Op
 
@@ -53,7 +54,6 @@ async def describe_quorum(ctx: RequestContext, req):
         return _answer(ctx, d, 0)
     leader = q.driver.leader_id
     if leader >= 0 and q.transport is not None:
-        from kwire.raft.transport import DESCRIBE_QUORUM, V_DESCRIBE_QUORUM  # noqa: PLC0415
         try:
             resp = await q.transport.call(leader, DESCRIBE_QUORUM, V_DESCRIBE_QUORUM, req, timeout=2.0)
             p = resp.topics[0].partitions[0]

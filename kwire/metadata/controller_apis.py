@@ -1,26 +1,50 @@
-"""The controller's requests on the controller listener, both ends: AlterPartition (v3, from
-partition leaders), BrokerHeartbeat (v1, kwire sends it for controlled shutdown),
-ElectLeaders (v2) and AlterPartitionReassignments (v1), forwarded by the node a client asked. Serving maps a request body to
-kwire.metadata.controller.Controller and its answer back to a response body; sending builds
-the request for ``RaftTransport.call`` and reads the response.
+"""The controller's requests on the controller listener, both ends (Kafka's ControllerApis;
+the listener itself is kwire.metadata.controller_server). Serving maps a request body to the
+controller and its answer back to a response body; sending builds the request for
+``RaftTransport.call`` and reads the response.
+
+- AlterPartition (v3, from partition leaders), BrokerHeartbeat (v1, kwire sends it for
+  controlled shutdown), ElectLeaders (v2) and AlterPartitionReassignments (v1), forwarded by
+  the node a client asked: kwire.metadata.controller.Controller.
+- Topic changes travel as intents: CreateTopics (v7, one topic) and CreatePartitions (v3, one
+  topic) reach the active controller, which checks, places and commits them
+  (kwire.metadata.quorum) and answers in the request's own response (error code and message,
+  topic id, partitions, replication factor). Kafka's brokers wrap the client's request in an
+  Envelope (with the principal, for the controller's authorizer); kwire sends the topic's
+  request itself.
+- Metadata forwarding is kwire's own use of a Kafka format: a Produce (v9) to
+  ``__cluster_metadata`` partition 0 carries metadata records to the active controller, which
+  answers once they are committed (``base_offset`` = the entry's offset) or with an error
+  (NOT_CONTROLLER, TOPIC_ALREADY_EXISTS, ...).
 
 Served versions: AlterPartition 2-3, BrokerHeartbeat 0-1 (v1: offline log dirs, with kwire's
 private list of the partitions in them), ElectLeaders 0-2,
-AlterPartitionReassignments 0-1 (what the codec knows). Left out: AlterPartition v0-1 (topic names; Kafka 4 dropped them), the heartbeat's
-lease and fencing on request (``want_fence``): liveness rides on the metadata log fetches.
+AlterPartitionReassignments 0-1 (what the codec knows), CreateTopics 7, CreatePartitions 3,
+Produce 9 (forwarding only). Left out: AlterPartition v0-1 (topic names; Kafka 4 dropped them), the heartbeat's
+lease and fencing on request (``want_fence``): liveness rides on the metadata log fetches;
+Envelope.
 """
 from __future__ import annotations
 
+import logging
 import uuid
+from typing import Any, Awaitable, Callable
 
+from kwire.codec import records as RB
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode
 from kwire.metadata.controller import Controller, HeartbeatReply
 from kwire.metadata.partition_change import RECOVERED, AlterPartitionResult, Election
+from kwire.metadata.topic_changes import CreatePartitions, CreateTopic, TopicOutcome
+from kwire.raft.transport import TOPIC as METADATA_TOPIC
+
+log = logging.getLogger("kwire.controller_apis")
 
 ALTER_PARTITION, BROKER_HEARTBEAT, ELECT_LEADERS = api("AlterPartition"), api("BrokerHeartbeat"), api("ElectLeaders")
 ALTER_REASSIGNMENTS = api("AlterPartitionReassignments")
 V_ALTER_PARTITION, V_BROKER_HEARTBEAT, V_ELECT_LEADERS, V_ALTER_REASSIGNMENTS = 3, 1, 2, 1
+CREATE_TOPICS, CREATE_PARTITIONS, PRODUCE = api("CreateTopics"), api("CreatePartitions"), api("Produce")
+V_CREATE_TOPICS, V_CREATE_PARTITIONS, V_PRODUCE = 7, 3, 9
 ELECTION_TYPES = {0: Election.PREFERRED, 1: Election.UNCLEAN}
 
 
@@ -75,6 +99,82 @@ def handlers(controller: Controller) -> dict:
     return {ALTER_PARTITION.key: alter_partition, BROKER_HEARTBEAT.key: broker_heartbeat,
             ELECT_LEADERS.key: elect_leaders, ALTER_REASSIGNMENTS.key: alter_reassignments}
 
+
+
+def forwarding_handlers(on_records: Callable[[list[bytes]], Awaitable[tuple[int, int]]],
+                        on_topic_change: Callable[[Any], Awaitable[TopicOutcome]]) -> dict:
+    """api key -> ``async fn(body, version) -> response body`` for what other nodes forward
+    to this node's controller: metadata records (Produce to ``__cluster_metadata``;
+    ``on_records(values) -> (error code, committed offset)``) and topic changes (CreateTopics,
+    CreatePartitions; ``on_topic_change(intent) -> TopicOutcome``)."""
+    async def metadata_records(body, version):
+        Resp = PRODUCE.response
+        PR = Resp.struct("PartitionProduceResponse")
+        code, offset = ErrorCode.INVALID_REQUEST, -1
+        try:
+            td = body.topic_data[0]
+            pd = td.partition_data[0]
+            values = [bytes(r.value) for b in RB.iter_batches(bytes(pd.records)) for r in b.records()]
+            code, offset = await on_records(values)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("controller: forwarded metadata failed: %s", exc)
+            code = ErrorCode.UNKNOWN_SERVER_ERROR
+        return Resp.cls(responses=[Resp.struct("TopicProduceResponse")(
+            name=METADATA_TOPIC, partition_responses=[PR(index=0, error_code=int(code), base_offset=offset,
+                                                         log_append_time_ms=-1, log_start_offset=-1)])],
+            throttle_time_ms=0)
+
+    async def topic_change(key: int, body):
+        """A topic change forwarded to this node's controller: one topic per request."""
+        t = body.topics[0] if body.topics else None
+        if t is None:
+            req = None
+        elif key == CREATE_TOPICS.key:
+            req = topic_intent(t, bool(body.validate_only))
+        else:
+            req = partitions_intent(t, bool(body.validate_only))
+        if req is None:
+            out = TopicOutcome(ErrorCode.INVALID_REQUEST, "no topic")
+        else:
+            try:
+                out = await on_topic_change(req)
+            except Exception:  # noqa: BLE001 - answer, log once, keep the listener
+                log.exception("controller: forwarded %s of %s failed", type(req).__name__, req.name)
+                out = TopicOutcome(ErrorCode.UNKNOWN_SERVER_ERROR)
+        name = t.name if t is not None else ""
+        if key == CREATE_TOPICS.key:
+            Resp = CREATE_TOPICS.response
+            r = Resp.struct("CreatableTopicResult")(name=name, error_code=int(out.code), error_message=out.message,
+                                                    num_partitions=out.num_partitions,
+                                                    replication_factor=out.replication_factor)
+            if out.topic_id is not None:
+                r.topic_id = out.topic_id
+            return Resp.cls(throttle_time_ms=0, topics=[r])
+        Resp = CREATE_PARTITIONS.response
+        return Resp.cls(throttle_time_ms=0, results=[Resp.struct("CreatePartitionsTopicResult")(
+            name=name, error_code=int(out.code), error_message=out.message)])
+
+    async def create_topics(body, version):
+        return await topic_change(CREATE_TOPICS.key, body)
+
+    async def create_partitions(body, version):
+        return await topic_change(CREATE_PARTITIONS.key, body)
+
+    return {PRODUCE.key: metadata_records, CREATE_TOPICS.key: create_topics,
+            CREATE_PARTITIONS.key: create_partitions}
+
+
+def topic_intent(t, validate_only: bool) -> CreateTopic:
+    """CreateTopics' CreatableTopic as the controller's intent."""
+    return CreateTopic(t.name, t.num_partitions, t.replication_factor,
+                       {a.partition_index: list(a.broker_ids) for a in t.assignments} if t.assignments else None,
+                       {c.name: c.value for c in t.configs}, validate_only)
+
+
+def partitions_intent(t, validate_only: bool) -> CreatePartitions:
+    """CreatePartitions' CreatePartitionsTopic as the controller's intent."""
+    return CreatePartitions(t.name, t.count, [list(a.broker_ids) for a in t.assignments]
+                            if t.assignments is not None else None, validate_only)
 
 def reassignment_intent(body) -> dict[str, list[tuple[int, list[int] | None]]]:
     out: dict[str, list] = {}
@@ -166,3 +266,43 @@ async def send_alter_reassignments(transport, dest: int, topics: dict, allow_rf_
     return ErrorCode(resp.error_code), {
         t.name: [(p.partition_index, ErrorCode(p.error_code), p.error_message) for p in t.partitions]
         for t in resp.responses}
+
+
+async def send_metadata_records(transport, dest: int, values: list[bytes], timeout: float) -> tuple[int, int]:
+    """Forward metadata records to the controller ``dest``; (error code, committed offset)."""
+    Req = PRODUCE.request
+    batch = RB.build_batch([(None, v, [], -1) for v in values])
+    body = Req.cls(transactional_id=None, acks=-1, timeout_ms=int(timeout * 1000), topic_data=[
+        Req.struct("TopicProduceData")(name=METADATA_TOPIC, partition_data=[
+            Req.struct("PartitionProduceData")(index=0, records=batch)])])
+    resp = await transport.call(dest, PRODUCE, V_PRODUCE, body, timeout=timeout + 1)
+    pr = resp.responses[0].partition_responses[0]
+    return pr.error_code, pr.base_offset
+
+
+async def send_topic_change(transport, dest: int, req: CreateTopic | CreatePartitions,
+                            timeout: float) -> TopicOutcome:
+    """Send a topic-change intent to the controller ``dest``; its TopicOutcome."""
+    if isinstance(req, CreateTopic):
+        Req = CREATE_TOPICS.request
+        assignments = [Req.struct("CreatableReplicaAssignment")(partition_index=p, broker_ids=list(b))
+                       for p, b in sorted((req.assignments or {}).items())]
+        configs = [Req.struct("CreatableTopicConfig")(name=k, value=v) for k, v in (req.configs or {}).items()]
+        body = Req.cls(topics=[Req.struct("CreatableTopic")(
+            name=req.name, num_partitions=req.num_partitions, replication_factor=req.replication_factor,
+            assignments=assignments, configs=configs)], timeout_ms=int(timeout * 1000),
+            validate_only=req.validate_only)
+        resp = await transport.call(dest, CREATE_TOPICS, V_CREATE_TOPICS, body, timeout=timeout + 1)
+        r = resp.topics[0]
+        ok = r.error_code == ErrorCode.NONE and not req.validate_only
+        return TopicOutcome(ErrorCode(r.error_code), r.error_message, r.topic_id if ok else None,
+                            r.num_partitions, r.replication_factor)
+    Req = CREATE_PARTITIONS.request
+    assignments = None if req.assignments is None else [
+        Req.struct("CreatePartitionsAssignment")(broker_ids=list(a)) for a in req.assignments]
+    body = Req.cls(topics=[Req.struct("CreatePartitionsTopic")(name=req.name, count=req.count,
+                                                               assignments=assignments)],
+                   timeout_ms=int(timeout * 1000), validate_only=req.validate_only)
+    resp = await transport.call(dest, CREATE_PARTITIONS, V_CREATE_PARTITIONS, body, timeout=timeout + 1)
+    r = resp.results[0]
+    return TopicOutcome(ErrorCode(r.error_code), r.error_message)

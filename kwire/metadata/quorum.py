@@ -1,5 +1,6 @@
-"""The metadata quorum of one node: the Raft driver over the metadata log, the controller
-listener, forwarding to the active controller, and the controller's duties.
+"""The metadata quorum of one node: the Raft driver over the metadata log and its transport
+(kwire.raft), the controller listener (kwire.metadata.controller_server), forwarding to the
+active controller (kwire.metadata.controller_apis), and the controller's duties.
 
 Every node of a cluster is broker and controller at once (Kafka's
 ``process.roles=broker,controller``). Metadata changes go through :meth:`MetadataQuorum.commit`:
@@ -29,7 +30,6 @@ import logging
 import os
 import time
 import uuid
-from dataclasses import dataclass
 
 import trio
 
@@ -39,11 +39,14 @@ from kwire.metadata import controller_apis as CA
 from kwire.metadata.config_control import elr_feature_records, elr_safety_records
 from kwire.metadata import records as R
 from kwire.metadata import topic_changes as TC
+from kwire.metadata.topic_changes import TopicOutcome
 from kwire.metadata.controller import Controller
+from kwire.metadata.controller_server import ControllerServer
 from kwire.metadata.partition_change import RECOVERED, AlterPartitionResult, Election
 from kwire.raft.core import RaftConfig
 from kwire.raft.driver import CommitFailed, RaftDriver
 from kwire.raft.storage import RaftStorage
+from kwire.raft.transport import RaftTransport
 
 log = logging.getLogger("kwire.quorum")
 
@@ -53,16 +56,6 @@ DEFAULT_SNAPSHOT_INTERVAL = 10000   # committed entries between metadata snapsho
 
 class MetadataError(KafkaError):
     pass
-
-
-@dataclass
-class TopicOutcome:
-    """The controller's answer to a topic change (CreateTopics / CreatePartitions)."""
-    code: ErrorCode
-    message: str | None = None
-    topic_id: uuid.UUID | None = None
-    num_partitions: int = -1
-    replication_factor: int = -1
 
 
 class MetadataQuorum:
@@ -79,17 +72,18 @@ class MetadataQuorum:
                                                        or DEFAULT_SNAPSHOT_INTERVAL))
         self.listeners = controller_listeners
         self.controller = Controller(self)   # the active controller's partition and broker duties
-        self.transport = None
+        self.transport = None   # the Raft messages to and from the other voters (kwire.raft.transport)
+        self.server = None      # the controller listener (kwire.metadata.controller_server)
         if len(self.voters) > 1:
-            from kwire.raft.transport import RaftTransport  # noqa: PLC0415
+            unreachable = link_faults.from_config(broker.config, self.node_id)
             self.transport = RaftTransport(self.driver, {n: a for n, a in self.voters.items() if a},
-                                           cluster_id=broker.cluster_id, forward_handler=self._on_forward,
-                                           controller_handler=self._on_controller_request,
-                                           controller_apis=CA.handlers(self.controller),
-                                           unreachable=link_faults.from_config(broker.config, self.node_id),
-                                           link=broker.peer_security.controller,
-                                           listener_security=broker.peer_security.controller_listener,
-                                           authorizer=broker.authorizer)
+                                           cluster_id=broker.cluster_id, unreachable=unreachable,
+                                           link=broker.peer_security.controller)
+            self.server = ControllerServer(
+                self.transport, {**CA.handlers(self.controller),
+                                 **CA.forwarding_handlers(self._on_forward, self._on_controller_request)},
+                unreachable=unreachable, listener_security=broker.peer_security.controller_listener,
+                authorizer=broker.authorizer)
         self._pending_topics: set[str] = set()
         # (dir ids, [(topic id, partition)]) of this broker's failed log dirs, sent with every heartbeat
         self.offline_report: tuple[list, list] = ([], [])
@@ -108,7 +102,8 @@ class MetadataQuorum:
     async def start(self, nursery) -> None:
         await nursery.start(self.driver.run)
         if self.transport is not None:
-            await nursery.start(self.transport.run, self.listeners)
+            await nursery.start(self.transport.run)
+            await nursery.start(self.server.run, self.listeners)
         nursery.start_soon(self.controller.run)  # alone too: fences brokers registered before
 
     async def wait_caught_up(self, first_report: float = 2.0, every: float = 10.0) -> None:
@@ -160,7 +155,7 @@ class MetadataQuorum:
                 code, offset, msg = await self._controller_commit(values, remaining)
             elif leader >= 0 and self.transport is not None:
                 try:
-                    code, offset = await self.transport.forward(leader, values, min(remaining, 10.0))
+                    code, offset = await CA.send_metadata_records(self.transport, leader, values, min(remaining, 10.0))
                     msg = None
                 except (ConnectionError, OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
                     log.debug("forwarding to controller %d failed: %s", leader, exc)
@@ -281,8 +276,6 @@ class MetadataQuorum:
         return await self._topic_change(req, timeout)
 
     async def _topic_change(self, req, timeout: float) -> TopicOutcome:
-        from kwire.raft.transport import forward_topic_change  # noqa: PLC0415
-
         d = self.driver
         deadline = trio.current_time() + timeout
         while True:
@@ -294,7 +287,7 @@ class MetadataQuorum:
                 out = await self._controller_topic_change(req, remaining)
             elif leader >= 0 and self.transport is not None:
                 try:
-                    out = await forward_topic_change(self.transport, leader, req, min(remaining, 10.0))
+                    out = await CA.send_topic_change(self.transport, leader, req, min(remaining, 10.0))
                 except (ConnectionError, OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
                     log.debug("forwarding to controller %d failed: %s", leader, exc)
                     out = TopicOutcome(ErrorCode.NOT_CONTROLLER)

@@ -67,6 +67,16 @@ class CreatePartitions:
 
 
 @dataclass
+class TopicOutcome:
+    """The controller's answer to a topic change (CreateTopics / CreatePartitions)."""
+    code: ErrorCode
+    message: str | None = None
+    topic_id: uuid.UUID | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+
+
+@dataclass
 class Plan:
     """Records to commit and the new partitions' replica lists (leader first)."""
     topic_id: uuid.UUID

@@ -1,61 +1,47 @@
-"""The controller listener and the connections to the other voters, in Kafka's wire formats.
+"""The transport of the Raft messages between the voters, in Kafka's wire formats (Kafka's
+KafkaNetworkChannel and the raft half of ControllerApis).
 
 Vote (v2), BeginQuorumEpoch (v1), EndQuorumEpoch (v0), Fetch (v12, ``__cluster_metadata``
 partition 0, entries as record batches) and FetchSnapshot (v0) carry the core's messages
-(kwire.raft.messages); DescribeQuorum (v1) answers from the local replica. AlterPartition,
-BrokerHeartbeat (controlled shutdown) and ElectLeaders reach the active controller's duties
-(kwire.metadata.controller_apis). One more request is kwire's own use of a Kafka format: a
-Produce (v9) to ``__cluster_metadata`` partition 0 on the controller listener forwards
-metadata records to the active controller, which answers once they are committed
-(``base_offset`` = the entry's offset) or with an error (NOT_CONTROLLER, TOPIC_ALREADY_EXISTS, ...).
+(kwire.raft.messages); DescribeQuorum (v1) answers from the local replica.
 
-Topic changes travel as intents: CreateTopics (v7, one topic) and CreatePartitions (v3, one
-topic) on the controller listener reach the active controller, which checks, places and
-commits them (kwire.metadata.quorum) and answers in the request's own response (error code
-and message, topic id, partitions, replication factor). Kafka's brokers wrap the client's
-request in an Envelope (with the principal, for the controller's authorizer); kwire has no
-authorizer yet, so the node sends the topic's request itself.
-
-The controller listener is secured as ``controller.listener.names`` and
-``listener.security.protocol.map`` say (kwire.security.peers): TLS (mutual with
-``ssl.client.auth=required``) and SASL (kwire.security.controller_edge) on inbound
-connections, the same on the connections to the other voters; with an authorizer, requests
-need CLUSTER_ACTION on the cluster (DescribeQuorum: DESCRIBE), as Kafka's controllers ask.
-
-One outgoing connection per peer; requests are pipelined on it and answered in any order
-(matched by correlation id). The server side handles each request in its own task, so a
-parked Fetch never holds up a Vote. Requests that cannot be sent (peer down, queue full) are
-dropped: Raft retries on its own timers.
+Consensus only: the controller listener that receives these requests, secures its
+connections and also serves the controller's own requests (AlterPartition, BrokerHeartbeat,
+ElectLeaders, topic changes, metadata forwarding) is the controller's server,
+kwire.metadata.controller_server; it hands the Raft requests to
+:meth:`RaftTransport.handle_request`. Outgoing, the transport keeps one connection per
+peer, opened by the link the layer above passes in (how to reach and authenticate to the
+other voters' controller listener); requests are pipelined on it and answered in any order
+(matched by correlation id). :meth:`RaftTransport.call` sends any request on those
+connections, for the layer above. Incoming requests are handled each in its own task by
+the listener, so a parked Fetch never holds up a Vote. Requests that cannot be sent (peer
+down, queue full) are dropped: Raft retries on its own timers.
 """
 from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Awaitable, Callable
+from typing import Any, Protocol
 
 import trio
 
-from kwire.codec import records as RB
 from kwire.codec.apis import api
-from kwire.connection import CLOSED, KafkaClientConnection, KafkaConnection, ProtocolError, Reply, Request
+from kwire.connection import KafkaClientConnection, ProtocolError
 from kwire.errors import ErrorCode
 from kwire.raft import messages as M
 from kwire.raft.log import OffsetAndEpoch
 from kwire.raft.storage import decode_entries, encode_entries
-from kwire.net import peer_name, pump, send_parts, set_nodelay
-from kwire.security.peers import PeerAuthenticationFailed
+from kwire.net import PeerAuthenticationFailed, pump
 
 log = logging.getLogger("kwire.raft.transport")
 
 TOPIC = "__cluster_metadata"
-VOTE, BQE, EQE, FETCH, FETCH_SNAPSHOT, DESCRIBE_QUORUM, PRODUCE = (
+VOTE, BQE, EQE, FETCH, FETCH_SNAPSHOT, DESCRIBE_QUORUM = (
     api("Vote"), api("BeginQuorumEpoch"), api("EndQuorumEpoch"), api("Fetch"), api("FetchSnapshot"),
-    api("DescribeQuorum"), api("Produce"))
-CREATE_TOPICS, CREATE_PARTITIONS = api("CreateTopics"), api("CreatePartitions")
-V_CREATE_TOPICS, V_CREATE_PARTITIONS = 7, 3
-V_VOTE, V_BQE, V_EQE, V_FETCH, V_FETCH_SNAPSHOT, V_DESCRIBE_QUORUM, V_PRODUCE = 2, 1, 0, 12, 0, 1, 9
-VERSIONS = {VOTE.key: V_VOTE, BQE.key: V_BQE, EQE.key: V_EQE, FETCH.key: V_FETCH,
-            FETCH_SNAPSHOT.key: V_FETCH_SNAPSHOT, DESCRIBE_QUORUM.key: V_DESCRIBE_QUORUM, PRODUCE.key: V_PRODUCE}
+    api("DescribeQuorum"))
+V_VOTE, V_BQE, V_EQE, V_FETCH, V_FETCH_SNAPSHOT, V_DESCRIBE_QUORUM = 2, 1, 0, 12, 0, 1
+# the requests of the consensus itself: what the controller listener hands to handle_request
+RAFT_APIS = frozenset({VOTE.key, BQE.key, EQE.key, FETCH.key, FETCH_SNAPSHOT.key, DESCRIBE_QUORUM.key})
 QUEUE = 256
 
 
@@ -272,29 +258,31 @@ class _Peer:
         self.last_error: str | None = None  # why the last attempt to connect failed (start-up logs)
 
 
+class PeerConnector(Protocol):
+    """How the transport opens a connection to another voter's controller listener
+    (kwire.security.peers.PeerLink is one): a stream ready for Kafka requests, TLS and SASL
+    done. Raises OSError when the connect fails, kwire.net.PeerAuthenticationFailed when the
+    handshake or the login does, trio.TooSlowError after ``timeout`` seconds."""
+
+    async def connect(self, host: str, port: int, *, timeout: float, client_id: str = "kwire") -> Any: ...
+
+
 class RaftTransport:
-    """Connections to the peers and the controller listener of one node."""
+    """The Raft messages of one node: connections to the other voters' controller listeners
+    (outgoing), and the Raft requests the controller listener hands over (incoming,
+    :meth:`handle_request`). The listener itself is the controller's server
+    (kwire.metadata.controller_server), which also uses :meth:`call` to reach the active
+    controller. Kafka's KafkaNetworkChannel plays this part for KafkaRaftClient."""
 
-    def __init__(self, driver, voters: dict[int, tuple[str, int]], cluster_id: str | None = None,
-                 forward_handler: Callable[[list[bytes]], Awaitable[tuple[int, int]]] | None = None,
-                 controller_handler: Callable[[Any], Awaitable[Any]] | None = None,
-                 controller_apis: dict[int, Callable[[Any, int], Awaitable[Any]]] | None = None,
-                 unreachable=None, link=None, listener_security=None, authorizer=None):
-        from kwire.security.peers import PeerLink  # noqa: PLC0415
-
+    def __init__(self, driver, voters: dict[int, tuple[str, int]], *, link: PeerConnector,
+                 cluster_id: str | None = None, unreachable=None):
         self.driver = driver
-        # outgoing: the voters' controller listener and how to secure it (kwire.security.peers);
-        # incoming: what this node's controller listener asks (TLS, SASL) and the authorizer
-        self.link = link or PeerLink("controller")
-        self.listener_security = listener_security
-        self.authorizer = authorizer
+        # outgoing: how to reach and authenticate to the voters' controller listener, given by
+        # the layer above (kwire.security.peers.PeerLink); raft knows nothing of TLS or SASL
+        self.link = link
         self.unreachable = unreachable   # tests: kwire.link_faults.UnreachableNodes, else None
-        # AlterPartition, BrokerHeartbeat, ElectLeaders (kwire.metadata.controller_apis): key -> fn(body, version)
-        self.controller_apis = controller_apis or {}
-        self.controller_handler = controller_handler   # topic-change intent -> TopicOutcome
         self.node_id = driver.node_id
         self.cluster_id = cluster_id
-        self.forward_handler = forward_handler
         self.peers = {nid: _Peer(nid, addr) for nid, addr in voters.items() if nid != self.node_id and addr}
         self._fetch_seq = 0
         self._slots: dict[tuple, Any] = {}          # ("fetch", id) or (src, type name) -> [slots]
@@ -329,12 +317,11 @@ class RaftTransport:
             raise result
         return result
 
-    async def run(self, listeners, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Keep a connection to every other voter (the listener is served by the layer above)."""
         async with trio.open_nursery() as nursery:
             for peer in self.peers.values():
                 nursery.start_soon(self._peer_loop, peer)
-            if listeners:
-                nursery.start_soon(self._serve, listeners)
             task_status.started()
 
     async def _peer_loop(self, peer: _Peer) -> None:
@@ -424,7 +411,7 @@ class RaftTransport:
 
         await pump(stream, conn, conn.next_response, on_response, recv_size=1 << 16)
 
-    # ------------------------------------------------------------------ incoming
+    # ------------------------------------------------------------------ incoming (from the listener)
     def _route_reply(self, dest: int, msg: Any) -> bool:
         if isinstance(msg, (M.FetchResponse, M.FetchSnapshotResponse)):
             slot = self._slots.pop(("fetch", msg.fetch_id), None)
@@ -440,227 +427,42 @@ class RaftTransport:
             del self._slots[(dest, type(msg).__name__)]
         return True
 
-    async def _serve(self, listeners) -> None:
-        await trio.serve_listeners(self._handle, listeners)
-
-    async def _handle(self, stream) -> None:
-        from kwire.security.controller_edge import ControllerConnection  # noqa: PLC0415
-        from kwire.security.edge import HandshakeFailed, secure  # noqa: PLC0415
-
-        set_nodelay(stream)
-        peer = peer_name(stream)
-        conn = KafkaConnection(64 << 20, peer=peer)
-        send_lock = trio.Lock()
-        guard = None
-        if self.listener_security is not None or self.authorizer is not None:
-            guard = ControllerConnection(self.listener_security, self.authorizer, host=peer.rpartition(":")[0]
-                                         .strip("[]"))
-        try:
-            if self.listener_security is not None and self.listener_security.tls:
-                try:
-                    stream, guard.principal = await secure(stream, self.listener_security, 10.0)
-                except HandshakeFailed as exc:
-                    log.info("raft: closing inbound connection from %s on the controller listener: %s", peer, exc)
-                    return
-            async with trio.open_nursery() as nursery:
-                async def on_event(ev) -> bool:
-                    if ev.__class__ is Request:  # each in its own task: a parked Fetch never holds up a Vote
-                        if self.unreachable is not None and self.unreachable.blocks_client(ev.header.client_id):
-                            return True
-                        if guard is not None:
-                            verdict = guard.check(ev.header.api_key, ev.header.api_version, ev.body,
-                                                  int(trio.current_time() * 1000))
-                            if verdict.answer is not None:
-                                async with send_lock:
-                                    await send_parts(stream, KafkaConnection.send_response(ev, verdict.answer))
-                            if verdict.close is not None:
-                                log.warning("raft: closing inbound connection from %s on the controller listener: "
-                                            "%s", peer, verdict.close)
-                                return True
-                            if verdict.answer is not None:
-                                return False
-                        nursery.start_soon(self._answer_guarded, stream, send_lock, ev)
-                        return False
-                    if ev is CLOSED:
-                        return True
-                    if ev.__class__ is Reply:
-                        async with send_lock:
-                            await send_parts(stream, ev.parts)
-                        return False
-                    log.warning("raft: closing inbound connection from %s: %s", peer, ev.reason)
-                    return True
-
-                try:
-                    await pump(stream, conn, conn.next_request, on_event, recv_size=1 << 16)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                    log.debug("raft: inbound connection from %s lost: %s", peer, exc)
-                except Exception:  # noqa: BLE001 - close this connection only
-                    log.exception("raft: closing inbound connection from %s", peer)
-                nursery.cancel_scope.cancel()
-        finally:
-            await trio.aclose_forcefully(stream)
-
-    async def _answer_guarded(self, stream, send_lock, req) -> None:
-        try:
-            await self._answer(stream, send_lock, req)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            log.debug("raft: answer lost: %s", exc)
-        except Exception:  # noqa: BLE001 - one bad request must not take the listener down
-            log.exception("raft: answering %s failed", req.api.name)
-
-    async def _answer(self, stream, send_lock, req) -> None:
-        key = req.api.key
-        body = None
+    async def handle_request(self, key: int, body) -> Any:
+        """The response body to a Raft request that reached the controller listener (Vote,
+        BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, DescribeQuorum: ``RAFT_APIS``),
+        or None when there is nothing to answer (a malformed request, or the core did not
+        answer in time: the sender's Raft timers retry). Kafka's ControllerApis hands these
+        to the raft manager the same way (``handleRaftRequest``)."""
         if key == DESCRIBE_QUORUM.key:
             d = self.driver.describe_quorum()
-            body = describe_quorum_response(d, 0 if self.driver.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        elif key == PRODUCE.key:
-            body = await self._answer_forward(req.body)
-        elif key in (CREATE_TOPICS.key, CREATE_PARTITIONS.key):
-            body = await self._answer_topic_change(key, req.body)
-        elif key in self.controller_apis:
-            body = await self.controller_apis[key](req.body, req.header.api_version)
+            return describe_quorum_response(d, 0 if self.driver.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self._fetch_seq += 1
+        got = request_from_wire(key, body, self._fetch_seq)
+        if got is None:
+            return None
+        src, msg = got
+        send, recv = trio.open_memory_channel(1)
+        if isinstance(msg, (M.FetchRequest, M.FetchSnapshotRequest)):
+            slot_key = ("fetch", self._fetch_seq)
+            self._slots[slot_key] = send
         else:
-            self._fetch_seq += 1
-            got = request_from_wire(key, req.body, self._fetch_seq)
-            if got is None:
-                return
-            src, msg = got
-            send, recv = trio.open_memory_channel(1)
-            if isinstance(msg, (M.FetchRequest, M.FetchSnapshotRequest)):
-                slot_key = ("fetch", self._fetch_seq)
-                self._slots[slot_key] = send
+            slot_key = (src, type(msg).__name__.replace("Request", "Response"))
+            self._slots.setdefault(slot_key, []).append(send)
+        self.driver.deliver(src, msg)
+        wait = (getattr(msg, "max_wait_ms", 0) or 0) / 1000 + 2.0
+        resp = None
+        with trio.move_on_after(wait):
+            resp = await recv.receive()
+        if resp is None:
+            s = self._slots.get(slot_key)
+            if isinstance(s, list):
+                if send in s:
+                    s.remove(send)
             else:
-                slot_key = (src, type(msg).__name__.replace("Request", "Response"))
-                self._slots.setdefault(slot_key, []).append(send)
-            self.driver.deliver(src, msg)
-            wait = (getattr(msg, "max_wait_ms", 0) or 0) / 1000 + 2.0
-            resp = None
-            with trio.move_on_after(wait):
-                resp = await recv.receive()
-            if resp is None:
-                s = self._slots.get(slot_key)
-                if isinstance(s, list):
-                    if send in s:
-                        s.remove(send)
-                else:
-                    self._slots.pop(slot_key, None)
-                return
-            body = response_to_wire(key, resp)
-        parts = KafkaConnection.send_response(req, body)
-        async with send_lock:
-            await send_parts(stream, parts)
-
-    async def _answer_forward(self, body):
-        Resp = PRODUCE.response
-        PR = Resp.struct("PartitionProduceResponse")
-        code, offset = ErrorCode.INVALID_REQUEST, -1
-        try:
-            td = body.topic_data[0]
-            pd = td.partition_data[0]
-            values = [bytes(r.value) for b in RB.iter_batches(bytes(pd.records)) for r in b.records()]
-            if self.forward_handler is None:
-                code = ErrorCode.NOT_CONTROLLER
-            else:
-                code, offset = await self.forward_handler(values)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("raft: forwarded metadata failed: %s", exc)
-            code = ErrorCode.UNKNOWN_SERVER_ERROR
-        return Resp.cls(responses=[Resp.struct("TopicProduceResponse")(
-            name=TOPIC, partition_responses=[PR(index=0, error_code=int(code), base_offset=offset,
-                                                log_append_time_ms=-1, log_start_offset=-1)])],
-            throttle_time_ms=0)
-
-    async def _answer_topic_change(self, key: int, body):
-        """A topic change forwarded to this node's controller: one topic per request."""
-        from kwire.metadata.quorum import TopicOutcome  # noqa: PLC0415
-
-        if key == CREATE_TOPICS.key:
-            t = body.topics[0] if body.topics else None
-            req = None if t is None else topic_intent(t, bool(body.validate_only))
-        else:
-            t = body.topics[0] if body.topics else None
-            req = None if t is None else partitions_intent(t, bool(body.validate_only))
-        if req is None:
-            out = TopicOutcome(ErrorCode.INVALID_REQUEST, "no topic")
-        elif self.controller_handler is None:
-            out = TopicOutcome(ErrorCode.NOT_CONTROLLER)
-        else:
-            try:
-                out = await self.controller_handler(req)
-            except Exception:  # noqa: BLE001 - answer, log once, keep the listener
-                log.exception("raft: forwarded %s of %s failed", type(req).__name__, req.name)
-                out = TopicOutcome(ErrorCode.UNKNOWN_SERVER_ERROR)
-        name = t.name if t is not None else ""
-        if key == CREATE_TOPICS.key:
-            Resp = CREATE_TOPICS.response
-            r = Resp.struct("CreatableTopicResult")(name=name, error_code=int(out.code), error_message=out.message,
-                                                    num_partitions=out.num_partitions,
-                                                    replication_factor=out.replication_factor)
-            if out.topic_id is not None:
-                r.topic_id = out.topic_id
-            return Resp.cls(throttle_time_ms=0, topics=[r])
-        Resp = CREATE_PARTITIONS.response
-        return Resp.cls(throttle_time_ms=0, results=[Resp.struct("CreatePartitionsTopicResult")(
-            name=name, error_code=int(out.code), error_message=out.message)])
-
-    async def forward(self, dest: int, values: list[bytes], timeout: float) -> tuple[int, int]:
-        """Send metadata records to the controller ``dest``; (error code, committed offset)."""
-        Req = PRODUCE.request
-        batch = RB.build_batch([(None, v, [], -1) for v in values])
-        body = Req.cls(transactional_id=None, acks=-1, timeout_ms=int(timeout * 1000), topic_data=[
-            Req.struct("TopicProduceData")(name=TOPIC, partition_data=[
-                Req.struct("PartitionProduceData")(index=0, records=batch)])])
-        resp = await self.call(dest, PRODUCE, V_PRODUCE, body, timeout=timeout + 1)
-        pr = resp.responses[0].partition_responses[0]
-        return pr.error_code, pr.base_offset
+                self._slots.pop(slot_key, None)
+            return None
+        return response_to_wire(key, resp)
 
 
-def topic_intent(t, validate_only: bool):
-    """CreateTopics' CreatableTopic as the controller's intent."""
-    from kwire.metadata.topic_changes import CreateTopic  # noqa: PLC0415
-
-    return CreateTopic(t.name, t.num_partitions, t.replication_factor,
-                       {a.partition_index: list(a.broker_ids) for a in t.assignments} if t.assignments else None,
-                       {c.name: c.value for c in t.configs}, validate_only)
-
-
-def partitions_intent(t, validate_only: bool):
-    from kwire.metadata.topic_changes import CreatePartitions  # noqa: PLC0415
-
-    return CreatePartitions(t.name, t.count, [list(a.broker_ids) for a in t.assignments]
-                            if t.assignments is not None else None, validate_only)
-
-
-async def forward_topic_change(transport: RaftTransport, dest: int, req, timeout: float):
-    """Send a topic-change intent to the controller ``dest``; its TopicOutcome."""
-    from kwire.metadata.quorum import TopicOutcome  # noqa: PLC0415
-    from kwire.metadata.topic_changes import CreateTopic  # noqa: PLC0415
-
-    if isinstance(req, CreateTopic):
-        Req = CREATE_TOPICS.request
-        assignments = [Req.struct("CreatableReplicaAssignment")(partition_index=p, broker_ids=list(b))
-                       for p, b in sorted((req.assignments or {}).items())]
-        configs = [Req.struct("CreatableTopicConfig")(name=k, value=v) for k, v in (req.configs or {}).items()]
-        body = Req.cls(topics=[Req.struct("CreatableTopic")(
-            name=req.name, num_partitions=req.num_partitions, replication_factor=req.replication_factor,
-            assignments=assignments, configs=configs)], timeout_ms=int(timeout * 1000),
-            validate_only=req.validate_only)
-        resp = await transport.call(dest, CREATE_TOPICS, V_CREATE_TOPICS, body, timeout=timeout + 1)
-        r = resp.topics[0]
-        ok = r.error_code == ErrorCode.NONE and not req.validate_only
-        return TopicOutcome(ErrorCode(r.error_code), r.error_message, r.topic_id if ok else None,
-                            r.num_partitions, r.replication_factor)
-    Req = CREATE_PARTITIONS.request
-    assignments = None if req.assignments is None else [
-        Req.struct("CreatePartitionsAssignment")(broker_ids=list(a)) for a in req.assignments]
-    body = Req.cls(topics=[Req.struct("CreatePartitionsTopic")(name=req.name, count=req.count,
-                                                               assignments=assignments)],
-                   timeout_ms=int(timeout * 1000), validate_only=req.validate_only)
-    resp = await transport.call(dest, CREATE_PARTITIONS, V_CREATE_PARTITIONS, body, timeout=timeout + 1)
-    r = resp.results[0]
-    return TopicOutcome(ErrorCode(r.error_code), r.error_message)
-
-
-__all__ = ["RaftTransport", "describe_quorum_response", "request_to_wire", "response_from_wire",
-           "request_from_wire", "response_to_wire"]
+__all__ = ["RAFT_APIS", "PeerConnector", "RaftTransport", "describe_quorum_response", "request_to_wire",
+           "response_from_wire", "request_from_wire", "response_to_wire"]

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import trio
 
 from kwire.listeners import DEFAULT_PROTOCOL_MAP, ClientListener, Endpoint, parse_protocol_map
+from kwire.net import PeerAuthenticationFailed, set_nodelay   # PeerAuthenticationFailed: see there
 
 __all__ = ["PeerConfigError", "PeerAuthenticationFailed", "PeerLink", "PeerSecurity", "plan_peers",
            "PLAINTEXT_LINK", "MECHANISMS"]
@@ -42,10 +43,6 @@ MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 class PeerConfigError(ValueError):
     """Inter-broker or controller settings kwire cannot use (one line naming the key)."""
-
-
-class PeerAuthenticationFailed(ConnectionError):
-    """The TLS handshake or the SASL exchange with a peer failed (one line naming the peer)."""
 
 
 @dataclass(frozen=True)
@@ -80,8 +77,6 @@ class PeerLink:
         """A stream to ``host:port`` ready for Kafka requests: connected, TLS done, SASL
         authenticated. OSError when the connect fails, PeerAuthenticationFailed when the
         handshake or the authentication does, trio.TooSlowError after ``timeout`` seconds."""
-        from kwire.net import set_nodelay  # noqa: PLC0415
-
         with trio.fail_after(timeout):
             stream = await trio.open_tcp_stream(host, port)
         try:

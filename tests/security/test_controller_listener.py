@@ -1,4 +1,4 @@
-"""The controller listener secured, in process: kwire's RaftTransport serves a SASL_PLAINTEXT /
+"""The controller listener secured, in process: kwire's ControllerServer serves a SASL_PLAINTEXT /
 SSL controller listener and kwire's own PeerLink connects to it (the two halves the cluster
 test uses, one at a time): PLAIN and both SCRAMs, wrong passwords and mechanisms refused with
 one line naming the peer, requests before authentication closed, and the authorizer asking
@@ -16,6 +16,7 @@ from kwire.codec.apis import api
 from kwire.config import BrokerConfig
 from kwire.connection import KafkaClientConnection
 from kwire.listeners import ClientListener, Endpoint
+from kwire.metadata.controller_server import ControllerServer
 from kwire.raft.transport import RaftTransport
 from kwire.security.authorizer import Authorizer, AclStore
 from kwire.security.edge import for_listener
@@ -56,9 +57,10 @@ def _serve_and(config, protocol: str, authorizer, fn):
     sec = for_listener(config, ClientListener(Endpoint("CONTROLLER", "127.0.0.1", 0), protocol))
 
     async def main():
-        t = RaftTransport(_Driver(), {}, listener_security=sec, authorizer=authorizer)
+        raft = RaftTransport(_Driver(), {}, link=PeerLink("controller"))
+        server = ControllerServer(raft, listener_security=sec, authorizer=authorizer)
         async with trio.open_nursery() as n:
-            listeners = await n.start(functools.partial(trio.serve_tcp, t._handle, 0, host="127.0.0.1"))
+            listeners = await n.start(functools.partial(trio.serve_tcp, server._handle, 0, host="127.0.0.1"))
             try:
                 return await fn(listeners[0].socket.getsockname()[1])
             finally:
