@@ -66,9 +66,9 @@ for _api in APIS.values():
             CASES += [(_api, _msg, _cls, v) for v in _shared_versions(_msg, _cls)]
 IDS = [f"{m.name}-v{v}" for _, m, _, v in CASES]
 
-# Examples per message version: 5 in make test (about 1,600 versions, each example both ways);
+# Examples per message version: 3 in make test (about 1,600 versions, each example both ways);
 # KWIRE_CODEC_EXAMPLES=<n> for a deeper run.
-DIFF = settings(max_examples=int(os.environ.get("KWIRE_CODEC_EXAMPLES", "5")), deadline=None, database=None,
+DIFF = settings(max_examples=int(os.environ.get("KWIRE_CODEC_EXAMPLES", "3")), deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.function_scoped_fixture])
 

@@ -17,9 +17,9 @@ CASES = [(msg, v) for api in APIS.values() for msg in (api.request, api.response
          for v in range(msg.valid.lo, msg.valid.hi + 1)]
 IDS = [f"{msg.name}-v{v}" for msg, v in CASES]
 
-# Examples per message version: 8 in make test (about 1,700 message versions, fresh values each run,
+# Examples per message version: 5 in make test (about 1,700 message versions, fresh values each run,
 # derandomize=False); KWIRE_CODEC_EXAMPLES=<n> for a deeper run.
-EXAMPLES = int(os.environ.get("KWIRE_CODEC_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("KWIRE_CODEC_EXAMPLES", "5"))
 ROUNDTRIP = settings(max_examples=EXAMPLES, deadline=None, derandomize=False, database=None,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                             HealthCheck.function_scoped_fixture])

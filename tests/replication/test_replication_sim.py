@@ -3,7 +3,7 @@ it: the REAL replica managers, logs and follower functions, and the REAL control
 under message loss, delay, reordering, network partitions, crashes that lose unsynced tails,
 restarts and controlled shutdowns, with the invariants checked after every step.
 
-``KWIRE_SIM_SEEDS=5000`` runs that many seeds (default 200, sized to make test's time budget); a failing seed prints its trace
+``KWIRE_SIM_SEEDS=5000`` runs that many seeds (default 100, sized to make test's time budget); a failing seed prints its trace
 and how to run it again (``python -m tests.replication.sim --seed N --trace``).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from kwire.replication import partition as partition_module
 from kwire.metadata import partition_change
 from tests.replication.sim import CONTROLLER, InvariantViolation, Knobs, Sim, run_seed
 
-SEEDS = int(os.environ.get("KWIRE_SIM_SEEDS", "200"))
+SEEDS = int(os.environ.get("KWIRE_SIM_SEEDS", "100"))
 CHUNKS = 8
 
 
