@@ -25,6 +25,7 @@ from kwire.errors import ErrorCode, KafkaError, StartupError
 from kwire.log.data_dir import DataDirLock, check_meta_properties, ensure_directory_id
 from kwire.metadata import records as R
 from kwire.metadata import topic_changes as TC
+from kwire.metadata.config_control import clear_elr_records
 from kwire.metadata.image import MetadataImage, TopicImage
 from kwire.metadata.topic_changes import validate_topic_name  # noqa: F401 - handlers import it from here
 
@@ -403,6 +404,15 @@ class Broker:
             self._delete_logs([(name, p) for p in parts])
             if self.groups is not None:
                 self.groups.delete_topic_offsets([name])
+        elif msg is R.CLEAR_ELR:
+            # the partition epochs moved: the replicas here take them up (their next
+            # AlterPartition carries the new one, as after Kafka's TopicDelta)
+            names = [obj.topic_name] if obj.topic_name else list(self.image.topics)
+            for name in names:
+                t = self.image.topics.get(name)
+                for p in (t.partitions.values() if t else ()):
+                    if p.leader == self.node_id or self.node_id in p.replicas:
+                        self._apply_partition(name, p.index)
         elif msg is R.CONFIG:
             if obj.resource_type == R.RESOURCE_TOPIC:
                 self.logs.reconfigure(obj.resource_name)
@@ -531,5 +541,6 @@ class Broker:
         """Commit config changes (logs pick them up as they apply). Raises KafkaError."""
         recs = [(R.CONFIG, R.CONFIG.cls(resource_type=resource_type, resource_name=resource_name, name=k, value=v))
                 for k, v in changes.items()]
+        recs += clear_elr_records(self.image, resource_type, resource_name, changes)
         if recs:
             await self.submit_metadata(recs)

@@ -38,7 +38,7 @@ from kwire.handlers import RequestContext, handles
 from kwire.handlers.config_entries import (
     DEFAULT_CONFIG, Describer, config_type, describe_topic_entries,
 )
-from kwire.metadata.config_control import min_isr_transition_error
+from kwire.metadata.config_control import elr_enabled, min_isr_transition_error
 from kwire.metadata.records import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 from kwire.security.authorizer import config_resource_error, denied_message
 from kwire.security.operations import AclOperation as Op
@@ -281,7 +281,7 @@ async def _apply(ctx: RequestContext, req, changes_for):
             if res.resource_type == RESOURCE_BROKER:
                 _validate_broker(b, res.resource_name, {k: v for k, v in changes.items()
                                                          if v is not None or k in cur})
-                elr = min_isr_transition_error(res.resource_name, changes)
+                elr = min_isr_transition_error(res.resource_name, changes) if elr_enabled(b.image) else None
                 if elr:   # the controller's check, after the broker's own validation of the values
                     raise Refused(ErrorCode.INVALID_CONFIG, elr)
             else:

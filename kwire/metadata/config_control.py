@@ -40,6 +40,25 @@ def elr_safety_records(image, static_min_isr: int) -> list:
     return out
 
 
+def clear_elr_records(image, resource_type: int, resource_name: str, changes: dict) -> list:
+    """The ClearElrRecord a change of min.insync.replicas brings while ELR is on (Kafka's
+    ConfigurationControlManager.createClearElrRecordsAsNeeded): the ELR was kept against the
+    old value, so it is no proof of safety under the new one. A topic's change clears that
+    topic's partitions when its value changes; a broker resource's (only the cluster-level one
+    is allowed) clears every topic's, even for the same value, as Kafka writes a ConfigRecord
+    for every broker-resource change (KAFKA-14136)."""
+    if MIN_ISR not in changes or not elr_enabled(image):
+        return []
+    if resource_type == R.RESOURCE_TOPIC:
+        t = image.topics.get(resource_name)
+        if t is None or t.configs.get(MIN_ISR) == changes[MIN_ISR]:
+            return []
+        return [(R.CLEAR_ELR, R.CLEAR_ELR.cls(topic_name=resource_name))]
+    if resource_type == R.RESOURCE_BROKER:
+        return [(R.CLEAR_ELR, R.CLEAR_ELR.cls(topic_name=""))]
+    return []
+
+
 def min_isr_transition_error(resource_name: str, changes: dict) -> str | None:
     """Why a change of broker resource ``resource_name`` ({key: new value or None}) is refused
     while ELR is on (INVALID_CONFIG with this message), else None."""

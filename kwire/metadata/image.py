@@ -80,6 +80,16 @@ class PartitionImage:
             self.last_known_elr = list(change.last_known_elr)
         self.partition_epoch += 1
 
+    def clear_elr(self) -> bool:
+        """A ClearElrRecord on this partition (Kafka's ReplicationControlManager.removeTopicElrs:
+        a merge of a change emptying both lists, so the partition epoch moves); False when both
+        were empty already (nothing changes)."""
+        if not self.elr and not self.last_known_elr:
+            return False
+        self.elr, self.last_known_elr = [], []
+        self.partition_epoch += 1
+        return True
+
 
 @dataclass
 class TopicImage:
@@ -144,6 +154,14 @@ class MetadataImage:
             p = t.partitions.get(obj.partition_id) if t else None
             if p is not None:
                 p.merge(obj)
+        elif msg is R.CLEAR_ELR:
+            # Kafka replays a topic's clear only for a topic that exists (it refuses the record
+            # otherwise; kwire's config path writes it for existing topics only)
+            topics = [self.topics[obj.topic_name]] if obj.topic_name in self.topics else \
+                list(self.topics.values()) if not obj.topic_name else []
+            for t in topics:
+                for p in t.partitions.values():
+                    p.clear_elr()
         elif msg is R.REMOVE_TOPIC:
             t = self.topics_by_id.pop(obj.topic_id, None)
             if t is not None:

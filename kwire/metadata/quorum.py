@@ -36,7 +36,7 @@ import trio
 from kwire import link_faults
 from kwire.errors import ErrorCode, KafkaError
 from kwire.metadata import controller_apis as CA
-from kwire.metadata.config_control import elr_feature_records, elr_safety_records
+from kwire.metadata.config_control import elr_enabled, elr_feature_records, elr_safety_records
 from kwire.metadata import records as R
 from kwire.metadata import topic_changes as TC
 from kwire.metadata.topic_changes import TopicOutcome
@@ -201,8 +201,12 @@ class MetadataQuorum:
         image = self.broker.image
         static_min_isr = self.broker.config.values.get("min.insync.replicas", 1)
         emulated = self.broker.config.values.get("kwire.emulate.kafka.version")
+        feature = elr_feature_records(image, emulated)
+        # the safety records come with ELR only (Kafka writes them when the feature turns on): a
+        # cluster emulating a release before 4.1 keeps broker-level min.insync.replicas as it had
+        elr_on = any(o.feature_level >= 1 for _, o in feature) or elr_enabled(image)
         extra: list[bytes] = [R.encode_record(m, o) for m, o in
-                              elr_feature_records(image, emulated) + elr_safety_records(image, static_min_isr)]
+                              feature + (elr_safety_records(image, static_min_isr) if elr_on else [])]
         for v in values:
             msg, obj = R.decode_record(v)
             if msg is R.REGISTER_BROKER:

@@ -89,6 +89,9 @@ BROKER_REGISTRATION_CHANGE = _rec("BrokerRegistrationChangeRecord", 17, [
     F("in_controlled_shutdown", "int8", "1+", tag=1, tagged="1+", default=0),
 ], valid="0-1")
 NO_OP = _rec("NoOpRecord", 20, [])
+# KIP-966: a change of min.insync.replicas empties the ELR and last known ELR of one topic's
+# partitions (topic_name), or of every topic's ("": a cluster-level change)
+CLEAR_ELR = _rec("ClearElrRecord", 28, [F("topic_name", "string")])
 PRODUCER_IDS = _rec("ProducerIdsRecord", 15, [
     F("broker_id", "int32"),
     F("broker_epoch", "int64"),
@@ -131,7 +134,7 @@ BY_TYPE: dict[int, Message] = {m.type_id: m for m in (  # type: ignore[attr-defi
     REGISTER_BROKER, UNREGISTER_BROKER, TOPIC, PARTITION, CONFIG, PARTITION_CHANGE, FENCE_BROKER,
     UNFENCE_BROKER, REMOVE_TOPIC, FEATURE_LEVEL, NO_OP, PRODUCER_IDS, BROKER_REGISTRATION_CHANGE,
     ACCESS_CONTROL_ENTRY, REMOVE_ACCESS_CONTROL_ENTRY, USER_SCRAM_CREDENTIAL, REMOVE_USER_SCRAM_CREDENTIAL,
-    CLIENT_QUOTA)}
+    CLIENT_QUOTA, CLEAR_ELR)}
 
 # ConfigResource types, as in Kafka's ConfigResource.Type
 RESOURCE_TOPIC = 2

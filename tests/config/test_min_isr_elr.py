@@ -117,3 +117,34 @@ def test_broker_level_min_isr_is_refused_and_cluster_level_cannot_be_removed(wir
     assert incremental(wire, "", [("min.insync.replicas", 0, "1")]) == (0, None)
     assert describe(wire, BROKER_T, "")["min.insync.replicas"][:2] == ("1", DYN_DEFAULT)
     assert legacy(wire, "", {"min.insync.replicas": "2"}) == (0, None)
+
+
+def test_a_topic_min_isr_change_clears_its_elr_on_a_running_broker(kw, wire):
+    """The ClearElrRecord goes through the metadata log with the ConfigRecord (one commit)."""
+    a = api("IncrementalAlterConfigs")
+    R_, C = a.request.struct("AlterConfigsResource"), a.request.struct("AlterableConfig")
+    topic = f"elr-{uuid.uuid4().hex[:8]}"
+    wire.create_topic(topic, 1)
+    image = kw.server.broker.image
+    p = image.topics[topic].partitions[0]
+    p.elr, p.last_known_elr = [7], [8]   # as if replicas had left the ISR below min ISR
+    epoch = p.partition_epoch
+    r = wire.request("IncrementalAlterConfigs", 1, validate_only=False, resources=[R_(
+        resource_type=TOPIC_T, resource_name=topic, configs=[C(name="min.insync.replicas", config_operation=0,
+                                                               value="1")])]).responses[0]
+    assert r.error_code == 0
+    p = kw.server.broker.image.topics[topic].partitions[0]
+    assert (p.elr, p.last_known_elr, p.partition_epoch) == ([], [], epoch + 1)
+    part = kw.server.broker.replica_manager.partitions[(topic, 0)]
+    assert part.partition_epoch == p.partition_epoch   # the leader took up the new partition epoch
+
+
+def test_a_cluster_emulating_4_0_has_no_elr_rules():
+    """Kafka 4.0 formats without ELR: no cluster-level min.insync.replicas is written and a
+    broker-level one may be set, as there."""
+    with Broker(mode="thread", overrides={"node.id": 1, "min.insync.replicas": 2,
+                                          "kwire.emulate.kafka.version": "4.0"}) as b, \
+            WireClient(b.bootstrap_servers) as c:
+        assert "min.insync.replicas" not in b.server.broker.image.broker_configs.get("", {})
+        assert incremental(c, "1", [("min.insync.replicas", 0, "3")]) == (0, None)
+        assert describe(c, BROKER_T, "1", ["min.insync.replicas"])["min.insync.replicas"][:2] == ("3", 2)

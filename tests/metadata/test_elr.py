@@ -9,7 +9,8 @@ import uuid
 
 from kwire.metadata import records as R
 from kwire.metadata import replication_control as RC
-from kwire.metadata.config_control import ELR_FEATURE, elr_enabled, elr_feature_records, topic_min_isr
+from kwire.metadata.config_control import (ELR_FEATURE, clear_elr_records, elr_enabled, elr_feature_records,
+                                           topic_min_isr)
 from kwire.metadata.image import BrokerImage, MetadataImage, PartitionImage, decode_snapshot, encode_snapshot
 from kwire.metadata.partition_change import (NO_LEADER, RECOVERED, RECOVERING, Election, PartitionChangeBuilder,
                                              leader_acceptor)
@@ -277,3 +278,61 @@ def test_a_broker_formats_with_elr_unless_it_emulates_a_release_before_4_1():
             image = b.server.broker.image
             assert image.features.get(ELR_FEATURE) == level, (emulated, image.features)
             assert elr_enabled(image) is (level == 1)
+
+
+# ------------------------------------------------------------------ ClearElrRecord
+TID2 = uuid.UUID(int=77)
+
+
+def _with_elr(img):
+    """Partition t-0 with ELR [2, 3] (ISR shrunk below min ISR), and a second topic u with an
+    ELR as well; returns the two partitions."""
+    img.apply(R.TOPIC, R.TOPIC.cls(name="u", topic_id=TID2))
+    img.apply(R.PARTITION, R.PARTITION.cls(partition_id=0, topic_id=TID2, replicas=[1, 2, 3], isr=[1], leader=1,
+                                           leader_epoch=0, partition_epoch=0, eligible_leader_replicas=[2],
+                                           last_known_elr=[3]))
+    _, recs = RC.alter_partition(img, 1, TID, 0, 0, 0, [1])
+    p = commit(img, recs)
+    assert p.elr == [2, 3]
+    return p, img.topics["u"].partitions[0]
+
+
+def test_a_min_isr_change_clears_the_elr_of_its_topic_or_of_every_topic():
+    img = cluster()
+    p, q = _with_elr(img)
+    epochs = (p.partition_epoch, q.partition_epoch)
+    # the same topic value again: nothing to clear (Kafka writes no record for an unchanged topic value)
+    img.apply(R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_TOPIC, resource_name="t", name="min.insync.replicas",
+                                     value="2"))
+    assert clear_elr_records(img, R.RESOURCE_TOPIC, "t", {"min.insync.replicas": "2"}) == []
+    assert clear_elr_records(img, R.RESOURCE_TOPIC, "t", {"retention.ms": "5"}) == []
+    recs = clear_elr_records(img, R.RESOURCE_TOPIC, "t", {"min.insync.replicas": "3"})
+    assert [(m, o.topic_name) for m, o in recs] == [(R.CLEAR_ELR, "t")]
+    for m, o in recs:   # through the wire format, as the metadata log carries it
+        img.apply_bytes(R.encode_record(m, o))
+    assert (p.elr, p.last_known_elr, p.partition_epoch) == ([], [], epochs[0] + 1)
+    assert (q.elr, q.last_known_elr, q.partition_epoch) == ([2], [3], epochs[1])   # another topic: kept
+    # cluster level: every topic, even for the value it has (a ConfigRecord is written all the same)
+    recs = clear_elr_records(img, R.RESOURCE_BROKER, "", {"min.insync.replicas": "2"})
+    assert [(m, o.topic_name) for m, o in recs] == [(R.CLEAR_ELR, "")]
+    for m, o in recs:
+        img.apply(m, o)
+    assert (q.elr, q.last_known_elr, q.partition_epoch) == ([], [], epochs[1] + 1)
+    assert p.partition_epoch == epochs[0] + 1   # already empty: unchanged
+
+
+def test_without_elr_a_min_isr_change_clears_nothing():
+    img = cluster(elr=False)
+    assert clear_elr_records(img, R.RESOURCE_BROKER, "", {"min.insync.replicas": "3"}) == []
+    assert clear_elr_records(img, R.RESOURCE_TOPIC, "t", {"min.insync.replicas": "3"}) == []
+
+
+def test_a_controller_after_the_clear_elects_from_the_isr_only():
+    """After the clear the ELR members are no longer leader candidates: the ISR's last member
+    fenced leaves the partition leaderless (as before KIP-966), not led by a stale ELR member."""
+    img = cluster()
+    p, _ = _with_elr(img)
+    for m, o in clear_elr_records(img, R.RESOURCE_TOPIC, "t", {"min.insync.replicas": "3"}):
+        img.apply(m, o)
+    p = commit(img, RC.fence_broker(img, 1))
+    assert p.leader == NO_LEADER and 2 not in p.elr and 3 not in p.elr

@@ -166,4 +166,4 @@ def test_record_type_ids_are_kafkas():
         "BrokerRegistrationChangeRecord": 17, "AccessControlEntryRecord": 18,
         "RemoveAccessControlEntryRecord": 19, "NoOpRecord": 20,
         "UserScramCredentialRecord": 11, "RemoveUserScramCredentialRecord": 22,
-        "ClientQuotaRecord": 14}
+        "ClientQuotaRecord": 14, "ClearElrRecord": 28}
