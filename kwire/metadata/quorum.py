@@ -58,9 +58,20 @@ class MetadataError(KafkaError):
     pass
 
 
+def raft_config_of(config) -> RaftConfig:
+    """The quorum's timing from the broker's controller.quorum.* keys (Kafka's QuorumConfig)."""
+    return RaftConfig(election_timeout_ms=config.get("controller.quorum.election.timeout.ms"),
+                      fetch_timeout_ms=config.get("controller.quorum.fetch.timeout.ms"),
+                      election_backoff_max_ms=config.get("controller.quorum.election.backoff.max.ms"),
+                      request_timeout_ms=config.get("controller.quorum.request.timeout.ms"),
+                      retry_backoff_ms=config.get("controller.quorum.retry.backoff.ms"))
+
+
 class MetadataQuorum:
     def __init__(self, broker, voters: dict[int, tuple[str, int] | None], *, controller_listeners=None,
                  raft_config: RaftConfig | None = None):
+        if raft_config is None:
+            raft_config = raft_config_of(broker.config)
         self.broker = broker
         self.node_id = broker.node_id
         self.voters = dict(voters)

@@ -116,9 +116,19 @@ class Node:
             return ""
 
 
+# A new cluster's voters wait an election timeout (Kafka's default 1,000 ms, randomised up to
+# twice that) before the first election: ~1.5 s of every cluster start and of every restart of
+# a whole quorum. Test clusters use 300 ms unless a test sets the key itself; the fetch timeout,
+# which decides when a leader is given up, keeps its default.
+ELECTION_TIMEOUT = ("--override", "controller.quorum.election.timeout.ms=300")
+
+
 class Cluster:
     def __init__(self, base_dir: str, size: int = 3, extra_args: tuple[str, ...] = (), log_dirs: int = 1):
-        self.extra_args = tuple(extra_args)
+        extra_args = tuple(extra_args)
+        if not any(a.startswith("controller.quorum.election.timeout.ms=") for a in extra_args):
+            extra_args = ELECTION_TIMEOUT + extra_args
+        self.extra_args = extra_args
         self.nodes = {i: Node(i, free_port(), free_port(), os.path.join(base_dir, f"node{i}"), log_dirs)
                       for i in range(1, size + 1)}
         self.voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values())
