@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from kwire.cli.args import RuntimeFailure, UsageError
+from kwire.cmdline import RuntimeFailure, UsageError
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kwire.admin import quotas, user_scram
 from kwire.admin.common import add_common, client, run
-from kwire.cli.args import UsageError
+from kwire.cmdline import UsageError
 
 TYPES = {"topics": 2, "brokers": 4, "groups": 32}
 SINGULAR = {"topics": "topic", "brokers": "broker", "groups": "group", "users": "user"}

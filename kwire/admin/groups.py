@@ -16,7 +16,7 @@ import re
 import sys
 
 from kwire.admin.common import add_common, client, java_fmt, parse_topic_partitions, run
-from kwire.cli.args import UsageError
+from kwire.cmdline import UsageError
 
 EPILOG = """\
 examples:

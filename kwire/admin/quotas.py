@@ -12,7 +12,7 @@ user + client-id pair entities on the command line (AlterClientQuotas takes them
 """
 from __future__ import annotations
 
-from kwire.cli.args import UsageError
+from kwire.cmdline import UsageError
 
 ENTITY_TYPES = {"users": "user", "clients": "client-id"}
 _NAMES = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from kwire.admin.common import add_common, client, run
-from kwire.cli.args import UsageError
+from kwire.cmdline import UsageError
 
 TOPIC, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG = 2, 5, 1
 INTERNAL = ("__consumer_offsets", "__transaction_state", "__share_group_state")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 
-from kwire.cli.args import UsageError
+from kwire.cmdline import UsageError
 
 MECHANISMS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 NAMES = {v: k for k, v in MECHANISMS.items()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 from kwire import __version__
-from kwire.cli.args import EXIT_RUNTIME, EXIT_USAGE, Parser, RuntimeFailure, UsageError, fail
+from kwire.cmdline import EXIT_RUNTIME, EXIT_USAGE, Parser, RuntimeFailure, UsageError, fail
 from kwire.cli.serve import add_serve_parser, config_from_args, plan_from_config  # noqa: F401
 
 __all__ = ["main", "build_parser", "config_from_args", "plan_from_config"]

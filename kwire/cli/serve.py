@@ -18,7 +18,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from kwire.cli.args import RuntimeFailure, UsageError, suggest
+from kwire.cmdline import RuntimeFailure, UsageError, suggest
 from kwire.listeners import (DEFAULT_PROTOCOL_MAP, PROTOCOL_IDS, ClientListener, Endpoint, ListenerError,
                              parse_endpoint, parse_listeners, parse_protocol_map, parse_voters)
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from kwire.cli.args import RuntimeFailure
+from kwire.cmdline import RuntimeFailure
 
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ [A-Z]+ ")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kwire.cli import build_parser, config_from_args, plan_from_config
-from kwire.cli.args import UsageError
+from kwire.cmdline import UsageError
 
 
 def _cfg(tmp_path, props: str, *argv: str):

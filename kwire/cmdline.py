@@ -1,5 +1,6 @@
-"""Command-line plumbing shared by every ``kwire`` command: one-line usage errors (exit 2),
-runtime errors (exit 1), and near-miss suggestions."""
+"""Command-line plumbing shared by every ``kwire`` command (kwire.cli and the admin commands of
+kwire.admin, below it): one-line usage errors (exit 2), runtime errors (exit 1), and near-miss
+suggestions."""
 from __future__ import annotations
 
 import argparse
