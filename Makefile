@@ -5,7 +5,7 @@ PY ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: serve test bench compat dist deps docs clean spark-example kafka differential
+.PHONY: serve test bench compat dist deps docs clean spark-example kafka differential ecosystem
 
 # Apache Kafka, the reference kwire is compared with (compat TARGET=kafka|both, make differential,
 # python -m bench vs-kafka): the jars pinned in jvm/pom.xml, copied by Maven into a cache outside the
@@ -63,11 +63,17 @@ test:
 	@command -v kcat >/dev/null 2>&1 || echo "make: kcat not found: its tests will fail (make deps installs it)"
 	@command -v javac >/dev/null 2>&1 || echo "make: javac not found: the Java compat column will fail (make deps installs a JDK)"
 	@command -v go >/dev/null 2>&1 || echo "make: go not found: the Sarama and kafka-go tests will fail (make deps installs Go and their sources)"
-	@export PYTHONDONTWRITEBYTECODE=; dirs="$$(ls -d tests/*/ | grep -v tests/js/) compat_tests"; \
+	@export PYTHONDONTWRITEBYTECODE=; dirs="$$(ls -d tests/*/ | grep -v -e tests/js/ -e tests/ecosystem/) compat_tests"; \
 	  $(BIN)/python -m pytest -q --collect-only -p no:cacheprovider $$(echo $$dirs | tr ' ' '\n' | awk 'NR % 2') >/dev/null 2>&1 & \
 	  $(BIN)/python -m pytest -q --collect-only -p no:cacheprovider $$(echo $$dirs | tr ' ' '\n' | awk 'NR % 2 == 0') >/dev/null 2>&1; \
 	  wait
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --dist loadgroup --durations=30 tests compat_tests
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --dist loadgroup --durations=30 \
+	  --ignore=tests/ecosystem tests compat_tests
+
+# Kafka's own tools, Kafka Streams, MirrorMaker 2, Spark's Kafka connector and Kafka Connect against
+# kwire and Apache Kafka side by side (tests/ecosystem): JVMs by the dozen, minutes; not in make test.
+ecosystem: .venv kafka
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --durations=20 tests/ecosystem
 
 # TARGET: kwire (default), kafka (Apache Kafka from make kafka's jars; testcontainers where Docker answers),
 # both (every row against kwire and Apache Kafka; a difference docs/differences.md does not list fails), tansu

@@ -1,0 +1,63 @@
+"""The JVM world against kwire and against Apache Kafka side by side (issue: Kafka's own
+command-line tools, Kafka Streams, MirrorMaker 2, Spark's Kafka connector, Kafka Connect).
+
+Each tool runs as Kafka's ``bin/kafka-*.sh`` scripts run it: ``java -cp libs/* <main class>``
+with make kafka's jars, a small heap and the serial GC. These tests start JVMs by the dozen and
+take minutes: they are not part of ``make test`` (its ten-minute budget); ``make ecosystem`` (or
+``pytest tests/ecosystem`` after ``make kafka``) runs them, and a missing JDK or jar fails them.
+
+Fixtures: ``kwire_one`` (one kwire node, a subprocess) and ``kafka_one`` (one Apache Kafka
+node), both module-scoped and stopped by PID; ``run_tool(main, *args)`` runs a tool's main class
+and returns its CompletedProcess."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from kwire.testing import Broker
+from kwire.testing.apache_kafka import ApacheKafka, java_bin, jvm_flags, kafka_classpath
+
+# Kafka's main classes behind its scripts (bin/kafka-*.sh -> kafka-run-class.sh <class>)
+TOOLS = {
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
+    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-acls": "org.apache.kafka.tools.AclCommand",
+    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
+    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
+    "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
+    "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
+    "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
+    "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
+    "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+}
+
+
+def run_tool(tool: str, *args: str, timeout: float = 120.0, input: str | None = None,
+             heap: str = "256m") -> subprocess.CompletedProcess:
+    """``bin/<tool>.sh args...``: the tool's main class in a JVM of its own (stdout, stderr as text)."""
+    main = TOOLS.get(tool, tool)
+    env = dict(os.environ, KAFKA_LOG4J_OPTS="")
+    return subprocess.run([java_bin(), *jvm_flags(heap, True), "-cp", kafka_classpath(), main, *args],
+                          capture_output=True, text=True, timeout=timeout, input=input, env=env)
+
+
+@pytest.fixture(scope="module")
+def kwire_one():
+    with Broker(mode="process", overrides={"kwire.emulate.kafka.version": "4.3"}) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def kafka_one():
+    with ApacheKafka(nodes=1) as k:
+        yield k
