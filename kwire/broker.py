@@ -165,17 +165,40 @@ class Broker:
         self.producer_ids = ProducerIdManager(expiration_ms=int(self.config.get("producer.id.expiration.ms")))
         self.producer_ids_lock = trio.Lock()   # one block allocation (a metadata commit) at a time
         self.fetch_sessions = FetchSessionCache()
-        # KIP-932: the share partitions this node leads and the share sessions of its clients
-        from kwire.share.manager import SharePartitionManager  # noqa: PLC0415
-        from kwire.share.settings import share_settings  # noqa: PLC0415
-        self.share_partitions = SharePartitionManager(lambda gid: share_settings(self.config, self.image, gid))
-        from kwire.share.state_store import ShareStateStore  # noqa: PLC0415
-        self.share_state = ShareStateStore(self, self.share_partitions)   # __share_group_state
+        # KIP-932: share_partitions and share_state, built on first use (see _share)
+        self._share_components = None
         # client quotas (kwire.quota): sensors per user / client id, bounds from the image
         from kwire.quota.manager import ClientQuotas  # noqa: PLC0415
         self.quotas = ClientQuotas(lambda: self.image.client_quotas, int(self.config.get("quota.window.num")),
                                    int(self.config.get("quota.window.size.seconds")))
         self.image.listeners.append(self.quotas.on_record)
+
+    # KIP-932: the share partitions this node leads with the share sessions of its clients
+    # (kwire.share.manager, Kafka's SharePartitionManager) and their durable form in
+    # __share_group_state (kwire.share.state_store: the persister and the share coordinator).
+    # Built on first use: a share-group request, a share group deleted, or the start-up load
+    # of a __share_group_state that exists (KafkaServer.start_background); a broker that
+    # serves no share group never imports the share modules (start-up time, issue 29).
+    @property
+    def share_partitions(self):
+        return self._share()[0]
+
+    @property
+    def share_state(self):
+        return self._share()[1]
+
+    @property
+    def share_built(self) -> bool:
+        return self._share_components is not None
+
+    def _share(self):
+        if self._share_components is None:
+            from kwire.share.manager import SharePartitionManager  # noqa: PLC0415
+            from kwire.share.settings import share_settings  # noqa: PLC0415
+            from kwire.share.state_store import ShareStateStore  # noqa: PLC0415
+            manager = SharePartitionManager(lambda gid: share_settings(self.config, self.image, gid))
+            self._share_components = (manager, ShareStateStore(self, manager))
+        return self._share_components
 
     def _broker_epoch(self) -> int:
         b = self.image.brokers.get(self.node_id)

@@ -4,7 +4,6 @@ suggestions."""
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 
 __all__ = ["UsageError", "RuntimeFailure", "Parser", "suggest", "fail", "EXIT_USAGE", "EXIT_RUNTIME"]
@@ -23,6 +22,8 @@ class RuntimeFailure(Exception):
 
 def suggest(word: str, choices, cutoff: float = 0.8) -> str | None:
     """The closest of ``choices`` to ``word`` (a typo's intended spelling), or None."""
+    import difflib  # noqa: PLC0415 - only on a mistake; kwire serve's start does without it
+
     got = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
     return got[0] if got else None
 

@@ -22,8 +22,9 @@ API closes the connection (kwire.connection).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
+
+from kwire.value import Value
 
 PRODUCE_KEY = 0
 
@@ -99,8 +100,7 @@ DEFAULT_KAFKA_VERSION = "4.3"
 CONFIG_KEY = "kwire.emulate.kafka.version"
 
 
-@dataclass(frozen=True)
-class ApiVersionTable:
+class ApiVersionTable(Value):   # frozen (kwire.value: no generated code at import)
     """What one broker serves: ``accepted`` {api key: (min, max)} (the requests it handles) and
     ``advertised`` (its ApiVersions entries)."""
     kafka_version: str

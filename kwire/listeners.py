@@ -12,7 +12,8 @@ be left out (``--listen 127.0.0.1:9092`` is ``PLAINTEXT://127.0.0.1:9092``) and 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from kwire.value import Value
 
 __all__ = ["Endpoint", "ClientListener", "PROTOCOL_IDS", "ListenerError", "parse_endpoint", "parse_listeners", "parse_voters",
            "parse_protocol_map", "DEFAULT_PROTOCOL_MAP"]
@@ -26,8 +27,7 @@ class ListenerError(ValueError):
     """A listener, address or voter the broker cannot use (the message is one line)."""
 
 
-@dataclass(frozen=True)
-class Endpoint:
+class Endpoint(Value):   # frozen (kwire.value: no generated code at import)
     name: str        # the listener name (PLAINTEXT, CONTROLLER, EXTERNAL ...)
     host: str        # "" = every interface
     port: int
@@ -157,8 +157,7 @@ def parse_protocol_map(text: str) -> dict[str, str]:
 PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
-@dataclass(frozen=True)
-class ClientListener:
+class ClientListener(Value):   # frozen (kwire.value: no generated code at import)
     """One client listener: where it binds, its security protocol, what it advertises."""
     endpoint: Endpoint
     protocol: str = "PLAINTEXT"

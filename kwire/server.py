@@ -55,6 +55,7 @@ from kwire.log.log_cleaner import LogCleaner
 from kwire.memory import MemoryReclaimer
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import REGISTRY, RequestContext
+from kwire.internal_topics import SHARE_STATE_TOPIC as STATE_TOPIC
 from kwire.net import peer_name, pump, send_parts, set_nodelay
 from kwire.quota import edge as quota_edge
 from kwire.security.edge import HandshakeFailed, secure
@@ -149,9 +150,13 @@ class KafkaServer:
         nursery.start_soon(self.cleaner.run)   # compaction (cleanup.policy=compact), off the loop
         await start_groups(self.broker, nursery)  # replay before serving
         await start_transactions(self.broker, nursery)
-        share_state = getattr(self.broker, "share_state", None)
-        if share_state is not None:
-            await share_state.load()   # the share partitions' state (KIP-932), before serving (off the loop)
+        b = self.broker
+        # the share partitions' state (KIP-932), before serving (off the loop); without a
+        # __share_group_state there is nothing to load and the share components wait for
+        # their first use (kwire.broker.Broker.share_state)
+        if (getattr(b, "share_built", True) or STATE_TOPIC in b.image.topics) \
+                and getattr(b, "share_state", None) is not None:
+            await b.share_state.load()
 
     async def _retention_loop(self) -> None:
         """Retention, flush of rolled segments and checkpoints: decided here on the loop,

@@ -30,6 +30,7 @@ from typing import Any
 
 from kwire.codec import primitives as P
 from kwire.errors import EncodeError, InvalidLength, TrailingBytes, TruncatedData
+from kwire.value import Value
 
 MAX_VERSION = 0x7FFF
 
@@ -46,8 +47,7 @@ FIXED = {
 PRIMITIVES = set(FIXED) | {"string", "bytes", "records", "uuid"}
 
 
-@dataclass(frozen=True)
-class Versions:
+class Versions(Value):   # frozen (kwire.value: no generated code at import)
     lo: int
     hi: int  # inclusive; -1 with lo 0 means "none"
 

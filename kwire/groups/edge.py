@@ -174,6 +174,8 @@ class GroupEdge:
         """A share group was deleted: its share partitions' state goes too (tombstones in
         __share_group_state, written from a task)."""
         b = self.broker
+        if not getattr(b, "share_built", True):
+            return   # no share partition here, none read or written since the start: nothing to drop
         mgr = getattr(b, "share_partitions", None)
         if mgr is not None:
             mgr.drop_group(group_id)

@@ -83,7 +83,10 @@ def check_meta_properties(data_dir: str, node_id: int, configured_cluster_id: st
         if stored_cluster:
             return stored_cluster
     cid = configured_cluster_id or new_cluster_id()
-    write_atomic(path, f"version=1\ncluster.id={cid}\nnode.id={node_id}\n")
+    # with the log dir's directory.id (ensure_directory_id) in the same write: a first start
+    # writes (and fsyncs) the file once, not twice
+    write_atomic(path, f"version=1\ncluster.id={cid}\nnode.id={node_id}\n"
+                       f"directory.id={_uuid_text(_new_directory_id())}\n")
     return cid
 
 
@@ -100,18 +103,24 @@ def _text_uuid(text: str) -> uuid.UUID | None:
         return None
 
 
+def _new_directory_id() -> uuid.UUID:
+    """A random directory id, never one of the reserved ones (Kafka's DirectoryId: the first
+    100 have the high half 0)."""
+    new = uuid.uuid4()
+    while new.int >> 64 == 0:
+        new = uuid.uuid4()
+    return new
+
+
 def ensure_directory_id(log_dir: str, node_id: int, cluster_id: str) -> uuid.UUID:
     """The log dir's ``directory.id`` from its meta.properties, made (and written) when the
-    file or the key is missing, as Kafka's storage format gives each log dir one. The
-    reserved ids (Kafka's DirectoryId: the first 100 have the high half 0) are never made."""
+    file or the key is missing, as Kafka's storage format gives each log dir one."""
     path = os.path.join(log_dir, META_PROPERTIES)
     props = read_properties_file(path) if os.path.exists(path) else {}
     got = _text_uuid(props.get("directory.id", ""))
     if got is not None:
         return got
-    new = uuid.uuid4()
-    while new.int >> 64 == 0:
-        new = uuid.uuid4()
+    new = _new_directory_id()
     props.setdefault("version", "1")
     props.setdefault("cluster.id", cluster_id)
     props.setdefault("node.id", str(node_id))

@@ -15,14 +15,13 @@ cluster). ``PlacementError`` carries Kafka's error code and message.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from kwire.errors import ErrorCode
+from kwire.value import Value
 
 
-@dataclass(frozen=True)
-class UsableBroker:
+class UsableBroker(Value):   # frozen (kwire.value: no generated code at import)
     """A broker new replicas may go to (Kafka's UsableBroker): its id, rack and fencing."""
     id: int
     rack: str | None = None

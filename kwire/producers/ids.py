@@ -19,10 +19,10 @@ A request without id and epoch gets a fresh id with epoch 0.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from kwire.errors import ErrorCode
+from kwire.value import Value
 
 BLOCK_SIZE = 1000
 MAX_EPOCH = 32767  # Short.MAX_VALUE
@@ -31,8 +31,7 @@ NO_PRODUCER_EPOCH = -1
 PURGE_INTERVAL_MS = 60_000
 
 
-@dataclass(frozen=True, slots=True)
-class InitResult:
+class InitResult(Value):   # frozen (kwire.value: no generated code at import)
     error: ErrorCode
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH

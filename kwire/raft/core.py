@@ -37,6 +37,7 @@ from kwire.raft import messages as M
 from kwire.raft.log import NO_EPOCH, Entry, OffsetAndEpoch, RaftLog
 from kwire.raft.quorum_state import QuorumState
 from kwire.raft.snapshot import Snapshot, SnapshotAssembler
+from kwire.value import Value
 
 LEADER_CHANGE = "LeaderChange"
 
@@ -60,8 +61,7 @@ class NotLeader(Exception):
         self.epoch = epoch
 
 
-@dataclass(frozen=True)
-class RaftConfig:
+class RaftConfig(Value):   # frozen (kwire.value: no generated code at import)
     election_timeout_ms: int = 1000        # quorum.election.timeout.ms
     fetch_timeout_ms: int = 2000           # quorum.fetch.timeout.ms
     election_backoff_max_ms: int = 1000    # quorum.election.backoff.max.ms

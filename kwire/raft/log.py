@@ -13,9 +13,10 @@ import bisect
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from kwire.value import Value
 
-@dataclass(frozen=True, slots=True)
-class OffsetAndEpoch:
+
+class OffsetAndEpoch(Value):   # frozen (kwire.value: no generated code at import)
     """An end offset and the epoch of the entry just below it (a snapshot id, a diverging epoch)."""
     offset: int
     epoch: int

@@ -8,10 +8,13 @@ its request), so the core can drop stale or duplicated answers.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kwire.errors import ErrorCode
-from kwire.raft.log import Entry, OffsetAndEpoch
+from kwire.value import Value
+
+if TYPE_CHECKING:
+    from kwire.raft.log import Entry, OffsetAndEpoch
 
 NONE = ErrorCode.NONE
 NOT_LEADER_OR_FOLLOWER = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -21,9 +24,11 @@ INCONSISTENT_VOTER_SET = ErrorCode.INCONSISTENT_VOTER_SET
 SNAPSHOT_NOT_FOUND = ErrorCode.SNAPSHOT_NOT_FOUND
 POSITION_OUT_OF_RANGE = ErrorCode.POSITION_OUT_OF_RANGE
 
+# frozen values (kwire.value.Value: a dataclass's fields, equality, hash and repr without
+# generating code at import, as @dataclass(frozen=True, slots=True) did: start-up time)
 
-@dataclass(frozen=True, slots=True)
-class VoteRequest:
+
+class VoteRequest(Value):
     epoch: int                 # replica_epoch: the candidate's new epoch (for a pre-vote: the epoch it would take)
     candidate_id: int          # replica_id
     last_epoch: int            # last_offset_epoch
@@ -31,8 +36,7 @@ class VoteRequest:
     pre_vote: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class VoteResponse:
+class VoteResponse(Value):
     epoch: int                 # the responder's epoch (leader_epoch)
     leader_id: int             # the responder's known leader of that epoch, or -1
     granted: bool
@@ -40,35 +44,30 @@ class VoteResponse:
     pre_vote: bool = False     # echo
 
 
-@dataclass(frozen=True, slots=True)
-class BeginQuorumEpochRequest:
+class BeginQuorumEpochRequest(Value):
     epoch: int
     leader_id: int
 
 
-@dataclass(frozen=True, slots=True)
-class BeginQuorumEpochResponse:
+class BeginQuorumEpochResponse(Value):
     epoch: int
     leader_id: int
     error: int = NONE
 
 
-@dataclass(frozen=True, slots=True)
-class EndQuorumEpochRequest:
+class EndQuorumEpochRequest(Value):
     epoch: int
     leader_id: int
     preferred_successors: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class EndQuorumEpochResponse:
+class EndQuorumEpochResponse(Value):
     epoch: int
     leader_id: int
     error: int = NONE
 
 
-@dataclass(frozen=True, slots=True)
-class FetchRequest:
+class FetchRequest(Value):
     epoch: int                 # current_leader_epoch
     replica_id: int
     fetch_offset: int
@@ -77,8 +76,7 @@ class FetchRequest:
     fetch_id: int = 0          # the RPC's correlation (not on the wire)
 
 
-@dataclass(frozen=True, slots=True)
-class FetchResponse:
+class FetchResponse(Value):
     epoch: int                 # current_leader.leader_epoch
     leader_id: int             # current_leader.leader_id
     error: int = NONE
@@ -92,8 +90,7 @@ class FetchResponse:
     fetch_id: int = 0          # echo
 
 
-@dataclass(frozen=True, slots=True)
-class FetchSnapshotRequest:
+class FetchSnapshotRequest(Value):
     epoch: int                 # current_leader_epoch
     replica_id: int
     snapshot_id: OffsetAndEpoch
@@ -102,8 +99,7 @@ class FetchSnapshotRequest:
     fetch_id: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class FetchSnapshotResponse:
+class FetchSnapshotResponse(Value):
     epoch: int
     leader_id: int
     error: int = NONE

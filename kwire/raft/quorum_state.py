@@ -7,11 +7,11 @@ file, fsync, rename) whenever :class:`kwire.raft.core.Ready` carries a new state
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+
+from kwire.value import Value
 
 
-@dataclass(frozen=True, slots=True)
-class QuorumState:
+class QuorumState(Value):   # frozen (kwire.value: no generated code at import)
     leader_epoch: int = 0
     leader_id: int = -1
     voted_id: int = -1

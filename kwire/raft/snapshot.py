@@ -6,13 +6,12 @@ snapshot's id is (end offset, epoch of the entry just below it), as in Kafka's
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from kwire.raft.log import OffsetAndEpoch
+from kwire.value import Value
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
+class Snapshot(Value):   # frozen (kwire.value: no generated code at import)
     snapshot_id: OffsetAndEpoch
     data: bytes
 

@@ -21,8 +21,9 @@ RackAwareReplicaSelector) and the candidate list of ReplicaManager.findPreferred
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Iterable
+
+from kwire.value import Value
 
 RACK_AWARE = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 #: the ``replica.selector.class`` values kwire accepts ("" and unset: no selector)
@@ -30,8 +31,7 @@ SELECTOR_CLASSES = ("", RACK_AWARE)
 NO_PREFERRED_REPLICA = -1
 
 
-@dataclass(frozen=True)
-class ReplicaView:
+class ReplicaView(Value):   # frozen (kwire.value: no generated code at import)
     """One candidate (Kafka's ReplicaView): its broker, rack, log end offset and how long ago
     it was last caught up with the leader (0 for the leader)."""
     node_id: int

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
 
 from kwire.security.operations import AclOperation as Op
+from kwire.value import Value
 
 # Kafka's audit logger (StandardAuthorizerData.auditLogger): each denial of an operation a
 # request asked for at INFO, each grant at DEBUG, with the rule that decided; users route it
@@ -48,8 +48,7 @@ _IMPLIES_DESCRIBE_CONFIGS = frozenset((Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS))
 _VALID_TYPES = (TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER)
 
 
-@dataclass(frozen=True)
-class AclBinding:
+class AclBinding(Value):   # frozen (kwire.value: no generated code at import)
     resource_type: int
     resource_name: str
     pattern_type: int
@@ -59,8 +58,7 @@ class AclBinding:
     permission_type: int
 
 
-@dataclass(frozen=True)
-class AclBindingFilter:
+class AclBindingFilter(Value):   # frozen (kwire.value: no generated code at import)
     resource_type: int = ANY
     resource_name: str | None = None
     pattern_type: int = ANY

@@ -34,6 +34,7 @@ import trio
 
 from kwire.listeners import DEFAULT_PROTOCOL_MAP, ClientListener, Endpoint, parse_protocol_map
 from kwire.net import PeerAuthenticationFailed, set_nodelay   # PeerAuthenticationFailed: see there
+from kwire.value import Value
 
 __all__ = ["PeerConfigError", "PeerAuthenticationFailed", "PeerLink", "PeerSecurity", "plan_peers",
            "PLAINTEXT_LINK", "MECHANISMS"]
@@ -158,8 +159,7 @@ async def _round_trip(stream, conn, a, version: int, body):
 PLAINTEXT_LINK = PeerLink("inter-broker")
 
 
-@dataclass(frozen=True)
-class PeerSecurity:
+class PeerSecurity(Value):   # frozen (kwire.value: no generated code at import)
     """This node's links to the others and the security of its own controller listener."""
     inter_broker: PeerLink = PLAINTEXT_LINK
     controller: PeerLink = PeerLink("controller")

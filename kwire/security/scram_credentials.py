@@ -25,6 +25,7 @@ import hmac
 from dataclasses import dataclass
 
 from kwire.errors import ErrorCode
+from kwire.value import Value
 
 __all__ = ["ScramCredential", "MECHANISM_NAMES", "MECHANISM_TYPES", "SCRAM_MAX_ITERATIONS", "ScramCredentialStore",
            "credential_from_salted_password", "alter", "AlterResult"]
@@ -36,8 +37,7 @@ SCRAM_MIN_ITERATIONS = 4096      # ScramMechanism.minIterations (both mechanisms
 SCRAM_MAX_ITERATIONS = 16384     # ScramControlManager.MAX_ITERATIONS
 
 
-@dataclass(frozen=True)
-class ScramCredential:
+class ScramCredential(Value):   # frozen (kwire.value: no generated code at import)
     salt: bytes
     stored_key: bytes
     server_key: bytes

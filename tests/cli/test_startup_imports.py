@@ -88,6 +88,11 @@ NOT_BEFORE_FIRST_METADATA = {
     "kwire.transactions.metadata": "the transaction coordinator's state",
     "kwire.transactions.records": "the transaction coordinator's records",
     "kwire.admin": "the admin commands (kwire topics, groups, ...), not kwire serve",
+    "kwire.share": "share groups (KIP-932): kwire.broker.Broker.share_state, built on first use or at "
+                   "start when __share_group_state exists",
+    "kwire.codec.apis.produce": "the first Produce (a schema module loads on its API's first use, kwire.codec.apis)",
+    "kwire.codec.apis.fetch": "the first Fetch (kwire.codec.apis)",
+    "kwire.codec.apis.create_topics": "the first CreateTopics (kwire.codec.apis)",
 }
 
 _PROBE = textwrap.dedent("""
