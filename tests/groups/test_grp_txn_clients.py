@@ -19,6 +19,8 @@ from kwire.errors import ErrorCode
 from kwire.handlers import load_all
 from kwire.testing.broker import Broker
 
+pytestmark = pytest.mark.slow
+
 E = ErrorCode
 NEEDS_TXC_TXL = pytest.mark.xfail(
     not {25, 26, 27} <= set(load_all()), strict=True,   # AddOffsetsToTxn, EndTxn, WriteTxnMarkers

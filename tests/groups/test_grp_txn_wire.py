@@ -18,6 +18,8 @@ from kwire.groups.records import OFFSETS_TOPIC
 from kwire.handlers import load_all
 from kwire.testing.broker import Broker
 
+pytestmark = pytest.mark.slow
+
 E = ErrorCode
 NEEDS_TXL = pytest.mark.xfail(27 not in load_all(), strict=True,   # 27: WriteTxnMarkers
                               reason="needs txl: the log to take transactional batches")

@@ -23,6 +23,7 @@ def test_pinned_version_matches_pom():
     assert (libs / f"kafka-tools-{KAFKA_VERSION}.jar").is_file()
 
 
+@pytest.mark.slow
 def test_one_node_serves_a_stock_client_and_is_cleaned_up():
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
