@@ -151,6 +151,7 @@ def test_librdkafka_consumer_reads_from_its_rack_local_follower(cluster):
     assert out[2] > 0 and out[1] == 0 and out[3] == 0, out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("KWIRE_FOLLOWER_FETCH_JAVA") != "1",
                     reason="a Kafka tools JVM (~10 s on 2 cores, past make test's budget); set "
                            "KWIRE_FOLLOWER_FETCH_JAVA=1 (needs make kafka's jars and a JDK)")
