@@ -71,9 +71,10 @@ test:
 
 # The fast tier: the tests not marked slow (no process, no JVM, no TCP, no wall-clock wait; in a
 # run that leaves slow out, tests/conftest.py fails a test that does any of these). Pure Python,
-# so one worker per core of this 2-core target; bytecode caches written as in make test.
+# so one worker per core of this 2-core target (worksteal: the long simulations do not end up
+# queued behind each other on one worker); bytecode caches written as in make test.
 test-fast: .venv
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 -m "not slow" --durations=10 tests
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not slow" --durations=10 tests
 
 # TARGET: kwire (default), kafka (Apache Kafka from make kafka's jars; testcontainers where Docker answers),
 # both (every row against kwire and Apache Kafka; a difference docs/differences.md does not list fails), tansu

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import multiprocessing.util
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -188,3 +189,20 @@ _guard_key = pytest.StashKey[_FastTierGuard]()
 
 def pytest_configure(config):
     config.stash[_fast_tier_key] = _deselects_slow(config)
+
+
+_MODULE_MARKED_SLOW = re.compile(rb"^pytestmark = .*\bpytest\.mark\.slow\b", re.MULTILINE)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """In the fast tier, a module whose ``pytestmark`` holds ``slow`` is not even imported
+    (its every test would be deselected): the workers skip importing the clients, Spark and
+    the cluster helpers those modules pull in."""
+    if (config.stash.get(_fast_tier_key, False) and collection_path.suffix == ".py"
+            and collection_path.name.startswith("test_")):
+        try:
+            if _MODULE_MARKED_SLOW.search(collection_path.read_bytes()):
+                return True
+        except OSError:
+            pass
+    return None
