@@ -5,7 +5,7 @@ PY ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: serve test bench compat dist deps docs clean spark-example kafka differential ecosystem
+.PHONY: serve test test-fast bench compat dist deps docs clean spark-example kafka differential ecosystem
 
 # Apache Kafka, the reference kwire is compared with (compat TARGET=kafka|both, make differential,
 # python -m bench vs-kafka): the jars pinned in jvm/pom.xml, copied by Maven into a cache outside the
@@ -74,6 +74,14 @@ test:
 # kwire and Apache Kafka side by side (tests/ecosystem): JVMs by the dozen, minutes; not in make test.
 ecosystem: .venv kafka
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --durations=20 tests/ecosystem
+
+# The fast tier: the tests not marked slow (no process, no JVM, no TCP, no wall-clock wait; in a
+# run that leaves slow out, tests/conftest.py fails a test that does any of these). Pure Python,
+# so one worker per core of this 2-core target (worksteal: the long simulations do not end up
+# queued behind each other on one worker); bytecode caches written as in make test.
+test-fast: .venv
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not slow" --durations=10 \
+	  --ignore=tests/ecosystem tests
 
 # TARGET: kwire (default), kafka (Apache Kafka from make kafka's jars; testcontainers where Docker answers),
 # both (every row against kwire and Apache Kafka; a difference docs/differences.md does not list fails), tansu

@@ -167,10 +167,6 @@ def _message_bytes(offset: int, magic: int, attributes: int, timestamp: int, key
     return _PREFIX.pack(offset, len(body) + 4, zlib.crc32(body)) + body
 
 
-def _message(out: bytearray, offset: int, magic: int, attributes: int, timestamp: int, key, value) -> None:
-    out += _message_bytes(offset, magic, attributes, timestamp, key, value)
-
-
 def down_convert(data, to_magic: int, first_offset: int) -> list[bytes]:
     """v2 record batches as v0/v1 message sets, one unit per batch (a wrapper for a compressed
     batch, a run of messages otherwise), Kafka's RecordsUtil.downConvert: records below

@@ -460,12 +460,6 @@ class LogManager:
         self.finish(work)
         return work.deleted
 
-    def flush_due(self, now_ms: int) -> int:
-        """Flush logs that rolled or whose flush.ms elapsed (log.flush.scheduler.interval.ms)."""
-        work = self.plan_flush(now_ms)
-        work.run_here()
-        return len(work.jobs)
-
     def run_retention(self, now_ms: int) -> int:
         """The periodic duty: retention pass, flush of rolled segments (and flush.ms), and
         both checkpoints, here and now; returns the number of segments deleted. On an event

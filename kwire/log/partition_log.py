@@ -696,15 +696,6 @@ class PartitionLog:
             self.flush_wanted = False
             self.last_flush_ms = _now_ms() if now_ms is None else now_ms
 
-    def flush_if_due(self, now_ms: int) -> bool:
-        """Flush when flush.ms has elapsed or segments rolled since the last flush (Kafka
-        flushes a rolled segment in the background). Returns True if it flushed."""
-        rolled = self.recovery_point < self.segments[-1].base_offset
-        if rolled or (now_ms - self.last_flush_ms >= self.config.flush_ms and self.recovery_point < self.log_end_offset):
-            self.flush(None if not rolled else self.segments[-1].base_offset, now_ms=now_ms)
-            return True
-        return False
-
     def close(self) -> None:
         """Flush everything and close the files (FileRegions already handed out stay valid)."""
         with self._flush_lock, self.lock:   # in this order, as the cleaner's swap takes them

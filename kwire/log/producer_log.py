@@ -121,12 +121,6 @@ def iter_log_batches(plog, from_offset: int):
             pos += LOG_OVERHEAD + t[1]
 
 
-def iter_log_headers(plog, from_offset: int):
-    """The header tuples of ``iter_log_batches``."""
-    for t, _seg, _pos in iter_log_batches(plog, from_offset):
-        yield t
-
-
 def producer_state_of(plog, *, expiration_ms: int = DEFAULT_EXPIRATION_MS) -> ProducerStateManager:
     """The log's producer state, built on first use: the latest snapshot, then the batches
     after it (a state dropped by a truncation is rebuilt the same way), their aborted

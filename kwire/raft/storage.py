@@ -197,10 +197,6 @@ class RaftStorage:
         self._f.write(out)
         self._size += len(out)
 
-    def trim_to(self, log: RaftLog) -> None:
-        """Drop entries below the log's start (they are in the snapshot now)."""
-        self._rewrite(log.entries(log.start_offset))
-
     def rewrite(self, entries: list[Entry]) -> None:
         """Replace the log file by ``entries`` (e.g. the log's entries after a trim)."""
         self._rewrite(entries)

@@ -11,6 +11,8 @@ import pytest
 
 from kwire.testing import Broker
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def kafka():

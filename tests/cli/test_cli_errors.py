@@ -65,6 +65,7 @@ USAGE_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv,words", USAGE_CASES, ids=[" ".join(a) for a, _ in USAGE_CASES])
 def test_usage_errors_exit_2_with_one_line(argv, words, tmp_path):
     proc = kwire(*argv, "--data-dir", str(tmp_path / "d")) if argv[0] == "serve" else kwire(*argv)
@@ -74,12 +75,14 @@ def test_usage_errors_exit_2_with_one_line(argv, words, tmp_path):
     assert not (tmp_path / "d").exists()        # nothing was started or created
 
 
+@pytest.mark.slow
 def test_no_arguments_prints_help():
     proc = kwire()
     assert proc.returncode == 2
     assert "usage: kwire" in proc.stderr and "serve" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_version():
     import kwire as pkg
 
@@ -87,6 +90,7 @@ def test_version():
     assert proc.returncode == 0 and proc.stdout.startswith(f"kwire {pkg.__version__} ")
 
 
+@pytest.mark.slow
 def test_serve_help_explains_every_flag():
     proc = kwire("serve", "--help")
     assert proc.returncode == 0
@@ -98,6 +102,7 @@ def test_serve_help_explains_every_flag():
         assert words in out, words
 
 
+@pytest.mark.slow
 def test_data_dir_that_is_a_file(tmp_path):
     f = tmp_path / "data"
     f.write_text("x")
@@ -106,6 +111,7 @@ def test_data_dir_that_is_a_file(tmp_path):
     assert one_line(proc) == f"kwire: data dir {f} is a file, not a directory; choose another --data-dir"
 
 
+@pytest.mark.slow
 def test_data_dir_under_a_file(tmp_path):
     f = tmp_path / "data"
     f.write_text("x")
@@ -127,6 +133,7 @@ def test_read_only_data_dir_is_named(tmp_path, monkeypatch):
                             f"(choose a --data-dir on a writable disk)"
 
 
+@pytest.mark.slow
 def test_port_in_use_names_the_address(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -138,11 +145,13 @@ def test_port_in_use_names_the_address(tmp_path):
                               f"in use (another broker or program listens there; stop it or choose another port)")
 
 
+@pytest.mark.slow
 def test_unresolvable_host(tmp_path):
     proc = kwire("serve", "--listen", "no-such-host.invalid:9092", "--data-dir", str(tmp_path / "d"))
     assert proc.returncode == 1 and "host 'no-such-host.invalid' does not resolve" in one_line(proc)
 
 
+@pytest.mark.slow
 def test_data_dir_in_use_by_another_broker(tmp_path):
     from kwire.testing import Broker
 

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-pytestmark = [pytest.mark.xdist_group("apache-kafka")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("apache-kafka")]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLIENTS = ("confluent-kafka", "java")

@@ -44,6 +44,7 @@ def test_client_jars_only():
     assert not any(n.startswith(("kafka_2.13-", "kafka-server-", "scala-")) for n in names)
 
 
+@pytest.mark.slow
 def test_driver_answers_errors_and_dies_cleanly():
     d = jv.Driver(log_name="driver-selftest")  # not the session driver's log file
     try:

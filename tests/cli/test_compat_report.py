@@ -41,6 +41,7 @@ def test_reasons_are_normalised_and_grouped():
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
 
 
+@pytest.mark.slow
 def test_a_real_run_writes_versions_and_scenario_docs(tmp_path):
     prefix = tmp_path / "report"
     proc = subprocess.run([*PYTEST, "compat_tests/test_records.py",
@@ -55,6 +56,7 @@ def test_a_real_run_writes_versions_and_scenario_docs(tmp_path):
     assert "What each scenario checks:" in (tmp_path / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_target_kafka_via_docker_without_docker_fails_unless_allowed(tmp_path):
     env = dict(os.environ, DOCKER_HOST="tcp://127.0.0.1:1")      # no engine there
     base = [*PYTEST, "compat_tests/test_records.py", "-k", "headers", "--clients", "kafka-python",
@@ -67,6 +69,7 @@ def test_target_kafka_via_docker_without_docker_fails_unless_allowed(tmp_path):
     assert proc.returncode == 0 and "skipped" in proc.stdout
 
 
+@pytest.mark.slow
 def test_target_kafka_as_a_process_without_jars_names_make_kafka(tmp_path):
     """No Docker engine: --target kafka runs Apache Kafka from make kafka's jars; without them the run
     fails at once saying what to run (nothing is skipped silently)."""
@@ -146,6 +149,7 @@ def test_differences_are_flagged_and_explained_only_as_listed():
     assert "Differences between kwire and kafka (outcome classes pass / fail / skip): 5, 3 not explained." in md
 
 
+@pytest.mark.slow
 def test_an_unexplained_difference_fails_the_run(tmp_path):
     rep = CompatReport(str(tmp_path / "r"), lambda: "?", ROOT, compare=("kwire", "kafka"))
     for i, r in enumerate([_row("kwire", "headers", "java", "pass"), _row("kafka", "headers", "java", "pass"),

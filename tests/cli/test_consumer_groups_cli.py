@@ -12,6 +12,8 @@ from confluent_kafka import Consumer, TopicPartition
 
 from kwire.testing import Broker
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def kafka():

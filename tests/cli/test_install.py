@@ -12,8 +12,8 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(os.environ.get("KWIRE_INSTALL_TEST") != "1",
-                                reason="builds and installs a wheel; set KWIRE_INSTALL_TEST=1")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.environ.get("KWIRE_INSTALL_TEST") != "1",
+                                                   reason="builds and installs a wheel; set KWIRE_INSTALL_TEST=1")]
 
 
 def test_wheel_installs_and_serves(tmp_path):

@@ -24,6 +24,7 @@ def scrape(port: int) -> dict[str, dict[tuple, float]]:
     return out
 
 
+@pytest.mark.slow
 def test_metrics_during_produce_and_consume():
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -71,11 +72,13 @@ def test_metrics_during_produce_and_consume():
     assert ("version", __import__("kwire").__version__) in next(iter(m["kwire_build_info"]))
 
 
+@pytest.mark.slow
 def test_metrics_are_off_in_the_test_broker():
     with Broker() as kafka:
         assert kafka.server.metrics_port is None and kafka.server.metrics is None
 
 
+@pytest.mark.slow
 def test_other_paths_and_methods():
     with Broker(overrides={"metrics.listen": "127.0.0.1:0"}) as kafka:
         port = kafka.server.metrics_port
@@ -92,6 +95,7 @@ def test_other_paths_and_methods():
         assert scrape(port)["kafka_controller_kafkacontroller_activecontrollercount"][()] == 1
 
 
+@pytest.mark.slow
 def test_configured_metrics_port_in_use_stops_the_start(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -105,6 +109,7 @@ def test_configured_metrics_port_in_use_stops_the_start(tmp_path):
            f"in use" in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["127.0.0.1:x", "host-without-port"])
 def test_bad_metrics_listen_is_named(tmp_path, value):
     proc = subprocess.run([sys.executable, "-m", "kwire", "serve", "--listen", "127.0.0.1:0", "--data-dir",

@@ -6,7 +6,11 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 from kwire.testing.broker import free_port, wait_for_port
+
+pytestmark = pytest.mark.slow
 
 STOCK = pathlib.Path(__file__).with_name("kraft_server.properties")
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from kwire.testing.broker import free_port
 
 LAZY = ("construct", "crc32c", "prometheus_client", "kwire.groups.coordinator", "kwire.transactions.coordinator")
@@ -29,6 +31,7 @@ finally:
 """ % (LAZY,)
 
 
+@pytest.mark.slow
 def test_serving_imports_no_cold_path_modules():
     out = subprocess.run([sys.executable, "-c", SERVE_AND_ASK], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -47,6 +50,7 @@ print(" ".join(m for m in %r if m in sys.modules))
 """ % (LAZY,)
 
 
+@pytest.mark.slow
 def test_they_load_when_used():
     out = subprocess.run([sys.executable, "-c", USE], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -137,6 +141,7 @@ _PROBE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_serve_answers_metadata_without_the_modules_it_does_not_need(tmp_path):
     proc = subprocess.run([sys.executable, "-c", _PROBE, str(free_port()), str(tmp_path / "data")],
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)

@@ -9,7 +9,11 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from kwire.testing.broker import free_port, wait_for_port
+
+pytestmark = pytest.mark.slow
 
 
 def _serve(tmp_path, name: str, *argv: str) -> tuple[subprocess.Popen, object]:

@@ -718,6 +718,7 @@ def _messages(codec: str):
     return out
 
 
+@pytest.mark.slow
 def test_confluent_kafka_batches_parse_in_kwire(broker):
     expected = {}
     for codec in CODEC_NUMBERS:
@@ -765,6 +766,7 @@ def test_confluent_kafka_batches_parse_in_kwire(broker):
         assert CODEC_NUMBERS[codec] in codecs_seen, (topic, codecs_seen)
 
 
+@pytest.mark.slow
 def test_capture_broker_rejects_corrupted_capture(broker):
     """The same path notices a flipped byte: the CRC check is real."""
     producer = _confluent().Producer({"bootstrap.servers": f"127.0.0.1:{broker.port}",

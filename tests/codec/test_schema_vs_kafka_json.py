@@ -243,7 +243,6 @@ def _mutated(msg, mutate):
                    flexible=str(msg.flexible), fields=fields)
 
 
-@pytest.mark.skipif(3 not in APIS, reason="Metadata schema not present")
 def test_comparison_detects_differences(codec_kit):
     from kwire.codec.schema import F
 

@@ -49,6 +49,7 @@ def test_hostless_listener_binds_every_interface(tmp_path):
     assert plan.client.bind_host is None          # every interface, IPv4 and IPv6
 
 
+@pytest.mark.slow
 def test_command_line_keys_are_static_broker_configs():
     """A broker started by ``kwire serve`` (process mode) reports what was given on its command
     line as STATIC_BROKER_CONFIG, as kafka-python's admin tests expect of advertised.listeners."""

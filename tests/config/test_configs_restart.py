@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from kwire.codec.apis import api
 from kwire.metadata.image import MetadataImage, decode_snapshot, encode_snapshot
 from kwire.metadata.records import RESOURCE_GROUP
@@ -26,6 +28,7 @@ def _describe(c, rtype, name):
     return {e.name: (e.value, e.config_source) for e in r.configs}
 
 
+@pytest.mark.slow
 def test_configs_survive_restart():
     topic, group = f"keep-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
     with Broker(mode="thread") as b:

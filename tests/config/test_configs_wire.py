@@ -15,6 +15,8 @@ from kwire.configdef import to_string
 from kwire.testing import Broker, free_port
 from kwire.testing.client import WireClient
 
+pytestmark = pytest.mark.slow
+
 TOPIC_T, BROKER_T, GROUP_T = 2, 4, 32
 TOPIC_CONFIG, DYN_BROKER, DYN_DEFAULT, STATIC, DEFAULT, GROUP_CONFIG = 1, 2, 3, 4, 5, 8
 INVALID_REQUEST, INVALID_CONFIG = 42, 40

@@ -11,6 +11,8 @@ from kwire.codec.apis import api
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def fdatasyncs(monkeypatch):

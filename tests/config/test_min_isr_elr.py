@@ -92,6 +92,7 @@ def legacy(c, name, configs):
     return r.error_code, r.error_message
 
 
+@pytest.mark.slow
 def test_a_new_cluster_holds_the_static_value_at_cluster_level(wire):
     int_type = 3
     assert describe(wire, BROKER_T, "") == {
@@ -106,6 +107,7 @@ def test_a_new_cluster_holds_the_static_value_at_cluster_level(wire):
     assert describe(wire, TOPIC_T, topic, ["min.insync.replicas"])["min.insync.replicas"][:2] == ("2", DYN_DEFAULT)
 
 
+@pytest.mark.slow
 def test_broker_level_min_isr_is_refused_and_cluster_level_cannot_be_removed(wire):
     assert incremental(wire, "1", [("min.insync.replicas", 0, "3")]) == (INVALID_CONFIG, BROKER_MIN_ISR_ALTERED)
     assert incremental(wire, "1", [("min.insync.replicas", 1, None)], True) == (INVALID_CONFIG, BROKER_MIN_ISR_ALTERED)

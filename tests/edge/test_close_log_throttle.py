@@ -7,6 +7,8 @@ import logging
 import socket
 import struct
 
+import pytest
+
 from kwire.server import LogThrottle
 from kwire.testing import Broker
 
@@ -39,6 +41,7 @@ def _produce_v2(port: int) -> bytes:
         return s.recv(10)
 
 
+@pytest.mark.slow
 def test_a_refused_old_client_in_a_loop_logs_once(caplog):
     caplog.set_level(logging.INFO, logger="kwire")
     with Broker(overrides={"kwire.emulate.kafka.version": "4.0"}) as b:

@@ -9,6 +9,7 @@ import gc
 import socket
 import time
 
+import pytest
 import trio
 
 from kwire.codec import frame as FR
@@ -57,6 +58,7 @@ def _wait_for(cond, timeout=20.0):
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_connection_state_returns_to_baseline_and_memory_is_reclaimed():
     with Broker(mode="thread") as b:
         server = b.server

@@ -25,6 +25,7 @@ def test_a_module_that_disagrees_with_the_table_does_not_load():
             return None
 
 
+@pytest.mark.slow
 def test_a_handler_module_loads_when_its_api_is_first_asked_for():
     code = ("import sys\n"
             "from kwire.handlers import REGISTRY, served_ranges\n"

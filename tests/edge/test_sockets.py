@@ -27,6 +27,8 @@ from kwire.testing.broker import free_port, wait_for_port
 from kwire.testing.client import WireClient
 from kwire.testing.wait import wait_until
 
+pytestmark = pytest.mark.slow
+
 load_all()
 MT = api("Metadata").request.struct("MetadataRequestTopic")
 

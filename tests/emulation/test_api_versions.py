@@ -107,6 +107,7 @@ def _advertised_at_default_transaction_version(version: str) -> dict:
     return {k: (lo, min(hi, TV1_MAX_VERSIONS.get(k, hi))) for k, (lo, hi) in table.items()}
 
 
+@pytest.mark.slow
 def test_api_versions_answer_per_release(emulating):
     version, bootstrap = emulating
     a = api("ApiVersions")
@@ -127,6 +128,7 @@ def test_api_versions_answer_per_release(emulating):
             [(18, *table_for(version).advertised[18])]
 
 
+@pytest.mark.slow
 def test_kafka_python_check_version_infers_the_release(emulating):
     from kafka import KafkaAdminClient
 
@@ -138,6 +140,7 @@ def test_kafka_python_check_version_infers_the_release(emulating):
         admin.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("api_name, v, kafka4_from", [("JoinGroup", 1, "4.0"), ("DescribeConfigs", 0, "4.0")])
 def test_removed_versions_refused_the_kafka4_way(emulating, api_name, v, kafka4_from):
     """Under 4.x a request at a version Kafka 4 removed closes the connection (Kafka's
@@ -176,6 +179,7 @@ def test_docs_are_current():
     assert doc.read_text().strip() == render().strip(), "run make docs (python -m kwire.emulation > docs/emulation.md)"
 
 
+@pytest.mark.slow
 def test_transaction_version_2_is_kafka_4s():
     """transaction.version=2 (KIP-890 part 2) came with Kafka 4.0: a broker emulating 3.9 neither
     finalizes the feature nor advertises Produce v12 / EndTxn v5 / TxnOffsetCommit v5."""

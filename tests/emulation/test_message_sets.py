@@ -49,8 +49,8 @@ def test_errors():
     with pytest.raises(L.LegacyRecordError) as ei:
         L.to_record_batch(bytes(good))
     assert ei.value.code == ErrorCode.CORRUPT_MESSAGE
-    lz4_v0 = bytearray()   # a magic 0 lz4 wrapper with a correct header checksum is taken too
-    L._message(lz4_v0, 2, 0, 3, -1, None, compress(3, legacy_set(0, 0)))
+    # a magic 0 lz4 wrapper with a correct header checksum is taken too
+    lz4_v0 = L._message_bytes(2, 0, 3, -1, None, compress(3, legacy_set(0, 0)))
     assert L.to_record_batch(bytes(lz4_v0))[1] == 0
     assert not L.is_message_set(build_batch([(b"k", b"v")]))
     zstd = build_batch([(b"k", b"v")], compression=4)

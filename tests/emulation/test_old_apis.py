@@ -16,6 +16,8 @@ from kwire.testing import Broker
 
 from compat_tests.old_wire import OldWire
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def broker39():

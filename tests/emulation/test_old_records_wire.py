@@ -18,6 +18,8 @@ from compat_tests.old_wire import legacy_set, read_legacy
 
 from .test_message_sets import xxhash_for_kafka_python  # noqa: F401 - autouse
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def broker39():

@@ -21,6 +21,8 @@ from kwire.metadata import records as R
 from kwire.testing.broker import Broker
 from kwire.testing.wait import wait_until
 
+pytestmark = pytest.mark.slow
+
 E = ErrorCode
 PARTITIONS = 3
 OTHER_NODE = 99   # a leader that is not registered: the image knows of no such broker

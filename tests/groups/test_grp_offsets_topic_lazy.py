@@ -8,9 +8,12 @@ import logging
 import os
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+import pytest
 
 from kwire.groups.records import OFFSETS_TOPIC
 from kwire.testing import Broker
+
+pytestmark = pytest.mark.slow
 
 
 def offsets_dirs(data_dir: str) -> list[str]:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from kwire.config import BrokerConfig
 from kwire.groups.edge import offsets_topic_replication_factor
 from kwire.groups.records import OFFSETS_TOPIC
@@ -31,6 +33,7 @@ def test_bridge_to_a_controller_that_keeps_one_copy(monkeypatch):
     assert offsets_topic_replication_factor(fake_broker(3)) == 1
 
 
+@pytest.mark.slow
 def test_single_broker_creates_it_with_one_replica():
     with Broker(overrides={"offsets.topic.num.partitions": 2}) as b:
         assert OFFSETS_TOPIC not in b.broker.image.topics   # created on a group's first FindCoordinator

@@ -3,10 +3,6 @@ sends a consumer group's offsets with its transaction (sendOffsetsToTransaction,
 AddOffsetsToTxn + TxnOffsetCommit v3 with the consumer's member id and generation); the
 group's committed offsets move only when the transaction commits, and stay where they were
 when it aborts; meanwhile OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT.
-
-These need the whole of transactions: the coordinator (txc: FindCoordinator for a
-transactional id, InitProducerId, AddOffsetsToTxn, EndTxn, the markers) and the data plane
-(txl, with WriteTxnMarkers); without both they are expected to fail (strict xfail).
 """
 from __future__ import annotations
 
@@ -16,13 +12,11 @@ import pytest
 
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode
-from kwire.handlers import load_all
 from kwire.testing.broker import Broker
 
+pytestmark = pytest.mark.slow
+
 E = ErrorCode
-NEEDS_TXC_TXL = pytest.mark.xfail(
-    not {25, 26, 27} <= set(load_all()), strict=True,   # AddOffsetsToTxn, EndTxn, WriteTxnMarkers
-    reason="needs txc and txl: the transaction coordinator and transactional batches in the log")
 TIMEOUT = 30
 
 
@@ -74,7 +68,6 @@ def read_committed(b: Broker, topic: str, n: int) -> list[bytes]:
     return out
 
 
-@NEEDS_TXC_TXL
 def test_confluent_offsets_move_with_the_transaction(kw):
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -111,7 +104,6 @@ def test_confluent_offsets_move_with_the_transaction(kw):
     assert read_committed(kw, "out", 3) == [b"A", b"B", b"C"]
 
 
-@NEEDS_TXC_TXL
 def test_kafka_python_offsets_move_with_the_transaction(kw):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.structs import OffsetAndMetadata

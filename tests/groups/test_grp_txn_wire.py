@@ -2,9 +2,7 @@
 
 The transaction marker is written the way the WriteTxnMarkers handler writes it: a control
 batch appended to the group's ``__consumer_offsets`` partition through the replica manager
-(acks=all), then ``broker.groups.complete_transaction``. The tests that append
-transactional batches need the log to take them (the transactions data plane, "txl", which
-also brings the WriteTxnMarkers handler): without it they are expected to fail (strict xfail).
+(acks=all), then ``broker.groups.complete_transaction``.
 """
 from __future__ import annotations
 
@@ -15,12 +13,11 @@ from kwire.codec.apis import api
 from kwire.codec.records import build_control_batch
 from kwire.errors import ErrorCode
 from kwire.groups.records import OFFSETS_TOPIC
-from kwire.handlers import load_all
 from kwire.testing.broker import Broker
 
+pytestmark = pytest.mark.slow
+
 E = ErrorCode
-NEEDS_TXL = pytest.mark.xfail(27 not in load_all(), strict=True,   # 27: WriteTxnMarkers
-                              reason="needs txl: the log to take transactional batches")
 
 
 @pytest.fixture
@@ -125,7 +122,6 @@ def test_api_versions_and_errors_that_need_no_write(kw):
     assert fetch(kw, "new", stable=True) == {0: NOTHING, 1: NOTHING}
 
 
-@NEEDS_TXL
 def test_offsets_are_pending_until_the_commit_marker(kw):
     pid, epoch = producer_id(kw)
     assert txn_commit(kw, "app", pid, epoch, {0: 10, 1: 11}) == {0: E.NONE, 1: E.NONE}
@@ -141,7 +137,6 @@ def test_offsets_are_pending_until_the_commit_marker(kw):
     assert fetch(kw, "app", stable=True) == {0: (E.NONE, 10), 1: (E.NONE, 11)}
 
 
-@NEEDS_TXL
 def test_a_restart_replays_transactional_commits_and_their_markers(kw):
     pid, epoch = producer_id(kw)
     pid2, epoch2 = producer_id(kw)

@@ -15,6 +15,8 @@ from kwire.codec.apis import api
 from kwire.errors import ErrorCode
 from kwire.testing.broker import Broker
 
+pytestmark = pytest.mark.slow
+
 E = ErrorCode
 TXN = "txn-app"
 GROUP = "app"

@@ -19,6 +19,8 @@ from kwire.testing import Broker
 from kwire.testing.client import WireClient
 from kwire.testing.wait import wait_until
 
+pytestmark = pytest.mark.slow
+
 TOPIC_OPS = {AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DESCRIBE,
              AclOperation.DELETE, AclOperation.ALTER, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS}
 

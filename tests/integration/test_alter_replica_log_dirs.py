@@ -21,6 +21,8 @@ from kwire.testing.client import KafkaWireError
 
 from .test_storage_errors import FailingDisk
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def broker(tmp_path):

@@ -16,6 +16,8 @@ from kwire.codec.apis import api
 from kwire.testing import Broker
 from kwire.testing.wait import wait_until
 
+pytestmark = pytest.mark.slow
+
 KEYS = [f"user-{i}".encode() for i in range(8)]
 
 

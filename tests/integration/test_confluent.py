@@ -5,6 +5,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
+pytestmark = pytest.mark.slow
+
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 

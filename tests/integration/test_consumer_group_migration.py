@@ -15,6 +15,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kwire.testing import Broker
 
+pytestmark = pytest.mark.slow
+
 OVERRIDES = {
     "kwire.emulate.kafka.version": "4.0",
     "group.initial.rebalance.delay.ms": 0,

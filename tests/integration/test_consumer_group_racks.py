@@ -7,8 +7,11 @@ import time
 import uuid
 
 from confluent_kafka import Consumer
+import pytest
 
 from kwire.testing import Broker
+
+pytestmark = pytest.mark.slow
 
 
 def test_client_rack_reaches_the_group():

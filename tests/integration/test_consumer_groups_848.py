@@ -14,6 +14,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kwire.testing import Broker
 
+pytestmark = pytest.mark.slow
+
 OVERRIDES = {
     "kwire.emulate.kafka.version": "4.0",   # KIP-848 is GA from Kafka 4.0 (ConsumerGroupHeartbeat v1)
     "group.initial.rebalance.delay.ms": 0,

@@ -13,6 +13,8 @@ from kwire.codec.apis import api
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def broker():

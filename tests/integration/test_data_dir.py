@@ -9,6 +9,8 @@ import pytest
 
 from kwire.testing import Broker, free_port
 
+pytestmark = pytest.mark.slow
+
 
 def _serve(data_dir: str, *extra: str, timeout: float = 20) -> subprocess.CompletedProcess:
     """Run ``kwire serve`` expecting it to refuse at once (it never gets to serve)."""

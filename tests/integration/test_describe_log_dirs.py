@@ -20,6 +20,8 @@ from kwire.testing.client import KafkaWireError, WireClient
 
 from .test_storage_errors import FailingDisk
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def broker(tmp_path):

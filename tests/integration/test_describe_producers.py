@@ -15,6 +15,8 @@ from kwire.errors import ErrorCode as E
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def broker():

@@ -15,6 +15,8 @@ from kwire.security.operations import authorized_operations
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
 
+pytestmark = pytest.mark.slow
+
 MetadataTopic = api("Metadata").request.struct("MetadataRequestTopic")
 LIMIT_CAP = 15  # max.request.partition.size.limit of this module's broker
 

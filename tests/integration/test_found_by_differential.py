@@ -11,6 +11,8 @@ from kwire.errors import ErrorCode
 
 from .kafka_wire import WireClient
 
+pytestmark = pytest.mark.slow
+
 MT = api("Metadata").request.struct("MetadataRequestTopic")
 
 

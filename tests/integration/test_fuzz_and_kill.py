@@ -6,10 +6,13 @@ import threading
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+import pytest
 
 from kwire.codec import frame as FR
 from kwire.codec.apis import APIS, api
 from kwire.testing import Broker
+
+pytestmark = pytest.mark.slow
 
 
 def _valid_requests():

@@ -11,6 +11,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kwire.testing import Broker
 from kwire.testing.wait import wait_until
 
+pytestmark = pytest.mark.slow
+
 OVERRIDES = {"group.initial.rebalance.delay.ms": 0}
 
 

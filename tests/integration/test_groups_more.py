@@ -16,6 +16,8 @@ from kafka import KafkaConsumer
 
 from kwire.testing import Broker
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def broker():

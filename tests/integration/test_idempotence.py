@@ -14,6 +14,8 @@ from kwire.errors import ErrorCode
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def idem_broker():

@@ -10,8 +10,11 @@ import logging
 import uuid
 
 from compat_tests.clients.base import Rec
+import pytest
 from kwire.emulation import DEFAULT_KAFKA_VERSION
 from kwire.testing import Broker
+
+pytestmark = pytest.mark.slow
 
 
 class _Versions(logging.Handler):

@@ -26,6 +26,8 @@ from kwire.log.data_dir import read_properties_file
 from kwire.testing import Broker
 from kwire.testing.client import KafkaWireError
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def jbod(tmp_path):

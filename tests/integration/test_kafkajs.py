@@ -5,6 +5,10 @@ import os
 import shutil
 import subprocess
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 JS_DIR = os.path.join(os.path.dirname(__file__), "..", "js")
 
 

@@ -11,6 +11,7 @@ def test_kcat_installed():
     assert KCAT, "kcat is not installed (CI installs Debian's kcat in .ci/run)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_kcat_produce_consume(bootstrap, topic, codec):
     assert KCAT
@@ -23,6 +24,7 @@ def test_kcat_produce_consume(bootstrap, topic, codec):
     assert got == [f"key{i}=value {i}|{i}" for i in range(50)]
 
 
+@pytest.mark.slow
 def test_kcat_metadata_list(bootstrap, topic):
     assert KCAT
     subprocess.run([KCAT, "-b", bootstrap, "-P", "-t", topic], input="x\n", text=True, check=True, timeout=60)

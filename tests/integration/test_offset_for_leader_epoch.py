@@ -15,6 +15,8 @@ from kwire.metadata import records as R
 from kwire.testing import Broker
 from kwire.testing.wait import wait_until
 
+pytestmark = pytest.mark.slow
+
 VERSIONS = [2, 3, 4]
 
 

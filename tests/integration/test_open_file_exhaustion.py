@@ -8,11 +8,15 @@ from __future__ import annotations
 import errno
 import os
 
+import pytest
+
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode
 from kwire.log.regions import OPEN_FILES
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
+
+pytestmark = pytest.mark.slow
 
 
 def _fetch(c, topic):

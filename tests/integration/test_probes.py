@@ -72,6 +72,7 @@ def newest_bootstrap():
         yield b.bootstrap_servers
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("emulated", ["3.9", "newest"])
 def test_probe_every_served_api_version(request, emulated):
     if emulated == "3.9":

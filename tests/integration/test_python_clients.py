@@ -6,6 +6,8 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
+pytestmark = pytest.mark.slow
+
 CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
 
 

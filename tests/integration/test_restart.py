@@ -4,8 +4,11 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+import pytest
 
 from kwire.testing import Broker
+
+pytestmark = pytest.mark.slow
 
 
 def _consume_all(bootstrap, topic, partitions, n):

@@ -4,10 +4,13 @@ every committed offset, also across a restart (compact topics are compacted, nev
 from __future__ import annotations
 
 from confluent_kafka import Consumer, TopicPartition
+import pytest
 
 from kwire.groups.records import OFFSETS_TOPIC
 from kwire.testing import Broker
 from kwire.testing.wait import wait_until
+
+pytestmark = pytest.mark.slow
 
 
 def test_short_retention_keeps_committed_offsets(tmp_path):

@@ -10,6 +10,8 @@ from kwire.errors import ErrorCode
 
 from .kafka_wire import WireClient
 
+pytestmark = pytest.mark.slow
+
 
 def test_api_versions_lists_served_apis(bootstrap):
     c = WireClient(bootstrap)

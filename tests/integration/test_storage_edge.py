@@ -17,6 +17,8 @@ from kwire.errors import ErrorCode
 from kwire.testing import Broker
 from kwire.testing.client import KafkaWireError
 
+pytestmark = pytest.mark.slow
+
 SLOW_S = 0.5
 
 

@@ -22,6 +22,8 @@ from kwire.testing.client import KafkaWireError, WireClient
 
 from .test_validation_wire import list_offsets, produce_raw
 
+pytestmark = pytest.mark.slow
+
 
 def _fd_path(fd: int) -> str:
     try:

@@ -19,6 +19,8 @@ from kwire.testing.client import WireClient
 from kwire.testing.wait import wait_until
 from tests.integration.txn_clients import CLIENTS, END, Fenced
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def broker():

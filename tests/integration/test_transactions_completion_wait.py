@@ -16,6 +16,8 @@ from kwire.testing.client import WireClient
 
 from tests.integration.test_transactions_verification import add, begin, kp_batch, produce1
 
+pytestmark = pytest.mark.slow
+
 E = ErrorCode
 
 

@@ -24,6 +24,8 @@ from kwire.errors import ErrorCode
 from kwire.testing import Broker
 from tests.integration.eos_runner import EosApp, check_exactly_once, end_partitions, produce_input, read_to_end
 
+pytestmark = pytest.mark.slow
+
 ROUNDS = max(int(os.environ.get("KWIRE_TXN_CHAOS_ROUNDS", "0") or 0), 1)
 SEED = int(os.environ.get("KWIRE_TXN_CHAOS_SEED", "0") or 0) or random.randrange(1, 2**31)
 PARTITIONS = 2

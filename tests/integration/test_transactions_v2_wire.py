@@ -16,6 +16,8 @@ from kwire.testing.client import WireClient
 from kwire.testing.wait import wait_until
 from tests.integration.test_transactions_verification import kp_batch, offsets, produce1
 
+pytestmark = pytest.mark.slow
+
 E = ErrorCode
 
 

@@ -18,6 +18,8 @@ from kwire.testing import Broker
 from kwire.testing.client import WireClient
 from kwire.testing.wait import wait_until
 
+pytestmark = pytest.mark.slow
+
 E = ErrorCode
 VERIFY = "transaction.partition.verification.enable"
 

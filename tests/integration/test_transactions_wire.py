@@ -19,6 +19,8 @@ from kwire.errors import ErrorCode
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
 
+pytestmark = pytest.mark.slow
+
 
 NO_VERIFY = {"transaction.partition.verification.enable": False}
 

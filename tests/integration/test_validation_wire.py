@@ -13,6 +13,8 @@ from kwire.codec.records import RecordBatch, build_batch, iter_batches
 from kwire.errors import ErrorCode
 from kwire.testing.client import WireClient
 
+pytestmark = pytest.mark.slow
+
 CODECS = [R.NONE, R.GZIP, R.SNAPPY, R.LZ4, R.ZSTD]
 
 

@@ -13,7 +13,7 @@ from kwire.testing.apache_kafka import ApacheKafka
 from kwire.testing.client import WireClient
 from tests.config.test_min_isr_elr import incremental, legacy   # broker-resource AlterConfigs helpers
 
-pytestmark = [pytest.mark.xdist_group("apache-kafka")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("apache-kafka")]
 
 TOPIC_T, BROKER_T, GROUP_T = 2, 4, 32
 # a static broker key behind a group key's default, set alike on both

@@ -282,10 +282,22 @@ def test_flush_policy(tmp_path):
     assert log.flush_wanted
     log.flush(now_ms=NOW + 100)
     assert log.recovery_point == 2
-    log = open_log(tmp_path / "f", fsync_per_append=True, segment_bytes=200)
+    # rolled segments: flushed by the log manager's periodic pass (LogManager.plan_flush, whose
+    # DiskWork the broker runs in a worker thread), as Kafka flushes a rolled segment
+    from kwire.log.manager import LogManager
+
+    m = LogManager(str(tmp_path / "f"), LogConfig(fsync_per_append=True, segment_bytes=200), now_ms=NOW)
+    log = m.create("t", 0)
     for i in range(3):
         log.append(make_batch(1, 150), now_ms=NOW)
-    assert log.flush_if_due(NOW) and log.recovery_point == 2  # rolled segments flushed
+    assert log.recovery_point == 0 and len(log.segments) == 3
+    work = m.plan_flush(NOW)
+    assert work.jobs
+    work.run()
+    m.finish(work)
+    assert log.recovery_point == 2   # the rolled segments, not the active one
+    assert not m.plan_flush(NOW).jobs
+    m.close()
 
 
 def test_read_range_takes_every_segment_at_once(tmp_path):

@@ -340,7 +340,7 @@ def test_header_scan_matches_the_log(tmp_path):
     log = open_log(tmp_path, segment_bytes=300)
     for i in range(10):
         append_idempotent(log, idem_batch(PID, 0, i * 2), now_ms=NOW)
-    got = [(t[0], t[11]) for t in PL.iter_log_headers(log, 7)]
+    got = [(t[0], t[11]) for t, _seg, _pos in PL.iter_log_batches(log, 7)]
     assert got == [(i * 2, i * 2) for i in range(3, 10)]
     assert RecordBatch(idem_batch(PID, 0, 0)).producer_id == PID
     log.close()

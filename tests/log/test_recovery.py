@@ -288,6 +288,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigkill_three_times(tmp_path):
     import hashlib
 

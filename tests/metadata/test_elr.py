@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from kwire.metadata import records as R
 from kwire.metadata import replication_control as RC
 from kwire.metadata.config_control import (ELR_FEATURE, clear_elr_records, elr_enabled, elr_feature_records,
@@ -269,6 +271,7 @@ def test_alter_partition_shrinking_below_min_isr_fills_the_elr_and_expanding_cle
     assert (p.isr, p.elr) == ([1, 2], [])
 
 
+@pytest.mark.slow
 def test_a_broker_formats_with_elr_unless_it_emulates_a_release_before_4_1():
     from kwire.testing import Broker  # noqa: PLC0415
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace as NS
 
+import pytest
+
 from kwire.metadata import records as R
 from kwire.metadata.image import MetadataImage, decode_snapshot, encode_snapshot
 from kwire.quota.manager import ClientQuotas, user_of
@@ -75,6 +77,7 @@ def test_user_of():
     assert user_of("User:ANONYMOUS") == "ANONYMOUS"
 
 
+@pytest.mark.slow   # wall clock: TimedCoroutine measures real time
 def test_timed_coroutine_counts_only_the_handlers_own_steps():
     import time as _time
 
@@ -98,6 +101,7 @@ def test_timed_coroutine_counts_only_the_handlers_own_steps():
     assert 0.02 <= spent < 0.1, spent
 
 
+@pytest.mark.slow   # wall clock: TimedCoroutine measures real time
 def test_timed_coroutine_passes_cancellation_through():
     import trio
 

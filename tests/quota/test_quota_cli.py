@@ -10,6 +10,8 @@ from kwire.testing import Broker
 
 from .test_quota_clients import describe
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory):

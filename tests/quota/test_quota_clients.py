@@ -18,6 +18,8 @@ import pytest
 
 from kwire.testing import Broker
 
+pytestmark = pytest.mark.slow
+
 KB = 1024
 WINDOW = {"quota.window.num": 2}
 

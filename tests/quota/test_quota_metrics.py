@@ -2,9 +2,13 @@
 throttle time per user / client-id under the JMX exporter's names."""
 from __future__ import annotations
 
+import pytest
+
 from kwire.testing import Broker
 
 from .test_quota_clients import KB, alter, produce_timed
+
+pytestmark = pytest.mark.slow
 
 
 def test_throttle_time_and_byte_rate_per_client(tmp_path):

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from kwire.codec.apis import api
 from kwire.codec.records import build_batch
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
 
 from .test_quota_clients import alter
+
+pytestmark = pytest.mark.slow
 
 
 def _produce_body(topic: str, nbytes: int):

@@ -11,6 +11,8 @@ from kwire.errors import ErrorCode
 
 from .cluster import Cluster, create_topic, describe_quorum, metadata, produce, wait_for
 
+pytestmark = pytest.mark.slow
+
 
 
 def _agreed_topics(ports, names):

@@ -3,11 +3,15 @@ the active controller; every node's image (and authorizer) then has them: Descri
 node lists the ACL and Metadata on each node hides the topic it denies."""
 from __future__ import annotations
 
+import pytest
+
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode
 
 from .cluster import Cluster, call, wait_for
 from .test_ctl_replication import controller_of, create
+
+pytestmark = pytest.mark.slow
 
 ARGS = ("--override", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "--override", "allow.everyone.if.no.acl.found=true")

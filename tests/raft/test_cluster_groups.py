@@ -6,10 +6,13 @@ from __future__ import annotations
 import time
 
 from confluent_kafka import Consumer, Producer
+import pytest
 
 from kwire.errors import ErrorCode
 
 from .cluster import Cluster, call, create_topic, metadata, wait_for
+
+pytestmark = pytest.mark.slow
 
 
 def test_groups_on_a_three_node_cluster(tmp_path):

@@ -3,11 +3,15 @@ controller is committed through the controller (ClientQuotaRecords); every node 
 the quota and enforces it (a request_percentage so small that the first request is throttled)."""
 from __future__ import annotations
 
+import pytest
+
 from kwire.codec.apis import api
 from kwire.testing.client import WireClient
 
 from .cluster import Cluster, call, wait_for
 from .test_ctl_replication import controller_of
+
+pytestmark = pytest.mark.slow
 
 
 def _describe(port):

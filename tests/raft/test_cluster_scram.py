@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from kwire.codec.apis import api
 from kwire.security.sasl import salted_password
 from kwire.testing.broker import free_port
@@ -14,6 +16,8 @@ from tests.security.clients import confluent_roundtrip, login_error
 
 from .cluster import Cluster, call, wait_for
 from .test_ctl_replication import controller_of, create
+
+pytestmark = pytest.mark.slow
 
 
 def _alter(port, deletions=(), upsertions=()):

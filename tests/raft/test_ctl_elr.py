@@ -18,6 +18,8 @@ from kwire.testing.apache_kafka import KafkaUnavailable, java_bin, jvm_flags, ka
 from .cluster import Cluster, call, wait_for
 from .test_ctl_replication import controller_of, create, partitions
 
+pytestmark = pytest.mark.slow
+
 SESSION_MS = 3000   # the dead leader is fenced this long after it dies
 
 

@@ -4,11 +4,14 @@ local path, no controller listener involved; and the ElectLeaders handler on the
 listener of a single node."""
 from __future__ import annotations
 
+import pytest
 import trio
 
 from kwire.errors import ErrorCode
 from kwire.metadata.partition_change import AlterPartitionResult, Election
 from kwire.testing import Broker
+
+pytestmark = pytest.mark.slow
 
 
 def in_broker(b: Broker, fn, *args, **kw):

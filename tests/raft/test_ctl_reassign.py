@@ -7,12 +7,16 @@ is cut off from the leader (kwire.link_faults), so it never catches up and the r
 completes a reassignment on its own, which would race the test's steps."""
 from __future__ import annotations
 
+import pytest
+
 from kwire.errors import ErrorCode
 
 from kwire.codec.apis import api
 
 from .cluster import Cluster, call, wait_for
 from .test_ctl_replication import alter_partition, controller_of, create, partitions, topic_id
+
+pytestmark = pytest.mark.slow
 
 
 def test_reassignment_through_kafka_python(tmp_path):

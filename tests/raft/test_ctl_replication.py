@@ -21,6 +21,8 @@ from kwire.metadata import controller_apis as CA
 
 from .cluster import Cluster, WireClient, call, wait_for
 
+pytestmark = pytest.mark.slow
+
 SESSION_MS = 2000
 
 

@@ -9,8 +9,12 @@ import re
 import signal
 import time
 
+import pytest
+
 from .cluster import Cluster, wait_for
 from .test_ctl_replication import alter_partition, controller_of, create, partitions, topic_id
+
+pytestmark = pytest.mark.slow
 
 SESSION_MS = 30000     # fencing cannot explain anything seen here
 

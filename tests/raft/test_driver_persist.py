@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 import trio
 
 from kwire.raft.core import RaftConfig
@@ -13,6 +14,7 @@ from kwire.raft.driver import RaftDriver
 from kwire.raft.storage import RaftStorage
 
 
+@pytest.mark.slow   # wall clock: a real flush thread and the real Trio clock
 def test_a_slow_flush_leaves_the_loop_running_and_the_core_untouched(tmp_path):
     storage = RaftStorage(str(tmp_path))
     gate = threading.Event()

@@ -9,12 +9,15 @@ from __future__ import annotations
 import time
 
 from confluent_kafka import Consumer, TopicPartition
+import pytest
 
 from kwire.codec import records as RB
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode
 
 from .cluster import Cluster, call, wait_for
+
+pytestmark = pytest.mark.slow
 
 E = ErrorCode
 GROUP = "shop"

@@ -6,9 +6,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from kwire.errors import ErrorCode
 
 from .cluster import ROOT, Cluster, create_topic, describe_quorum, free_port, metadata, wait_for
+
+pytestmark = pytest.mark.slow
 
 
 def test_observer_broker_follows_and_serves(tmp_path):

@@ -14,6 +14,8 @@ from kwire.errors import ErrorCode
 
 from .cluster import Cluster, call, metadata, wait_for
 
+pytestmark = pytest.mark.slow
+
 SESSION_MS = 2000
 
 

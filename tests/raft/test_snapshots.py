@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import uuid
 
+import pytest
+
 from kwire.errors import ErrorCode
 from kwire.metadata import records as R
 from kwire.metadata.image import MetadataImage, decode_snapshot, encode_snapshot
@@ -39,6 +41,7 @@ def test_image_round_trips_through_a_snapshot():
     assert back.next_producer_id == 2000
 
 
+@pytest.mark.slow
 def test_lagging_node_installs_the_leaders_snapshot(tmp_path):
     cluster = Cluster(str(tmp_path), extra_args=("--override", "metadata.snapshot.interval.entries=4")).start()
     try:

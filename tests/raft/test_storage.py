@@ -104,7 +104,7 @@ def test_snapshot_trims_the_log(tmp_path):
     sid = OffsetAndEpoch(4, 2)
     log.trim_prefix(sid)
     st.save_snapshot(Snapshot(sid, b"image-bytes"))
-    st.trim_to(log)
+    st.rewrite(log.entries(log.start_offset))   # as RaftDriver persists a new log start
     st.flush()
     st.close()
     log2, _, snap = RaftStorage(str(tmp_path)).load()

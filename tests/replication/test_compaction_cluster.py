@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient
 from tests.raft.cluster import Cluster, wait_for
 from tests.replication.test_replicated_cluster import bootstrap, create, log_dirs
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from kwire.fetch_session import FetchSessionCache
 from kwire.handlers import BrokerServices
 from kwire.producers.ids import ProducerIdManager
@@ -14,6 +16,7 @@ from kwire.testing import Broker
 HANDLERS = Path(__file__).resolve().parents[2] / "kwire" / "handlers"
 
 
+@pytest.mark.slow
 def test_the_broker_offers_the_handlers_interface_built_before_serving():
     with Broker() as b:
         broker = b.broker

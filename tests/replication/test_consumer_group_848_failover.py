@@ -8,9 +8,12 @@ from __future__ import annotations
 import time
 
 import confluent_kafka as ck
+import pytest
 
 from tests.raft.cluster import call
 from tests.replication.chaos import bootstrap, coordinator, create_topic, live_port, start_cluster
+
+pytestmark = pytest.mark.slow
 
 TOPIC = "k848-failover"
 

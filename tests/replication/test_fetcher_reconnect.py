@@ -19,7 +19,7 @@ from kwire.errors import ErrorCode
 from tests.raft.cluster import Cluster, call, produce, wait_for
 from tests.raft.test_ctl_replication import controller_of, create, partitions
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def test_followers_reconnect_at_once_to_a_restarted_leader(tmp_path):

@@ -95,6 +95,7 @@ def _bytes_out(c, node: int, topic: str) -> float:
     return float(m.group(1)) if m else 0.0
 
 
+@pytest.mark.slow
 def test_racks_preferred_replica_and_follower_reads_on_the_wire(cluster):
     _topic(cluster, "ff-wire")
     r = call(cluster.nodes[1].port, "Metadata", 9, topics=None, allow_auto_topic_creation=False,
@@ -129,6 +130,7 @@ def test_racks_preferred_replica_and_follower_reads_on_the_wire(cluster):
     assert lo.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER   # ListOffsets: the leader
 
 
+@pytest.mark.slow
 def test_librdkafka_consumer_reads_from_its_rack_local_follower(cluster):
     _topic(cluster, "ff-ck")
     c = ck.Consumer({"bootstrap.servers": _bootstrap(cluster), "group.id": "ff-ck", "client.rack": "r2",
@@ -149,6 +151,7 @@ def test_librdkafka_consumer_reads_from_its_rack_local_follower(cluster):
     assert out[2] > 0 and out[1] == 0 and out[3] == 0, out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("KWIRE_FOLLOWER_FETCH_JAVA") != "1",
                     reason="a Kafka tools JVM (~10 s on 2 cores, past make test's budget); set "
                            "KWIRE_FOLLOWER_FETCH_JAVA=1 (needs make kafka's jars and a JDK)")

@@ -7,10 +7,14 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from kwire.codec.apis import api
 from kwire.errors import ErrorCode
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
+
+pytestmark = pytest.mark.slow
 
 
 def _fetch(c: WireClient, topic: str, epoch: int, *, offset: int = 0, max_wait_ms: int = 0):

@@ -20,7 +20,7 @@ import pytest
 from tests.raft.cluster import Cluster, call, wait_for
 from tests.replication import chaos as C
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 SESSION_TIMEOUT_S = 9.0
 

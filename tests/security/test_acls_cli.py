@@ -9,6 +9,8 @@ import pytest
 from kwire.testing import Broker
 from kwire.testing.client import KafkaWireError, WireClient
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory):

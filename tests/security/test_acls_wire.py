@@ -7,6 +7,8 @@ import pytest
 
 from kwire.testing import Broker
 
+pytestmark = pytest.mark.slow
+
 AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
               "allow.everyone.if.no.acl.found": True}
 

@@ -14,7 +14,7 @@ from kwire.testing import Broker
 from kwire.testing.client import KafkaWireError, WireClient
 
 # the tests share one broker and build on each other's ACLs in file order: one worker runs them all
-pytestmark = pytest.mark.xdist_group("authorization_wire")
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("authorization_wire")]
 
 AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
               "allow.everyone.if.no.acl.found": True, "group.initial.rebalance.delay.ms": 0,

@@ -8,6 +8,8 @@ import time
 import uuid
 
 
+import pytest
+
 from kwire.security import authorizer as authz
 from kwire.security.authorizer import ALLOW, DENY, LITERAL, TOPIC, AclBinding, AclStore, Authorizer
 from kwire.security.operations import AclOperation as Op
@@ -78,6 +80,7 @@ def test_filters_and_a_quiet_logger_build_nothing(caplog, monkeypatch):
         assert not a.authorize("User:bob", "127.0.0.1", Op.READ, TOPIC, "u", "Fetch")
 
 
+@pytest.mark.slow
 def test_a_stock_consumer_denied_read_is_logged(tmp_path, caplog):
     """confluent-kafka as User:alice over SASL/PLAIN, DESCRIBE allowed and READ denied on t:
     its Fetch is refused and the broker logs Kafka's audit line."""

@@ -17,6 +17,8 @@ import pytest
 
 from kwire.testing.broker import Broker
 
+pytestmark = pytest.mark.slow
+
 USERS = {"ann": "ann-secret", "ben": "ben=,secret"}
 COMBOS = [("SSL", None)] + [(sec, m) for sec in ("SASL_PLAINTEXT", "SASL_SSL")
                             for m in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")]

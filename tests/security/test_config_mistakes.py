@@ -13,6 +13,7 @@ JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_al
 
 
 # ---------------------------------------------------------------------------- listeners
+@pytest.mark.slow
 def test_listen_flag_and_listeners_key_naming_another_protocol_are_refused(tmp_path):
     """`--listen 127.0.0.1:P` is a PLAINTEXT listener; listeners=SASL_PLAINTEXT://... asks for
     SASL on the same port. It used to serve PLAINTEXT (anyone connected as ANONYMOUS)."""
@@ -27,6 +28,7 @@ def test_listen_flag_and_listeners_key_naming_another_protocol_are_refused(tmp_p
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.slow
 def test_listen_flag_against_server_properties_names_the_file(tmp_path):
     props = tmp_path / "server.properties"
     props.write_text("listeners=SSL://127.0.0.1:9093,CONTROLLER://127.0.0.1:9094\ncontroller.listener.names=CONTROLLER\n")
@@ -69,6 +71,7 @@ def _serve_ssl(tmp_path, keystore: str, *overrides: str):
     return port, kwire(*args, timeout=20)
 
 
+@pytest.mark.slow
 def test_encrypted_key_without_password_fails_instead_of_prompting(tmp_path, certs):
     _, enc, _ = certs
     port, proc = _serve_ssl(tmp_path, enc.keystore)
@@ -78,6 +81,7 @@ def test_encrypted_key_without_password_fails_instead_of_prompting(tmp_path, cer
                               f"to its pass phrase")
 
 
+@pytest.mark.slow
 def test_encrypted_key_never_prompts_on_a_terminal(tmp_path, certs):
     """OpenSSL asks for the pass phrase on the controlling terminal when no password is given:
     kwire serve then waits for ever. Run it with a terminal of its own."""
@@ -109,6 +113,7 @@ def test_encrypted_key_never_prompts_on_a_terminal(tmp_path, certs):
     assert proc.returncode == 1 and "ssl.key.password is not set" in err.decode(), err
 
 
+@pytest.mark.slow
 def test_wrong_key_password_names_the_file(tmp_path, certs):
     _, enc, _ = certs
     port, proc = _serve_ssl(tmp_path, enc.keystore, "ssl.key.password=not-it")
@@ -118,6 +123,7 @@ def test_wrong_key_password_names_the_file(tmp_path, certs):
                               f"pass phrase")
 
 
+@pytest.mark.slow
 def test_keystore_without_a_key_names_the_file(tmp_path, certs):
     _, _, plain = certs
     port, proc = _serve_ssl(tmp_path, plain.cert)       # the certificate alone
@@ -164,6 +170,7 @@ JAAS_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jaas,error", JAAS_CASES, ids=["no flag", "no semicolon", "scram for plain", "misspelt"])
 def test_malformed_jaas_is_refused(tmp_path, jaas, error):
     port = free_port()
@@ -174,6 +181,7 @@ def test_malformed_jaas_is_refused(tmp_path, jaas, error):
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.slow
 def test_malformed_jaas_of_a_listener_and_mechanism_names_its_key(tmp_path):
     port = free_port()
     key = "listener.name.sasl_plaintext.plain.sasl.jaas.config"

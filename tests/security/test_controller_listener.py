@@ -68,6 +68,7 @@ def _serve_and(config, protocol: str, authorizer, fn):
     return trio.run(main)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_sasl_controller_listener(mech):
     cfg = _config(**{"listener.name.controller.sasl.jaas.config": JAAS.format(u="ctl", p="ctl-secret"),
@@ -90,6 +91,7 @@ def test_sasl_controller_listener(mech):
     _serve_and(cfg, "SASL_PLAINTEXT", authz, checks)
 
 
+@pytest.mark.slow
 def test_mechanism_not_enabled_on_the_controller_listener():
     cfg = _config(**{"sasl.jaas.config": JAAS.format(u="ctl", p="ctl-secret"), "sasl.enabled.mechanisms": "PLAIN"})
     link = PeerLink("controller", "CONTROLLER", "SASL_PLAINTEXT", None, "SCRAM-SHA-512", "ctl", "ctl-secret")
@@ -100,6 +102,7 @@ def test_mechanism_not_enabled_on_the_controller_listener():
     _serve_and(cfg, "SASL_PLAINTEXT", None, checks)
 
 
+@pytest.mark.slow
 def test_mutual_tls_controller_listener(tmp_path):
     ca = CertificateAuthority(str(tmp_path / "tls"))
     node = ca.issue("node1", server=True, client=True, file_name="node1")

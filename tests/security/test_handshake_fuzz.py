@@ -13,8 +13,12 @@ import socket
 import ssl
 import struct
 
+import pytest
+
 from kwire.testing.broker import Broker
 from tests.security.clients import confluent_roundtrip
+
+pytestmark = pytest.mark.slow
 
 ROUNDS = int(os.environ.get("KWIRE_FUZZ_ROUNDS", "150"))
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 
 from hypothesis import given, settings, strategies as st
+import pytest
 
 from kwire.testing.broker import Broker
 from kwire.security.sasl import SaslAuthenticationFailed, SaslAuthenticator, SaslServerConfig, scram_credential
 from tests.security.clients import confluent_roundtrip
 
 
+@pytest.mark.slow
 def test_aiokafka_scram_over_sasl_ssl():
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
@@ -40,6 +42,7 @@ def test_aiokafka_scram_over_sasl_ssl():
         assert [r.value for r in b.consume("aio", 3)] == [b"a0", b"a1", b"a2"]   # the harness's own listener
 
 
+@pytest.mark.slow
 def test_process_mode_sasl_plaintext():
     with Broker(mode="process", security="SASL_PLAINTEXT", users={"erin": "e-pw"}, overrides={"group.initial.rebalance.delay.ms": 0}) as b:
         b.create_topic("proc", 1)

@@ -12,6 +12,8 @@ import pytest
 
 from kwire.testing.broker import Broker
 
+pytestmark = pytest.mark.slow
+
 JS_DIR = os.path.join(os.path.dirname(__file__), "..", "js")
 
 

@@ -9,6 +9,8 @@ import pytest
 
 from kwire.testing.broker import Broker
 
+pytestmark = pytest.mark.slow
+
 KCAT = shutil.which("kcat")
 
 

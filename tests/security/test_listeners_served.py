@@ -11,6 +11,8 @@ from kwire.testing.broker import free_port, wait_for_port, _kill_orphan
 from kwire.testing.certs import CertificateAuthority
 from kwire.testing.secured import jaas_users
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def three_listeners(tmp_path_factory):

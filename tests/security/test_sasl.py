@@ -12,6 +12,8 @@ from kwire.connection import NEED_DATA, KafkaClientConnection
 from kwire.testing.broker import Broker
 from tests.security.clients import confluent_roundtrip, kafka_python_roundtrip
 
+pytestmark = pytest.mark.slow
+
 USERS = {"alice": "alice-secret", "bob": "bob,=secret"}
 
 

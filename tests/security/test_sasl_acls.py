@@ -11,6 +11,8 @@ import pytest
 
 from kwire.testing.broker import Broker
 
+pytestmark = pytest.mark.slow
+
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
 TOPIC = "orders"
 

@@ -28,7 +28,7 @@ from kwire.testing.certs import CertificateAuthority
 from kwire.testing.client import WireClient
 from kwire.testing.wait import wait_until as _wait_until
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
 def wait_until(predicate, timeout: float) -> object:

@@ -9,6 +9,8 @@ import pytest
 from kwire.testing.broker import Broker
 from tests.security.clients import confluent_roundtrip, kafka_python_roundtrip
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def ssl_broker():

@@ -8,6 +8,8 @@ import pytest
 from kwire.testing.broker import Broker
 from tests.security.clients import login_error
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def broker():

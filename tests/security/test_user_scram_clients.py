@@ -10,6 +10,8 @@ import pytest
 from kwire.testing.broker import Broker
 from tests.security.clients import confluent_roundtrip, kafka_python_roundtrip, login_error
 
+pytestmark = pytest.mark.slow
+
 ADMIN = {"admin": "admin-secret"}
 
 

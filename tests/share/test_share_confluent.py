@@ -11,6 +11,8 @@ import uuid
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ck = pytest.importorskip("confluent_kafka")
 if not hasattr(ck, "ShareConsumer"):
     pytest.skip("this confluent-kafka has no ShareConsumer (2.16+)", allow_module_level=True)

@@ -24,6 +24,8 @@ import pytest
 from kwire.testing import Broker
 from tests.transactions.java_build import JAVA_FLAGS, JAVAC_FLAGS, kafka_clients_classpath
 
+pytestmark = pytest.mark.slow
+
 HERE = pathlib.Path(__file__).resolve().parent / "java"
 LOCK_MS = 1500
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
+
 from kwire.share import records as SR
 from kwire.share.partition import StateBatch
 from kwire.testing import Broker
@@ -34,6 +36,7 @@ def test_records_round_trip_and_partition_choice():
     assert 0 <= SR.state_partition("g", tid, 3, 50) < 50
 
 
+@pytest.mark.slow
 def test_state_survives_restart(tmp_path):
     overrides = {"kwire.emulate.kafka.version": "4.3", "offsets.topic.num.partitions": 1,
                  "share.coordinator.state.topic.num.partitions": 2,

@@ -18,6 +18,8 @@ from kwire.testing import Broker
 from kwire.testing.client import WireClient
 from tests.share.test_share_wire import _acquired, _fetch, _hb, _setup
 
+pytestmark = pytest.mark.slow
+
 ACCEPT = 1
 
 

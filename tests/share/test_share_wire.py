@@ -13,6 +13,8 @@ from kwire.errors import ErrorCode as E
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
 
+pytestmark = pytest.mark.slow
+
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 RECORD_LIMIT = 1   # ShareFetch v2 share_acquire_mode
 

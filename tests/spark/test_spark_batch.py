@@ -11,7 +11,7 @@ from confluent_kafka import TopicPartition
 
 from tests.spark.helpers import CODECS, consume_all, produce
 
-pytestmark = [pytest.mark.xdist_group("spark")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
 
 N = 100_000
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.spark.helpers import consume_all, produce
 
-pytestmark = [pytest.mark.xdist_group("spark")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
 
 N = 1000
 

@@ -10,7 +10,7 @@ import pytest
 from examples.spark_pipeline import produce_events, run_available_now, sample_events
 from tests.spark.helpers import consume_all
 
-pytestmark = [pytest.mark.xdist_group("spark")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
 
 WINDOW_MS, WATERMARK_MS = 10_000, 20_000
 

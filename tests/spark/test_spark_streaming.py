@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions
 
 from tests.spark.helpers import produce, wait_until
 
-pytestmark = [pytest.mark.xdist_group("spark")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
 
 
 class Writer(threading.Thread):

@@ -23,6 +23,7 @@ def test_pinned_version_matches_pom():
     assert (libs / f"kafka-tools-{KAFKA_VERSION}.jar").is_file()
 
 
+@pytest.mark.slow
 def test_one_node_serves_a_stock_client_and_is_cleaned_up():
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -58,6 +59,7 @@ def test_one_node_serves_a_stock_client_and_is_cleaned_up():
     assert not directory.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("KWIRE_KAFKA_CLUSTER_TEST") != "1",
                     reason="three Kafka JVMs (~30 s on 2 cores, past make test's budget); set KWIRE_KAFKA_CLUSTER_TEST=1 "
                            "(python -m bench vs-kafka runs a three-node Kafka for its RF=3 rows too)")

@@ -7,6 +7,8 @@ import pytest
 
 from kwire.testing import KafkaContainer
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def kafka():

@@ -7,6 +7,8 @@ import trio
 from kwire.testing import Broker, KafkaContainer
 from kwire.testing.client import KafkaWireError
 
+pytestmark = pytest.mark.slow
+
 
 def test_thread_broker_helpers_and_restart_on_same_data():
     with Broker(storage="memory") as b:

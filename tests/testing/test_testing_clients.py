@@ -4,6 +4,8 @@ import pytest
 
 from kwire.errors import ErrorCode
 
+pytestmark = pytest.mark.slow
+
 
 def test_confluent_producer_retries_not_leader(kafka_broker, kafka_faults, kafka_topic):
     ck = pytest.importorskip("confluent_kafka")

@@ -104,6 +104,7 @@ def test_rules_added_from_many_threads_are_all_kept():
     assert f.pending() == 800
 
 
+@pytest.mark.slow
 def test_live_broker_fail_delay_drop(kafka_broker, kafka_faults, kafka_topic):
     import time
 
@@ -129,6 +130,7 @@ def test_live_broker_fail_delay_drop(kafka_broker, kafka_faults, kafka_topic):
     assert kafka_faults.pending() == 0
 
 
+@pytest.mark.slow
 def test_confluent_consumer_retries_injected_fetch_errors(kafka_broker, kafka_faults, kafka_topic):
     ck = pytest.importorskip("confluent_kafka")
     kafka_broker.produce(kafka_topic, [b"f1"])

@@ -1,6 +1,8 @@
 """The pytest plugin, exercised from a sample test project with pytester."""
 import pytest
 
+pytestmark = pytest.mark.slow
+
 pytest_plugins = ["pytester"]
 # the sample projects use no hypothesis: its pytest plugin would import it (~1 s) in every run
 NO_HYPOTHESIS = ("-p", "no:hypothesispytest")

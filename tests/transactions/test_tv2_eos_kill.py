@@ -28,6 +28,8 @@ from kwire.testing import Broker
 from tests.integration.eos_runner import EosApp, check_exactly_once, end_partitions, produce_input, read_to_end
 from tests.transactions.java_build import compile_java
 
+pytestmark = pytest.mark.slow
+
 SEED = int(os.environ.get("KWIRE_TXN_CHAOS_SEED", "0") or 0) or random.randrange(1, 2**31)
 PARTITIONS = 2
 

@@ -19,6 +19,8 @@ import pytest
 from kwire.testing import Broker
 from tests.transactions.java_build import JAVA_FLAGS, compile_java
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def classes(tmp_path_factory):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace as NS
 
+import pytest
 import trio
 
 from kwire.errors import ErrorCode
@@ -37,6 +38,7 @@ def test_local_coordinator_answers_in_process():
     assert trio.run(verify_transaction, b, "tx", r.producer_id, 0, [("t", 0)]) == {("t", 0): E.COORDINATOR_NOT_AVAILABLE}
 
 
+@pytest.mark.slow
 def test_remote_coordinator_over_a_socket_and_unreachable():
     with Broker(overrides={"transaction.state.log.num.partitions": 2}) as kb:
         kb.create_topic("vt", 2)

@@ -13,7 +13,7 @@ from differential.listed import load
 from differential.pair import Pair
 from differential.run import Results, run_family
 
-pytestmark = [pytest.mark.xdist_group("apache-kafka"), pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("apache-kafka"), pytest.mark.timeout(300)]
 
 _counter = itertools.count()
 

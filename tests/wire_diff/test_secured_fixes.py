@@ -14,6 +14,8 @@ from kwire.testing.broker import Broker
 from differential.pair import SECURED_COMMON, USERS
 from differential.wire import AuthenticationFailed, Conn
 
+pytestmark = pytest.mark.slow
+
 E = ErrorCode
 
 
