@@ -60,6 +60,7 @@ def test_apis_built_from_messages_need_no_table():
     assert (a.min_version, a.max_version, a.loaded) == (m.min_version, m.max_version, True)
 
 
+@pytest.mark.slow   # a fresh interpreter, and a broker in it
 def test_a_schema_module_loads_on_its_apis_first_use_and_api_versions_needs_none():
     # ApiVersions' answer (every range) and the handler index come from the tables alone: a
     # broker answering ApiVersions and Metadata has imported those two schema modules only.

@@ -121,6 +121,7 @@ def test_broker_level_min_isr_is_refused_and_cluster_level_cannot_be_removed(wir
     assert legacy(wire, "", {"min.insync.replicas": "2"}) == (0, None)
 
 
+@pytest.mark.slow
 def test_a_topic_min_isr_change_clears_its_elr_on_a_running_broker(kw, wire):
     """The ClearElrRecord goes through the metadata log with the ConfigRecord (one commit)."""
     a = api("IncrementalAlterConfigs")
@@ -141,6 +142,7 @@ def test_a_topic_min_isr_change_clears_its_elr_on_a_running_broker(kw, wire):
     assert part.partition_epoch == p.partition_epoch   # the leader took up the new partition epoch
 
 
+@pytest.mark.slow
 def test_a_cluster_emulating_4_0_has_no_elr_rules():
     """Kafka 4.0 formats without ELR: no cluster-level min.insync.replicas is written and a
     broker-level one may be set, as there."""

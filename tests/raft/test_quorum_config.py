@@ -3,8 +3,12 @@ timeout, fetch timeout, election backoff, request timeout and retry backoff set 
 are the ones its quorum runs with (they were accepted and ignored before)."""
 from __future__ import annotations
 
+import pytest
+
 from kwire.raft.core import RaftConfig
 from kwire.testing import Broker
+
+pytestmark = pytest.mark.slow   # an in-process broker listens on TCP
 
 
 def test_quorum_keys_set_the_raft_timing():
