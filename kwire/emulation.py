@@ -114,7 +114,7 @@ class ApiVersionTable(Value):   # frozen (kwire.value: no generated code at impo
 
 def served_ranges() -> dict[int, tuple[int, int]]:
     """kwire's own ranges: what its handlers can answer."""
-    from kwire.handlers import served_ranges as ranges  # noqa: PLC0415 - emulation is imported by config
+    from kwire.served import served_ranges as ranges  # noqa: PLC0415 - emulation is imported by config
 
     return ranges()
 
