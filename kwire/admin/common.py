@@ -74,3 +74,33 @@ def parse_topic_partitions(spec: str) -> tuple[str, list[int] | None]:
         return topic, [int(p) for p in parts.split(",") if p.strip()]
     except ValueError:
         raise UsageError(f"--topic {spec!r}: write TOPIC or TOPIC:PARTITION,PARTITION,...") from None
+
+
+def parse_add_config(text: str) -> dict[str, str]:
+    """Kafka's --add-config syntax: ``k1=v1,k2=[v1,v2],k3=v3`` (brackets keep commas)."""
+    out: dict[str, str] = {}
+    i, n = 0, len(text)
+    while i < n:
+        eq = text.find("=", i)
+        if eq < 0:
+            raise UsageError(f"kwire configs: --add-config {text!r}: {text[i:]!r} is not KEY=VALUE")
+        key = text[i:eq].strip()
+        j = eq + 1
+        if j < n and text[j] == "[":
+            end = text.find("]", j)
+            if end < 0:
+                raise UsageError(f"kwire configs: --add-config {text!r}: a '[' without its ']'")
+            value = text[j + 1:end]
+            j = end + 1
+        else:
+            end = text.find(",", j)
+            end = n if end < 0 else end
+            value = text[j:end]
+            j = end
+        if not key:
+            raise UsageError(f"kwire configs: --add-config {text!r}: a value without a key")
+        out[key] = value.strip()
+        if j < n and text[j] == ",":
+            j += 1
+        i = j
+    return out

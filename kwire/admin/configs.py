@@ -11,7 +11,7 @@ and client-metrics entities, --add-config-file.
 from __future__ import annotations
 
 from kwire.admin import quotas, user_scram
-from kwire.admin.common import add_common, client, run
+from kwire.admin.common import add_common, client, parse_add_config, run
 from kwire.cmdline import UsageError
 
 TYPES = {"topics": 2, "brokers": 4, "groups": 32}
@@ -60,36 +60,6 @@ def add_parser(sub) -> None:
     p.add_argument("--delete-config", action="append", default=[], metavar="K,K2",
                    help="--alter: configs to remove (back to their defaults)")
     p.set_defaults(run=lambda args: run("configs", _main, args))
-
-
-def parse_add_config(text: str) -> dict[str, str]:
-    """Kafka's --add-config syntax: ``k1=v1,k2=[v1,v2],k3=v3`` (brackets keep commas)."""
-    out: dict[str, str] = {}
-    i, n = 0, len(text)
-    while i < n:
-        eq = text.find("=", i)
-        if eq < 0:
-            raise UsageError(f"kwire configs: --add-config {text!r}: {text[i:]!r} is not KEY=VALUE")
-        key = text[i:eq].strip()
-        j = eq + 1
-        if j < n and text[j] == "[":
-            end = text.find("]", j)
-            if end < 0:
-                raise UsageError(f"kwire configs: --add-config {text!r}: a '[' without its ']'")
-            value = text[j + 1:end]
-            j = end + 1
-        else:
-            end = text.find(",", j)
-            end = n if end < 0 else end
-            value = text[j:end]
-            j = end
-        if not key:
-            raise UsageError(f"kwire configs: --add-config {text!r}: a value without a key")
-        out[key] = value.strip()
-        if j < n and text[j] == ",":
-            j += 1
-        i = j
-    return out
 
 
 def _entity(args) -> tuple[str, str | None]:

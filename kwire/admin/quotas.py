@@ -12,6 +12,7 @@ user + client-id pair entities on the command line (AlterClientQuotas takes them
 """
 from __future__ import annotations
 
+from kwire.admin.common import parse_add_config
 from kwire.cmdline import UsageError
 
 ENTITY_TYPES = {"users": "user", "clients": "client-id"}
@@ -73,7 +74,6 @@ def main(c, args, etype: str, name: str | None, scram=None) -> int:
         if scram is not None:
             scram.describe(c, name)    # named users only, as kafka-configs.sh
         return 0
-    from kwire.admin.configs import parse_add_config  # noqa: PLC0415
 
     if name is None:
         raise UsageError(f"kwire configs: --alter --entity-type {etype} needs --entity-name or --entity-default")

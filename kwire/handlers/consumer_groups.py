@@ -27,7 +27,7 @@ from __future__ import annotations
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.api_versions import disabled_apis
-from kwire.handlers.groups import _client_host, _client_id, _coordinator_for, _group_denied, _wait
+from kwire.handlers.group_lookup import client_host, client_id, coordinator_for, group_denied, wait_pending
 from kwire.security.authorizer import operations_field
 from kwire.security.operations import AclOperation as Op
 
@@ -42,10 +42,10 @@ def _disabled(ctx: RequestContext) -> bool:
 
 @handles("ConsumerGroupHeartbeat", "0-1")
 async def consumer_group_heartbeat(ctx: RequestContext, req):
-    coord, unavailable = _coordinator_for(ctx, req.group_id)
+    coord, unavailable = coordinator_for(ctx, req.group_id)
     if _disabled(ctx):   # group.coordinator.rebalance.protocols without "consumer"
         coord, unavailable = None, E.UNSUPPORTED_VERSION
-    if _group_denied(ctx, req.group_id):
+    if group_denied(ctx, req.group_id):
         coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=unavailable, error_message=None,
@@ -61,8 +61,8 @@ async def consumer_group_heartbeat(ctx: RequestContext, req):
         subscribed_topic_names=None if req.subscribed_topic_names is None else list(req.subscribed_topic_names),
         subscribed_topic_regex=req.subscribed_topic_regex if ctx.version >= 1 else None,
         server_assignor=req.server_assignor, topic_partitions=owned,
-        client_id=_client_id(ctx), client_host=_client_host(ctx), version=ctx.version)
-    r = await _wait(p)
+        client_id=client_id(ctx), client_host=client_host(ctx), version=ctx.version)
+    r = await wait_pending(p)
     assignment = None
     if r.assignment is not None:
         A = ctx.struct("Assignment")
@@ -88,10 +88,10 @@ async def consumer_group_describe(ctx: RequestContext, req):
 
     out = []
     for gid in req.group_ids:
-        coord, unavailable = _coordinator_for(ctx, gid)
+        coord, unavailable = coordinator_for(ctx, gid)
         if _disabled(ctx):
             coord, unavailable = None, E.UNSUPPORTED_VERSION
-        if _group_denied(ctx, gid, Op.DESCRIBE):
+        if group_denied(ctx, gid, Op.DESCRIBE):
             coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
         if coord is None:
             out.append(G(error_code=unavailable, error_message=None, group_id=gid, group_state="",

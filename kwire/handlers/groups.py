@@ -47,90 +47,20 @@ from kwire.errors import ErrorCode
 from kwire.groups.pending import Pending
 from kwire.internal_topics import OFFSETS_TOPIC
 from kwire.handlers import RequestContext, handles
-from kwire.handlers.transactions import CREATE_WAIT_S, ensure_transaction_topic, transaction_coordinator_node
+from kwire.handlers.group_lookup import (CREATE_WAIT_S, NOT_AVAILABLE, client_host, client_id, coordinator_for,
+                                        ensure_offsets_topic, group_coordinator, group_coordinator_node,
+                                        group_denied, topic_denied, wait_pending)
+from kwire.handlers.transactions import ensure_transaction_topic, transaction_coordinator_node
 from kwire.security.authorizer import (
     CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, allowed, denied_message, operations_field,
 )
 from kwire.security.operations import AclOperation as Op
 
 E = ErrorCode
-NOT_AVAILABLE = E.COORDINATOR_NOT_AVAILABLE
 CLASSIC_GROUP_TYPE = "classic"
 
 
-async def _wait(p: Pending):
-    if not p.done:
-        ev = trio.Event()
-        p.add_done_callback(lambda _p: ev.set())
-        await ev.wait()
-    return p.result
-
-
-def _coordinator(ctx: RequestContext):
-    return ctx.broker.groups   # None until it has replayed __consumer_offsets
-
-
-def _coordinator_node(ctx: RequestContext, group_id: str):
-    """The live broker that coordinates ``group_id``: the leader of its ``__consumer_offsets``
-    partition (this node on a single broker), or None while there is none."""
-    b = ctx.broker
-    coord = _coordinator(ctx)
-    if coord is None:
-        return None
-    t = b.image.topics.get(OFFSETS_TOPIC)
-    p = t.partitions.get(coord.partition_for(group_id)) if t is not None else None
-    if p is None:
-        return None
-    node = b.image.brokers.get(p.leader)
-    return node if node is not None and not node.fenced else None
-
-
-def _coordinator_for(ctx: RequestContext, group_id: str):
-    """(coordinator, None) when this node coordinates the group, else (None, error code):
-    NOT_COORDINATOR when another broker does (the client asks FindCoordinator again),
-    COORDINATOR_NOT_AVAILABLE while none does, COORDINATOR_LOAD_IN_PROGRESS while this node,
-    its new leader, loads the group's partition (the client retries here)."""
-    node = _coordinator_node(ctx, group_id)
-    if node is None:
-        return None, NOT_AVAILABLE
-    if node.node_id != ctx.broker.node_id:
-        return None, E.NOT_COORDINATOR
-    coord = _coordinator(ctx)
-    error = coord.coordinator_error(group_id)
-    if error is not None:
-        return None, error
-    return coord, None
-
-
-def _group_denied(ctx: RequestContext, group_id: str, op: int = Op.READ) -> bool:
-    return ctx.broker.authorizer is not None and not allowed(ctx, op, GROUP, group_id)
-
-
-def _topic_denied(ctx: RequestContext, name: str, op: int) -> bool:
-    return ctx.broker.authorizer is not None and not allowed(ctx, op, TOPIC, name)
-
-
-def _client_host(ctx: RequestContext) -> str:
-    host = ctx.peer.rpartition(":")[0] if ":" in ctx.peer else ctx.peer
-    return "/" + host
-
-
-def _client_id(ctx: RequestContext) -> str:
-    return ctx.header.client_id or ""
-
-
 # ============================================================================ FindCoordinator
-async def ensure_offsets_topic(ctx: RequestContext) -> None:
-    """Create ``__consumer_offsets`` on the first look-up of a group coordinator, as Kafka
-    does (bounded wait; the client retries COORDINATOR_NOT_AVAILABLE after that, and the
-    creation goes on meanwhile)."""
-    edge = ctx.broker.group_edge
-    if edge is None or edge.coordinator is None or OFFSETS_TOPIC in ctx.broker.image.topics:
-        return
-    with trio.move_on_after(CREATE_WAIT_S):
-        await edge.ensure_topic()
-
-
 def _share_coordinator_node(ctx: RequestContext, key: str):
     """Key type 2 (KIP-932, v6+): the share coordinator of the share partition
     "group:topicId:partition", the leader of its ``__share_group_state`` partition (not
@@ -166,9 +96,9 @@ async def find_coordinator(ctx: RequestContext, req):
             return _share_coordinator_node(ctx, key)
         if key_type != 0:
             return E.INVALID_REQUEST, f"Unknown coordinator key type {key_type}.", None
-        if _group_denied(ctx, key, Op.DESCRIBE):
+        if group_denied(ctx, key, Op.DESCRIBE):
             return E.GROUP_AUTHORIZATION_FAILED, None, None
-        node = _coordinator_node(ctx, key)
+        node = group_coordinator_node(ctx, key)
         if node is None:
             return NOT_AVAILABLE, "The group coordinator is not available.", None
         return E.NONE, None, node
@@ -207,8 +137,8 @@ async def find_coordinator(ctx: RequestContext, req):
 @handles("JoinGroup", "0-9")
 async def join_group(ctx: RequestContext, req):
     v = ctx.version
-    coord, unavailable = _coordinator_for(ctx, req.group_id)
-    if _group_denied(ctx, req.group_id):
+    coord, unavailable = coordinator_for(ctx, req.group_id)
+    if group_denied(ctx, req.group_id):
         coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=unavailable, generation_id=-1,
@@ -219,11 +149,11 @@ async def join_group(ctx: RequestContext, req):
         protocols=[(pr.name, pr.metadata) for pr in req.protocols],
         session_timeout_ms=req.session_timeout_ms,
         rebalance_timeout_ms=req.rebalance_timeout_ms if v >= 1 else -1,
-        group_instance_id=req.group_instance_id, client_id=_client_id(ctx),
-        client_host=_client_host(ctx),
+        group_instance_id=req.group_instance_id, client_id=client_id(ctx),
+        client_host=client_host(ctx),
         require_known_member_id=v >= 4 and req.group_instance_id is None,
         supports_skip_assignment=v >= 9, reason=req.reason)
-    r = await _wait(p)
+    r = await wait_pending(p)
     M = ctx.struct("JoinGroupResponseMember")
     members = [M(member_id=m.member_id, group_instance_id=m.group_instance_id,
                  metadata=m.metadata) for m in r.members]
@@ -239,12 +169,12 @@ async def join_group(ctx: RequestContext, req):
 # ============================================================================ SyncGroup
 @handles("SyncGroup", "0-5")
 async def sync_group(ctx: RequestContext, req):
-    coord, unavailable = _coordinator_for(ctx, req.group_id)
+    coord, unavailable = coordinator_for(ctx, req.group_id)
     if unavailable == E.COORDINATOR_LOAD_IN_PROGRESS:
         # the rebalance in progress is lost with the old coordinator: rejoin here (as Kafka;
         # older clients do not know COORDINATOR_LOAD_IN_PROGRESS on SyncGroup)
         unavailable = E.REBALANCE_IN_PROGRESS
-    if _group_denied(ctx, req.group_id):
+    if group_denied(ctx, req.group_id):
         coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=unavailable, assignment=b"")
@@ -253,7 +183,7 @@ async def sync_group(ctx: RequestContext, req):
         assignments=[(a.member_id, a.assignment) for a in req.assignments],
         group_instance_id=req.group_instance_id, protocol_type=req.protocol_type,
         protocol_name=req.protocol_name)
-    r = await _wait(p)
+    r = await wait_pending(p)
     return ctx.response(throttle_time_ms=0, error_code=r.error, protocol_type=r.protocol_type,
                         protocol_name=r.protocol_name, assignment=r.assignment or b"")
 
@@ -261,10 +191,10 @@ async def sync_group(ctx: RequestContext, req):
 # ============================================================================ Heartbeat
 @handles("Heartbeat", "0-4")
 async def heartbeat(ctx: RequestContext, req):
-    coord, unavailable = _coordinator_for(ctx, req.group_id)
+    coord, unavailable = coordinator_for(ctx, req.group_id)
     if unavailable == E.COORDINATOR_LOAD_IN_PROGRESS:
         unavailable = E.NONE   # the group is still loading: Kafka answers blindly
-    if _group_denied(ctx, req.group_id):
+    if group_denied(ctx, req.group_id):
         coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=unavailable)
@@ -276,8 +206,8 @@ async def heartbeat(ctx: RequestContext, req):
 @handles("LeaveGroup", "0-5")
 async def leave_group(ctx: RequestContext, req):
     v = ctx.version
-    coord, unavailable = _coordinator_for(ctx, req.group_id)
-    if _group_denied(ctx, req.group_id):
+    coord, unavailable = coordinator_for(ctx, req.group_id)
+    if group_denied(ctx, req.group_id):
         coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=unavailable, members=[])
@@ -303,7 +233,7 @@ def _names_from_ids(ctx: RequestContext, topics) -> None:
 
 @handles("OffsetCommit", "0-10")
 async def offset_commit(ctx: RequestContext, req):
-    coord, unavailable = _coordinator_for(ctx, req.group_id)
+    coord, unavailable = coordinator_for(ctx, req.group_id)
     image = ctx.broker.image
     T = ctx.struct("OffsetCommitResponseTopic")
     Pn = ctx.struct("OffsetCommitResponsePartition")
@@ -312,7 +242,7 @@ async def offset_commit(ctx: RequestContext, req):
         top_error = unavailable
     elif not req.group_id:
         top_error = E.INVALID_GROUP_ID
-    if _group_denied(ctx, req.group_id):
+    if group_denied(ctx, req.group_id):
         top_error = E.GROUP_AUTHORIZATION_FAILED
     errors: dict[tuple[str, int], int] = {}
     valid = []
@@ -321,7 +251,7 @@ async def offset_commit(ctx: RequestContext, req):
         _names_from_ids(ctx, req.topics)
     for t in req.topics:
         topic = image.topics.get(t.name)
-        no_read = top_error is None and t.name != "" and _topic_denied(ctx, t.name, Op.READ)
+        no_read = top_error is None and t.name != "" and topic_denied(ctx, t.name, Op.READ)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             if top_error is not None:
@@ -343,7 +273,7 @@ async def offset_commit(ctx: RequestContext, req):
             req.group_id, req.generation_id_or_member_epoch, req.member_id, valid,
             group_instance_id=req.group_instance_id,
             retention_ms=req.retention_time_ms if ctx.version <= 4 else -1, api_version=ctx.version)
-        r = await _wait(pend)
+        r = await wait_pending(pend)
         errors.update(r.errors)
     out = []
     for t in req.topics:
@@ -359,8 +289,8 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: boo
                  member_id: str | None = None, member_epoch: int = -1):
     """(group error, {(topic, partition): FetchedOffset}) with ``topics`` None for all;
     v9's member id and epoch are checked for a KIP-848 consumer group."""
-    coord, unavailable = _coordinator_for(ctx, group_id)
-    if _group_denied(ctx, group_id, Op.DESCRIBE):
+    coord, unavailable = coordinator_for(ctx, group_id)
+    if group_denied(ctx, group_id, Op.DESCRIBE):
         return E.GROUP_AUTHORIZATION_FAILED, {}
     if coord is None:
         return unavailable, {}
@@ -377,7 +307,7 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: boo
     offsets = {}
     denied: dict[str, bool] = {}
     for (t, p), fo in r.offsets.items():
-        if denied.setdefault(t, _topic_denied(ctx, t, Op.DESCRIBE)):
+        if denied.setdefault(t, topic_denied(ctx, t, Op.DESCRIBE)):
             if topics is not None:   # named: refused; all topics: left out
                 from kwire.groups.results import FetchedOffset  # noqa: PLC0415 - start-up time
 
@@ -456,8 +386,8 @@ async def describe_groups(ctx: RequestContext, req):
     M = ctx.struct("DescribedGroupMember")
     owned, elsewhere = [], {}
     for gid in req.groups:
-        coord, unavailable = _coordinator_for(ctx, gid)
-        if _group_denied(ctx, gid, Op.DESCRIBE):
+        coord, unavailable = coordinator_for(ctx, gid)
+        if group_denied(ctx, gid, Op.DESCRIBE):
             coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
         if coord is None:
             elsewhere[gid] = unavailable
@@ -465,7 +395,7 @@ async def describe_groups(ctx: RequestContext, req):
             owned.append(gid)
     want_ops = ctx.version >= 3 and req.include_authorized_operations
     described = {}
-    for d in (_coordinator(ctx).describe_groups(owned) if owned else []):
+    for d in (group_coordinator(ctx).describe_groups(owned) if owned else []):
         err = d.error
         if err == E.GROUP_ID_NOT_FOUND and ctx.version < 6:
             err = E.NONE  # Kafka answers an unknown group as Dead without error below v6
@@ -486,7 +416,7 @@ async def describe_groups(ctx: RequestContext, req):
 # ============================================================================ ListGroups
 @handles("ListGroups", "0-5")
 async def list_groups(ctx: RequestContext, req):
-    coord = _coordinator(ctx)
+    coord = group_coordinator(ctx)
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=NOT_AVAILABLE, groups=[])
     L = ctx.struct("ListedGroup")
@@ -508,17 +438,17 @@ async def delete_groups(ctx: RequestContext, req):
     R = ctx.struct("DeletableGroupResult")
     errors, owned = {}, []
     for g in req.groups_names:
-        coord, unavailable = _coordinator_for(ctx, g)
-        if _group_denied(ctx, g, Op.DELETE):
+        coord, unavailable = coordinator_for(ctx, g)
+        if group_denied(ctx, g, Op.DELETE):
             coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
         if coord is None:
             errors[g] = unavailable
         else:
             owned.append(g)
     if owned:
-        coord = _coordinator(ctx)
+        coord = group_coordinator(ctx)
         shares = [g for g in owned if g in getattr(coord, "share_groups", {})]
-        errors.update(await _wait(coord.delete_groups(owned)))
+        errors.update(await wait_pending(coord.delete_groups(owned)))
         for g in shares:   # KIP-932: the state at the share coordinators goes too
             if errors.get(g) == E.NONE:
                 from kwire.handlers.share_offsets import delete_group_state  # noqa: PLC0415
@@ -531,10 +461,10 @@ async def delete_groups(ctx: RequestContext, req):
 # ============================================================================ OffsetDelete
 @handles("OffsetDelete", "0")
 async def offset_delete(ctx: RequestContext, req):
-    coord, unavailable = _coordinator_for(ctx, req.group_id)
+    coord, unavailable = coordinator_for(ctx, req.group_id)
     T = ctx.struct("OffsetDeleteResponseTopic")
     Pn = ctx.struct("OffsetDeleteResponsePartition")
-    if _group_denied(ctx, req.group_id, Op.DELETE):
+    if group_denied(ctx, req.group_id, Op.DELETE):
         coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
     if coord is None:
         return ctx.response(error_code=unavailable, throttle_time_ms=0, topics=[])
@@ -543,7 +473,7 @@ async def offset_delete(ctx: RequestContext, req):
     valid = []
     for t in req.topics:
         topic = image.topics.get(t.name)
-        no_read = _topic_denied(ctx, t.name, Op.READ)
+        no_read = topic_denied(ctx, t.name, Op.READ)
         for p in t.partitions:
             if no_read:
                 errors[(t.name, p.partition_index)] = E.TOPIC_AUTHORIZATION_FAILED
@@ -551,7 +481,7 @@ async def offset_delete(ctx: RequestContext, req):
                 errors[(t.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 valid.append((t.name, p.partition_index))
-    r = await _wait(coord.delete_offsets(req.group_id, valid))
+    r = await wait_pending(coord.delete_offsets(req.group_id, valid))
     if r.error:
         return ctx.response(error_code=r.error, throttle_time_ms=0, topics=[])
     errors.update(r.partitions)

@@ -20,26 +20,11 @@ import logging
 
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
-from kwire.metadata import records as R
-from kwire.producers.ids import ProducerIdManager
+from kwire.producers.ids import ensure_producer_ids
 from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed, host_of, principal_of
 from kwire.security.operations import AclOperation as Op
 
 log = logging.getLogger("kwire.init_producer_id")
-
-
-async def ensure_producer_ids(broker, m: ProducerIdManager) -> None:
-    """Commit a new block of producer ids to the metadata log when the current one is used up."""
-    async with broker.producer_ids_lock:   # one block allocation at a time
-        if m.available > 0:
-            return
-        start = broker.image.next_producer_id
-        b = broker.image.brokers.get(broker.node_id)
-        recs = [(R.PRODUCER_IDS, R.PRODUCER_IDS.cls(
-            broker_id=broker.node_id, broker_epoch=b.epoch if b else -1, next_producer_id=start + m.block_size))]
-        await broker.submit_metadata(recs)  # the quorum's log (forwarded to the active controller)
-        m.add_block(start, m.block_size)
-        log.info("allocated producer ids %d-%d", start, start + m.block_size - 1)
 
 
 @handles("InitProducerId", "0-5")

@@ -57,7 +57,7 @@ from kwire.codec.records import RecordBatch
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.api_versions import disabled_apis
-from kwire.handlers.groups import _group_denied
+from kwire.handlers.group_lookup import group_denied
 from kwire.quota import edge as quota_edge
 from kwire.security.authorizer import TOPIC, allowed
 from kwire.security.operations import AclOperation as Op
@@ -76,7 +76,7 @@ def _top_error(ctx: RequestContext, req) -> ErrorCode | None:
         return E.INVALID_GROUP_ID
     if not req.member_id:
         return E.UNKNOWN_MEMBER_ID
-    if _group_denied(ctx, req.group_id):
+    if group_denied(ctx, req.group_id):
         return E.GROUP_AUTHORIZATION_FAILED
     return None
 

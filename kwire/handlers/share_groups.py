@@ -17,7 +17,7 @@ from __future__ import annotations
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.api_versions import disabled_apis
-from kwire.handlers.groups import _client_host, _client_id, _coordinator_for, _group_denied, _topic_denied, _wait
+from kwire.handlers.group_lookup import client_host, client_id, coordinator_for, group_denied, topic_denied, wait_pending
 from kwire.security.authorizer import operations_field
 from kwire.security.operations import AclOperation as Op
 
@@ -30,21 +30,21 @@ def _disabled(ctx: RequestContext) -> bool:
 
 @handles("ShareGroupHeartbeat", "1")
 async def share_group_heartbeat(ctx: RequestContext, req):
-    coord, unavailable = _coordinator_for(ctx, req.group_id)
+    coord, unavailable = coordinator_for(ctx, req.group_id)
     if _disabled(ctx):
         coord, unavailable = None, E.UNSUPPORTED_VERSION
-    if _group_denied(ctx, req.group_id):
+    if group_denied(ctx, req.group_id):
         coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
     if coord is None:
         return ctx.response(throttle_time_ms=0, error_code=unavailable, error_message=None, member_id=None,
                             member_epoch=-1, heartbeat_interval_ms=0, assignment=None)
     names = req.subscribed_topic_names
     if names is not None:
-        names = [n for n in names if not _topic_denied(ctx, n, Op.DESCRIBE)]
+        names = [n for n in names if not topic_denied(ctx, n, Op.DESCRIBE)]
     p = coord.share_group_heartbeat(req.group_id, req.member_id, req.member_epoch, rack_id=req.rack_id,
                                     subscribed_topic_names=None if names is None else list(names),
-                                    client_id=_client_id(ctx), client_host=_client_host(ctx))
-    r = await _wait(p)
+                                    client_id=client_id(ctx), client_host=client_host(ctx))
+    r = await wait_pending(p)
     assignment = None
     if r.assignment is not None:
         A, TP = ctx.struct("Assignment"), ctx.struct("TopicPartitions")
@@ -67,10 +67,10 @@ async def share_group_describe(ctx: RequestContext, req):
 
     out = []
     for gid in req.group_ids:
-        coord, unavailable = _coordinator_for(ctx, gid)
+        coord, unavailable = coordinator_for(ctx, gid)
         if _disabled(ctx):
             coord, unavailable = None, E.UNSUPPORTED_VERSION
-        if _group_denied(ctx, gid, Op.DESCRIBE):
+        if group_denied(ctx, gid, Op.DESCRIBE):
             coord, unavailable = None, E.GROUP_AUTHORIZATION_FAILED
         if coord is None:
             out.append(G(error_code=unavailable, error_message=None, group_id=gid, group_state="",

@@ -39,7 +39,7 @@ from kwire.codec.apis import api
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.api_versions import disabled_apis
-from kwire.handlers.groups import _coordinator_for, _group_denied, _topic_denied
+from kwire.handlers.group_lookup import coordinator_for, group_denied, topic_denied
 from kwire.security.operations import AclOperation as Op
 from kwire.share import state_admin
 from kwire.share.partition import DONE
@@ -53,9 +53,9 @@ def _group_error(ctx: RequestContext, group_id: str, op: int, need_empty: bool =
     """(coordinator, None) or (None, error code, message)."""
     if ctx.api.key in disabled_apis(ctx.broker.config):
         return None, E.UNSUPPORTED_VERSION, None
-    if _group_denied(ctx, group_id, op):
+    if group_denied(ctx, group_id, op):
         return None, E.GROUP_AUTHORIZATION_FAILED, None
-    coord, err = _coordinator_for(ctx, group_id)
+    coord, err = coordinator_for(ctx, group_id)
     if coord is None:
         return None, err, None
     sg = coord.share_group(group_id)
@@ -188,7 +188,7 @@ async def describe_share_group_offsets(ctx: RequestContext, req):
         topics = []
         for name, parts in wanted.items():
             t = image.topics.get(name)
-            denied = _topic_denied(ctx, name, Op.DESCRIBE)
+            denied = topic_denied(ctx, name, Op.DESCRIBE)
             rows = []
             for p in parts:
                 if t is None or p not in t.partitions or denied:
@@ -215,7 +215,7 @@ async def alter_share_group_offsets(ctx: RequestContext, req):
     out = []
     for t in req.topics:
         ti = image.topics.get(t.topic_name)
-        denied = _topic_denied(ctx, t.topic_name, Op.READ)
+        denied = topic_denied(ctx, t.topic_name, Op.READ)
         rows = []
         for p in t.partitions:
             code = err
@@ -266,7 +266,7 @@ async def delete_share_group_offsets(ctx: RequestContext, req):
         if ti is None:
             out.append(T(topic_name=t.topic_name, topic_id=_ZERO, error_code=E.UNKNOWN_TOPIC_OR_PARTITION))
             continue
-        if _topic_denied(ctx, t.topic_name, Op.READ):
+        if topic_denied(ctx, t.topic_name, Op.READ):
             out.append(T(topic_name=t.topic_name, topic_id=ti.topic_id, error_code=E.TOPIC_AUTHORIZATION_FAILED))
             continue
         for p, part in ti.partitions.items():

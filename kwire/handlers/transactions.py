@@ -36,6 +36,8 @@ import trio
 from kwire.errors import ErrorCode
 from kwire.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kwire.handlers import RequestContext, handles
+from kwire.handlers.group_lookup import CREATE_WAIT_S, ensure_offsets_topic
+from kwire.producers.ids import ensure_producer_ids
 from kwire.security.authorizer import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, allowed
 from kwire.security.operations import AclOperation as Op
 from kwire.transactions.verify import add_partitions_waiting
@@ -43,8 +45,6 @@ from kwire.transactions.verify import add_partitions_waiting
 E = ErrorCode
 log = logging.getLogger("kwire.transactions")
 
-#: how long FindCoordinator waits for __transaction_state to be created before answering
-CREATE_WAIT_S = 10.0
 
 
 async def _wait(p):
@@ -116,7 +116,6 @@ def transaction_coordinator_node(ctx: RequestContext, transactional_id: str):
 # ============================================================================ InitProducerId
 async def init_transactional_producer_id(ctx: RequestContext, req):
     """InitProducerId with a transactional id (init_producer_id.py hands it over)."""
-    from kwire.handlers.init_producer_id import ensure_producer_ids  # noqa: PLC0415
 
     v = ctx.version
 
@@ -249,7 +248,6 @@ async def add_offsets_to_txn(ctx: RequestContext, req):
     coord, error = _coordinator_for(ctx, req.transactional_id)
     if coord is None:
         return answer(error)
-    from kwire.handlers.groups import ensure_offsets_topic  # noqa: PLC0415 - groups imports this module
 
     await ensure_offsets_topic(ctx)   # the markers of this transaction go to the group's partition
     groups = ctx.broker.groups

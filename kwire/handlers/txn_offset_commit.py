@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
-from kwire.handlers.groups import _coordinator_for, _group_denied, _topic_denied, _wait
+from kwire.handlers.group_lookup import coordinator_for, group_denied, topic_denied, wait_pending
 from kwire.security.operations import AclOperation as Op
 
 E = ErrorCode
@@ -53,7 +53,7 @@ E = ErrorCode
 async def txn_offset_commit(ctx: RequestContext, req):
     v = ctx.version
     image = ctx.broker.image
-    coord, unavailable = _coordinator_for(ctx, req.group_id)
+    coord, unavailable = coordinator_for(ctx, req.group_id)
     top_error = None
     if coord is None:
         top_error = unavailable
@@ -63,13 +63,13 @@ async def txn_offset_commit(ctx: RequestContext, req):
         top_error = E.INVALID_GROUP_ID
     elif req.producer_id < 0 or req.producer_epoch < 0:
         top_error = E.INVALID_PRODUCER_ID_MAPPING
-    if _group_denied(ctx, req.group_id):
+    if group_denied(ctx, req.group_id):
         top_error = E.GROUP_AUTHORIZATION_FAILED
     errors: dict[tuple[str, int], int] = {}
     valid = []
     for t in req.topics:
         topic = image.topics.get(t.name)
-        no_read = top_error is None and _topic_denied(ctx, t.name, Op.READ)
+        no_read = top_error is None and topic_denied(ctx, t.name, Op.READ)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             if top_error == E.GROUP_AUTHORIZATION_FAILED:
@@ -95,7 +95,7 @@ async def txn_offset_commit(ctx: RequestContext, req):
             req.group_id, req.producer_id, req.producer_epoch, valid,
             generation_id=req.generation_id, member_id=req.member_id,
             group_instance_id=req.group_instance_id, verify=verify, verification_guard=guard)
-        r = await _wait(pend)
+        r = await wait_pending(pend)
         errors.update(r.errors)
     T = ctx.struct("TxnOffsetCommitResponseTopic")
     Pn = ctx.struct("TxnOffsetCommitResponsePartition")

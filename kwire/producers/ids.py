@@ -19,10 +19,14 @@ A request without id and epoch gets a fresh id with epoch 0.
 """
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 from kwire.errors import ErrorCode
+from kwire.metadata import records as R
 from kwire.value import Value
+
+log = logging.getLogger("kwire.init_producer_id")
 
 BLOCK_SIZE = 1000
 MAX_EPOCH = 32767  # Short.MAX_VALUE
@@ -108,3 +112,17 @@ class ProducerIdManager:
         limit = self.expiration_ms
         for pid in [p for p, s in self.epochs.items() if now_ms - s[2] >= limit]:
             del self.epochs[pid]
+
+
+async def ensure_producer_ids(broker, m: ProducerIdManager) -> None:
+    """Commit a new block of producer ids to the metadata log when the current one is used up."""
+    async with broker.producer_ids_lock:   # one block allocation at a time
+        if m.available > 0:
+            return
+        start = broker.image.next_producer_id
+        b = broker.image.brokers.get(broker.node_id)
+        recs = [(R.PRODUCER_IDS, R.PRODUCER_IDS.cls(
+            broker_id=broker.node_id, broker_epoch=b.epoch if b else -1, next_producer_id=start + m.block_size))]
+        await broker.submit_metadata(recs)  # the quorum's log (forwarded to the active controller)
+        m.add_block(start, m.block_size)
+        log.info("allocated producer ids %d-%d", start, start + m.block_size - 1)

@@ -30,7 +30,7 @@ import base64
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kwire.testing.broker import free_port
+from kwire.testing.ports import free_port
 
 __all__ = ["ApacheKafka", "KafkaUnavailable", "KAFKA_VERSION", "kafka_libs", "kafka_classpath", "kafka_client_jars",
            "CLIENT_JARS", "CLIENT_LOGGING_JARS", "java_bin"]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from kwire.testing.ports import free_port
+
 __all__ = ["configure", "client_config", "jaas_users"]
 
 PROTOCOLS = ("SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -27,8 +29,6 @@ def _quote(s: str) -> str:
 
 def configure(b, client_auth: str = "none") -> None:
     """Overrides, certificates and the harness listener of a secured ``Broker``."""
-    from kwire.testing.broker import free_port
-
     sec = b.security
     if sec not in PROTOCOLS:
         raise ValueError(f"security is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, not {sec!r}")
