@@ -30,6 +30,8 @@ from kwire.metadata.image import MetadataImage, TopicImage
 from kwire.metadata.topic_changes import validate_topic_name  # noqa: F401 - handlers import it from here
 
 log = logging.getLogger("kwire.broker")
+EPOCH_CHECKPOINT_CHUNK = 256   # leader-epoch checkpoints written per worker-thread call (_write_epoch_checkpoints)
+
 
 @dataclass
 class TopicError:
@@ -91,6 +93,8 @@ class Broker:
             raise
         self._nursery = None
         self._trio_token = None
+        self._epochs_due: list = []           # logs whose new leader epoch is not in the file yet
+        self._epochs_writing = False
         self._dir_failed = trio.Event()       # set (on the loop) when a log dir fails
         self.stop_requested = trio.Event()    # every log dir failed: the app shuts down
         self.logs.failure_channel.add_listener(self._on_log_dir_failure)
@@ -362,11 +366,33 @@ class Broker:
                 self.replica_manager.partition_deleted(topic, partition)
                 self._delete_logs([tp])
             return
+        if tr.leader and tr.new_epoch and tr.partition.log.leader_epoch_cache.dirty:
+            self._epoch_checkpoint_due(tr.partition.log)
         if tr.leader or self.replica_manager.log_offline(topic, partition):
             # a replica in a failed log dir fetches nothing (Kafka's HostedPartition.Offline)
             self.replica_fetchers.remove(tp)
         else:
             self.replica_fetchers.update(tr.partition)
+
+    def _epoch_checkpoint_due(self, plog) -> None:
+        """A new leader epoch's entry goes to the checkpoint file soon, in a worker thread
+        (Kafka's makeLeader writes it at once), rather than at the next flush or the close:
+        a shutdown right after thousands of partitions were created would otherwise create
+        thousands of files (issue 32). One writer task at a time takes what is due."""
+        self._epochs_due.append(plog)
+        if not self._epochs_writing and self._nursery is not None:
+            self._epochs_writing = True
+            self._nursery.start_soon(self._write_epoch_checkpoints)
+
+    async def _write_epoch_checkpoints(self) -> None:
+        try:
+            while self._epochs_due:
+                # in chunks: a shutdown waits for the chunk in hand (a thread is not cancelled)
+                chunk = self._epochs_due[:EPOCH_CHECKPOINT_CHUNK]
+                del self._epochs_due[:EPOCH_CHECKPOINT_CHUNK]
+                await trio.to_thread.run_sync(self.logs.write_epoch_checkpoints, chunk)
+        finally:
+            self._epochs_writing = False
 
     def _reconcile_logs(self) -> None:
         """After replay: open the logs of partitions this node hosts, take up its roles in

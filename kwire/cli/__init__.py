@@ -49,7 +49,7 @@ def build_parser(*, admin: bool = True) -> Parser:
     return p
 
 
-def _dispatch(argv: list[str]) -> int:
+def _dispatch(argv: list[str], whole_process: bool = False) -> int:
     parser = build_parser(admin=not argv or argv[0] != "serve")
     if not argv:
         parser.print_help(sys.stderr)
@@ -62,16 +62,20 @@ def _dispatch(argv: list[str]) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     if args.cmd == "serve":
-        from kwire.cli.serve import run_serve  # noqa: PLC0415
+        from kwire.cli.serve import exit_without_teardown, run_serve  # noqa: PLC0415
 
-        return run_serve(args)
+        rc = run_serve(args)
+        if whole_process and rc == 0:
+            exit_without_teardown(rc)
+        return rc
     return args.run(args)
 
 
 def main(argv: list[str] | None = None) -> int:
+    whole_process = argv is None   # the program itself (console script, python -m kwire)
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        return _dispatch(argv)
+        return _dispatch(argv, whole_process)
     except UsageError as exc:
         return fail(exc, EXIT_USAGE)
     except RuntimeFailure as exc:

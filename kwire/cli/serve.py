@@ -16,6 +16,7 @@ import errno
 import gc
 import logging
 import os
+import sys
 from dataclasses import dataclass, field
 
 from kwire.cmdline import RuntimeFailure, UsageError, suggest
@@ -390,6 +391,33 @@ class _GcOffUntilReady:
     def restore(self) -> None:
         if self.was_on:
             gc.enable()
+
+
+def exit_without_teardown(rc: int) -> None:
+    """End the process now, after the broker stopped cleanly: atexit handlers and logging
+    flush as usual, then ``os._exit`` skips the interpreter's teardown of every object,
+    0.3-1.2 s after a shutdown with 5,000 partitions on a loaded 2-core machine (issue 32;
+    a JVM's exit frees no heap either). Everything durable is on disk already: the logs,
+    checkpoints and marker (LogManager.close), and the metadata log, fsynced as it is
+    written and closed when its driver stops (kwire.raft.driver). Returns (a normal exit follows)
+    while another non-daemon thread runs, which Python would wait for."""
+    import atexit  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    main = threading.main_thread()
+    if any(t is not main and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        return
+    run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
+    if run_exitfuncs is None:   # not CPython: exit the usual way
+        return
+    run_exitfuncs()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(rc)
 
 
 def run_serve(args) -> int:

@@ -12,12 +12,19 @@ find where its log diverged from the leader's.
 
 No I/O but ``write``, ``read_checkpoint`` and ``batch_epochs`` (the rebuild's header scan);
 the log decides on which thread they run. Changes mark the cache ``dirty``; the partition
-log writes the file (fsynced) before it advances its recovery point (a flush, in a worker
-thread), at a truncation and at close, so the file always covers the records below the
-recovery point; the records above it are scanned again by recovery after a crash, which
+log makes the file durable (``make_durable``) before it advances its recovery point (a
+flush, in a worker thread), at a truncation and at close, so the file always covers the
+records below the recovery point; the records above it are scanned again by recovery after a crash, which
 re-assigns their epochs (as Kafka's LogSegment.recover does). A stale file holds extra
 entries only, which loading cuts (``truncate_from_end(log end offset)``,
 ``truncate_from_start(log start offset)``).
+
+A leader change writes the file soon after, in a worker thread and without fsync
+(kwire.log.manager.write_epoch_checkpoints; Kafka's makeLeader writes and fsyncs it at once
+in LeaderEpochFileCache.assign): the file is then ``unsynced`` and the next flush or the
+close only fsyncs it, still before the recovery point passes the entry. That keeps the
+creation of thousands of files out of a clean shutdown (issue 32: creating this file was
+most of what closing 5,000 new partitions cost).
 
 Thread safety: the owner thread changes the entries; ``write`` may run in a worker thread.
 Every change installs new lists as one ``_state`` pair, so a writer's snapshot is consistent.
@@ -30,8 +37,8 @@ import os
 import struct
 import threading
 
-from kwire.atomic import write_atomic
-from kwire.fds import read_file
+from kwire.atomic import fsync_dir, write_atomic
+from kwire.fds import open_fd, read_file
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +101,8 @@ class LeaderEpochCache:
     file (None: memory only). ``latest_epoch`` is a plain attribute (-1 when empty) so the
     append path compares one int."""
 
-    __slots__ = ("path", "_epochs", "_offsets", "_state", "latest_epoch", "dirty", "_write_lock",
-                 "topic_partition")
+    __slots__ = ("path", "_epochs", "_offsets", "_state", "latest_epoch", "dirty", "unsynced",
+                 "_write_lock", "topic_partition")
 
     def __init__(self, path: str | None, entries=(), topic_partition: str = ""):
         self.path = path
@@ -105,6 +112,7 @@ class LeaderEpochCache:
         self._state = (self._epochs, self._offsets)
         self.latest_epoch = UNDEFINED_EPOCH
         self.dirty = False
+        self.unsynced = False   # written (renamed into place) without an fsync
         self._write_lock = threading.Lock()
         for epoch, offset in entries:
             self.assign(epoch, offset, write=False)
@@ -226,7 +234,8 @@ class LeaderEpochCache:
     # --- the file ----------------------------------------------------------------------------
     def write(self, sync: bool = True, *, sync_dir: bool = True) -> None:
         """Write the checkpoint file (blocking). Any thread: the entries are read under the
-        same lock as the write, so the last write holds the newest entries."""
+        same lock as the write, so the last write holds the newest entries. Without ``sync``
+        the file is left ``unsynced`` (``make_durable`` syncs it)."""
         if self.path is None:
             self.dirty = False
             return
@@ -239,15 +248,37 @@ class LeaderEpochCache:
             except BaseException:
                 self.dirty = True
                 raise
+            self.unsynced = not sync
 
-    def write_if_dirty(self, *, sync_dir: bool = True) -> bool:
+    def write_if_dirty(self, *, sync: bool = True, sync_dir: bool = True) -> bool:
         """Write the file when a truncation changed the cache since the last write, unless
         the partition directory is gone (a deleted log). Returns True if it wrote."""
         if not self.dirty:
             return False
         if self.path is not None and not os.path.isdir(os.path.dirname(self.path)):
             return False
-        self.write(sync_dir=sync_dir)
+        self.write(sync, sync_dir=sync_dir)
+        return True
+
+    def make_durable(self, *, sync_dir: bool = True) -> bool:
+        """The file as durable as the cache: written and fsynced when dirty, else fsynced when
+        a write without ``sync`` left it so. Returns True when it wrote or synced (with
+        ``sync_dir=False`` the directory fsync for the rename is then the caller's)."""
+        if self.write_if_dirty(sync_dir=sync_dir):
+            return True
+        if not self.unsynced or self.path is None or not os.path.isdir(os.path.dirname(self.path)):
+            return False
+        with self._write_lock:
+            if not self.unsynced:
+                return False
+            fd = open_fd(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if sync_dir:
+                fsync_dir(os.path.dirname(self.path))
+            self.unsynced = False
         return True
 
     def __repr__(self) -> str:

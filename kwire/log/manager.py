@@ -545,14 +545,20 @@ class LogManager:
                 jobs.append((seg, seg.sync_plan()))
         snapshots = producer_state.unsynced_snapshots(log)
         epochs = log.leader_epoch_cache
+        new_segment = any(seg.base_offset >= rp for seg, _ in jobs)
 
         def run() -> None:
             with log._flush_lock:   # not during a cleaner's swap, which marks what it replaces
                 for seg, job in jobs:
                     if not seg.removed:   # replaced meanwhile: its index must not be written
                         job()
-            producer_state.sync_files(snapshots, log.dir)
-            epochs.write_if_dirty()   # the epochs of the records below the new recovery point
+            # the epochs of the records below the new recovery point; a segment flushed for
+            # the first time may be a new file: its directory too (Kafka's LocalLog.flush)
+            dir_due = epochs.make_durable(sync_dir=False) or new_segment
+            if snapshots:
+                producer_state.sync_files(snapshots, log.dir)
+            elif dir_due and os.path.isdir(log.dir):
+                fsync_dir(log.dir)
 
         def commit() -> None:
             if target > rp and log._truncations == generation and log.recovery_point == rp:
@@ -605,6 +611,23 @@ class LogManager:
 
     def checkpoint_log_start_offsets(self) -> None:
         self.plan_checkpoint(recovery_points=False).run_here()
+
+    @staticmethod
+    def write_epoch_checkpoints(logs) -> int:
+        """Write the changed leader-epoch checkpoints of ``logs`` without fsync (disk work
+        only, any thread; the broker calls it after leader changes, kwire.broker): the next
+        flush or the close only fsyncs them (LeaderEpochCache.make_durable), so a clean
+        shutdown creates no file for them. A failure leaves the cache dirty for that flush,
+        which reports it. Returns the number written."""
+        written = 0
+        for log in logs:
+            if log.closed or log.offline:
+                continue
+            try:
+                written += log.leader_epoch_cache.write_if_dirty(sync=False)
+            except OSError as exc:   # a deleted log, or a failing disk: the flush says which
+                _log.debug("leader epoch checkpoint of %s not written now: %s", log.topic_partition, exc)
+        return written
 
     def close(self) -> None:
         """Clean shutdown: flush and close every log, write the checkpoints, then the marker."""

@@ -670,14 +670,18 @@ class PartitionLog:
 
     # --- durability ---------------------------------------------------------------------
     @_storage_op("flush")
-    def flush(self, up_to: int | None = None, *, now_ms: int | None = None) -> None:
+    def flush(self, up_to: int | None = None, *, now_ms: int | None = None, sync_dir: bool = True) -> bool:
         """fsync segments (and indexes) holding offsets below ``up_to`` (default: all) and
         advance the recovery point. Safe to call from a worker thread while the owner
-        thread appends; a concurrent truncation keeps the recovery point where it was."""
+        thread appends; a concurrent truncation keeps the recovery point where it was.
+        A segment flushed for the first time (its file may be new) and a rewritten epoch
+        checkpoint need the directory fsynced too (Kafka's LocalLog.flush); with
+        ``sync_dir=False`` that is the caller's, and the return value says it is due."""
         with self._flush_lock:
             target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
             generation = self._truncations
             rp = self.recovery_point
+            dir_due = False
             if target > rp:
                 segs = list(self.segments)
                 bases = [s.base_offset for s in segs]
@@ -687,14 +691,19 @@ class PartitionLog:
                         break
                     if not seg.removed:   # replaced by a cleaned segment meanwhile: nothing to sync
                         seg.flush()
+                        dir_due = dir_due or seg.base_offset >= rp
             # the epochs of every record below the new recovery point are in the file
-            self.leader_epoch_cache.write_if_dirty()
+            dir_due = self.leader_epoch_cache.make_durable(sync_dir=False) or dir_due
+            if dir_due and sync_dir and os.path.isdir(self.dir):
+                fsync_dir(self.dir)
+                dir_due = False
             if target > rp:
                 if generation == self._truncations and self.recovery_point == rp:
                     self.recovery_point = target
             self.unflushed_messages = 0
             self.flush_wanted = False
             self.last_flush_ms = _now_ms() if now_ms is None else now_ms
+            return dir_due
 
     def close(self) -> None:
         """Flush everything and close the files (FileRegions already handed out stay valid)."""
@@ -707,13 +716,13 @@ class PartitionLog:
         if self.offline:  # write nothing more to a failed disk: the next open recovers
             self.closed = True
             return
-        # one directory fsync for the epoch checkpoint and the producer snapshot, after both
-        # (a shutdown of thousands of partitions is fsyncs: kwire.log.manager._close_logs)
-        self.leader_epoch_cache.write_if_dirty(sync_dir=False)
-        self.flush()
-        producer_log.on_close(self, sync_dir=False)
-        self.leader_epoch_cache.write_if_dirty(sync_dir=False)
-        if os.path.isdir(self.dir):
+        # at most one directory fsync, after everything that may need it (a new segment, the
+        # epoch checkpoint, the producer snapshot), and none when nothing changed since the
+        # last flush: a shutdown of thousands of partitions is fsyncs (kwire.log.manager._close_logs)
+        dir_due = self.flush(sync_dir=False)
+        dir_due = producer_log.on_close(self, sync_dir=False) or dir_due
+        dir_due = self.leader_epoch_cache.make_durable(sync_dir=False) or dir_due
+        if dir_due and os.path.isdir(self.dir):
             fsync_dir(self.dir)
         for seg in self.segments:
             seg.close()

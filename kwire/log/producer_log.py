@@ -297,8 +297,12 @@ def on_truncate(plog, *, full: bool = False) -> None:
         producer_state_of(plog, expiration_ms=had.expiration_ms if had is not None else DEFAULT_EXPIRATION_MS)
 
 
-def on_close(plog, *, sync_dir: bool = True) -> None:
-    """A clean close: snapshot the state at the log end offset, so the next open reads no log."""
+def on_close(plog, *, sync_dir: bool = True) -> bool:
+    """A clean close: snapshot the state at the log end offset, so the next open reads no log.
+    A log that never had a producer has no state to snapshot (nothing to rebuild either).
+    Returns True when the directory fsync is the caller's (``sync_dir=False``)."""
     ps = getattr(plog, "producer_state", None)
     if ps is not None and os.path.isdir(plog.dir):
         ps.take_snapshot(plog.log_end_offset, sync=True, sync_dir=sync_dir)
+        return not sync_dir
+    return False

@@ -85,3 +85,32 @@ def test_recovery_after_sigkill_is_logged(tmp_path):
     # orders-0/1 (no group was used: __consumer_offsets is created on a group's first FindCoordinator)
     assert "recovered 2 partition logs" in text, text
     assert text.index("recovered") < text.index("ready: serving clients")
+
+
+def test_clean_stop_exits_at_once_with_its_log_written(tmp_path):
+    # after a clean shutdown `kwire serve` skips the interpreter's teardown (os._exit, issue
+    # 32): the exit code, the last log lines and the clean-shutdown marker must all be there
+    from kwire.testing.client import WireClient
+
+    port = free_port()
+    args = ("--listen", f"127.0.0.1:{port}", "--data-dir", str(tmp_path / "d"))
+    proc, log = _serve(tmp_path, "first", *args)
+    try:
+        wait_for_port("127.0.0.1", port, timeout=30, proc=proc)
+        with WireClient(f"127.0.0.1:{port}") as c:
+            c.create_topic("orders", 2)
+            c.produce("orders", [b"a", b"b"], 1)
+    finally:
+        proc.terminate()
+        assert proc.wait(20) == 0
+    assert log.read_text().rstrip().endswith("log checkpoints written"), log.read_text()
+    assert (tmp_path / "d" / ".kafka_cleanshutdown").exists()
+    proc, log = _serve(tmp_path, "second", *args)
+    try:
+        wait_for_port("127.0.0.1", port, timeout=30, proc=proc)
+        with WireClient(f"127.0.0.1:{port}") as c:
+            assert [r.value for r in c.consume("orders", 2, 1)] == [b"a", b"b"]
+    finally:
+        proc.terminate()
+        assert proc.wait(20) == 0
+    assert "unclean" not in log.read_text()

@@ -2,6 +2,7 @@
 (an independent encoder) against a running broker; leader epochs bumped through the metadata
 quorum (a PartitionChangeRecord, as a leader election writes); stock consumers
 (confluent-kafka, kafka-python) validate their positions with it and keep consuming."""
+import os
 import time
 import uuid
 
@@ -214,3 +215,22 @@ def test_kafka_python_consumer_validates_and_keeps_consuming(broker, topic):
     finally:
         c.close()
     assert got == [f"{p}{i}".encode() for p in "ab" for i in range(3)]
+
+
+def test_a_new_leaders_epoch_file_is_written_before_any_flush(broker, topic):
+    # issue 32: the new epoch's entry goes to leader-epoch-checkpoint soon after the leader
+    # change, in a worker thread without fsync (Kafka's makeLeader writes it at once), so a
+    # clean shutdown right after thousands of partitions were created creates no file for them;
+    # the close (or the next flush) only fsyncs it
+    from kwire.log.leader_epoch import read_checkpoint
+
+    plog = broker.broker.logs.get(topic, 1)
+    path = os.path.join(plog.dir, "leader-epoch-checkpoint")
+    wait_until(lambda: os.path.exists(path) and read_checkpoint(path) == [(0, 0)], timeout=10)
+    change_partition(broker, topic, 1, broker.broker.node_id)   # a new epoch, no record in it yet
+    # epoch 0 held no record: the new entry replaces it (Kafka's assign)
+    wait_until(lambda: read_checkpoint(path) == [(1, 0)], timeout=10)
+    assert plog.leader_epoch_cache.unsynced and not plog.leader_epoch_cache.dirty
+    assert plog.recovery_point == 0   # not a flush: no record yet, nothing else synced
+    plog.flush()
+    assert not plog.leader_epoch_cache.unsynced

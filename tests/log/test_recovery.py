@@ -243,6 +243,76 @@ def test_parallel_clean_shutdown_of_many_partitions_needs_no_recovery(tmp_path, 
     m.close()
 
 
+def _record_syncs(monkeypatch) -> list[str]:
+    """The paths of every descriptor fsynced or fdatasynced from now on (any thread)."""
+    synced: list[str] = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+
+        def rec(fd, real=real):
+            synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+            return real(fd)
+        monkeypatch.setattr(os, name, rec)
+    return synced
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="names descriptors through /proc")
+def test_close_syncs_what_changed_and_nothing_else(tmp_path, monkeypatch):
+    # issue 32: leader-epoch checkpoints written without fsync after a leader change (the
+    # broker's worker thread) are fsynced by the close with the log and its directory, once;
+    # a close with nothing changed since the last one fsyncs no partition file at all
+    from kwire.log.leader_epoch import read_checkpoint
+
+    d = str(tmp_path / "data")
+    m, acked = _fill_many(d, 12)
+    assert LogManager.write_epoch_checkpoints(list(m.logs.values())) == 12
+    for log in m.logs.values():
+        assert log.leader_epoch_cache.unsynced and not log.leader_epoch_cache.dirty
+        assert read_checkpoint(os.path.join(log.dir, "leader-epoch-checkpoint")) == [(0, 0)]
+    assert LogManager.write_epoch_checkpoints(list(m.logs.values())) == 0   # nothing dirty now
+    synced = _record_syncs(monkeypatch)
+    m.close()
+    for log in m.logs.values():
+        assert not log.leader_epoch_cache.unsynced
+        mine = [p for p in synced if p == log.dir or p.startswith(log.dir + os.sep)]
+        assert os.path.join(log.dir, "leader-epoch-checkpoint") in mine
+        assert os.path.join(log.dir, "00000000000000000000.log") in mine
+        assert mine.count(log.dir) == 1, mine     # one directory fsync serves every file
+    monkeypatch.undo()
+    m = LogManager(d, CFG, now_ms=NOW)
+    assert m.was_clean_shutdown
+    for (p, off), data in acked.items():
+        assert bytes(m.get("many", p).read(off, 1)) == data
+    assert all(log.leader_epoch_cache.entries() == [(0, 0)] for log in m.logs.values())
+    synced = _record_syncs(monkeypatch)
+    m.close()
+    assert not [p for p in synced if os.path.dirname(p) != d and p != d], synced   # checkpoints and marker only
+    monkeypatch.undo()
+    assert LogManager(d, CFG, now_ms=NOW).was_clean_shutdown
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="names descriptors through /proc")
+def test_flush_syncs_the_directory_of_a_new_segment_once(tmp_path, monkeypatch):
+    # Kafka's LocalLog.flush: a segment flushed for the first time may be a new file, so its
+    # directory entry is made durable too; later flushes of the same segment need no more
+    log = PartitionLog.open(str(tmp_path / "t-0"), CFG, now_ms=NOW)
+    log.append(make_batch(1, 100, seed=1), now_ms=NOW)
+    synced = _record_syncs(monkeypatch)
+    log.flush()
+    assert synced.count(log.dir) == 1
+    del synced[:]
+    log.append(make_batch(1, 100, seed=2), now_ms=NOW)
+    log.flush()
+    assert log.dir not in synced and synced, synced
+    del synced[:]
+    while len(log.segments) == 1:   # a roll: the new segment's directory entry again
+        log.append(make_batch(1, 200, seed=3), now_ms=NOW)
+    log.flush()
+    assert synced.count(log.dir) == 1
+    monkeypatch.undo()
+    log.close()
+
+
 def test_a_failed_close_writes_no_marker(tmp_path):
     d = str(tmp_path / "data")
     m, acked = _fill_many(d, 40)
