@@ -191,8 +191,8 @@ def test_a_marker_during_the_verification_voids_it(broker, monkeypatch):
         out = await real(b, tid, pid, epoch, tps)
         seen.append(dict(out))
         for topic, partition in tps:   # what the coordinator's WriteTxnMarkers would append
-            b.replica_manager.append_records(topic, partition, build_control_batch(
-                False, pid, epoch, b.clock.now_ms()), b.clock.now_ms())
+            b.replica_manager.append(topic, partition, build_control_batch(
+                False, pid, epoch, b.clock.now_ms()), b.clock.now_ms()).result()
         return out
 
     tid = _tid()
