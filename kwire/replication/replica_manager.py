@@ -526,8 +526,11 @@ class ReplicaManager:
             out.sync = LogSync(plog, None, now_ms)
         if acks == -1 and res.last_offset >= 0 and plog.high_watermark <= res.last_offset:
             out.replicated = self.high_watermark_waiters.add(tp, res.last_offset + 1)
-        if out.sync is None and out.replicated is None:
-            out.complete()   # Kafka's tryCompleteElseWatch: nothing to wait for
+        if out.sync is None and out.replicated is None:   # Kafka's tryCompleteElseWatch: nothing to wait for
+            if acks == -1:
+                out.complete()
+            else:
+                out.completed = True
         return out
 
     async def await_appends(self, outcomes, timeout_ms: int) -> None:
