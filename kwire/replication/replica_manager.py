@@ -142,8 +142,7 @@ class AppendOutcome:
     the append does not count). ``completed`` once nothing is left to wait for: at once for
     a refusal, or an acks 0/1 append with no disk work due, or an acks=-1 one already
     replicated; else ``ReplicaManager.await_appends`` (or ``wait``) completes it. A sans-I/O
-    driver (the replication simulation) may instead ``run_sync_now`` and ``complete`` once
-    ``replicated`` is set."""
+    driver (the replication simulation) calls ``complete`` once ``replicated`` is set."""
 
     __slots__ = ("_rm", "topic", "partition", "acks", "error", "base_offset", "last_offset",
                  "log_append_time_ms", "log_start_offset", "leader_epoch", "sync", "replicated", "completed")
@@ -180,12 +179,6 @@ class AppendOutcome:
             self.sync = None
             if exc is not None and self.error is None:
                 self.error = exc
-
-    def run_sync_now(self) -> None:
-        """Run the disk work on the calling thread (blocking: for sans-I/O drivers only)."""
-        if self.sync is not None:
-            self.sync.run()
-            self.sync_done()
 
     def complete(self) -> ErrorCode:
         """The answer, decided once (Kafka's DelayedProduce.tryComplete / onExpiration): the
