@@ -20,10 +20,11 @@ the metadata image) from the Trio thread after a metadata record changed who lea
 (reads in a worker thread; its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile);
 resigning unloads its groups (NOT_COORDINATOR to whatever waits).
 
-The writer appends through the replica manager (``append_records``, one batch per call: a
-transactional batch of the producer for a TxnOffsetCommit) and reports ``done`` with the
-batch's base offset once the partition's high watermark has passed the batch (acks=all, as
-Kafka's coordinator writes), with the replica manager's verdict (``acks_all_error``).
+The writer appends through the replica manager's one append path (``append``, one batch
+per call: a transactional batch of the producer for a TxnOffsetCommit) and reports ``done``
+with the batch's base offset once the outcome completed: log.flush.per.append's fdatasync
+done and the partition's high watermark past the batch (acks=all, as Kafka's coordinator
+writes), with the replica manager's verdict.
 Loading replays data batches and the transaction markers of control batches
 (kwire.groups.loader).
 """
@@ -379,47 +380,31 @@ class GroupEdge:
             "is_transactional": True}
         try:
             batch = build_batch([(k, v, None, now) for k, v in records], **txn)
-            verified = {} if transaction is None or len(transaction) < 3 else {
-                "verify_transaction": True, "verification_guard": transaction[2]}
-            res = rm.append_records(OFFSETS_TOPIC, partition, bytearray(batch), now, required_acks=-1, **verified)
         except KafkaError as exc:
             log.warning("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
             done(getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR))
             return
-        except OSError as exc:
-            log.error("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
-            done(ErrorCode.KAFKA_STORAGE_ERROR)
-            return
-        offset = res.last_offset + 1   # the high watermark that covers the batch
-        epoch = rm.leader_epoch(OFFSETS_TOPIC, partition)
-        ev = rm.wait_for_high_watermark(OFFSETS_TOPIC, partition, offset)
-        if ev is None:
-            done(self._acks_all_error(partition, offset, epoch), res.base_offset)
+        verified = {} if transaction is None or len(transaction) < 3 else {
+            "verify_transaction": True, "verification_guard": transaction[2]}
+        res = rm.append(OFFSETS_TOPIC, partition, bytearray(batch), now, acks=-1, **verified)
+        if res.error is not None and res.base_offset < 0:   # refused: nothing written
+            log.warning("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, res.error)
+            done(res.code)
+        elif res.completed:
+            done(res.code, res.base_offset)
         else:
-            b._nursery.start_soon(self._await_replication, ev, partition, offset, epoch, done,
-                                  res.base_offset)
+            b._nursery.start_soon(self._await_replication, res, done)
 
-    async def _await_replication(self, ev: trio.Event, partition: int, offset: int, epoch: int,
-                                 done, base_offset: int = -1) -> None:
-        timeout_ms = int(self.broker.config.get("offsets.commit.timeout.ms"))
-        with trio.move_on_after(timeout_ms / 1000) as scope:
-            await ev.wait()
-        error = ErrorCode.REQUEST_TIMED_OUT if scope.cancelled_caught else \
-            self._acks_all_error(partition, offset, epoch)
+    async def _await_replication(self, res, done) -> None:
+        """The append's disk work and replication (offsets.commit.timeout.ms), then ``done``."""
+        error = await res.wait(int(self.broker.config.get("offsets.commit.timeout.ms")))
         if error:
             log.warning("write to %s-%d below offset %d not replicated: %s", OFFSETS_TOPIC,
-                        partition, offset, ErrorCode(error).name)
+                        res.partition, res.last_offset + 1, error.name)
         try:
-            done(error, base_offset)
+            done(error, res.base_offset)
         except Exception:  # noqa: BLE001 - a failed callback must not stop the broker
             log.exception("group coordinator write callback failed")
-
-    def _acks_all_error(self, partition: int, offset: int, epoch: int) -> ErrorCode:
-        """Once the high watermark reached ``offset``: NONE, or why the write does not count
-        (the ISR shrank below min.insync.replicas, leadership moved since the append in
-        ``epoch``) where the replica manager says (``acks_all_error``, with replication)."""
-        check = getattr(self.broker.replica_manager, "acks_all_error", None)
-        return ErrorCode.NONE if check is None else ErrorCode(check(OFFSETS_TOPIC, partition, offset, epoch))
 
     # ------------------------------------------------------------------ timers
     async def run_timers(self) -> None:

@@ -14,8 +14,9 @@ answered once the partition's high watermark, which the replica manager decides 
 followers' fetches, has passed the appended records; NOT_ENOUGH_REPLICAS_AFTER_APPEND when
 the ISR shrank below min.insync.replicas meanwhile, NOT_LEADER_OR_FOLLOWER when the
 leadership moved, REQUEST_TIMED_OUT after timeout_ms). Each partition's records go through the replica manager
-(ReplicaManager.append_records: the leader checks, then the log's one append path,
-PartitionLog.append, origin CLIENT): kwire.log.validator checks and normalises the batch as
+(ReplicaManager.append, the one append path of every writer: the leader checks, then the
+log's append, PartitionLog.append, origin CLIENT; the outcome awaited with await_appends, Kafka's
+DelayedProduce): kwire.log.validator checks and normalises the batch as
 Kafka's LogValidator does (records walked, max timestamp recomputed or set to the append
 time, timestamp bounds, keys on compacted topics, offsets and counts), then idempotent
 producers' epochs and sequences (kwire.log.producer_state: a retry of one of the producer's
@@ -68,8 +69,6 @@ from __future__ import annotations
 
 import logging
 
-import trio
-
 from kwire.codec.legacy_records import LegacyRecordError, is_message_set, to_record_batch
 from kwire.codec.records import BATCH_HEADER_SIZE, HEADER
 from kwire.errors import ErrorCode, KafkaError
@@ -114,8 +113,7 @@ async def produce(ctx: RequestContext, req):
             global_error = exc.code
         now = b.clock.now_ms()
     out = []
-    to_sync = []   # (partition response, LogSync): an fdatasync or flush due before answering
-    to_replicate = []  # acks=all: events set once the high watermark passes the appended records
+    appended = []   # (partition response, AppendOutcome) still waiting: disk work, or acks=all
     for td in req.topic_data:
         parts = []
         denied = auth is not None and not global_error and not allowed(ctx, Op.WRITE, TOPIC, td.name)
@@ -141,32 +139,31 @@ async def produce(ctx: RequestContext, req):
                 _refuse(ctx, pr, exc)
                 log.info("produce to %s-%d from %s refused: %s", td.name, pd.index, ctx.peer, exc)
                 continue
-            try:
-                res = rm.append_records(td.name, pd.index, pd.records, now, origin=CLIENT, required_acks=acks,
-                                        verify_transaction=verifying,
-                                        verification_guard=guards.get((td.name, pd.index)) if guards else None)
-            except KafkaError as exc:
-                _refuse(ctx, pr, exc)
-                log.info("produce to %s-%d from %s refused: %s", td.name, pd.index, ctx.peer, exc)
+            res = rm.append(td.name, pd.index, pd.records, now, acks=acks, origin=CLIENT,
+                            verify_transaction=verifying,
+                            verification_guard=guards.get((td.name, pd.index)) if guards else None)
+            if res.error is not None:
+                _refuse(ctx, pr, res.error)
+                log.info("produce to %s-%d from %s refused: %s", td.name, pd.index, ctx.peer, res.error)
                 continue
             pr.base_offset = res.base_offset
             pr.log_append_time_ms = res.log_append_time_ms
             pr.log_start_offset = res.log_start_offset
-            sync = rm.log_sync_after_append(td.name, pd.index, acks, now)
-            if sync is not None:
-                to_sync.append((pr, sync))
-            if acks == -1:
-                offset = res.last_offset + 1
-                to_replicate.append((pr, td.name, pd.index, offset, rm.leader_epoch(td.name, pd.index),
-                                     rm.wait_for_high_watermark(td.name, pd.index, offset)))
+            if not res.completed:
+                appended.append((pr, res))
         out.append(T(name=td.name, topic_id=td.topic_id, partition_responses=parts) if v >= 13
                    else T(name=td.name, partition_responses=parts))
     for td in unknown_ids:
         out.append(T(topic_id=td.topic_id, partition_responses=[
             Pr(index=pd.index, error_code=ErrorCode.UNKNOWN_TOPIC_ID, base_offset=-1, log_append_time_ms=-1,
                log_start_offset=-1) for pd in td.partition_data]))
-    if to_sync:   # with acks=0 only flushes are due (log_sync_after_append), done all the same
-        await _sync(ctx, to_sync)
+    if appended:
+        # the disk work (with acks=0 only flushes are due, done all the same) and, for acks=all,
+        # the replication: Kafka's DelayedProduce, in the replica manager
+        await rm.await_appends([o for _, o in appended], req.timeout_ms)
+        for pr, o in appended:
+            if o.error is not None:
+                _refuse(ctx, pr, o.error)
     if acks == 0:
         failed = [(t.name or str(t.topic_id), pr.index, pr.error_code) for t in out for pr in t.partition_responses
                   if pr.error_code]
@@ -177,8 +174,6 @@ async def produce(ctx: RequestContext, req):
             ctx.connection.close_after_response = (f"Produce with acks=0 failed for {name}-{index} "
                                                    f"({ErrorCode(code).name}) and {len(failed) - 1} more partitions")
         return None
-    if to_replicate:
-        await _wait_for_replication(ctx, req, to_replicate)
     return ctx.response(responses=out, throttle_time_ms=0)
 
 
@@ -299,48 +294,6 @@ def _verification_error(code: ErrorCode, version: int) -> KafkaError | None:
         return KafkaError("Unable to verify the partition has been added to the transaction. "
                           f"Underlying error: {code.name}", ErrorCode.NOT_ENOUGH_REPLICAS)
     return KafkaError(code.name, code)
-
-
-async def _wait_for_replication(ctx: RequestContext, req, waiting) -> None:
-    """acks=all: each partition answers once its high watermark passed the appended records
-    (then NONE or NOT_ENOUGH_REPLICAS_AFTER_APPEND), when the leadership moved
-    (NOT_LEADER_OR_FOLLOWER), or REQUEST_TIMED_OUT after the request's timeout_ms."""
-    rm = ctx.broker.replica_manager
-    if any(w[5] is not None for w in waiting):   # else every high watermark is past already (one replica)
-        with trio.move_on_after(max(req.timeout_ms, 0) / 1000):
-            for _, _, _, _, _, ev in waiting:
-                if ev is not None:
-                    await ev.wait()
-    for pr, topic, partition, offset, epoch, _ in waiting:
-        if pr.error_code:
-            continue
-        err = rm.acks_all_error(topic, partition, offset, epoch)
-        if err:
-            _refuse(ctx, pr, KafkaError(_ACKS_ALL_MESSAGES.get(err, err.name), err))
-
-
-_ACKS_ALL_MESSAGES = {
-    ErrorCode.REQUEST_TIMED_OUT: "Timed out waiting for the in-sync replicas to replicate the records.",
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: "The records were written, but fewer in-sync replicas than "
-                                                "min.insync.replicas have them.",
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: "This broker stopped leading the partition before the records were "
-                                      "replicated.",
-}
-
-
-async def _sync(ctx: RequestContext, syncs) -> None:
-    """Run the disk work of this request's appends (fdatasync or flush, PartitionLog.flush
-    may run beside the loop's appends) in one worker thread before the answer; a failure
-    takes the log dir offline and its partition is not acknowledged."""
-    def run_all():
-        for _, sync in syncs:
-            sync.run()
-
-    await trio.to_thread.run_sync(run_all)
-    for pr, sync in syncs:
-        exc = sync.error()
-        if exc is not None:
-            _refuse(ctx, pr, exc)
 
 
 def _refuse(ctx: RequestContext, pr, exc: KafkaError) -> None:

@@ -4,8 +4,8 @@ KafkaApis.handleWriteTxnMarkersRequest).
 A transaction coordinator ends a transaction by asking the leader of each partition in it to
 append a marker: a transactional control batch with one control record (commit or abort,
 the coordinator epoch; kwire.codec.records.build_control_batch) for the producer id and
-epoch. Each marker goes through the replica manager's one append path with origin
-COORDINATOR and acks=all, as Kafka does (the producer state ends the producer's transaction,
+epoch. Each marker goes through the replica manager's one append path (ReplicaManager.append,
+then await_appends) with origin COORDINATOR and acks=all, as Kafka does (the producer state ends the producer's transaction,
 an aborted one goes to the segment's .txnindex, the last stable offset moves once the high
 watermark passes the marker); the answer waits until the high watermark passed every marker
 (or request.timeout.ms). Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION,
@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-
-import trio
 
 from kwire.codec.records import build_control_batch
 from kwire.errors import ErrorCode, KafkaError
@@ -66,43 +64,34 @@ async def write_markers(broker, writes: list[MarkerWrite], peer: str) -> None:
     replicated partition, a group's transaction completion."""
     rm = broker.replica_manager
     now = broker.clock.now_ms()
-    syncs = []     # (write, LogSync)
-    written = []   # (write, marker offset, leader epoch, event or None)
+    written = []   # (write, AppendOutcome)
     for w in writes:
         batch = build_control_batch(w.committed, w.producer_id, w.producer_epoch, now,
                                     coordinator_epoch=w.coordinator_epoch)
         try:
             if w.transaction_version >= 2:
                 _check_tv2_marker_epoch(rm, w.topic, w.partition, w.producer_id, w.producer_epoch)
-            res = rm.append_records(w.topic, w.partition, batch, now, origin=COORDINATOR, required_acks=-1)
         except KafkaError as exc:
-            w.error = exc.code
-            log.info("%s marker for producer %d epoch %d on %s-%d from %s refused: %s",
-                     "commit" if w.committed else "abort", w.producer_id, w.producer_epoch,
-                     w.topic, w.partition, peer, exc)
+            _refused(w, exc, peer)
             continue
-        sync = rm.log_sync_after_append(w.topic, w.partition, -1, now)
-        if sync is not None:
-            syncs.append((w, sync))
-        written.append((w, res.base_offset, rm.leader_epoch(w.topic, w.partition),
-                        rm.wait_for_high_watermark(w.topic, w.partition, res.last_offset + 1)))
-    if syncs:
-        await trio.to_thread.run_sync(lambda: [s.run() for _, s in syncs])
-        for w, s in syncs:
-            exc = s.error()
-            if exc is not None:
-                w.error = exc.code
-    if any(ev is not None for *_, ev in written):
-        with trio.move_on_after(int(broker.config.get("request.timeout.ms")) / 1000):
-            for *_, ev in written:
-                if ev is not None:
-                    await ev.wait()
-    for w, offset, epoch, _ in written:
-        if w.error:
+        res = rm.append(w.topic, w.partition, batch, now, acks=-1, origin=COORDINATOR)
+        if res.error is not None and res.base_offset < 0:   # refused: nothing written
+            _refused(w, res.error, peer)
             continue
-        w.error = rm.acks_all_error(w.topic, w.partition, offset + 1, epoch)
+        written.append((w, res))
+    # the disk work and the replication of every marker, within request.timeout.ms
+    await rm.await_appends([res for _, res in written], int(broker.config.get("request.timeout.ms")))
+    for w, res in written:
+        w.error = res.code
         if w.error == ErrorCode.NONE and w.topic == OFFSETS_TOPIC:
-            await _complete_group_transaction(broker, w, offset)
+            await _complete_group_transaction(broker, w, res.base_offset)
+
+
+def _refused(w: MarkerWrite, exc: KafkaError, peer: str) -> None:
+    w.error = exc.code
+    log.info("%s marker for producer %d epoch %d on %s-%d from %s refused: %s",
+             "commit" if w.committed else "abort", w.producer_id, w.producer_epoch,
+             w.topic, w.partition, peer, exc)
 
 
 @handles("WriteTxnMarkers", "0-2")

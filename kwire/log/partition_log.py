@@ -36,6 +36,7 @@ from kwire.atomic import fsync_dir
 from kwire.errors import CorruptRecordBatch, ErrorCode, KafkaError
 from kwire.fds import out_of_descriptors
 from kwire.log import producer_log, producer_state
+from kwire.log.producer_log import NOT_VERIFIED
 from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
 from kwire.log.errors import KafkaStorageError, OffsetOutOfRange, TooManyOpenFiles
@@ -249,7 +250,8 @@ class PartitionLog:
     # --- append -------------------------------------------------------------------------
     @_locked
     def append(self, batch_bytes, *, now_ms: int, leader_epoch: int | None = None, origin: str = COORDINATOR,
-               producer_id_expiration_ms: int = producer_state.DEFAULT_EXPIRATION_MS) -> AppendResult:
+               producer_id_expiration_ms: int = producer_state.DEFAULT_EXPIRATION_MS,
+               verification_guard=NOT_VERIFIED) -> AppendResult:
         """The one append path (Kafka's UnifiedLog.append): parse each batch header once,
         validate and normalise the batches (kwire.log.validator: records walked, max timestamp
         recomputed or set, timestamps and keys checked), check idempotent producers' epochs
@@ -259,7 +261,11 @@ class PartitionLog:
         request (one batch, client-only checks), COORDINATOR (the default) for kwire's own
         writers and tests, which may append several batches at once. Raises MessageTooLarge,
         InvalidRecordError, RecordValidationError, CorruptRecordBatch (incl. CrcMismatch), the producer-state
-        errors, and KafkaStorageError (the log dir is then offline)."""
+        errors, and KafkaStorageError (the log dir is then offline). ``verification_guard``
+        (KIP-890, transaction.partition.verification.enable): unless NOT_VERIFIED, a
+        transactional data batch of a producer without a transaction open here needs this
+        guard to be its current one (``producer_log.check_verified``), checked once the
+        batches are validated (CRC first), as Kafka's UnifiedLog.append."""
         self._check_open()
         mv = memoryview(batch_bytes)
         if len(mv) == 0:
@@ -267,6 +273,8 @@ class PartitionLog:
         try:
             checked = validate_records(mv, self.config, now_ms=now_ms, origin=origin,
                                        topic_partition=self.topic_partition)
+            if verification_guard is not NOT_VERIFIED:
+                producer_log.check_verified(self, checked.batches, verification_guard, producer_id_expiration_ms)
             replicated = origin == REPLICATION
             if replicated:   # recorded unchecked, so a new leader knows the retries (Kafka)
                 ps, markers = producer_log.replicated_state(self, checked.batches, now_ms, producer_id_expiration_ms,

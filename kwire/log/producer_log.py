@@ -25,6 +25,7 @@ from kwire.codec.records import BATCH_HEADER_SIZE, COMPRESSION_MASK, HEADER, LOG
 from kwire.errors import CodecError, CorruptRecordBatch
 from kwire.log.producer_state import (
     DEFAULT_EXPIRATION_MS,
+    InvalidTxnState,
     ProducerStateManager,
     _unlink,
     last_sequence,
@@ -171,6 +172,30 @@ load_producer_state = producer_state_of
 
 
 # --- the append path ---------------------------------------------------------------------
+#: PartitionLog.append's ``verification_guard`` when the append is not verified (None is a
+#: guard value: "no verification was started", which a transactional batch fails)
+NOT_VERIFIED = object()
+
+
+def check_verified(plog, batches, guard, expiration_ms: int = DEFAULT_EXPIRATION_MS) -> None:
+    """KIP-890 (Kafka's UnifiedLog.batchMissingRequiredVerification), on validated batches
+    (kwire.log.validator ValidatedBatch: CRC checked, header parsed once): each transactional
+    data batch's producer must have a transaction of the batch's epoch open here already, or
+    ``guard`` must be its current verification guard (a marker written since voided it).
+    Raises InvalidTxnState."""
+    ps = None
+    for vb in batches:
+        h = vb.header
+        if not h[5] & TRANSACTIONAL or h[5] & CONTROL or h[9] < 0:
+            continue
+        if ps is None:
+            ps = producer_state_of(plog, expiration_ms=expiration_ms)
+        if ps.has_ongoing_transaction(h[9], h[10]):
+            continue
+        if guard is None or ps.verification_guard(h[9]) is not guard:
+            raise InvalidTxnState("Record was not part of an ongoing transaction")
+
+
 def check_append(plog, batches, now_ms: int, expiration_ms: int = DEFAULT_EXPIRATION_MS, *,
                  mv=None, origin: str = CLIENT):
     """The producer-state step of PartitionLog.append, after validation (Kafka's

@@ -7,9 +7,11 @@ ISR (read from the metadata image, which the controller's records keep), its hig
 long polls and acks=all produces, kwire.replication.waiters). Partitions whose log could not
 be opened are offline here (KAFKA_STORAGE_ERROR) until a restart opens them.
 
-Handlers ask it (``append_records``, ``read``, ``fetch_offset_for_timestamp``,
-``plan_delete_records``, ``high_watermark``, ``watch``/``wait_for_high_watermark``) and never
-reach into the log; every leader check lives in ``leader_log``, in Kafka's order
+Every writer appends through ``append`` (Produce, WriteTxnMarkers, the group, transaction
+and share coordinators; Kafka's ReplicaManager.appendRecords) and awaits its outcome with
+``await_appends`` (Kafka's DelayedProduce); handlers also ask ``read``,
+``fetch_offset_for_timestamp``, ``plan_delete_records``, ``high_watermark`` and ``watch``, and
+never reach into the log; every leader check lives in ``leader_log``, in Kafka's order
 (ReplicaManager.getPartitionOrException, then Partition.localLogWithEpochOrThrow):
 
 - not in the image, or the topic is gone: UNKNOWN_TOPIC_OR_PARTITION;
@@ -30,11 +32,11 @@ keeps per-follower state (kwire.replication.partition) from their fetches
 (``read_for_follower``), a follower appends its leader's batches (``append_as_follower``,
 kwire.replication.follower drives it from the fetcher). High watermark: the smallest log end
 offset in the ISR, decided in ``_maybe_increment_high_watermark`` and nowhere else. acks=all:
-``append_records(required_acks=-1)`` refuses NOT_ENOUGH_REPLICAS when the ISR is smaller than
-min.insync.replicas; its waiter completes once the high watermark passes the records, then
-``acks_all_error`` says NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND or NOT_LEADER_OR_FOLLOWER
-(the leadership moved meanwhile). Nothing in this module awaits: waiters are trio.Events a
-handler awaits at the edge.
+``append(acks=-1)`` refuses NOT_ENOUGH_REPLICAS when the ISR is smaller than
+min.insync.replicas; its outcome completes once the high watermark passes the records, then
+says NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND or NOT_LEADER_OR_FOLLOWER (the leadership, or
+its epoch, moved meanwhile), or REQUEST_TIMED_OUT. Only ``await_appends`` awaits (the disk
+work in a worker thread, the replication waiters); everything else here is sans-I/O.
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ import trio
 
 from kwire.errors import ErrorCode, KafkaError
 from kwire.log import producer_log
-from kwire.log.producer_state import InvalidTxnState
+from kwire.log.producer_log import NOT_VERIFIED
 from kwire.log.validator import COORDINATOR
 from kwire.metadata.config_control import elr_enabled
 from kwire.replication.partition import Partition
@@ -60,7 +62,6 @@ log = logging.getLogger("kwire.replication")
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP = -1, -2, -3, -4, -5
 EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6   # KIP-1023, ListOffsets v11
 _NO_ABORTED: list = []
-_BATCH_HEADER_SIZE = 61
 # UnifiedLog.logFutureDirName: "<topic>-<partition>." + a 32-hex-digit id + "-future"
 _FUTURE_SUFFIX_LEN = 32 + len("-future")
 
@@ -123,6 +124,80 @@ class LogSync:
         if self._exc is None:
             return None
         return self._log.storage_failure("fsync" if self._fd is not None else "flush", self._exc)
+
+
+# Kafka's messages for an acks=all append that did not make it (DelayedProduce, Partition)
+_ACKS_ALL_MESSAGES = {
+    ErrorCode.REQUEST_TIMED_OUT: "Timed out waiting for the in-sync replicas to replicate the records.",
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: "The records were written, but fewer in-sync replicas than "
+                                                "min.insync.replicas have them.",
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: "This broker stopped leading the partition before the records were "
+                                      "replicated.",
+}
+
+
+class AppendOutcome:
+    """One partition's append through ``ReplicaManager.append`` (Kafka's ProducePartitionStatus
+    in a DelayedProduce): the offsets written, or ``error`` (a KafkaError: the refusal, or why
+    the append does not count). ``completed`` once nothing is left to wait for: at once for
+    a refusal, or an acks 0/1 append with no disk work due, or an acks=-1 one already
+    replicated; else ``ReplicaManager.await_appends`` (or ``wait``) completes it. A sans-I/O
+    driver (the replication simulation) calls ``complete`` once ``replicated`` is set."""
+
+    __slots__ = ("_rm", "topic", "partition", "acks", "error", "base_offset", "last_offset",
+                 "log_append_time_ms", "log_start_offset", "leader_epoch", "sync", "replicated", "completed")
+
+    def __init__(self, rm: ReplicaManager, topic: str, partition: int, acks: int):
+        self._rm = rm
+        self.topic = topic
+        self.partition = partition
+        self.acks = acks
+        self.error: KafkaError | None = None
+        self.base_offset = -1
+        self.last_offset = -1
+        self.log_append_time_ms = -1
+        self.log_start_offset = -1
+        self.leader_epoch = -1           # of the append: acks=all checks it is still the current one
+        self.sync: LogSync | None = None  # disk work due before the answer (log.flush.per.append, a flush)
+        self.replicated: trio.Event | None = None   # acks=-1: set once the high watermark passes the records
+        self.completed = False
+
+    @property
+    def code(self) -> ErrorCode:
+        return ErrorCode.NONE if self.error is None else ErrorCode(self.error.code)
+
+    def result(self) -> AppendOutcome:
+        """The outcome, or raises its error (for callers that treat a refusal as an exception)."""
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def sync_done(self) -> None:
+        """After ``sync.run()`` (in a worker thread): a failed fdatasync or flush is the error."""
+        if self.sync is not None:
+            exc = self.sync.error()
+            self.sync = None
+            if exc is not None and self.error is None:
+                self.error = exc
+
+    def complete(self) -> ErrorCode:
+        """The answer, decided once (Kafka's DelayedProduce.tryComplete / onExpiration): the
+        error so far, or for acks=-1 the replica manager's check of the high watermark, the
+        leader epoch of the append and min.insync.replicas (REQUEST_TIMED_OUT when the high
+        watermark is still below the records)."""
+        if not self.completed:
+            self.completed = True
+            if self.error is None and self.acks == -1:
+                err = self._rm._acks_all_error(self.topic, self.partition, self.last_offset + 1, self.leader_epoch)
+                if err:
+                    self.error = KafkaError(_ACKS_ALL_MESSAGES.get(err, err.name), err)
+        return self.code
+
+    async def wait(self, timeout_ms: int) -> ErrorCode:
+        """Complete this one append (``ReplicaManager.await_appends``); its error code."""
+        if not self.completed:
+            await self._rm.await_appends((self,), timeout_ms)
+        return self.code
 
 
 def _check_leader_epoch(topic: str, partition: int, current_leader_epoch: int, leader_epoch: int) -> None:
@@ -383,94 +458,110 @@ class ReplicaManager:
                                              producer_epoch: int, now_ms: int, supports_epoch_bump: bool = False):
         """KIP-890 part 1 (Kafka's Partition.maybeStartTransactionVerification): None when
         the producer has a transaction open on this partition, else the verification guard
-        to pass to ``append_records`` once the coordinator said the partition is in the
+        to pass to ``append`` once the coordinator said the partition is in the
         transaction. Raises the leader check's KafkaError."""
         plog, _ = self._leader(topic, partition, -1, True)
         ps = producer_log.producer_state_of(plog, expiration_ms=self._producer_id_expiration_ms())
         return ps.maybe_start_verification(producer_id, producer_epoch, now_ms, supports_epoch_bump)
 
-    def append_records(self, topic: str, partition: int, records, now_ms: int, *, origin: str = COORDINATOR,
-                       required_acks: int = 1, verify_transaction: bool = False, verification_guard=None):
-        """Append to a partition this node leads, through its log's one append path
-        (validation, producer-state checks, offsets; ``origin`` CLIENT for Produce, as
-        Kafka's AppendOrigin), stamped with the leader epoch; then the high watermark. With
-        ``required_acks`` -1 an ISR smaller than min.insync.replicas refuses the append
-        (NOT_ENOUGH_REPLICAS, nothing written). ``verify_transaction``
-        (transaction.partition.verification.enable, a Produce with a transactional id): a
-        transactional data batch of a producer without a transaction open here needs the
-        producer's current ``verification_guard`` (``maybe_start_transaction_verification``,
-        then the coordinator), else INVALID_TXN_STATE. Raises KafkaError (a
-        KafkaStorageError once the log dir is offline)."""
-        plog, epoch = self._leader(topic, partition, -1, False)   # offline: the append raises it
-        if verify_transaction:
-            self._check_verified(plog, records, verification_guard)
-        if required_acks == -1:   # _leader checked that this broker has taken up the leadership
-            isr = len(self.partitions[(topic, partition)].isr)
-            min_isr = plog.config.min_insync_replicas
-            if isr < min_isr:
-                raise KafkaError(f"The size of the current ISR ({isr}) is insufficient to satisfy the min.isr "
-                                 f"requirement of {min_isr} for partition {topic}-{partition}",
-                                 ErrorCode.NOT_ENOUGH_REPLICAS)
-        res = plog.append(records, now_ms=now_ms, leader_epoch=epoch, origin=origin,
-                          producer_id_expiration_ms=self._producer_id_expiration_ms())
+    def append(self, topic: str, partition: int, records, now_ms: int, *, acks: int = 1,
+               origin: str = COORDINATOR, verify_transaction: bool = False,
+               verification_guard=None) -> AppendOutcome:
+        """The one append path for every writer (Kafka's ReplicaManager.appendRecords): Produce
+        (``origin`` CLIENT), WriteTxnMarkers and the group, transaction and share coordinators
+        (COORDINATOR). Checks this node leads the partition; with ``acks`` -1 refuses
+        NOT_ENOUGH_REPLICAS (nothing written) when the ISR is smaller than
+        min.insync.replicas; then the log's append (PartitionLog.append: header parsed once,
+        CRC and records validated before anything else, then - with ``verify_transaction``,
+        transaction.partition.verification.enable - the producer's ``verification_guard``
+        (``maybe_start_transaction_verification``, then the coordinator; a transactional batch
+        of a producer without a transaction open here needs it, else INVALID_TXN_STATE), the
+        producer state, offsets stamped with the leader epoch); then the high watermark, and
+        the disk work the append made due before its answer (log.flush.per.append's
+        fdatasync except for acks=0, which has no answer to hold back; or a flush,
+        flush.messages / flush.ms). Never raises KafkaError: the outcome carries the refusal
+        (``error``) or the offsets, and is awaited (``await_appends``) for the disk work and,
+        with acks=-1, for the replication (Kafka's DelayedProduce); an outcome with nothing
+        to wait for is complete at once."""
+        out = AppendOutcome(self, topic, partition, acks)
+        try:
+            plog, epoch = self._leader(topic, partition, -1, False)   # offline: the append raises it
+            out.leader_epoch = epoch
+            if acks == -1:   # _leader checked that this broker has taken up the leadership
+                isr = len(self.partitions[(topic, partition)].isr)
+                min_isr = plog.config.min_insync_replicas
+                if isr < min_isr:
+                    raise KafkaError(f"The size of the current ISR ({isr}) is insufficient to satisfy the min.isr "
+                                     f"requirement of {min_isr} for partition {topic}-{partition}",
+                                     ErrorCode.NOT_ENOUGH_REPLICAS)
+            res = plog.append(records, now_ms=now_ms, leader_epoch=epoch, origin=origin,
+                              producer_id_expiration_ms=self._producer_id_expiration_ms(),
+                              verification_guard=verification_guard if verify_transaction else NOT_VERIFIED)
+        except KafkaError as exc:
+            out.error = exc
+            out.completed = True
+            return out
+        except OSError as exc:   # PartitionLog.append turns its own into KafkaStorageError
+            out.error = KafkaError(f"append to {topic}-{partition} failed: {exc}", ErrorCode.KAFKA_STORAGE_ERROR)
+            out.completed = True
+            return out
+        out.base_offset = res.base_offset
+        out.last_offset = res.last_offset
+        out.log_append_time_ms = res.log_append_time_ms
+        out.log_start_offset = res.log_start_offset
         tp = (topic, partition)
         self.replica_fetch_waiters.wake(tp)
         self._maybe_increment_high_watermark(tp, plog)
-        return res
-
-    def _check_verified(self, plog, records, guard) -> None:
-        """Kafka's UnifiedLog check (batchMissingRequiredVerification), on the batch header:
-        the transaction must be open here already or verified with the guard still current
-        (a marker written meanwhile cleared it). Malformed batches are the validator's."""
-        if len(records) < _BATCH_HEADER_SIZE or records[16] != 2:
-            return
-        attrs = records[22]
-        if not attrs & 0x10 or attrs & 0x20:   # not transactional, or a control batch
-            return
-        pid = int.from_bytes(records[43:51], "big", signed=True)
-        if pid < 0:
-            return
-        ps = producer_log.producer_state_of(plog, expiration_ms=self._producer_id_expiration_ms())
-        if ps.has_ongoing_transaction(pid, int.from_bytes(records[51:53], "big", signed=True)):
-            return
-        if guard is None or ps.verification_guard(pid) is not guard:
-            raise InvalidTxnState("Record was not part of an ongoing transaction")
-
-    def log_sync_after_append(self, topic: str, partition: int, acks: int, now_ms: int) -> LogSync | None:
-        """The disk work the append just made due before answering: an fdatasync of the
-        active segment (log.flush.per.append; not for acks=0, which has no answer to hold
-        back), or a flush (flush.messages / flush.ms reached); None when there is none."""
-        plog = self.logs.get(topic, partition)
-        if plog is None:
-            return None
+        # the disk work due before the answer (LogSync runs in a worker thread: await_appends)
         if plog.config.fsync_per_append and acks != 0:
-            return LogSync(plog, plog.dup_active_segment_fd(), now_ms)
-        if plog.flush_wanted:
-            return LogSync(plog, None, now_ms)
-        return None
+            out.sync = LogSync(plog, plog.dup_active_segment_fd(), now_ms)
+        elif plog.flush_wanted:
+            out.sync = LogSync(plog, None, now_ms)
+        if acks == -1 and res.last_offset >= 0 and plog.high_watermark <= res.last_offset:
+            out.replicated = self.high_watermark_waiters.add(tp, res.last_offset + 1)
+        if out.sync is None and out.replicated is None:   # Kafka's tryCompleteElseWatch: nothing to wait for
+            if acks == -1:
+                out.complete()
+            else:
+                out.completed = True
+        return out
 
-    def wait_for_high_watermark(self, topic: str, partition: int, offset: int) -> trio.Event | None:
-        """For acks=all: None when the high watermark is at ``offset`` or past it already,
-        else an event set once it is (or once the partition is deleted, or this broker
-        stops leading it: ``acks_all_error`` then says why)."""
-        plog = self.logs.get(topic, partition)
-        if plog is None or plog.high_watermark >= offset:
-            return None
-        return self.high_watermark_waiters.add((topic, partition), offset)
+    async def await_appends(self, outcomes, timeout_ms: int) -> None:
+        """Complete appends (Kafka's DelayedProduce): their disk work in one worker thread
+        (a failure takes the log dir offline, and that partition is not acknowledged), then,
+        for acks=-1, until each high watermark passed its records, its leadership moved or
+        ``timeout_ms`` passed; then each outcome's ``error`` says how it ended."""
+        syncs = [o for o in outcomes if o.sync is not None and not o.completed]
+        if syncs:
+            def run_all():
+                for o in syncs:
+                    o.sync.run()
 
-    def acks_all_error(self, topic: str, partition: int, offset: int, leader_epoch: int = -1) -> ErrorCode:
-        """An acks=all append's answer once its waiter completed (Kafka's
+            await trio.to_thread.run_sync(run_all)
+            for o in syncs:
+                o.sync_done()
+        waiting = [o.replicated for o in outcomes if o.replicated is not None and not o.completed]
+        if waiting:
+            with trio.move_on_after(max(timeout_ms, 0) / 1000):
+                for ev in waiting:
+                    await ev.wait()
+        for o in outcomes:
+            o.complete()
+
+    def _acks_all_error(self, topic: str, partition: int, offset: int, leader_epoch: int) -> ErrorCode:
+        """An acks=all append's answer once its waiter completed or timed out (Kafka's
         Partition.checkEnoughReplicasReachOffset): NONE when the high watermark passed
         ``offset`` with at least min.insync.replicas in the ISR;
         NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it; NOT_LEADER_OR_FOLLOWER
         when this broker no longer leads the partition, or leads it in another epoch than
-        ``leader_epoch`` (the one of the append, -1: not checked) - the records may be gone;
-        UNKNOWN_TOPIC_OR_PARTITION when it was deleted."""
+        ``leader_epoch`` (the one of the append) - the records may be gone;
+        UNKNOWN_TOPIC_OR_PARTITION when it was deleted; REQUEST_TIMED_OUT when the high
+        watermark is still below ``offset``."""
         p = self._partition_image(topic, partition)
         part = self.partitions.get((topic, partition))
         if p is None or part is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if not part.is_leader or (leader_epoch != -1 and part.leader_epoch != leader_epoch):
+        if not part.is_leader or part.leader_epoch != leader_epoch:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if part.log.high_watermark < offset:
             return ErrorCode.REQUEST_TIMED_OUT

@@ -267,32 +267,27 @@ class ShareCoordinator:
                                             SR.snapshot_value(st))])
 
     async def append(self, partition: int, recs: list) -> ErrorCode:
-        """Append records to a state partition this broker leads (acks=all) and wait until
-        they are replicated (share.coordinator.write.timeout.ms)."""
+        """Append records to a state partition this broker leads through the replica manager's
+        one append path (acks=all) and wait until the outcome completed
+        (share.coordinator.write.timeout.ms): replicated with the leader epoch of the append
+        and min.insync.replicas met."""
         b = self.broker
         rm = b.replica_manager
         now = b.clock.now_ms()
         try:
             batch = build_batch([(k, v, None, now) for k, v in recs])
-            res = rm.append_records(SR.STATE_TOPIC, partition, bytearray(batch), now, required_acks=-1)
         except KafkaError as exc:
-            log.warning("share state: cannot append to %s-%d here: %s", SR.STATE_TOPIC, partition, exc)
-            return ErrorCode(exc.code) if hasattr(exc, "code") else ErrorCode.UNKNOWN_SERVER_ERROR
-        except OSError as exc:
-            log.warning("share state: cannot append to %s-%d here: %s", SR.STATE_TOPIC, partition, exc)
-            return ErrorCode.KAFKA_STORAGE_ERROR
-        ev = rm.wait_for_high_watermark(SR.STATE_TOPIC, partition, res.last_offset + 1)
-        if ev is not None:
-            timeout = int(b.config.get("share.coordinator.write.timeout.ms")) / 1000
-            with trio.move_on_after(timeout) as scope:
-                await ev.wait()
-            if scope.cancelled_caught:
-                log.warning("share state: write to %s-%d not replicated in time", SR.STATE_TOPIC, partition)
-                return ErrorCode.REQUEST_TIMED_OUT
-            check = getattr(rm, "acks_all_error", None)
-            if check is not None:
-                return check(SR.STATE_TOPIC, partition, res.last_offset + 1, getattr(res, "leader_epoch", -1))
-        return ErrorCode.NONE
+            log.warning("share state: cannot build a batch for %s-%d: %s", SR.STATE_TOPIC, partition, exc)
+            return ErrorCode(exc.code)
+        res = rm.append(SR.STATE_TOPIC, partition, bytearray(batch), now, acks=-1)
+        if res.error is not None and res.base_offset < 0:   # refused: nothing written
+            log.warning("share state: cannot append to %s-%d here: %s", SR.STATE_TOPIC, partition, res.error)
+            return res.code
+        error = await res.wait(int(b.config.get("share.coordinator.write.timeout.ms")))
+        if error:
+            log.warning("share state: write to %s-%d below offset %d not replicated: %s", SR.STATE_TOPIC,
+                        partition, res.last_offset + 1, error.name)
+        return error
 
 
 def decode_states(regions, chunk_bytes: int) -> dict[Key, SR.ShareState]:

@@ -304,44 +304,34 @@ class TransactionEdge:
 
     # ------------------------------------------------------------------ writer
     def _write(self, partition: int, records, done) -> None:
-        """Append one batch as the partition's leader; ``done`` once the high watermark passes
-        it (acks=all), from a task on the broker's nursery when it has to wait."""
+        """Append one batch as the partition's leader through the replica manager's one append
+        path (acks=all); ``done`` once the outcome completed (log.flush.per.append's fdatasync
+        done, the high watermark past the batch), from a task on the broker's nursery when it
+        has to wait (request.timeout.ms)."""
         b = self.broker
         rm = b.replica_manager
         now = b.clock.now_ms()
         try:
             batch = build_batch([(k, v, None, now) for k, v in records])
-            res = rm.append_records(TRANSACTION_STATE_TOPIC, partition, bytearray(batch), now, required_acks=-1)
         except KafkaError as exc:
             log.warning("append to %s-%d failed: %s", TRANSACTION_STATE_TOPIC, partition, exc)
             done(getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR))
             return
-        except OSError as exc:
-            log.error("append to %s-%d failed: %s", TRANSACTION_STATE_TOPIC, partition, exc)
-            done(ErrorCode.KAFKA_STORAGE_ERROR)
-            return
-        offset = res.last_offset + 1
-        epoch = rm.leader_epoch(TRANSACTION_STATE_TOPIC, partition)
-        ev = rm.wait_for_high_watermark(TRANSACTION_STATE_TOPIC, partition, offset)
-        if ev is None:
-            done(self._acks_all_error(partition, offset, epoch))
+        res = rm.append(TRANSACTION_STATE_TOPIC, partition, bytearray(batch), now, acks=-1)
+        if res.error is not None and res.base_offset < 0:   # refused: nothing written
+            log.warning("append to %s-%d failed: %s", TRANSACTION_STATE_TOPIC, partition, res.error)
+            done(res.code)
+        elif res.completed:
+            done(res.code)
         else:
-            b._nursery.start_soon(self._await_replication, ev, partition, offset, epoch, done)
+            b._nursery.start_soon(self._await_replication, res, done)
 
-    async def _await_replication(self, ev, partition: int, offset: int, epoch: int, done) -> None:
-        timeout_ms = int(self.broker.config.get("request.timeout.ms"))
-        with trio.move_on_after(timeout_ms / 1000) as scope:
-            await ev.wait()
-        error = ErrorCode.REQUEST_TIMED_OUT if scope.cancelled_caught else \
-            self._acks_all_error(partition, offset, epoch)
+    async def _await_replication(self, res, done) -> None:
+        error = await res.wait(int(self.broker.config.get("request.timeout.ms")))
         try:
             done(error)
         except Exception:  # noqa: BLE001 - a failed callback must not stop the broker
             log.exception("transaction coordinator write callback failed")
-
-    def _acks_all_error(self, partition: int, offset: int, epoch: int) -> ErrorCode:
-        check = getattr(self.broker.replica_manager, "acks_all_error", None)
-        return ErrorCode.NONE if check is None else ErrorCode(check(TRANSACTION_STATE_TOPIC, partition, offset, epoch))
 
     # ------------------------------------------------------------------ timers
     async def run_timers(self) -> None:

@@ -63,3 +63,39 @@ def test_default_does_not_sync_and_dynamic_switch_does(fdatasyncs):
         assert b.broker.logs.config_for(topic).fsync_per_append is True
         c.produce(topic, [(None, b"c")])
         assert len(_appends_synced(fdatasyncs, topic)) >= 1
+
+
+def test_coordinator_writes_are_fdatasynced_too(monkeypatch):
+    """The group and transaction coordinators write through the same append path as Produce
+    (ReplicaManager.append): their __consumer_offsets and __transaction_state appends are
+    fdatasynced before they count, as a Produce's are."""
+    from kwire.log.partition_log import PartitionLog
+    from kwire.testing.wait import wait_until
+
+    synced: list[str] = []
+    real = PartitionLog.datasync
+
+    def spy(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(PartitionLog, "datasync", staticmethod(spy))
+    with Broker(mode="thread", overrides={"log.flush.per.append": "true", "offsets.topic.num.partitions": 1,
+                                          "transaction.state.log.num.partitions": 1}) as b, \
+            WireClient(b.bootstrap_servers) as c:
+        topic = f"coord-{uuid.uuid4().hex[:6]}"
+        c.create_topic(topic, 1)
+        for key_type, key in ((0, "g"), (1, "tx")):   # the coordinators' topics are made on first use
+            wait_until(lambda: c.request("FindCoordinator", 4, key_type=key_type, coordinator_keys=[key])
+                       .coordinators[0].error_code == 0, 10)
+        Req = api("OffsetCommit").request
+        assert wait_until(lambda: c.request(
+            "OffsetCommit", 8, group_id="g", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+            topics=[Req.struct("OffsetCommitRequestTopic")(name=topic, partitions=[
+                Req.struct("OffsetCommitRequestPartition")(partition_index=0, committed_offset=1,
+                                                           committed_leader_epoch=-1, committed_metadata=None)])],
+        ).topics[0].partitions[0].error_code == 0, 10)
+        assert [p for p in synced if "/__consumer_offsets-0/" in p and p.endswith(".log")]
+        assert wait_until(lambda: c.request("InitProducerId", 4, transactional_id="tx", transaction_timeout_ms=60000,
+                                            producer_id=-1, producer_epoch=-1).error_code == 0, 10)
+        assert [p for p in synced if "/__transaction_state-0/" in p and p.endswith(".log")]

@@ -208,32 +208,47 @@ def test_startup_loads_only_the_partitions_led_here(kw):
 
 # --- the writer waits for replication ---------------------------------------------------------
 class HeldReplication:
-    """The replica manager's high-watermark wait and acks=all verdict, held by the test."""
+    """The replication of __consumer_offsets, held by the test: the high watermark stays
+    behind the appended batches until ``release``; the acks=all verdict is the replica
+    manager's unless the test sets ``verdict`` (kept while it would be NONE)."""
 
     def __init__(self, b: Broker):
         self.b = b
-        self.rm = b.broker.replica_manager
-        self.events: list[trio.Event] = []
+        self.rm = rm = b.broker.replica_manager
         self.verdict = E.NONE
-        self.rm.wait_for_high_watermark = self.wait
-        self.rm.acks_all_error = self.acks_all_error
         self.asked: list[tuple] = []
+        self.appended: list[tuple] = []   # the held partitions and their logs
+        self.holding = True
+        real_hw, real_check = rm._maybe_increment_high_watermark, rm._acks_all_error
+        self._real_hw = real_hw
 
-    def wait(self, topic, partition, offset):
-        assert topic == OFFSETS_TOPIC
-        ev = trio.Event()
-        self.events.append(ev)
-        return ev
+        def hw(tp, plog):
+            if self.holding and tp[0] == OFFSETS_TOPIC:
+                self.appended.append((tp, plog))
+            else:
+                real_hw(tp, plog)
 
-    def acks_all_error(self, topic, partition, offset, leader_epoch=-1):
-        self.asked.append((topic, partition, offset, leader_epoch))
-        return self.verdict
+        def check(topic, partition, offset, leader_epoch):
+            self.asked.append((topic, partition, offset, leader_epoch))
+            err = real_check(topic, partition, offset, leader_epoch)
+            return self.verdict if err == E.NONE else err
+
+        rm._maybe_increment_high_watermark = hw
+        rm._acks_all_error = check
+
+    @property
+    def events(self):
+        return self.appended
 
     def release(self):
-        on_loop(self.b, lambda: [ev.set() for ev in self.events])
+        def run():
+            self.holding = False
+            for tp, plog in self.appended:
+                self._real_hw(tp, plog)
+        on_loop(self.b, run)
 
     def close(self):
-        del self.rm.wait_for_high_watermark, self.rm.acks_all_error
+        del self.rm._maybe_increment_high_watermark, self.rm._acks_all_error
 
 
 def commit_in_background(b: Broker, group: str, offset: int):

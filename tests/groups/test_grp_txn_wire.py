@@ -91,11 +91,9 @@ def write_marker(b: Broker, group: str, pid: int, epoch: int, committed: bool) -
         part = kb.groups.partition_for(group)
         rm = kb.replica_manager
         now = kb.clock.now_ms()
-        res = rm.append_records(OFFSETS_TOPIC, part, bytearray(build_control_batch(committed, pid, epoch, now)),
-                                now, required_acks=-1)
-        ev = rm.wait_for_high_watermark(OFFSETS_TOPIC, part, res.last_offset + 1)
-        if ev is not None:
-            await ev.wait()
+        res = rm.append(OFFSETS_TOPIC, part, bytearray(build_control_batch(committed, pid, epoch, now)),
+                        now, acks=-1).result()
+        assert await res.wait(10_000) == E.NONE
         await kb.groups.complete_transaction(part, pid, epoch, committed, res.base_offset)
     trio.from_thread.run(write, trio_token=b._trio_token)
 

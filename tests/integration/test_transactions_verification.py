@@ -180,10 +180,9 @@ def test_a_late_batch_after_the_abort_opens_no_hanging_transaction(broker):
         assert produce1(c, tid, t, 0, late)[0] == E.INVALID_TXN_STATE
 
 
-def test_a_marker_during_the_verification_voids_it(broker, monkeypatch):
-    """The verification guard (Kafka's VerificationGuard): the coordinator said yes, but the
-    transaction's abort marker landed while the answer was on its way; the batch must not
-    open a new transaction."""
+def _marker_during_verification(monkeypatch) -> list:
+    """The coordinator's verification answered, then (before the append) the transaction's
+    abort marker lands on the verified partitions: what it said is recorded in the list."""
     import kwire.handlers.produce as produce_handler
 
     real = produce_handler.verify_transaction
@@ -193,21 +192,47 @@ def test_a_marker_during_the_verification_voids_it(broker, monkeypatch):
         out = await real(b, tid, pid, epoch, tps)
         seen.append(dict(out))
         for topic, partition in tps:   # what the coordinator's WriteTxnMarkers would append
-            b.replica_manager.append_records(topic, partition, build_control_batch(
-                False, pid, epoch, b.clock.now_ms()), b.clock.now_ms())
+            b.replica_manager.append(topic, partition, build_control_batch(
+                False, pid, epoch, b.clock.now_ms()), b.clock.now_ms()).result()
         return out
 
+    monkeypatch.setattr(produce_handler, "verify_transaction", marker_meanwhile)
+    return seen
+
+
+def test_a_marker_during_the_verification_voids_it(broker, monkeypatch):
+    """The verification guard (Kafka's VerificationGuard): the coordinator said yes, but the
+    transaction's abort marker landed while the answer was on its way; the batch must not
+    open a new transaction."""
     tid = _tid()
     with WireClient(broker.bootstrap_servers) as c:
         t = _topic(c, 1)
         pid, epoch = begin(c, tid, {t: [0]})
-        monkeypatch.setattr(produce_handler, "verify_transaction", marker_meanwhile)
+        seen = _marker_during_verification(monkeypatch)
         code, _, msg = produce(c, tid, {(t, 0): kp_batch([b"x"], pid, epoch, 0)})[(t, 0)]
         monkeypatch.undo()
         assert seen == [{(t, 0): E.NONE}]
         assert (code, msg) == (E.INVALID_TXN_STATE, "Record was not part of an ongoing transaction")
         assert offsets(c, t, 0) == (1, 1)     # only the marker; no transaction open
         assert produce1(c, tid, t, 0, kp_batch([b"x"], pid, epoch, 0)) == (0, 1)   # verified again: in
+
+
+def test_a_corrupt_transactional_batch_is_corrupt_before_it_is_unverified(broker, monkeypatch):
+    """The append validates the batch (CRC first) before the verification check reads its
+    header, as Kafka's UnifiedLog.append: a corrupt batch whose guard a marker voided is
+    CORRUPT_MESSAGE, not INVALID_TXN_STATE."""
+    tid = _tid()
+    with WireClient(broker.bootstrap_servers) as c:
+        t = _topic(c, 1)
+        pid, epoch = begin(c, tid, {t: [0]})
+        corrupt = bytearray(kp_batch([b"x"], pid, epoch, 0))
+        corrupt[-1] ^= 0xFF   # the record's last byte: covered by the CRC, the header untouched
+        seen = _marker_during_verification(monkeypatch)
+        code, base, _ = produce(c, tid, {(t, 0): bytes(corrupt)})[(t, 0)]
+        monkeypatch.undo()
+        assert seen == [{(t, 0): E.NONE}]
+        assert (code, base) == (E.CORRUPT_MESSAGE, -1)
+        assert offsets(c, t, 0) == (1, 1)     # only the marker
 
 
 def test_the_coordinator_on_another_broker(tmp_path):

@@ -21,8 +21,9 @@ What is modelled (one :class:`Sim` per seed; the nodes are in tests/replication/
   changes through AlterPartition (one in flight per partition, as isr.py), shrink after
   replica.lag.time.max.ms.
 - clients: producers with acks=all and acks=1 batches, sent to the broker some image names
-  leader (acknowledged = ``acks_all_error`` NONE once its waiter completes, as
-  handlers/produce.py); consumers reading below the high watermark from the leader.
+  leader, through the real ReplicaManager.append (acknowledged = its outcome completes
+  NONE once its high watermark event is set, as ReplicaManager.await_appends); consumers
+  reading below the high watermark from the leader.
 - faults: message loss, delay and reordering between any two nodes; network partitions
   (broker-broker links, a broker from the controller, a broker from everyone); crashes (a
   process kill keeps the page cache; a power loss truncates every log to a point between

@@ -11,7 +11,7 @@ import os
 import uuid
 
 from kwire.codec.records import build_batch
-from kwire.errors import ErrorCode, KafkaError
+from kwire.errors import ErrorCode
 from kwire.log.config import LogConfig
 from kwire.log.manager import LogManager
 from kwire.log.validator import CLIENT
@@ -185,8 +185,9 @@ class Broker:
             self.image.apply(m, o)
         self.applied = len(ctl.log)
         ctl.last_heard[self.id] = sim.now
-        self.lm = LogManager(self.dir, LogConfig(min_insync_replicas=2, segment_bytes=4096,
-                                                 fsync_per_append=sim.k.fsync_per_append),
+        # log.flush.per.append is the simulation's to model (``durable``, what a power loss
+        # keeps): a real fdatasync per append would only slow the runs down
+        self.lm = LogManager(self.dir, LogConfig(min_insync_replicas=2, segment_bytes=4096),
                              clock=Clock(sim), now_ms=sim.now)
         self.rm = ReplicaManager(self.id, self.lm, lambda: self.image, producer_id_expiration_ms=lambda: 86_400_000,
                                  now_ms=lambda: sim.now)
@@ -453,35 +454,31 @@ class Broker:
         tp = req["tp"]
         now = self.sim.now
         batch = build_batch([(None, v, [], now) for v in req["values"]])
-        try:
-            res = self.rm.append_records(tp[0], tp[1], bytearray(batch), now, origin=CLIENT,
-                                         required_acks=req["acks"])
-        except KafkaError as exc:
-            self.sim.trace(f"b{self.id} p{tp[1]} produce {req['id']} refused: {ErrorCode(exc.code).name}")
+        res = self.rm.append(tp[0], tp[1], bytearray(batch), now, acks=req["acks"], origin=CLIENT)
+        if res.error is not None and res.base_offset < 0:
+            self.sim.trace(f"b{self.id} p{tp[1]} produce {req['id']} refused: {res.code.name}")
             return
-        plog = self.lm.get(*tp)
-        if self.sim.k.fsync_per_append:
-            self.durable[tp] = plog.log_end_offset   # LogSync: fdatasync before the answer
+        if self.sim.k.fsync_per_append:   # the outcome's LogSync: fdatasync before the answer
+            self.durable[tp] = self.lm.get(*tp).log_end_offset
         self.sim.appended(self, tp, res.base_offset, res.last_offset, req)
         if req["acks"] == -1:
-            offset = res.last_offset + 1
-            epoch = self.rm.leader_epoch(*tp)
-            ev = self.rm.wait_for_high_watermark(tp[0], tp[1], offset)
-            self.waiters.append((req, tp, res.base_offset, offset, epoch, ev, now + 2000))
+            self.waiters.append((req, tp, res, now + 2000))
 
     def poll_waiters(self) -> None:
-        """handlers/produce.py _wait_for_replication: the waiter, then acks_all_error."""
+        """The broker's ReplicaManager.await_appends, polled: an acks=all outcome completes
+        once its high watermark event is set or its deadline passed."""
         if not self.waiters:
             return
         still = []
         for w in self.waiters:
-            req, tp, base, offset, epoch, ev, deadline = w
-            if ev is not None and not ev.is_set() and self.sim.now < deadline:
+            req, tp, res, deadline = w
+            ev = res.replicated
+            if not res.completed and ev is not None and not ev.is_set() and self.sim.now < deadline:
                 still.append(w)
                 continue
-            err = self.rm.acks_all_error(tp[0], tp[1], offset, epoch)
+            err = res.complete()
             if err == ErrorCode.NONE:
-                self.sim.acknowledged(self, tp, base, req, epoch)
+                self.sim.acknowledged(self, tp, res.base_offset, req, res.leader_epoch)
             else:
-                self.sim.trace(f"b{self.id} p{tp[1]} acks=all {req['id']} @{base}: {err.name}")
+                self.sim.trace(f"b{self.id} p{tp[1]} acks=all {req['id']} @{res.base_offset}: {err.name}")
         self.waiters = still

@@ -63,7 +63,7 @@ class Nodes:
 
     def produce(self, node: int, *values: bytes, acks: int = 1):
         batch = build_batch([(None, v, [], self.now) for v in values])
-        return self.rms[node].append_records(T, 0, bytearray(batch), self.now, origin=CLIENT, required_acks=acks)
+        return self.rms[node].append(T, 0, bytearray(batch), self.now, origin=CLIENT, acks=acks).result()
 
     def fetch(self, follower: int, leader: int, max_bytes: int = 1 << 20) -> None:
         """One replica fetch round trip from ``follower`` to ``leader``."""
@@ -143,19 +143,17 @@ def test_acks_all_waits_for_the_isr_and_min_insync_replicas(tmp_path):
         n.produce(1, b"a", acks=1)                    # acks=1 does not care
         n.change(isr=[1, 2])
         res = n.produce(1, b"b", acks=-1)
-        rm = n.rms[1]
-        ev = rm.wait_for_high_watermark(T, 0, res.last_offset + 1)
-        assert ev is not None and not ev.is_set()
+        ev = res.replicated
+        assert not res.completed and ev is not None and not ev.is_set()
         n.fetch(2, 1)
         n.fetch(2, 1)
         assert ev.is_set()
-        assert rm.acks_all_error(T, 0, res.last_offset + 1, 0) == ErrorCode.NONE
+        assert res.complete() == ErrorCode.NONE
         # the ISR shrinks below min.insync.replicas after the append: written, not enough copies
         res = n.produce(1, b"c", acks=-1)
-        ev = rm.wait_for_high_watermark(T, 0, res.last_offset + 1)
         n.change(isr=[1])
-        assert ev.is_set()
-        assert rm.acks_all_error(T, 0, res.last_offset + 1, 0) == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        assert res.replicated.is_set()
+        assert res.complete() == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
     finally:
         n.close()
 
@@ -163,11 +161,9 @@ def test_acks_all_waits_for_the_isr_and_min_insync_replicas(tmp_path):
 def test_leadership_moving_completes_acks_all_waiters_with_not_leader(nodes):
     nodes.partition([1, 2, 3])
     res = nodes.produce(1, b"a", acks=-1)
-    rm = nodes.rms[1]
-    ev = rm.wait_for_high_watermark(T, 0, res.last_offset + 1)
     nodes.change(leader=2, isr=[2, 3])
-    assert ev.is_set()
-    assert rm.acks_all_error(T, 0, res.last_offset + 1, 0) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert res.replicated.is_set()
+    assert res.complete() == ErrorCode.NOT_LEADER_OR_FOLLOWER
     with pytest.raises(KafkaError) as ei:
         nodes.produce(1, b"b")
     assert ei.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -76,10 +76,10 @@ def test_append_moves_the_high_watermark_to_the_log_end_offset(cluster):
     cluster.topic("t", [ME], leader_epoch=4)
     rm = cluster.rm
     assert rm.high_watermark("t", 0) == 0
-    res = rm.append_records("t", 0, batch(3), NOW, origin=CLIENT)
+    res = rm.append("t", 0, batch(3), NOW, origin=CLIENT).result()
     assert (res.base_offset, res.last_offset) == (0, 2)
     assert rm.high_watermark("t", 0) == 3
-    res = rm.append_records("t", 0, batch(2), NOW, origin=CLIENT)
+    res = rm.append("t", 0, batch(2), NOW, origin=CLIENT).result()
     assert res.base_offset == 3 and rm.high_watermark("t", 0) == 5
     # consumers read up to it, and the batches carry the leader epoch of the image
     read = rm.read("t", 0, 0, 1 << 20)
@@ -94,17 +94,17 @@ def test_append_moves_the_high_watermark_to_the_log_end_offset(cluster):
 def test_a_refused_append_leaves_the_high_watermark(cluster):
     cluster.topic("t", [ME])
     rm = cluster.rm
-    rm.append_records("t", 0, batch(2), NOW)
+    rm.append("t", 0, batch(2), NOW).result()
     bad = batch(2)
     bad[-1] ^= 0xFF   # the CRC no longer matches
-    assert codes(lambda: rm.append_records("t", 0, bad, NOW, origin=CLIENT)) == ErrorCode.CORRUPT_MESSAGE
+    assert codes(lambda: rm.append("t", 0, bad, NOW, origin=CLIENT).result()) == ErrorCode.CORRUPT_MESSAGE
     assert rm.high_watermark("t", 0) == 2
 
 
 def test_list_offsets_answers_from_the_high_watermark(cluster):
     cluster.topic("t", [ME], leader_epoch=2)
     rm = cluster.rm
-    rm.append_records("t", 0, batch(4), NOW)
+    rm.append("t", 0, batch(4), NOW).result()
     assert rm.fetch_offset_for_timestamp("t", 0, -1) == (0, 4, -1, 2)      # latest
     assert rm.fetch_offset_for_timestamp("t", 0, -2) == (0, 0, -1, 2)      # earliest
     assert rm.fetch_offset_for_timestamp("t", 0, -5) == (0, -1, -1, -1)    # latest tiered: none, no epoch (as Kafka)
@@ -117,7 +117,7 @@ def test_list_offsets_answers_from_the_high_watermark(cluster):
 def test_delete_records_up_to_the_high_watermark(cluster):
     cluster.topic("t", [ME])
     rm = cluster.rm
-    rm.append_records("t", 0, batch(5), NOW)
+    rm.append("t", 0, batch(5), NOW).result()
     assert codes(lambda: rm.plan_delete_records("t", 0, 6)) == ErrorCode.OFFSET_OUT_OF_RANGE
     work = rm.plan_delete_records("t", 0, -1)     # -1: the high watermark
     work.run()
@@ -130,14 +130,14 @@ def test_a_fetch_waiter_wakes_on_an_append_to_any_of_its_partitions(cluster):
     cluster.topic("t", [ME, ME])
     rm = cluster.rm
     ev = rm.watch([("t", 0), ("t", 1)])
-    rm.append_records("t", 0, batch(1), NOW)
+    rm.append("t", 0, batch(1), NOW).result()
     assert ev.is_set()
     assert len(rm.fetch_waiters) == 1            # still under t-1 until the fetch unwatches
     rm.unwatch(ev, [("t", 0), ("t", 1)])
     assert len(rm.fetch_waiters) == 0
     ev2 = rm.watch([("t", 1)])
     rm.unwatch(ev2, [("t", 1)])
-    rm.append_records("t", 1, batch(1), NOW)
+    rm.append("t", 1, batch(1), NOW).result()
     assert not ev2.is_set()
 
 
@@ -158,7 +158,7 @@ def test_wait_for_data_returns_on_an_append_and_on_deletion():
             await trio.testing.wait_all_tasks_blocked()
             assert len(c.rm.fetch_waiters) == 2
             await trio.sleep(1)
-            c.rm.append_records("t", 0, batch(1), NOW)
+            c.rm.append("t", 0, batch(1), NOW).result()
             await trio.sleep(1)
             c.delete("gone")
         assert [tp for tp, _ in woke] == [("t", 0), ("gone", 0)]
@@ -187,15 +187,17 @@ def test_wait_for_data_ends_at_its_deadline(tmp_path):
 def test_acks_all_waiters_complete_when_the_high_watermark_passes(cluster):
     cluster.topic("t", [ME])
     rm = cluster.rm
-    assert rm.wait_for_high_watermark("t", 0, 0) is None     # there already
-    first = rm.wait_for_high_watermark("t", 0, 2)
-    second = rm.wait_for_high_watermark("t", 0, 4)
-    rm.append_records("t", 0, batch(3), NOW)
+    waiters = rm.high_watermark_waiters
+    first = waiters.add(("t", 0), 2)
+    second = waiters.add(("t", 0), 4)
+    rm.append("t", 0, batch(3), NOW).result()
     assert first.is_set() and not second.is_set()
-    assert len(rm.high_watermark_waiters) == 1
-    rm.append_records("t", 0, batch(1), NOW)
-    assert second.is_set() and len(rm.high_watermark_waiters) == 0
-    last = rm.wait_for_high_watermark("t", 0, 10)
+    assert len(waiters) == 1
+    rm.append("t", 0, batch(1), NOW).result()
+    assert second.is_set() and len(waiters) == 0
+    done = rm.append("t", 0, batch(1), NOW, acks=-1)   # one replica: the high watermark is past at once
+    assert done.completed and done.replicated is None and done.code == ErrorCode.NONE
+    last = waiters.add(("t", 0), 10)
     cluster.delete("t")
     assert last.is_set() and len(rm.high_watermark_waiters) == 0
 
@@ -210,8 +212,8 @@ def test_leader_checks_answer_kafkas_codes(cluster):
     assert rm.leader_error("mine", 1) == E.UNKNOWN_TOPIC_OR_PARTITION
     assert rm.leader_error("nope", 0) == E.UNKNOWN_TOPIC_OR_PARTITION
     assert rm.leader_error("theirs", 0) == E.NOT_LEADER_OR_FOLLOWER
-    assert codes(lambda: rm.append_records("theirs", 0, batch(), NOW)) == E.NOT_LEADER_OR_FOLLOWER
-    assert codes(lambda: rm.append_records("nope", 0, batch(), NOW)) == E.UNKNOWN_TOPIC_OR_PARTITION
+    assert codes(lambda: rm.append("theirs", 0, batch(), NOW).result()) == E.NOT_LEADER_OR_FOLLOWER
+    assert codes(lambda: rm.append("nope", 0, batch(), NOW).result()) == E.UNKNOWN_TOPIC_OR_PARTITION
     assert rm.read("theirs", 0, 0, 100).error == E.NOT_LEADER_OR_FOLLOWER
     assert rm.fetch_offset_for_timestamp("theirs", 0, -1)[0] == E.NOT_LEADER_OR_FOLLOWER
     assert codes(lambda: rm.plan_delete_records("theirs", 0, 0)) == E.NOT_LEADER_OR_FOLLOWER
@@ -231,7 +233,7 @@ def test_leader_checks_answer_kafkas_codes(cluster):
 def test_a_leader_change_in_the_image_moves_the_checks(cluster):
     cluster.topic("t", [ME])
     rm = cluster.rm
-    rm.append_records("t", 0, batch(1), NOW)
+    rm.append("t", 0, batch(1), NOW).result()
     tid = cluster.ids["t"]
     cluster.image.apply(R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=0, topic_id=tid, leader=2))
     assert rm.leader_error("t", 0) == ErrorCode.NOT_LEADER_OR_FOLLOWER   # before the broker applies it too
@@ -244,7 +246,7 @@ def test_a_leader_change_in_the_image_moves_the_checks(cluster):
     rm.apply_partition("t", 0)
     assert rm.leader_error("t", 0, 2) == ErrorCode.NONE
     assert rm.leader_error("t", 0, 1) == ErrorCode.FENCED_LEADER_EPOCH
-    assert rm.append_records("t", 0, batch(1), NOW).base_offset == 1
+    assert rm.append("t", 0, batch(1), NOW).result().base_offset == 1
 
 
 # ---------------------------------------------------------------------------- offline
@@ -255,7 +257,7 @@ def test_a_partition_whose_log_cannot_be_opened_is_offline(cluster, tmp_path):
     rm = cluster.rm
     assert ("blocked", 0) in rm.offline_partitions
     assert rm.leader_error("blocked", 0) == ErrorCode.KAFKA_STORAGE_ERROR
-    assert codes(lambda: rm.append_records("blocked", 0, batch(), NOW)) == ErrorCode.KAFKA_STORAGE_ERROR
+    assert codes(lambda: rm.append("blocked", 0, batch(), NOW).result()) == ErrorCode.KAFKA_STORAGE_ERROR
     assert rm.read("blocked", 0, 0, 100).error == ErrorCode.KAFKA_STORAGE_ERROR
     assert rm.fetch_offset_for_timestamp("blocked", 0, -1)[0] == ErrorCode.KAFKA_STORAGE_ERROR
     assert rm.high_watermark("blocked", 0) == -1
@@ -267,13 +269,13 @@ def test_a_partition_whose_log_cannot_be_opened_is_offline(cluster, tmp_path):
 def test_a_failed_log_dir_takes_its_partitions_offline(cluster):
     cluster.topic("t", [ME])
     rm = cluster.rm
-    rm.append_records("t", 0, batch(2), NOW)
+    rm.append("t", 0, batch(2), NOW).result()
     cluster.logs.failure_channel.maybe_add_offline_log_dir(
         os.path.abspath(cluster.logs.data_dir), "test", OSError(5, "Input/output error"))
     assert rm.leader_error("t", 0) == ErrorCode.KAFKA_STORAGE_ERROR
     assert rm.read("t", 0, 0, 100).error == ErrorCode.KAFKA_STORAGE_ERROR
     assert rm.fetch_offset_for_timestamp("t", 0, -1)[0] == ErrorCode.KAFKA_STORAGE_ERROR
-    assert codes(lambda: rm.append_records("t", 0, batch(), NOW)) == ErrorCode.KAFKA_STORAGE_ERROR
+    assert codes(lambda: rm.append("t", 0, batch(), NOW).result()) == ErrorCode.KAFKA_STORAGE_ERROR
     assert rm.high_watermark("t", 0) == 2
 
 
@@ -283,8 +285,8 @@ def test_describe_log_dirs(cluster, tmp_path):
     rm = cluster.rm
     cluster.topic("b", [ME, ME])
     cluster.topic("a", [ME, 2])          # partition 1 is led elsewhere: no log here
-    rm.append_records("b", 1, batch(5), NOW, origin=CLIENT)
-    rm.append_records("a", 0, batch(2), NOW, origin=CLIENT)
+    rm.append("b", 1, batch(5), NOW, origin=CLIENT).result()
+    rm.append("a", 0, batch(2), NOW, origin=CLIENT).result()
     [(log_dir, offline, rows)] = rm.describe_log_dirs()
     assert log_dir == os.path.abspath(str(tmp_path)) and offline is False
     assert [r[:2] for r in rows] == [("a", 0), ("b", 0), ("b", 1)]

@@ -17,12 +17,12 @@ A, B = 7001, 7002
 def txn(nodes, node, pid, seq, *values):
     batch = build_batch([(None, v, [], NOW) for v in values], producer_id=pid, producer_epoch=0,
                         base_sequence=seq, is_transactional=True)
-    return nodes.rms[node].append_records(T, 0, bytearray(batch), NOW, origin=CLIENT)
+    return nodes.rms[node].append(T, 0, bytearray(batch), NOW, origin=CLIENT).result()
 
 
 def end(nodes, node, pid, commit):
     batch = build_control_batch(commit, pid, 0, NOW, coordinator_epoch=1)
-    return nodes.rms[node].append_records(T, 0, bytearray(batch), NOW, origin=COORDINATOR, required_acks=-1)
+    return nodes.rms[node].append(T, 0, bytearray(batch), NOW, origin=COORDINATOR, acks=-1).result()
 
 
 def committed_values(nodes, node):

@@ -54,13 +54,24 @@ class FakeReplicaManager:
         assert topic == SR.STATE_TOPIC
         return self.logs.get(p)
 
-    def append_records(self, topic, p, batch, now, required_acks):
+    def append(self, topic, p, batch, now, acks):
         res = self.logs[p].append(batch, now_ms=now)
         self.appends.append((p, res.last_offset - res.base_offset + 1))
-        return res
+        return Replicated(res)
 
-    def wait_for_high_watermark(self, topic, p, offset):
-        return None
+
+class Replicated:
+    """An append outcome (kwire.replication.replica_manager.AppendOutcome) replicated at once."""
+
+    error = None
+    completed = True
+    code = E.NONE
+
+    def __init__(self, res):
+        self.base_offset, self.last_offset = res.base_offset, res.last_offset
+
+    async def wait(self, timeout_ms):
+        return self.code
 
 
 def _coordinator(tmp_path, records_by_sp: dict[int, list[SR.ShareState]], segment_bytes: int = 4096):
