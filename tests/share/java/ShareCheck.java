@@ -97,10 +97,21 @@ public class ShareCheck {
         return Admin.create(p);
     }
 
+    /** One partition; on a cluster (tests/share/test_share_java_cluster.py) the replicas given by
+     *  -Dsharecheck.replicas=3,1,2 (the first leads), so the partition leader is chosen apart from
+     *  the group coordinator and the share-state coordinator. */
+    static NewTopic newTopic(String topic) {
+        String replicas = System.getProperty("sharecheck.replicas");
+        if (replicas == null) return new NewTopic(topic, 1, (short) 1);
+        List<Integer> ids = new ArrayList<>();
+        for (String s : replicas.split(",")) ids.add(Integer.parseInt(s));
+        return new NewTopic(topic, Map.of(0, ids));
+    }
+
     /** The topic with n records "v0".."v{n-1}", and the group reading from the earliest offset. */
     static void setup(String topic, String group, int n) throws Exception {
         try (Admin a = admin()) {
-            a.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+            a.createTopics(List.of(newTopic(topic))).all().get();
             a.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, group), List.of(
                     new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"),
                                       AlterConfigOp.OpType.SET)))).all().get();
