@@ -142,6 +142,11 @@ def test_slow_disk_does_not_stall_other_clients(monkeypatch):
         done = {}
 
         def admin():   # Raft commits (log fsyncs) in the background; then retention can delete
+            # the rolled segment's flush first: retention may otherwise delete the segment before
+            # the flush pass reaches it (nothing left to fdatasync), a race of the test's own making
+            deadline = time.monotonic() + 5
+            while not calls["fdatasync"] and time.monotonic() < deadline:
+                time.sleep(0.01)
             t0 = time.monotonic()
             with b.client(60) as c2:
                 done["alter"] = _set_retention_ms(c2, "slow", 1)
