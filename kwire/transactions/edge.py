@@ -41,7 +41,7 @@ from kwire.loop_thread import run_on_loop
 from kwire.internal_topics import TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:   # the coordinator's modules load when it is built (see TransactionEdge.coordinator)
-    from kwire.transactions.channel import BrokerChannel
+    from kwire.coordinator.channel import BrokerChannel
     from kwire.transactions.coordinator import TransactionCoordinator
     from kwire.transactions.markers import TxnMarkerSender
     from kwire.transactions.state_manager import PartitionLoad, TransactionConfig
@@ -130,7 +130,7 @@ class TransactionEdge:
     def _build(self, config: TransactionConfig) -> TransactionCoordinator:
         """Make the coordinator (owning no partition yet), its marker sender and broker
         channel, and start its timer task."""
-        from kwire.transactions.channel import BrokerChannel  # noqa: PLC0415
+        from kwire.coordinator.channel import BrokerChannel  # noqa: PLC0415
         from kwire.transactions.coordinator import TransactionCoordinator  # noqa: PLC0415
         from kwire.transactions.markers import TxnMarkerSender, in_process_transport, local_writer  # noqa: PLC0415
 

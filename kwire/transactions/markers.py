@@ -249,7 +249,7 @@ def local_writer(broker) -> Callable[[list], Awaitable[None]] | None:
 
 def in_process_transport(broker, channel) -> Transport:
     """Markers for this broker's own partitions go through the registered WriteTxnMarkers
-    handler, called in process; the others over ``channel`` (kwire.transactions.channel)."""
+    handler, called in process; the others over ``channel`` (kwire.coordinator.channel)."""
     from kwire.handlers import REGISTRY, RequestContext  # noqa: PLC0415 - handlers import us
 
     a = api("WriteTxnMarkers")
