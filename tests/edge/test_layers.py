@@ -19,10 +19,6 @@ KNOWN_CYCLES = {
     # the log's append path: producer_log needs partition_log's AppendResult, the loader builds
     # PartitionLog (issue 31 deliverable 1, one append path)
     frozenset({"kwire.log.log_loader", "kwire.log.partition_log", "kwire.log.producer_log"}),
-    # transaction markers written through the WriteTxnMarkers handler (issue 31 deliverable 2,
-    # the coordinator runtime: marker writing below handlers/)
-    frozenset({"kwire.broker", "kwire.handlers", "kwire.handlers.write_txn_markers", "kwire.transactions.edge",
-               "kwire.transactions.markers"}),
 }
 
 
