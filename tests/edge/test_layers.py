@@ -7,6 +7,7 @@ is listed in KNOWN_CYCLES with where it goes; a new one fails, and so does a lis
 gone (the list only shrinks; it is empty now)."""
 from __future__ import annotations
 
+import logging
 import pathlib
 import sys
 
@@ -67,8 +68,17 @@ def _cycles(graph) -> set[frozenset[str]]:
 def test_the_layer_contract_holds(monkeypatch):
     monkeypatch.chdir(ROOT)
     monkeypatch.syspath_prepend(str(ROOT))
-    assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True) == 0, \
-        "a layer contract is broken: run `lint-imports` for the import chain"
+    # lint_imports configures its logging with dictConfig, which disables every logger that
+    # exists (disable_existing_loggers): kwire's loggers would stay off for the tests that run
+    # after this one in the process, and their caplog checks would fail
+    loggers = [lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    was = [(lg, lg.disabled) for lg in loggers]
+    try:
+        result = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True)
+    finally:
+        for lg, disabled in was:
+            lg.disabled = disabled
+    assert result == 0, "a layer contract is broken: run `lint-imports` for the import chain"
 
 
 def test_no_import_cycles_but_the_listed_ones():
