@@ -11,7 +11,6 @@ _WHERE = {
     "CommitOffset": "coordinator", "GroupCoordinator": "coordinator", "commit_error": "coordinator",
     "Group": "group", "GroupState": "group", "Member": "group",
     "GroupConfig": "membership", "Record": "membership", "Writer": "membership", "immediate_writer": "membership",
-    "Pending": "pending",
     **{n: "results" for n in ("CommitResult", "FetchedOffset", "FetchResult", "GroupDescription", "GroupListing",
                               "JoinMember", "JoinResult", "LeaveMemberResult", "LeaveResult", "MemberDescription",
                               "OffsetDeleteResult", "SyncResult")},
@@ -31,6 +30,6 @@ __all__ = [
     "CommitOffset", "CommitResult", "FetchResult", "FetchedOffset", "Group", "GroupConfig",
     "GroupCoordinator", "GroupDescription", "GroupListing", "GroupState", "JoinMember",
     "JoinResult", "LeaveMemberResult", "LeaveResult", "Member", "MemberDescription",
-    "OffsetDeleteResult", "Pending", "Record", "SyncResult", "Writer", "commit_error",
+    "OffsetDeleteResult", "Record", "SyncResult", "Writer", "commit_error",
     "immediate_writer",
 ]

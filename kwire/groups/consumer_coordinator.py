@@ -56,7 +56,7 @@ from kwire.groups.consumer_group import (Assignment, ConsumerGroup, ConsumerGrou
                                          validate_commit_epochs, with_assignment_epoch)
 from kwire.groups.group import Group, GroupState
 from kwire.groups.membership import Record, store_error
-from kwire.groups.pending import Pending
+from kwire.coordinator.pending import Pending
 
 E = ErrorCode
 log = logging.getLogger("kwire.groups")

@@ -55,7 +55,7 @@ from kwire.groups.consumer_group import (Assignment, ClassicMemberMetadata, Cons
                                          reconcile, with_assignment_epoch)
 from kwire.groups.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
 from kwire.groups.membership import Record, store_error
-from kwire.groups.pending import Pending
+from kwire.coordinator.pending import Pending
 from kwire.groups.results import JoinResult, LeaveMemberResult, SyncResult
 
 E = ErrorCode

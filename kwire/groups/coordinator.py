@@ -33,7 +33,7 @@ from kwire.groups.membership import GroupConfig, Membership, Record, Writer, app
 from kwire.groups.offsets import OffsetAndMetadata
 from kwire.groups.ownership import PartitionOwnership
 from kwire.groups.txn_offsets import TransactionalOffsets
-from kwire.groups.pending import Pending
+from kwire.coordinator.pending import Pending
 from kwire.groups.results import (CommitResult, FetchedOffset, FetchResult, GroupDescription,
                                   GroupListing, MemberDescription, OffsetDeleteResult)
 

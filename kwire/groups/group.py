@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass, field
 
 from kwire.groups.offsets import OffsetStore
-from kwire.groups.pending import Pending
+from kwire.coordinator.pending import Pending
 from kwire.codec import consumer_protocol as cp
 from kwire.errors import CodecError
 

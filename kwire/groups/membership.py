@@ -28,9 +28,9 @@ from kwire.clock import REAL_CLOCK, Clock
 from kwire.errors import ErrorCode
 from kwire.groups import records as R
 from kwire.groups.group import Group, GroupState, Member
-from kwire.groups.pending import Pending
+from kwire.coordinator.pending import Pending
 from kwire.groups.results import JoinMember, JoinResult, LeaveMemberResult, LeaveResult, SyncResult
-from kwire.groups.timers import Timers
+from kwire.coordinator.timers import Timers
 
 E = ErrorCode
 S = GroupState

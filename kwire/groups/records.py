@@ -18,6 +18,7 @@ import struct
 from dataclasses import dataclass, field
 
 from kwire.codec.schema import F, Message
+from kwire.coordinator.records import partition_for_key
 from kwire.errors import CodecError
 
 from kwire.internal_topics import OFFSETS_TOPIC  # noqa: E402,F401 - named here too
@@ -113,20 +114,9 @@ class GroupValue:
 
 
 # --- partitioning ------------------------------------------------------------------------
-def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode()`` (over UTF-16 code units, int32 overflow)."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
 def partition_for(group_id: str, num_partitions: int) -> int:
     """The ``__consumer_offsets`` partition of a group: Kafka's ``Utils.abs(hash) % n``."""
-    h = java_string_hash(group_id)
-    h = 0 if h == -(1 << 31) else abs(h)
-    return h % num_partitions
+    return partition_for_key(group_id, num_partitions)
 
 
 # --- encoding ----------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from kwire.errors import ErrorCode
 from kwire.groups import share_records as SHR
 from kwire.groups.membership import store_error
-from kwire.groups.pending import Pending
+from kwire.coordinator.pending import Pending
 from kwire.groups.share_group import Assignment, ShareGroup, ShareGroupMember
 
 E = ErrorCode

@@ -33,7 +33,7 @@ from kwire.groups import records as R
 from kwire.groups.group import Group, GroupState
 from kwire.groups.membership import append_error
 from kwire.groups.offsets import IN_FLIGHT, OffsetAndMetadata
-from kwire.groups.pending import Pending
+from kwire.coordinator.pending import Pending
 from kwire.groups.results import CommitResult
 
 E = ErrorCode

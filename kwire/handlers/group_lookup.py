@@ -7,7 +7,7 @@ from __future__ import annotations
 import trio
 
 from kwire.errors import ErrorCode
-from kwire.groups.pending import Pending
+from kwire.coordinator.pending import Pending
 from kwire.handlers import RequestContext
 from kwire.internal_topics import OFFSETS_TOPIC
 from kwire.security.authorizer import GROUP, TOPIC, allowed

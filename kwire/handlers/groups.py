@@ -44,7 +44,7 @@ from __future__ import annotations
 import trio
 
 from kwire.errors import ErrorCode
-from kwire.groups.pending import Pending
+from kwire.coordinator.pending import Pending
 from kwire.internal_topics import OFFSETS_TOPIC
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.group_lookup import (CREATE_WAIT_S, NOT_AVAILABLE, client_host, client_id, coordinator_for,

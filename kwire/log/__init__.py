@@ -1,4 +1,5 @@
 """Storage: segmented partition logs (synchronous file I/O; no Trio inside)."""
+from kwire.log.append_result import AppendResult
 from kwire.log.config import LogConfig
 from kwire.log.errors import (
     CorruptRecordBatch,
@@ -9,7 +10,7 @@ from kwire.log.errors import (
     OffsetOutOfRange,
 )
 from kwire.log.manager import LogManager
-from kwire.log.partition_log import AppendResult, FetchData, PartitionLog
+from kwire.log.partition_log import FetchData, PartitionLog
 from kwire.log.regions import FileRegion, SegmentFile
 
 __all__ = [

@@ -36,6 +36,7 @@ from kwire.atomic import fsync_dir
 from kwire.errors import CorruptRecordBatch, ErrorCode, KafkaError
 from kwire.fds import out_of_descriptors
 from kwire.log import producer_log, producer_state
+from kwire.log.append_result import AppendResult
 from kwire.log.producer_log import NOT_VERIFIED
 from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
@@ -81,14 +82,6 @@ def _locked(fn):
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    base_offset: int  # offset of the first record appended (-1 if nothing was appended)
-    last_offset: int
-    log_append_time_ms: int  # -1 with CreateTime
-    log_start_offset: int
 
 
 @dataclass(slots=True)

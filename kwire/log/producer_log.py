@@ -31,6 +31,7 @@ from kwire.log.producer_state import (
     last_sequence,
     snapshot_name,
 )
+from kwire.log.append_result import AppendResult
 from kwire.log.validator import CLIENT
 
 CONTROL = 0x20
@@ -238,7 +239,6 @@ def check_append(plog, batches, now_ms: int, expiration_ms: int = DEFAULT_EXPIRA
         dup = ps.check(pid, epoch, base_seq, last_seq, pending, transactional=transactional,
                        sequences=client or base_seq >= 0)
         if dup is not None:
-            from kwire.log.partition_log import AppendResult  # noqa: PLC0415 - no import cycle at load
             append_time = dup.timestamp if plog.config.log_append_time else -1
             return ps, AppendResult(dup.first_offset, dup.last_offset, append_time, plog.log_start_offset), None
         pending[pid] = (epoch, last_seq, transactional)

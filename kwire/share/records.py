@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from kwire.codec.schema import F, Message
+from kwire.coordinator.records import partition_for_key
 from kwire.errors import CodecError
 from kwire.share.partition import StateBatch
 
@@ -69,19 +70,10 @@ _SB = SNAPSHOT_VALUE.struct("StateBatch")
 _UB = UPDATE_VALUE.struct("StateBatch")
 
 
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units), as a signed 32-bit int."""
-    h = 0
-    for unit in struct.unpack(f">{len(s.encode('utf-16-be')) // 2}H", s.encode("utf-16-be")):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
 def state_partition(group_id: str, topic_id: UUID, partition: int, partitions: int) -> int:
     """The ``__share_group_state`` partition holding a share partition's state (Kafka's
     Utils.abs: abs, with MIN_VALUE mapped to 0)."""
-    h = java_string_hash(f"{group_id}:{kafka_uuid_string(topic_id)}:{partition}")
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
+    return partition_for_key(f"{group_id}:{kafka_uuid_string(topic_id)}:{partition}", partitions)
 
 
 def kafka_uuid_string(u: UUID) -> str:

@@ -3,7 +3,7 @@ share partition's leader) and share coordinator (on the leader of the ``__share_
 partition of the key "group:topicId:partition", kwire.share.records.state_partition), talking
 Kafka's inter-broker RPCs ReadShareGroupState (84), WriteShareGroupState (85) and
 DeleteShareGroupState (86) over the
-inter-broker channel (kwire.transactions.channel.BrokerChannel), or calling the coordinator
+inter-broker channel (kwire.coordinator.channel.BrokerChannel), or calling the coordinator
 side directly when both roles are on this broker (the local fast path).
 
 The persister:
@@ -118,7 +118,7 @@ class ShareStateStore:
     @property
     def channel(self):
         if self._channel is None:
-            from kwire.transactions.channel import BrokerChannel  # noqa: PLC0415
+            from kwire.coordinator.channel import BrokerChannel  # noqa: PLC0415
 
             b = self.broker
             self._channel = BrokerChannel(b, int(b.config.get("request.timeout.ms")) / 1000,

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from kwire.errors import ErrorCode
-from kwire.groups.pending import Pending
-from kwire.groups.timers import Timers
+from kwire.coordinator.pending import Pending
+from kwire.coordinator.timers import Timers
 from kwire.transactions.metadata import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID, Fenced, IllegalTransition,
                                          TopicPartition, TransactionMetadata, TransactionState, TxnTransit,
                                          epoch_exhausted)

@@ -41,7 +41,7 @@ from kwire.loop_thread import run_on_loop
 from kwire.internal_topics import TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:   # the coordinator's modules load when it is built (see TransactionEdge.coordinator)
-    from kwire.transactions.channel import BrokerChannel
+    from kwire.coordinator.channel import BrokerChannel
     from kwire.transactions.coordinator import TransactionCoordinator
     from kwire.transactions.markers import TxnMarkerSender
     from kwire.transactions.state_manager import PartitionLoad, TransactionConfig
@@ -130,16 +130,16 @@ class TransactionEdge:
     def _build(self, config: TransactionConfig) -> TransactionCoordinator:
         """Make the coordinator (owning no partition yet), its marker sender and broker
         channel, and start its timer task."""
-        from kwire.transactions.channel import BrokerChannel  # noqa: PLC0415
+        from kwire.coordinator.channel import BrokerChannel  # noqa: PLC0415
         from kwire.transactions.coordinator import TransactionCoordinator  # noqa: PLC0415
-        from kwire.transactions.markers import TxnMarkerSender, in_process_transport, local_writer  # noqa: PLC0415
+        from kwire.transactions.markers import TxnMarkerSender, channel_transport, local_writer  # noqa: PLC0415
 
         b = self.broker
         coord = TransactionCoordinator(config, b.clock, self._write, self._new_producer_id,
                                        owned_partitions=())
         self.channel = BrokerChannel(b, int(b.config.get("request.timeout.ms")) / 1000,
                                      f"kwire-txn-coordinator-{b.node_id}", link=b.peer_security.inter_broker)
-        self.sender = TxnMarkerSender(coord, lambda: b.image, in_process_transport(b, self.channel), self._nursery,
+        self.sender = TxnMarkerSender(coord, lambda: b.image, channel_transport(self.channel), self._nursery,
                                       local_node=b.node_id, write_local=local_writer(b))
         coord.send_markers = self.sender.submit
         coord.on_complete = self._completed

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 
 from kwire.errors import ErrorCode
-from kwire.groups.pending import Pending
+from kwire.coordinator.pending import Pending
 from kwire.transactions.metadata import (MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, IllegalTransition,
                                          TopicPartition, TransactionMetadata, TransactionState, TxnTransit,
                                          supports_epoch_bump)

@@ -5,9 +5,10 @@ Each ``TxnMarkerJob`` the coordinator hands over is driven by a task: its partit
 without a marker are grouped by their leader (from the metadata image) and queued to that
 broker; one task per broker drains its queue into one WriteTxnMarkers request (v1, the markers
 of every transaction waiting for that broker) and hands each transaction its partitions'
-errors. Markers for partitions this broker leads go through the same handler code, called in
-process, at once (no queue: batching them saves no request, and each task hop delays the
-transaction's completion, which the producer's next AddPartitionsToTxn waits for). Per partition:
+errors. Markers for partitions this broker leads are written at once, in process, by the
+marker writer (kwire.transactions.marker_writer, which the WriteTxnMarkers handler also calls;
+no queue: batching them saves no request, and each task hop delays the transaction's
+completion, which the producer's next AddPartitionsToTxn waits for). Per partition:
 
 - NONE: written (``coordinator.marker_written``); once every partition has one, the
   coordinator writes CompleteCommit/CompleteAbort;
@@ -39,9 +40,9 @@ from typing import Awaitable, Callable
 import trio
 
 from kwire.codec.apis import api
-from kwire.codec.frame import RequestHeader
 from kwire.errors import ErrorCode
 from kwire.transactions.coordinator import TxnMarkerJob
+from kwire.transactions.marker_writer import MarkerWrite, write_markers
 
 E = ErrorCode
 log = logging.getLogger("kwire.transactions")
@@ -69,7 +70,7 @@ class TxnMarkerSender:
                  write_local: Callable[[list], Awaitable[None]] | None = None):
         self.coordinator = coordinator
         self.local_node = local_node   # this broker: its partitions' markers skip the queue
-        #: write_local(writes): this broker's markers written in process (write_txn_markers.write_markers);
+        #: write_local(writes): this broker's markers written in process (local_writer);
         #: None: through ``transport`` as a WriteTxnMarkers request
         self.write_local = write_local
         self.image = image
@@ -172,15 +173,13 @@ class TxnMarkerSender:
             results[tp] = errors.get(tp)
 
     async def _ask_local(self, job: TxnMarkerJob, tps, results: dict) -> None:
-        """This broker's own partitions: the WriteTxnMarkers handler's work, called directly
-        (no request to build or answer to read)."""
+        """This broker's own partitions: written by the marker writer directly (no request to
+        build or answer to read)."""
         if self.write_local is None:
             errors = (await self._send(self.local_node, [(job, tps)])).get(job.producer_id, {})
             for tp in tps:
                 results[tp] = errors.get(tp)
             return
-        from kwire.handlers.write_txn_markers import MarkerWrite  # noqa: PLC0415 - handlers import us
-
         writes = [MarkerWrite(topic, p, job.producer_id, job.producer_epoch, job.committed, job.coordinator_epoch)
                   for topic, p in tps]
         try:
@@ -231,36 +230,20 @@ class TxnMarkerSender:
         return by_pid
 
 
-def local_writer(broker) -> Callable[[list], Awaitable[None]] | None:
-    """The markers of this broker's own partitions, written by the WriteTxnMarkers handler's
-    code in process; None when this broker serves no WriteTxnMarkers."""
-    from kwire.handlers import REGISTRY  # noqa: PLC0415 - handlers import us
-    from kwire.handlers import write_txn_markers as W  # noqa: PLC0415
-
-    h = REGISTRY.get(api("WriteTxnMarkers").key)
-    if h is None or h.fn is not W.write_txn_markers:
-        return None
-
+def local_writer(broker) -> Callable[[list], Awaitable[None]]:
+    """The markers of this broker's own partitions, written in process by the marker writer
+    (kwire.transactions.marker_writer, the WriteTxnMarkers handler's code)."""
     async def write(writes) -> None:
-        await W.write_markers(broker, writes, "txn-coordinator")
+        await write_markers(broker, writes, "txn-coordinator")
 
     return write
 
 
-def in_process_transport(broker, channel) -> Transport:
-    """Markers for this broker's own partitions go through the registered WriteTxnMarkers
-    handler, called in process; the others over ``channel`` (kwire.transactions.channel)."""
-    from kwire.handlers import REGISTRY, RequestContext  # noqa: PLC0415 - handlers import us
-
-    a = api("WriteTxnMarkers")
-
+def channel_transport(channel) -> Transport:
+    """WriteTxnMarkers requests to the other brokers, over ``channel``
+    (kwire.coordinator.channel.BrokerChannel); this broker's own markers never take it (they
+    go through ``local_writer``)."""
     async def transport(node: int, req):
-        if node != broker.node_id:
-            return await channel.request(node, "WriteTxnMarkers", WRITE_TXN_MARKERS_VERSION, req)
-        h = REGISTRY.get(a.key)
-        if h is None or not h.min_version <= WRITE_TXN_MARKERS_VERSION <= h.max_version:
-            raise RuntimeError("this broker has no WriteTxnMarkers handler")
-        hdr = RequestHeader(a.key, WRITE_TXN_MARKERS_VERSION, 0, f"kwire-txn-coordinator-{broker.node_id}", 2)
-        return await h.fn(RequestContext(broker, hdr, a, "txn-coordinator"), req)
+        return await channel.request(node, "WriteTxnMarkers", WRITE_TXN_MARKERS_VERSION, req)
 
     return transport

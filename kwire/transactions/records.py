@@ -14,8 +14,8 @@ import struct
 from collections import defaultdict
 
 from kwire.codec.schema import F, Message
+from kwire.coordinator.records import partition_for_key
 from kwire.errors import CodecError
-from kwire.groups.records import java_string_hash
 from kwire.transactions.metadata import TransactionState, TxnTransit
 
 from kwire.internal_topics import TRANSACTION_STATE_TOPIC  # noqa: E402,F401 - named here too
@@ -52,9 +52,7 @@ def partition_for(transactional_id: str, num_partitions: int) -> int:
     """The ``__transaction_state`` partition of a transactional id: Kafka's
     ``Utils.abs(transactionalId.hashCode) % n``. Cached: the coordinator asks it on every
     request of the id (the hash walks the id's characters in Python)."""
-    h = java_string_hash(transactional_id)
-    h = 0 if h == -(1 << 31) else abs(h)
-    return h % num_partitions
+    return partition_for_key(transactional_id, num_partitions)
 
 
 # --- encoding ----------------------------------------------------------------------------

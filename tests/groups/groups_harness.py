@@ -5,7 +5,8 @@ import itertools
 
 from kwire.clock import FakeClock
 from kwire.errors import ErrorCode
-from kwire.groups import GroupConfig, GroupCoordinator, Pending
+from kwire.coordinator.pending import Pending
+from kwire.groups import GroupConfig, GroupCoordinator
 from kwire.codec import consumer_protocol as cp
 
 E = ErrorCode

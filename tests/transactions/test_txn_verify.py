@@ -1,6 +1,6 @@
 """KIP-890 part 1's verification (kwire.transactions.verify): answered by the local coordinator
 when this broker coordinates the transactional id, else sent as AddPartitionsToTxn v5
-verify_only over a real socket (kwire.transactions.channel) to the broker that does."""
+verify_only over a real socket (kwire.coordinator.channel) to the broker that does."""
 from __future__ import annotations
 
 from types import SimpleNamespace as NS
@@ -12,7 +12,7 @@ from kwire.errors import ErrorCode
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
 from kwire.testing.wait import wait_until
-from kwire.transactions.channel import BrokerChannel
+from kwire.coordinator.channel import BrokerChannel
 from kwire.transactions.records import TRANSACTION_STATE_TOPIC
 from kwire.transactions.verify import verify_transaction
 
