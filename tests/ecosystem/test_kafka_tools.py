@@ -11,6 +11,8 @@ Every test uses topics and groups of its own, so the module-scoped pair can be s
 from __future__ import annotations
 
 import re
+import time
+from datetime import datetime, timezone
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -92,6 +94,20 @@ def test_kafka_topics(pair):
 
 
 # --------------------------------------------------------------------------------------- configs
+def _wait_broker_config(bootstrap: str, key: str, value: str, timeout: float = 20.0) -> None:
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout
+    while True:
+        res = ConfigResource(ConfigResource.Type.BROKER, "1")
+        got = admin.describe_configs([res])[res].result(10)[key].value
+        if got == value:
+            return
+        assert time.monotonic() < deadline, (bootstrap, key, got)
+        time.sleep(0.2)
+
+
 
 def test_kafka_configs_topics_and_brokers(pair):
     st = Steps(pair)
@@ -106,16 +122,23 @@ def test_kafka_configs_topics_and_brokers(pair):
             "retention.ms=abc", rc=1)
     st.same(*cfg, "--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
             "log.cleaner.threads=2")
-    i1 = st.same(*cfg, "--describe", "--entity-type", "brokers", "--entity-default")
     st.same(*cfg, "--alter", "--entity-type", "brokers", "--entity-name", "1", "--add-config",
             "log.cleaner.threads=3")
+    first = st.run()
+    # Kafka applies a dynamic broker config when its broker reads the record (the value DescribeConfigs
+    # answers lags the synonyms for a moment); kwire at once: describe once both have settled
+    for b in pair:
+        _wait_broker_config(b, "log.cleaner.threads", "3")
+    st = Steps(pair)
+    i1 = st.same(*cfg, "--describe", "--entity-type", "brokers", "--entity-default")
     i2 = st.same(*cfg, "--describe", "--entity-type", "brokers", "--entity-name", "1")
     st.same(*cfg, "--alter", "--entity-type", "brokers", "--entity-name", "1", "--delete-config",
             "log.cleaner.threads")
     st.same(*cfg, "--alter", "--entity-type", "brokers", "--entity-default", "--delete-config",
             "log.cleaner.threads")
     st.same(*cfg, "--describe", "--entity-type", "brokers", "--entity-default")
-    outs = st.run()
+    outs = first + st.run()
+    i1, i2 = i1 + len(first), i2 + len(first)
     assert "retention.ms=5000" in outs[i0] and "cleanup.policy" not in outs[i0], outs[i0]
     assert "log.cleaner.threads=2" in outs[i1], outs[i1]
     assert "log.cleaner.threads=3" in outs[i2], outs[i2]
@@ -149,3 +172,111 @@ def test_kafka_configs_users_quotas_groups(pair):
     assert "SCRAM-SHA-256=iterations=8192" in outs[i0], outs[i0]
     assert "producer_byte_rate=1024.0" in outs[i1], outs[i1]
     assert "consumer.session.timeout.ms=50000" in outs[i2], outs[i2]
+
+
+# --------------------------------------------------------------------------------- consumer groups
+# the records' CreateTime (--to-datetime and --time pick offsets by it): an hour ago, well inside the
+# default 7-day retention (older timestamps get the segments deleted by retention, at a time of its own)
+BASE_TS = (int(time.time()) // 60 * 60 - 3600) * 1000
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def _coordinator_not_ready():
+    from confluent_kafka import KafkaError
+    return {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE}
+
+
+def _seed(bootstrap: str, topic: str, counts: list[int], group: str | None = None,
+          committed: dict[int, int] | None = None) -> None:
+    """``topic`` with len(counts) partitions, counts[p] records in partition p (CreateTime
+    BASE_TS + offset seconds), and ``group``'s committed offsets, the same on either cluster."""
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+    _COORDINATOR_NOT_READY = _coordinator_not_ready()
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, len(counts), 1)])[topic].result(30)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "enable.idempotence": True})
+    for part, n in enumerate(counts):
+        for i in range(n):
+            p.produce(topic, key=b"k%d" % i, value=b"v%d" % i, partition=part, timestamp=BASE_TS + i * 1000)
+    assert p.flush(30) == 0
+    if group:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        try:
+            # a fresh cluster's first commit may meet the offsets topic's coordinator still loading
+            # (NOT_COORDINATOR, retriable; librdkafka hands a synchronous commit's error back as is)
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    c.commit(offsets=[TopicPartition(topic, part, off) for part, off in committed.items()],
+                             asynchronous=False)
+                    break
+                except KafkaException as e:
+                    if e.args[0].code() not in _COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+        finally:
+            c.close()
+
+
+def test_kafka_consumer_groups(pair):
+    for b in pair:
+        _seed(b, "cgt", [5, 3], "cg-a", {0: 2, 1: 1})
+        _seed(b, "cgu", [4], "cg-b", {0: 4})
+    cg = ("kafka-consumer-groups", "--bootstrap-server", "{B}")
+    st = Steps(pair)
+    i0 = st.same(*cg, "--list")
+    st.same(*cg, "--list", "--state")
+    i1 = st.same(*cg, "--describe", "--group", "cg-a")
+    st.same(*cg, "--describe", "--group", "cg-a", "--members")
+    st.same(*cg, "--describe", "--group", "cg-a", "--state")
+    st.same(*cg, "--describe", "--all-groups", "--offsets")
+    st.same(*cg, "--describe", "--group", "nosuch")
+    for mode in (("--to-earliest",), ("--to-latest",), ("--to-offset", "1"), ("--shift-by", "-1"),
+                 ("--shift-by", "10"), ("--to-datetime", _iso(BASE_TS + 2000)),
+                 ("--to-datetime", _iso(BASE_TS + 1500))):
+        st.same(*cg, "--reset-offsets", "--group", "cg-a", "--topic", "cgt", *mode, "--dry-run")
+    st.same(*cg, "--reset-offsets", "--group", "cg-a", "--topic", "cgt:0", "--to-offset", "4", "--execute")
+    st.same(*cg, "--reset-offsets", "--group", "cg-a", "--topic", "cgt:1", "--shift-by", "1", "--execute")
+    i2 = st.same(*cg, "--describe", "--group", "cg-a", "--offsets")
+    st.same(*cg, "--reset-offsets", "--all-groups", "--all-topics", "--to-earliest", "--execute")
+    st.same(*cg, "--describe", "--all-groups")
+    st.same(*cg, "--reset-offsets", "--group", "cg-a", "--topic", "cgt", "--to-latest")      # neither mode
+    st.same(*cg, "--delete-offsets", "--group", "cg-a", "--topic", "cgt:1", rc=0)
+    st.same(*cg, "--delete-offsets", "--group", "cg-a", "--topic", "nosuch")
+    st.same(*cg, "--describe", "--group", "cg-a")
+    st.same(*cg, "--delete", "--group", "cg-b")
+    st.same(*cg, "--delete", "--group", "cg-b")              # an error line, exit 0 on both
+    i3 = st.same(*cg, "--list")
+    outs = st.run()
+    assert outs[i0].split() == ["cg-a", "cg-b"], outs[i0]
+    assert "cgt" in outs[i1] and "LAG" in outs[i1], outs[i1]
+    assert re.search(r"cgt\s+0\s+4\s+5\s+1", outs[i2]), outs[i2]
+    assert outs[i3].split() == ["cg-a"], outs[i3]
+
+
+def test_kafka_get_offsets_and_delete_records(pair, tmp_path):
+    for b in pair:
+        _seed(b, "got", [6, 2])
+    spec = tmp_path / "delete.json"
+    spec.write_text('{"partitions": [{"topic": "got", "partition": 0, "offset": 3}], "version": 1}')
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"partitions": [{"topic": "got", "partition": 1, "offset": 9}], "version": 1}')
+    go = ("kafka-get-offsets", "--bootstrap-server", "{B}")
+    st = Steps(pair)
+    i0 = st.same(*go, "--topic", "got")
+    st.same(*go, "--topic", "got", "--time", "-2")
+    st.same(*go, "--topic", "got", "--time", "-3")
+    st.same(*go, "--topic", "got", "--time", str(BASE_TS + 2500))
+    st.same(*go, "--topic-partitions", "got:1,got:5")
+    st.same(*go, "--topic", "nosuch", rc=1)
+    st.same("kafka-delete-records", "--bootstrap-server", "{B}", "--offset-json-file", str(spec))
+    st.same("kafka-delete-records", "--bootstrap-server", "{B}", "--offset-json-file", str(bad))
+    i1 = st.same(*go, "--topic", "got", "--time", "earliest")
+    outs = st.run()
+    assert outs[i0].split() == ["got:0:6", "got:1:2"], outs[i0]
+    assert outs[i1].split() == ["got:0:3", "got:1:0"], outs[i1]
