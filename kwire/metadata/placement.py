@@ -61,11 +61,12 @@ def place(count: int, replication_factor: int, brokers: Sequence[UsableBroker], 
                              f"Invalid replication factor {replication_factor}: the replication factor must be positive.")
     usable = rack_alternated([b for b in brokers if not b.fenced])
     if not usable:
-        raise PlacementError(ErrorCode.INVALID_REPLICATION_FACTOR, "All brokers are currently fenced.")
+        raise PlacementError(ErrorCode.INVALID_REPLICATION_FACTOR, "All brokers are currently fenced, or have all their log directories cordoned.")
     if replication_factor > len(usable):
         raise PlacementError(ErrorCode.INVALID_REPLICATION_FACTOR,
                              f"The target replication factor of {replication_factor} cannot be reached because "
-                             f"only {len(usable)} broker(s) are registered.")
+                             f"only {len(usable)} broker(s) are registered or some brokers have all their log "
+                             "directories cordoned.")  # Kafka 4.3's StripedReplicaPlacer words (KIP-1066)
     order = {b.id: i for i, b in enumerate(usable)}
     rack = {b.id: b.rack for b in usable}
     leaders, replicas = Counter(), Counter()          # the cluster's load

@@ -12,7 +12,9 @@ and returns its CompletedProcess."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -61,3 +63,52 @@ def kwire_one():
 def kafka_one():
     with ApacheKafka(nodes=1) as k:
         yield k
+
+
+_BATCH_SOURCE = os.path.join(os.path.dirname(__file__), "java", "ToolBatch.java")
+_batch_classes: str | None = None
+
+
+def _tool_batch_classes() -> str:
+    """ToolBatch.java compiled once per session (javac, no Kafka classes needed: it loads them by name)."""
+    global _batch_classes
+    if _batch_classes is None:
+        out = tempfile.mkdtemp(prefix="kwire-toolbatch-")
+        javac = os.path.join(os.path.dirname(java_bin()), "javac")
+        subprocess.run([javac if os.path.exists(javac) else "javac", "-d", out, _BATCH_SOURCE],
+                       check=True, capture_output=True, timeout=120)
+        _batch_classes = out
+    return _batch_classes
+
+
+def run_tools(commands: list[tuple[str, ...]], *, timeout: float = 300.0,
+              heap: str = "384m") -> list[tuple[int, str, str]]:
+    """Several tool commands ((tool, *args) each) one after the other in ONE JVM (ToolBatch: Kafka's
+    Exit procedures turned into exceptions): [(exit code, stdout, stderr)] in order."""
+    work = tempfile.mkdtemp(prefix="kwire-tools-")
+    try:
+        script = os.path.join(work, "commands")
+        with open(script, "w") as f:
+            for tool, *args in commands:
+                assert not any("\t" in a or "\n" in a for a in args), args
+                f.write("\t".join([TOOLS.get(tool, tool), *args]) + "\n")
+        env = dict(os.environ, KAFKA_LOG4J_OPTS="")
+        res = subprocess.run([java_bin(), *jvm_flags(heap, True), "-cp",
+                              _tool_batch_classes() + os.pathsep + kafka_classpath(), "ToolBatch", work, script],
+                             capture_output=True, text=True, timeout=timeout, env=env)
+        results = []
+        for i in range(len(commands)):
+            try:
+                with open(os.path.join(work, f"{i}.rc")) as f:
+                    rc = int(f.read())
+            except FileNotFoundError:
+                raise AssertionError(f"ToolBatch stopped before command {i} {commands[i]} (exit {res.returncode}):"
+                                     f"\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}") from None
+            with open(os.path.join(work, f"{i}.out")) as f:
+                out = f.read()
+            with open(os.path.join(work, f"{i}.err")) as f:
+                err = f.read()
+            results.append((rc, out, err))
+        return results
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -38,7 +38,7 @@ def test_replication_factor_checks(broker):
     e = _refused(admin.create_topics([NewTopic(name, 1, 2)], operation_timeout=10)[name])
     assert e.code() == KafkaError.INVALID_REPLICATION_FACTOR
     assert ("Unable to replicate the partition 2 time(s): The target replication factor of 2 cannot be reached "
-            "because only 1 broker(s) are registered.") in e.str()
+            "because only 1 broker(s) are registered or some brokers have all their log directories cordoned.") in e.str()
     e = _refused(admin.create_topics([NewTopic(name, 1, -1, replica_assignment=[[1, 1]])], operation_timeout=10)[name])
     assert e.code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
     assert "The manual partition assignment includes the broker 1 more than once." in e.str()

@@ -33,8 +33,8 @@ def test_replication_factor_beyond_usable_brokers_is_kafkas_error():
         place(1, 3, brokers(3, fenced={3}))
     assert ei.value.code == ErrorCode.INVALID_REPLICATION_FACTOR
     assert ei.value.message == ("The target replication factor of 3 cannot be reached because only 2 broker(s) "
-                                "are registered.")
-    with pytest.raises(PlacementError, match="All brokers are currently fenced."):
+                                "are registered or some brokers have all their log directories cordoned.")
+    with pytest.raises(PlacementError, match="All brokers are currently fenced, or have all their log directories cordoned."):
         place(1, 1, brokers(2, fenced={1, 2}))
     with pytest.raises(PlacementError, match="must be positive"):
         place(1, 0, brokers(2))

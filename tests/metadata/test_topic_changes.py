@@ -67,7 +67,7 @@ def test_defaults_and_configs():
      "Replication factor must be larger than 0, or -1 to use the default value."),
     (TC.CreateTopic("t", 1, 4), ErrorCode.INVALID_REPLICATION_FACTOR,
      "Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached because "
-     "only 3 broker(s) are registered."),
+     "only 3 broker(s) are registered or some brokers have all their log directories cordoned."),
     (TC.CreateTopic("t", 2, -1, assignments={0: [1]}), ErrorCode.INVALID_REQUEST,
      "A manual partition assignment was specified, but numPartitions was not set to -1."),
     (TC.CreateTopic("t", -1, 1, assignments={0: [1]}), ErrorCode.INVALID_REQUEST,

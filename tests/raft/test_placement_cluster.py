@@ -109,7 +109,7 @@ def test_topics_are_placed_by_the_active_controller(tmp_path):
         e = refusal(NewTopic("rf4", 1, 4))
         assert e.code() == confluent_kafka.KafkaError.INVALID_REPLICATION_FACTOR
         assert ("Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached "
-                "because only 3 broker(s) are registered.") in e.str()
+                "because only 3 broker(s) are registered or some brokers have all their log directories cordoned.") in e.str()
         admin.create_topics([NewTopic("rf3", 3, 3)], operation_timeout=15)["rf3"].result(30)
         md = wait_for(lambda: (lambda t: t if t is not None and len(t.partitions) == 3 else None)(
             admin.list_topics("rf3", timeout=10).topics.get("rf3")), 10)
@@ -124,7 +124,7 @@ def test_topics_are_placed_by_the_active_controller(tmp_path):
         assert wait_for(lambda: all(metadata(p)[0] == sorted(set(ports) - {gone}) for p in live), 20)
         e = refusal(NewTopic("rf3-two-live", 1, 3))
         assert e.code() == confluent_kafka.KafkaError.INVALID_REPLICATION_FACTOR
-        assert "because only 2 broker(s) are registered." in e.str()
+        assert "because only 2 broker(s) are registered or some brokers have all their log directories cordoned." in e.str()
         r = create(ports[others[0]], "six", 6)
         assert r.error_code == 0, r.error_message
         got = wait_for(lambda: (lambda m: m if len(m) == 6 else None)(leaders_of(ports[others[0]], "six")), 10)
