@@ -27,7 +27,10 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.ecosystem.conftest import run_tool
 
 from kwire.testing.apache_kafka import java_bin, jvm_flags, kafka_libs
 
@@ -44,6 +47,7 @@ STEP_MS = 50  # 20k lines over ~17 minutes of record time: ~17 windows per categ
 # hour ahead: log.message.timestamp.after.max.ms), the same for both brokers
 BASE_MS = (int(time.time() * 1000) - 2 * 3600_000) // 60_000 * 60_000
 COMPLETE_TIMEOUT = 240.0
+APP = "wordcount-30"
 
 HERE = Path(__file__).resolve().parent / "streams"
 
@@ -169,7 +173,7 @@ def run_app(bootstrap: str, classpath: str, work: Path) -> dict:
     _setup(bootstrap)
     want_words, want_cats = expected()
     total = sum(want_words.values())
-    app = "wordcount-30"
+    app = APP
     a = Instance(classpath, bootstrap, app, work / "state-a", work / "a.log")
     b = Instance(classpath, bootstrap, app, work / "state-b", work / "b.log")
     try:
@@ -213,3 +217,43 @@ def test_exactly_once_word_count_with_a_kill_on_kwire(kwire_output):
 
 def test_the_same_output_as_on_apache_kafka(kwire_output, kafka_output):
     assert kwire_output == kafka_output
+
+
+def reset(bootstrap: str) -> tuple[list[str], dict, list[str]]:
+    """bin/kafka-streams-application-reset.sh on the stopped application: its output (sorted lines),
+    the group's committed offsets of the input topic, and the application's topics left."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    # Streams does not leave the group on close: its members go at the session timeout (10 s)
+    deadline = time.monotonic() + 30
+    while admin.describe_consumer_groups([APP])[APP].result(30).members:
+        assert time.monotonic() < deadline, "the stopped instances never left the group"
+        time.sleep(1)
+    res = run_tool("org.apache.kafka.tools.StreamsResetter", "--bootstrap-server", bootstrap,
+                   "--application-id", APP, "--input-topics", "lines", timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(APP)])[APP].result(30)
+    # the input topics' offsets only: right after the reset deletes the internal topics, Apache
+    # Kafka may still list offsets of the deleted repartition topics (its coordinator drops them when
+    # the deletion reaches it), kwire none; a timing difference, not compared
+    offsets = {(tp.topic, tp.partition): tp.offset for tp in committed.topic_partitions
+               if tp.topic in ("lines", "categories")}
+    left = sorted(t for t in admin.list_topics(timeout=10).topics if t.startswith(APP))
+    return sorted(res.stdout.splitlines()), offsets, left
+
+
+@pytest.fixture(scope="module")
+def kwire_reset(kwire_one, kwire_output):
+    return reset(kwire_one.bootstrap_servers)
+
+
+@pytest.fixture(scope="module")
+def kafka_reset(kafka_one, kafka_output):
+    return reset(kafka_one.bootstrap_servers)
+
+
+def test_the_streams_reset_tool_as_on_apache_kafka(kwire_reset, kafka_reset):
+    out, offsets, left = kwire_reset
+    # the input back to its start, the repartition and changelog topics deleted
+    assert {k: v for k, v in offsets.items() if k[0] == "lines"} == {("lines", i): 0 for i in range(PARTITIONS)}
+    assert left == []
+    assert kwire_reset == kafka_reset
