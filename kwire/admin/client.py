@@ -20,7 +20,7 @@ __all__ = ["AdminClient", "AdminError", "SecurityFailure", "Unreachable", "error
 # The highest version of each API whose fields the admin commands read, per API name; a
 # broker that speaks less gets its highest (each command reads fields with defaults).
 PREFERRED = {
-    "ApiVersions": 3, "Metadata": 12, "FindCoordinator": 3, "ListGroups": 4, "DescribeGroups": 5,
+    "ApiVersions": 3, "Metadata": 12, "FindCoordinator": 3, "ListGroups": 5, "DescribeGroups": 5,
     "OffsetFetch": 7, "ListOffsets": 7, "OffsetCommit": 8, "DeleteGroups": 2, "CreateTopics": 7,
     "DeleteTopics": 5, "CreatePartitions": 3, "DescribeConfigs": 4, "IncrementalAlterConfigs": 1,
     "DescribeCluster": 1, "DescribeQuorum": 1, "DescribeAcls": 3,

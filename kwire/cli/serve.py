@@ -138,6 +138,12 @@ def config_from_args(args):
         _apply_listen_flags(cfg, args, where.get("listeners") or (f"in {args.config}" if args.config else ""))
     except ListenerError as exc:
         raise UsageError(f"kwire serve: {exc}") from None
+    if cfg.is_static("metrics.listen") and cfg.get("metrics.listen"):   # a malformed address is a usage error
+        try:
+            parse_endpoint(cfg.get("metrics.listen"), what="metrics.listen")
+        except ListenerError as exc:
+            source = where.get("metrics.listen") or (f"in {args.config}" if args.config else "")
+            raise UsageError(f"kwire serve: {exc}" + (f" ({source})" if source else "")) from None
     return cfg
 
 
