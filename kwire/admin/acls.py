@@ -3,11 +3,14 @@ DeleteAcls. A cluster without an authorizer (``authorizer.class.name`` unset) sa
 line, as kafka-acls.sh's SecurityDisabledException does. --producer and --consumer add the
 operations kafka-acls.sh's shortcuts add (WRITE, DESCRIBE, CREATE on topics; READ, DESCRIBE on
 topics and READ on groups), and --idempotent adds IDEMPOTENT_WRITE on the cluster.
-Left out: --force (removal never asks), --user-principal (KIP-373 delegation tokens),
---delegation-token resources."""
+--force is accepted (kwire never asks before removing, so there is nothing to confirm).
+Mistakes in the flags (an unknown --operation, --add without a principal) are usage errors
+(exit 2) found before the cluster is asked. Left out: --user-principal (KIP-373 delegation
+tokens), --delegation-token resources."""
 from __future__ import annotations
 
 from kwire.admin.common import add_common, client, run
+from kwire.cmdline import UsageError, suggest
 
 RESOURCE_TYPES = {"any": 1, "topic": 2, "group": 3, "cluster": 4, "transactional-id": 5, "delegation-token": 6,
                   "user": 7}
@@ -47,6 +50,7 @@ def add_parser(sub) -> None:
     p.add_argument("--consumer", action="store_true", help="the ACLs of a consumer of --topic in --group")
     p.add_argument("--idempotent", action="store_true", help="with --producer: IDEMPOTENT_WRITE on the cluster")
     p.add_argument("--principal", metavar="User:NAME", help="--list: only the ACLs of this principal")
+    p.add_argument("--force", action="store_true", help="--remove without asking (kwire never asks)")
     p.set_defaults(run=lambda args: run("acls", _main, args))
 
 
@@ -64,7 +68,11 @@ def _ops(args) -> list[int]:
     for o in args.operation:
         code = _OP_CODES.get(o.lower().replace("_", "").replace("-", ""))
         if code is None or code == 1:
-            raise ValueError(f"unknown operation {o!r}")
+            names = ["Read", "Write", "Create", "Delete", "Alter", "Describe", "ClusterAction", "DescribeConfigs",
+                     "AlterConfigs", "IdempotentWrite", "CreateTokens", "DescribeTokens", "TwoPhaseCommit", "All"]
+            near = suggest(o, names, 0.6)
+            raise ValueError(f"--operation {o!r} is not an operation ({', '.join(names)})"
+                             + (f"; did you mean {near}?" if near else ""))
         ops.append(code)
     return ops
 
@@ -102,6 +110,17 @@ def _main(args) -> int:
     from kwire.errors import ErrorCode  # noqa: PLC0415
 
     patterns = {"literal": 3, "prefixed": 4, "any": 1, "match": 2}
+    try:       # the flags' mistakes before the cluster is asked
+        _ops(args)
+        if args.add:
+            if (args.resource_pattern_type or "literal") not in ("literal", "prefixed"):
+                raise ValueError("--add takes --resource-pattern-type literal or prefixed")
+            if not _bindings(args, patterns[args.resource_pattern_type or "literal"]):
+                raise ValueError("--add needs a resource and --allow-principal or --deny-principal")
+        if args.remove and not (_resources(args, 3) or args.producer or args.consumer):
+            raise ValueError("--remove needs a resource (--topic, --group, --cluster, --transactional-id)")
+    except ValueError as exc:
+        raise UsageError(f"kwire acls: {exc}") from None
     with client(args, "acls") as c:
         b = c.any_broker()
         from kwire.codec.apis import api  # noqa: PLC0415

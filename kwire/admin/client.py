@@ -15,12 +15,12 @@ import time
 
 from kwire.errors import ErrorCode
 
-__all__ = ["AdminClient", "AdminError", "Unreachable", "error_name"]
+__all__ = ["AdminClient", "AdminError", "SecurityFailure", "Unreachable", "error_name"]
 
 # The highest version of each API whose fields the admin commands read, per API name; a
 # broker that speaks less gets its highest (each command reads fields with defaults).
 PREFERRED = {
-    "ApiVersions": 3, "Metadata": 12, "FindCoordinator": 3, "ListGroups": 4, "DescribeGroups": 5,
+    "ApiVersions": 3, "Metadata": 12, "FindCoordinator": 3, "ListGroups": 5, "DescribeGroups": 5,
     "OffsetFetch": 7, "ListOffsets": 7, "OffsetCommit": 8, "DeleteGroups": 2, "CreateTopics": 7,
     "DeleteTopics": 5, "CreatePartitions": 3, "DescribeConfigs": 4, "IncrementalAlterConfigs": 1,
     "DescribeCluster": 1, "DescribeQuorum": 1, "DescribeAcls": 3,
@@ -58,10 +58,15 @@ def _split(addr: str) -> tuple[str, int]:
     return host, int(port)
 
 
-class _Broker:
-    """One connection: a socket, the sans-I/O client connection, the API versions it speaks."""
+class SecurityFailure(AdminError):
+    """The TLS handshake or the SASL login failed: the client's settings, not the network."""
 
-    def __init__(self, host: str, port: int, timeout: float, client_id: str):
+
+class _Broker:
+    """One connection: a socket (TLS and a SASL login first, as ``security`` says), the sans-I/O
+    client connection, the API versions it speaks."""
+
+    def __init__(self, host: str, port: int, timeout: float, client_id: str, security=None):
         from kwire.connection import KafkaClientConnection  # noqa: PLC0415
 
         self.address = f"{host}:{port}"
@@ -69,6 +74,62 @@ class _Broker:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.conn = KafkaClientConnection(client_id)
         self.versions: dict[int, tuple[int, int]] = {}
+        if security is not None and security.tls:
+            self._tls(host, security)
+        if security is not None and security.sasl:
+            self._sasl(security)
+
+    def _tls(self, host: str, security) -> None:
+        import ssl  # noqa: PLC0415
+
+        try:
+            self.sock = security.ssl_context.wrap_socket(self.sock, server_hostname=host)
+        except ssl.SSLCertVerificationError as exc:
+            self.sock.close()
+            raise SecurityFailure(f"TLS handshake with {self.address} failed: certificate verify failed: "
+                                  f"{exc.verify_message or exc.reason} "
+                                  f"(ssl.truststore.* and ssl.endpoint.identification.algorithm)") from None
+        except (ssl.SSLError, ConnectionError) as exc:
+            self.sock.close()
+            reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
+            raise SecurityFailure(f"TLS handshake with {self.address} failed: {reason} (does its listener "
+                                  f"speak TLS? security.protocol SSL and SASL_SSL need one that does)") from None
+
+    def _sasl(self, security) -> None:
+        from kwire.codec.apis import api  # noqa: PLC0415
+        from kwire.security.sasl_client import SaslClientFailed, client_for  # noqa: PLC0415
+
+        hs = api("SaslHandshake")
+        try:
+            r = self.call(hs, 1, hs.request.cls(mechanism=security.mechanism))
+        except ConnectionError:
+            self.sock.close()
+            raise SecurityFailure(f"the broker at {self.address} closed the connection on SaslHandshake: does "
+                                  f"its listener want SASL (security.protocol "
+                                  f"{'SSL' if security.tls else 'PLAINTEXT'} then)?") from None
+        if r.error_code:
+            self.sock.close()
+            raise SecurityFailure(f"SASL mechanism {security.mechanism} is not enabled at {self.address} "
+                                  f"(enabled: {','.join(r.mechanisms or []) or 'none'})", r.error_code)
+        client = client_for(security.mechanism, security.username, security.password)
+        token = client.first_message()
+        auth = api("SaslAuthenticate")
+        while True:
+            r = self.call(auth, 2, auth.request.cls(auth_bytes=token))
+            if r.error_code:
+                self.sock.close()
+                raise SecurityFailure(f"SASL {security.mechanism} login as {security.username!r} at {self.address} "
+                                      f"failed: {r.error_message or error_name(r.error_code)}", r.error_code)
+            try:
+                token = client.evaluate(bytes(r.auth_bytes or b""))
+            except SaslClientFailed as exc:
+                self.sock.close()
+                raise SecurityFailure(f"SASL at {self.address}: {exc}") from None
+            if client.complete:
+                return
+            if token is None:
+                self.sock.close()
+                raise SecurityFailure(f"SASL {security.mechanism} at {self.address}: the exchange ended early")
 
     def call(self, api, version: int, body):
         from kwire.connection import NEED_DATA  # noqa: PLC0415
@@ -89,12 +150,14 @@ class _Broker:
 
 
 class AdminClient:
-    def __init__(self, bootstrap: str, *, timeout: float = 30.0, client_id: str = "kwire-admin"):
+    def __init__(self, bootstrap: str, *, timeout: float = 30.0, client_id: str = "kwire-admin",
+                 security=None):
         self.bootstrap = [_split(a) for a in bootstrap.split(",") if a.strip()]
         if not self.bootstrap:
             raise AdminError("--bootstrap-server is empty (write HOST:PORT, e.g. 127.0.0.1:9092)")
         self.timeout = timeout
         self.client_id = client_id
+        self.security = security          # kwire.admin.security.ClientSecurity, or None: PLAINTEXT
         self._by_node: dict[int, _Broker] = {}
         self._any: _Broker | None = None
         self.brokers: dict[int, tuple[str, int]] = {}
@@ -117,12 +180,12 @@ class AdminClient:
     def _open(self, host: str, port: int) -> _Broker:
         from kwire.codec.apis import api  # noqa: PLC0415
 
-        b = _Broker(host, port, self.timeout, self.client_id)
+        b = _Broker(host, port, self.timeout, self.client_id, self.security)
         av = api("ApiVersions")
         body = b.call(av, 3, av.request.cls(client_software_name="kwire-admin", client_software_version="1"))
         if body.error_code == ErrorCode.UNSUPPORTED_VERSION:   # an old broker: it answered with v0
             b.close()
-            b = _Broker(host, port, self.timeout, self.client_id)
+            b = _Broker(host, port, self.timeout, self.client_id, self.security)
             body = b.call(av, 0, av.request.cls())
         if body.error_code:
             b.close()
@@ -140,7 +203,12 @@ class AdminClient:
                 return self._any
             except (OSError, ConnectionError) as exc:
                 errors.append(f"{host}:{port} ({getattr(exc, 'strerror', None) or exc})")
-        raise Unreachable("no broker answered at " + ", ".join(errors))
+        hint = ""
+        if (self.security is None or self.security.protocol == "PLAINTEXT") and \
+                any("closed the connection" in e for e in errors):
+            hint = ("; a listener that wants TLS or SASL closes a PLAINTEXT client's connection: give "
+                    "--command-config with security.protocol=SSL, SASL_PLAINTEXT or SASL_SSL")
+        raise Unreachable("no broker answered at " + ", ".join(errors) + hint)
 
     def broker(self, node_id: int) -> _Broker:
         b = self._by_node.get(node_id)
@@ -187,7 +255,11 @@ class AdminClient:
         try:
             return b.call(a, v, a.request.cls(**fields)), v
         except (OSError, ConnectionError) as exc:
-            raise Unreachable(f"{name} to {b.address} failed: {getattr(exc, 'strerror', None) or exc}") from None
+            hint = ""
+            if (self.security is None or self.security.protocol == "PLAINTEXT") and "closed the connection" in str(exc):
+                hint = (" (a SASL listener answers ApiVersions and closes the connection of a client that has not "
+                        "logged in: give --command-config with security.protocol=SASL_PLAINTEXT or SASL_SSL)")
+            raise Unreachable(f"{name} to {b.address} failed: {getattr(exc, 'strerror', None) or exc}{hint}") from None
 
     def struct(self, name: str, struct: str):
         from kwire.codec.apis import api  # noqa: PLC0415

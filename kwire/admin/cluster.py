@@ -13,6 +13,7 @@ examples:
   kwire cluster describe                 the brokers and the active controller
   kwire cluster quorum                   leader, epoch, high watermark, voters, observers
   kwire cluster quorum --replication     each voter's and observer's log end offset and lag
+  kwire metadata-quorum describe --status        the same, in kafka-metadata-quorum.sh's words
 """
 
 
@@ -25,13 +26,23 @@ def add_parser(sub) -> None:
     p.add_argument("what", choices=("id", "describe", "quorum"), help="id, describe or quorum")
     add_common(p)
     p.add_argument("--replication", action="store_true", help="quorum: one line per voter and observer")
-    p.set_defaults(run=lambda args: run("cluster", _main, args))
+    p.set_defaults(cmd="cluster", run=lambda args: run("cluster", _main, args))
+
+    # kafka-metadata-quorum.sh's own words: describe --status | --replication
+    q = sub.add_parser("metadata-quorum", help="the KRaft quorum (kafka-metadata-quorum.sh describe)",
+                       description="Describe the KRaft metadata quorum, as kafka-metadata-quorum.sh describe does.")
+    q.add_argument("action", choices=("describe",), help="describe")
+    add_common(q)
+    shape = q.add_mutually_exclusive_group(required=True)
+    shape.add_argument("--status", action="store_true", help="leader, epoch, high watermark, voters, observers")
+    shape.add_argument("--replication", action="store_true", help="one line per voter and observer")
+    q.set_defaults(what="quorum", cmd="metadata-quorum", run=lambda args: run("metadata-quorum", _main, args))
 
 
 def _main(args) -> int:
     from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
 
-    with client(args, "cluster") as c:
+    with client(args, args.cmd) as c:
         if args.what == "id":
             c.metadata([])
             print(f"Cluster ID: {c.cluster_id}")

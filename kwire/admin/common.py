@@ -14,16 +14,18 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                    help="how long to wait for the cluster (default 30)")
     p.add_argument("--command-config", default=None, metavar="FILE",
-                   help="client properties (Kafka's option; only PLAINTEXT clusters are supported, so only "
-                        "an empty or security.protocol=PLAINTEXT file is accepted)")
+                   help="client properties, as Kafka's tools take them: security.protocol, sasl.mechanism, "
+                        "sasl.jaas.config, ssl.truststore.*/ssl.keystore.* (PEM), ssl.key.password")
 
 
 def client(args, cmd: str):
     """An AdminClient for ``args`` (UsageError for a malformed address or a --command-config
-    that asks for security kwire's client does not speak)."""
+    that cannot be used)."""
     from kwire.admin.client import AdminClient, AdminError  # noqa: PLC0415
 
+    security = None
     if args.command_config:
+        from kwire.admin.security import from_properties  # noqa: PLC0415
         from kwire.config import parse_properties  # noqa: PLC0415
 
         try:
@@ -31,12 +33,9 @@ def client(args, cmd: str):
                 props = parse_properties(f.read())
         except OSError as exc:
             raise UsageError(f"kwire {cmd}: --command-config {args.command_config}: {exc.strerror or exc}") from None
-        proto = props.get("security.protocol", "PLAINTEXT").upper()
-        if proto != "PLAINTEXT":
-            raise UsageError(f"kwire {cmd}: --command-config asks for security.protocol={proto}; kwire's admin "
-                             f"client speaks PLAINTEXT only")
+        security = from_properties(props, f"kwire {cmd}: --command-config {args.command_config}")
     try:
-        return AdminClient(args.bootstrap_server, timeout=args.timeout)
+        return AdminClient(args.bootstrap_server, timeout=args.timeout, security=security)
     except AdminError as exc:
         raise UsageError(f"kwire {cmd}: {exc}") from None
 

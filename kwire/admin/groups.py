@@ -5,9 +5,11 @@ KIP-848 consumer groups through ConsumerGroupDescribe (kwire.admin.consumer_grou
 assignment epochs, member epochs, current and target assignments with --verbose);
 --reset-offsets (--to-earliest, --to-latest, --to-current, --to-offset, --shift-by,
 --to-datetime, --by-duration) with --dry-run or --execute, for an inactive group only, as
-Kafka requires; --delete. Offsets are committed the way Kafka's admin client alters them:
-OffsetCommit to the group's coordinator with generation -1 and no member. Left out:
---delete-offsets, --from-file/--export (CSV plans) and share/streams groups.
+Kafka requires (a target past the log's end or before its start is moved inside it with Kafka's
+WARN line); --delete; --delete-offsets (OffsetDelete, key 47); --list with --state [STATES] and
+--type [TYPES] prints Kafka's GROUP / TYPE / STATE table. Offsets are committed the way Kafka's
+admin client alters them: OffsetCommit to the group's coordinator with generation -1 and no
+member. Left out: --from-file/--export (CSV plans) and share/streams groups.
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ examples:
   kwire groups --reset-offsets --group billing --topic orders --to-earliest --dry-run
   kwire groups --reset-offsets --group billing --all-topics --shift-by -10 --execute
   kwire groups --delete --group billing
+  kwire groups --delete-offsets --group billing --topic orders:0,1
+  kwire groups --list --state --type                      GROUP, TYPE, STATE
 """
 
 ACTIVE_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Assigning", "Reconciling")
@@ -46,13 +50,18 @@ def add_parser(sub) -> None:
     act.add_argument("--describe", action="store_true", help="offsets and lag (default), --members or --state")
     act.add_argument("--reset-offsets", action="store_true", help="move the committed offsets of an inactive group")
     act.add_argument("--delete", action="store_true", help="delete groups (empty ones only)")
+    act.add_argument("--delete-offsets", action="store_true",
+                     help="delete the group's committed offsets of --topic TOPIC[:P,P] (repeatable)")
     p.add_argument("--group", action="append", default=[], metavar="GROUP", help="the group (repeatable)")
     p.add_argument("--all-groups", action="store_true", help="every group")
     p.add_argument("--members", action="store_true", help="--describe: the members")
     p.add_argument("--verbose", action="store_true", help="--describe --members: also each member's partitions "
                    "(consumer groups: member epochs, current and target assignments); --state: the epochs")
     p.add_argument("--state", nargs="?", const=True, default=None, metavar="STATE",
-                   help="--describe: the group's state; --list: only groups in STATE (e.g. Stable, Empty)")
+                   help="--describe: the group's state; --list: a STATE column, only groups in STATE if given "
+                        "(comma-separated, e.g. Stable,Empty)")
+    p.add_argument("--type", nargs="?", const=True, default=None, metavar="TYPE",
+                   help="--list: a TYPE column, only groups of TYPE if given (classic, consumer)")
     p.add_argument("--offsets", action="store_true", help="--describe: offsets and lag (the default)")
     p.add_argument("--topic", action="append", default=[], metavar="TOPIC[:P,P]",
                    help="--reset-offsets: a topic, or some of its partitions (repeatable)")
@@ -75,10 +84,21 @@ def add_parser(sub) -> None:
 
 def _main(args) -> int:
     if args.list:
+        if args.state is not None or args.type is not None:
+            states = _filter("state", args.state, _STATES)
+            types = _filter("type", args.type, _TYPES)
+            with client(args, "groups") as c:
+                _print_listing(_listings(c, states, types), args.type is not None, args.state is not None)
+            return 0
         with client(args, "groups") as c:
-            for g in _list(c, args.state if isinstance(args.state, str) else None):
+            for g in _list(c, None):
                 print(g)
         return 0
+    if args.delete_offsets:
+        if len(args.group) != 1 or not args.topic:
+            raise UsageError("kwire groups: --delete-offsets needs one --group GROUP and --topic TOPIC[:P,P]")
+        with client(args, "groups") as c:
+            return _delete_offsets(c, args.group[0], args.topic)
     if not args.group and not args.all_groups:
         raise UsageError("kwire groups: --describe, --reset-offsets and --delete need --group GROUP or --all-groups")
     with client(args, "groups") as c:
@@ -112,6 +132,145 @@ def _list(c, state: str | None) -> list[str]:
     if state and c.version(c.any_broker(), "ListGroups") < 4:
         out = {g for g in out if _group(c, g)[0].group_state.lower() == state.lower()}
     return sorted(out)
+
+
+# Kafka's GroupState (consumer groups) and GroupType names, as the tool prints them
+_STATES = ["PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling"]
+_TYPES = ["Classic", "Consumer"]
+
+
+def _filter(what: str, value, names: list[str]) -> set[str]:
+    """--state/--type's comma-separated values in Kafka's spelling (any case); empty: all."""
+    if value is None or value is True:
+        return set()
+    by_lower = {n.lower(): n for n in names}
+    out = set()
+    for item in str(value).split(","):
+        name = by_lower.get(item.strip().lower())
+        if name is None:
+            raise UsageError(f"kwire groups: Invalid {what} list '{value}'. Valid {what}s are: {', '.join(names)}")
+        out.add(name)
+    return out
+
+
+def _listings(c, states: set[str], types: set[str]) -> list[tuple[str, str, str]]:
+    """(group, type, state) of consumer groups (classic groups of the consumer protocol and
+    KIP-848 groups), from every broker's ListGroups."""
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+
+    c.metadata([])
+    out = {}
+    for node in sorted(c.brokers):
+        body, v = c.call("ListGroups", node=node, states_filter=sorted(states), types_filter=[t.lower() for t in types])
+        if body.error_code:
+            raise AdminError(f"ListGroups on broker {node}: {error_name(body.error_code)}", body.error_code)
+        for g in body.groups:
+            gtype = (g.group_type or "classic").capitalize() if v >= 5 else "Classic"
+            if gtype not in _TYPES or (gtype == "Classic" and g.protocol_type not in ("consumer", "")):
+                continue
+            state = g.group_state if v >= 4 else _group(c, g.group_id)[0].group_state
+            if (states and state not in states) or (types and gtype not in types):
+                continue
+            out[g.group_id] = (g.group_id, gtype, state)
+    return [out[k] for k in sorted(out)]
+
+
+def _print_listing(rows: list[tuple[str, str, str]], with_type: bool, with_state: bool) -> None:
+    """kafka-consumer-groups.sh's printGroupInfo: GROUP padded to the longest id + 10, then
+    TYPE and STATE columns of 20."""
+    width = max([15] + [len(g) for g, _, _ in rows]) + 10
+    def line(g, t, s):
+        out = g.ljust(width)
+        if with_type:
+            out += " " + t.ljust(20)
+        if with_state:
+            out += " " + s.ljust(20)
+        return out
+    print(line("GROUP", "TYPE", "STATE"))
+    for g, t, s in rows:
+        print(line(g, t, s))
+
+
+def _delete_offsets(c, group: str, specs: list[str]) -> int:
+    """OffsetDelete (key 47) of a group's committed offsets; Kafka's lines and table."""
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.errors import ErrorCode  # noqa: PLC0415
+
+    results: dict[tuple[str, int], str | None] = {}
+    wanted: dict[str, list[int]] = {}
+    for spec in specs:
+        topic, parts = parse_topic_partitions(spec)
+        if parts is None:
+            md = c.metadata([topic])
+            t = next((t for t in md.topics if t.name == topic), None)
+            if t is None or t.error_code:
+                code = t.error_code if t is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                results[(topic, -1)] = f"Error: {_message(code, True)}"
+                continue
+            parts = [p.partition_index for p in t.partitions]
+        wanted.setdefault(topic, []).extend(parts)
+    top = 0
+    if wanted:
+        T = c.struct("OffsetDelete", "OffsetDeleteRequestTopic")
+        P = c.struct("OffsetDelete", "OffsetDeleteRequestPartition")
+        body, _ = c.call("OffsetDelete", node=c.coordinator(group), group_id=group,
+                         topics=[T(name=t, partitions=[P(partition_index=p) for p in sorted(set(ps))])
+                                 for t, ps in sorted(wanted.items())])
+        top = body.error_code
+        for t in body.topics:
+            for p in t.partitions:
+                results[(t.name, p.partition_index)] = f"Error: {_message(p.error_code, True)}" if p.error_code \
+                    else None
+                if p.error_code and not top:
+                    top = p.error_code
+        if body.error_code:
+            for t, ps in wanted.items():
+                for p in ps:
+                    results[(t, p)] = f"Error: {_message(body.error_code, True)}"
+    if any(v is not None for k, v in results.items() if k[1] < 0) and not top:
+        top = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if top == 0:
+        print(f"Request succeeded for deleting offsets from group {group}.")
+    elif top in (ErrorCode.INVALID_GROUP_ID, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                 ErrorCode.NON_EMPTY_GROUP):
+        print(f"\nError: {_message(top)}")
+    elif top in (ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+        print("\nError: Encountered some partition-level error, see the follow-up details.")
+    else:
+        print(f"\nError: Encountered some unknown error: {error_name(top)}")
+    width = max([15] + [len(t) for t, _ in results])
+    print("\n" + f"{'TOPIC'.ljust(width)} {'PARTITION'.ljust(10)} {'STATUS'.ljust(15)}", end="")
+    for (t, p), status in sorted(results.items(), key=lambda kv: kv[0][0] + str(kv[0][1])):
+        print("\n" + f"{t.ljust(width)} {(str(p) if p >= 0 else '-').ljust(10)} {(status or 'Successful').ljust(15)}",
+              end="")
+    print()
+    if top:
+        raise AdminError(f"OffsetDelete {group}: {error_name(top)}", top)
+    return 0
+
+
+# Kafka's Errors: (exception class, message) of the codes OffsetDelete answers
+_ERRORS = {
+    15: ("CoordinatorNotAvailableException", "The coordinator is not available."),
+    16: ("NotCoordinatorException", "This is not the correct coordinator."),
+    3: ("UnknownTopicOrPartitionException", "This server does not host this topic-partition."),
+    24: ("InvalidGroupIdException", "The configured groupId is invalid."),
+    29: ("TopicAuthorizationException", "Topic authorization failed."),
+    30: ("GroupAuthorizationException", "Group authorization failed."),
+    68: ("GroupNotEmptyException", "The group is not empty."),
+    69: ("GroupIdNotFoundException", "The group id does not exist."),
+    86: ("GroupSubscribedToTopicException", "The consumer group is actively subscribed to the topic"),
+}
+
+
+def _message(code: int, partition_level: bool = False) -> str:
+    """Kafka's message for an error code (Errors.message()); a partition's error as the tool
+    prints the exception (class name first)."""
+    from kwire.admin.client import error_name  # noqa: PLC0415
+
+    cls, text = _ERRORS.get(code, (None, error_name(code)))
+    return f"org.apache.kafka.common.errors.{cls}: {text}" if partition_level and cls else text
 
 
 # ---------------------------------------------------------------------------- describe
@@ -332,6 +491,12 @@ def _reset(c, args, groups: list[str]) -> None:
             else:
                 off = at_time.get(tp, -1)
                 off = hi if off < 0 else off
+            if off > hi:      # Kafka's GroupOffsetsResetter.checkOffsetsRange
+                print(f"WARN New offset ({off}) is higher than latest offset for topic partition {tp[0]}-{tp[1]}. "
+                      f"Value will be set to {hi}", file=sys.stderr)
+            elif off < lo:
+                print(f"WARN New offset ({off}) is lower than earliest offset for topic partition {tp[0]}-{tp[1]}. "
+                      f"Value will be set to {lo}", file=sys.stderr)
             new[tp] = min(max(off, lo), hi)
         plans[(group, coordinator)] = new
     w = [30, 30, 10, 15]

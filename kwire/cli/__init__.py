@@ -22,7 +22,7 @@ aiokafka, KafkaJS, kcat) connect to it as to Apache Kafka."""
 
 EPILOG = """\
 Run 'kwire COMMAND --help' for a command's flags and examples. The admin commands (topics,
-groups, configs, cluster, acls) talk to any Kafka cluster, kwire or Apache Kafka:
+groups, configs, cluster, metadata-quorum, acls, leader-election) talk to any Kafka cluster, kwire or Apache Kafka:
 --bootstrap-server HOST:PORT (default 127.0.0.1:9092). Errors are one line on stderr; exit
 code 2 for a usage error, 1 for a failure."""
 

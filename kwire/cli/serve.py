@@ -138,21 +138,25 @@ def config_from_args(args):
         _apply_listen_flags(cfg, args, where.get("listeners") or (f"in {args.config}" if args.config else ""))
     except ListenerError as exc:
         raise UsageError(f"kwire serve: {exc}") from None
+    if cfg.is_static("metrics.listen") and cfg.get("metrics.listen"):   # a malformed address is a usage error
+        try:
+            parse_endpoint(cfg.get("metrics.listen"), what="metrics.listen")
+        except ListenerError as exc:
+            source = where.get("metrics.listen") or (f"in {args.config}" if args.config else "")
+            raise UsageError(f"kwire serve: {exc}" + (f" ({source})" if source else "")) from None
     return cfg
 
 
 def _check_keys(cfg, where: dict, config_file: str | None) -> None:
     """A near miss of a known key is a typo: refused with the key it resembles. Other keys
     kwire does not know are warned about, as Kafka's AbstractConfig.logUnused does."""
-    from kwire.config_keys import BROKER, TOPIC  # noqa: PLC0415
+    from kwire.config_keys import BROKER, near_miss  # noqa: PLC0415
 
     for key in cfg.values:
         if key in BROKER or key.startswith("listener.name."):   # Kafka's per-listener overrides
             continue
         source = where.get(key) or (f"in {config_file}" if config_file else "")
-        near = suggest(key, BROKER, 0.85)
-        if near is None and key in TOPIC:
-            near = next((s for s in TOPIC[key].synonyms if s in BROKER), None)
+        near = near_miss(key)
         if near is not None:
             raise UsageError(f"kwire serve: unknown config key {key!r}" + (f" ({source})" if source else "")
                              + f"; did you mean {near}?")

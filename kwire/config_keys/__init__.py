@@ -17,7 +17,7 @@ from __future__ import annotations
 from kwire.config_keys import broker_server, broker_services, topic_group  # noqa: F401 - they fill the dicts
 from kwire.config_keys.define import BROKER, GROUP, TOPIC
 
-__all__ = ["BROKER", "BROKER_SYNONYMS", "GROUP", "TOPIC"]
+__all__ = ["BROKER", "BROKER_SYNONYMS", "GROUP", "TOPIC", "near_miss"]
 
 # Kafka's DynamicBrokerConfig.brokerConfigSynonyms: keys that set the same thing, strongest first.
 BROKER_SYNONYMS: dict[str, list[str]] = {}
@@ -27,3 +27,19 @@ for _grp in (["log.roll.ms", "log.roll.hours"], ["log.roll.jitter.ms", "log.roll
         BROKER_SYNONYMS[_n] = _grp
 BROKER_SYNONYMS["log.flush.interval.ms"] = ["log.flush.interval.ms", "log.flush.scheduler.interval.ms"]
 
+
+
+def near_miss(key: str) -> str | None:
+    """The broker key ``key`` is a typo of, if it is an unknown near miss of one (or a topic
+    key whose broker synonym was meant): ``kwire serve`` refuses such a key, and so do the
+    test brokers (kwire.testing), so a misspelt setting never passes silently."""
+    if key in BROKER or key.startswith("listener.name."):   # Kafka's per-listener overrides
+        return None
+    import difflib  # noqa: PLC0415 - only for keys kwire does not know
+
+    near = difflib.get_close_matches(key, list(BROKER), n=1, cutoff=0.85)
+    if near:
+        return near[0]
+    if key in TOPIC:
+        return next((s for s in TOPIC[key].synonyms if s in BROKER), None)
+    return None

@@ -91,6 +91,7 @@ class Broker:
         self.security = security.upper()
         self.overrides = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (overrides or {}).items()}
         self._check_listeners_override()       # before anything is made on disk
+        self._check_keys()
         self._own_dir = data_dir is None
         base = memory_dir() if storage == "memory" else None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="kwire-test-", dir=base)
@@ -110,7 +111,12 @@ class Broker:
         self.harness_port = None  # a PLAINTEXT listener for this object's own helpers on a secured broker
         if self.security != "PLAINTEXT":
             from kwire.testing.secured import configure
-            configure(self, client_auth)
+            try:
+                configure(self, client_auth)
+            except BaseException:
+                if self._own_dir:
+                    shutil.rmtree(self.data_dir, ignore_errors=True)
+                raise
 
     @property
     def bootstrap_servers(self) -> str:
@@ -123,13 +129,23 @@ class Broker:
         return self._thread is not None and self._thread.is_alive()
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> "Broker":
+    def _check_keys(self) -> None:
+        """A misspelt key is refused here as ``kwire serve`` refuses it (a process-mode broker
+        would not start; a thread-mode one must not quietly differ)."""
+        from kwire.config_keys import near_miss
+
+        for key in self.overrides:
+            if (near := near_miss(key)) is not None:
+                raise ValueError(f"unknown config key {key!r}; did you mean {near}?")
+
+    def start(self, timeout: float = 30.0) -> "Broker":
+        """Start and wait until the broker serves, at most ``timeout`` seconds."""
         if self.running:
             return self
         if self.mode == "process":
-            self._start_process()
+            self._start_process(timeout)
         else:
-            self._start_thread()
+            self._start_thread(timeout)
         return self
 
     def _args(self) -> list[str]:
@@ -141,7 +157,7 @@ class Broker:
             args += ["--override", f"{k}={v}"]
         return args
 
-    def _start_process(self) -> None:
+    def _start_process(self, timeout: float = 30.0) -> None:
         if self.log_path is not None:
             with open(self.log_path, "ab") as out:
                 self.proc = subprocess.Popen(self._args(), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
@@ -150,12 +166,12 @@ class Broker:
         # a test process that dies without cleanup() must not leave its broker behind
         atexit.register(_kill_orphan, self.proc)
         try:
-            wait_for_port(self.host, self.port, proc=self.proc)
+            wait_for_port(self.host, self.port, timeout, proc=self.proc)
         except BaseException:
             _kill_orphan(self.proc)
             raise
 
-    def _start_thread(self) -> None:
+    def _start_thread(self, timeout: float = 30.0) -> None:
         import trio
 
         from kwire.app import run_broker
@@ -191,8 +207,8 @@ class Broker:
 
         self._thread = threading.Thread(target=runner, name=f"kwire-{self.port}", daemon=True)
         self._thread.start()
-        if not ready.wait(30):
-            raise TimeoutError("kwire did not start within 30 s")
+        if not ready.wait(timeout):
+            raise TimeoutError(f"kwire did not start within {timeout:g} s")
         if self._error is not None:
             self._thread.join(5)
             self._thread = None

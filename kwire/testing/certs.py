@@ -4,7 +4,7 @@ in the shapes Kafka's ``ssl.keystore.type=PEM`` reads (certificate chain + priva
 one file) and clients read (``ssl.ca.location`` / ``ssl_cafile``, ``ssl.certificate.location``
 + ``ssl.key.location``).
 
-Needs the ``cryptography`` package (a test dependency). EC P-256 keys: quick to make.
+Needs the ``cryptography`` package (``pip install 'kwire[testing]'``). EC P-256 keys: quick to make.
 """
 from __future__ import annotations
 
@@ -13,7 +13,18 @@ import ipaddress
 import os
 from dataclasses import dataclass
 
-__all__ = ["CertificateAuthority", "Issued"]
+__all__ = ["CertificateAuthority", "Issued", "require_cryptography"]
+
+
+def require_cryptography() -> None:
+    """A secured test broker makes its certificates with ``cryptography``, which plain
+    ``pip install kwire`` does not bring: say which extra does, in one line."""
+    try:
+        import cryptography  # noqa: F401, PLC0415
+    except ImportError:
+        raise ModuleNotFoundError(
+            "kwire.testing: a TLS or SASL test broker needs the 'cryptography' package: "
+            "pip install 'kwire[testing]'", name="cryptography") from None
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,7 @@ class CertificateAuthority:
     """A CA whose files live in ``directory`` (created if need be)."""
 
     def __init__(self, directory: str, name: str = "kwire test CA"):
+        require_cryptography()
         from cryptography import x509
         from cryptography.hazmat.primitives import hashes
         from cryptography.hazmat.primitives.asymmetric import ec

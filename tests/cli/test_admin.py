@@ -146,9 +146,28 @@ def test_groups_describe_lag_reset_delete(kafka, kw):
         assert committed() == {0: 3, 1: 2}
         kw(kafka, "groups", "--reset-offsets", "--group", "adm-billing", "--all-topics", "--to-earliest", "--execute")
         assert committed() == {0: 0, 1: 0}
-        kw(kafka, "groups", "--reset-offsets", "--group", "adm-billing", "--all-topics", "--to-offset", "99",
-           "--execute")
-        assert committed() == {0: 4, 1: 2}         # held to the log end, as Kafka does
+        past = kw(kafka, "groups", "--reset-offsets", "--group", "adm-billing", "--all-topics", "--to-offset", "99",
+                  "--execute", ok=False)
+        assert past.returncode == 0 and past.stderr.splitlines() == [
+            "WARN New offset (99) is higher than latest offset for topic partition adm-events-0. Value will be set to 4",
+            "WARN New offset (99) is higher than latest offset for topic partition adm-events-1. Value will be set to 2"]
+        assert committed() == {0: 4, 1: 2}         # held to the log end, with Kafka's warning
+        listed = kw(kafka, "groups", "--list", "--state", "--type").stdout.splitlines()
+        width = max(15, len("adm-billing")) + 10
+        assert listed[0] == "GROUP".ljust(width) + " " + "TYPE".ljust(20) + " " + "STATE".ljust(20)
+        assert "adm-billing".ljust(width) + " " + "Classic".ljust(20) + " " + "Empty".ljust(20) in listed
+        assert kw(kafka, "groups", "--list", "--state", "stable").stdout.splitlines() == ["GROUP".ljust(25) + " " +
+                                                                                         "STATE".ljust(20)]
+        deleted = kw(kafka, "groups", "--delete-offsets", "--group", "adm-billing", "--topic", "adm-events:0").stdout
+        assert deleted == ("Request succeeded for deleting offsets from group adm-billing.\n\n"
+                           + "TOPIC".ljust(15) + " " + "PARTITION".ljust(10) + " " + "STATUS".ljust(15) + "\n"
+                           + "adm-events".ljust(15) + " " + "0".ljust(10) + " " + "Successful".ljust(15) + "\n")
+        assert committed() == {1: 2}
+        unknown = kw(kafka, "groups", "--delete-offsets", "--group", "adm-billing", "--topic", "adm-nope", ok=False)
+        assert unknown.returncode == 1 and unknown.stdout.startswith(
+            "\nError: Encountered some partition-level error, see the follow-up details.\n")
+        assert "adm-nope".ljust(15) + " " + "-".ljust(10) + " Error: org.apache.kafka.common.errors." \
+            "UnknownTopicOrPartitionException: This server does not host this topic-partition." in unknown.stdout
     finally:
         admin.close()
     assert kw(kafka, "groups", "--delete", "--group", "adm-billing").stdout == (
@@ -170,15 +189,28 @@ def test_cluster_and_acls(kafka, kw):
     quorum = dict(line.split(":", 1) for line in kw(kafka, "cluster", "quorum").stdout.splitlines())
     assert quorum["LeaderId"].strip() == "1" and quorum["CurrentVoters"].strip() == "[1]"
     assert int(quorum["HighWatermark"]) > 0
+    status = dict(line.split(":", 1) for line in kw(kafka, "metadata-quorum", "describe", "--status").stdout.splitlines())
+    assert status.keys() == quorum.keys() and status["LeaderId"].strip() == "1"    # kafka-metadata-quorum's words
+    assert kw(kafka, "metadata-quorum", "describe", "--replication").stdout.split()[:6] == [
+        "NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"]
+    kafka.create_topic("adm-elect", 2)
+    assert kw(kafka, "leader-election", "--election-type", "preferred", "--topic", "adm-elect", "--partition",
+              "1").stdout == "Valid replica already elected for partitions adm-elect-1\n"
+    missing = kw(kafka, "leader-election", "--election-type", "PREFERRED", "--topic", "adm-none", "--partition", "0",
+                 ok=False)
+    assert missing.returncode == 1 and missing.stdout.startswith(
+        "Error completing leader election (PREFERRED) for partition: adm-none-0: ")
+    assert missing.stderr == "kwire leader-election: 1 replica(s) could not be elected\n"
     acls = kw(kafka, "acls", "--list", ok=False)
     assert acls.returncode == 1 and acls.stderr.startswith("kwire acls: No Authorizer is configured on the broker")
 
 
-@pytest.mark.parametrize("cmd", ["topics", "groups", "configs", "cluster", "acls"])
+@pytest.mark.parametrize("cmd", ["topics", "groups", "configs", "cluster", "acls", "metadata-quorum",
+                                 "leader-election"])
 def test_admin_help(cmd):
     proc = subprocess.run([sys.executable, "-m", "kwire", cmd, "--help"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0 and "--bootstrap-server" in proc.stdout
-    assert cmd == "acls" or "examples:" in proc.stdout
+    assert cmd in ("acls", "metadata-quorum", "leader-election") or "examples:" in proc.stdout
 
 
 @pytest.mark.parametrize("argv,rc,words", [
@@ -191,6 +223,16 @@ def test_admin_help(cmd):
     (["configs", "--describe"], 2, "--entity-type topics|brokers|groups"),
     (["configs", "--alter", "--topic", "t", "--add-config", "novalue"], 2, "is not KEY=VALUE"),
     (["groups", "--bootstrap-servers", "x:1", "--list"], 2, "use --bootstrap-server"),
+    (["groups", "--bootstrap-server", "127.0.0.1:1", "--list", "--state", "Stabel"], 2,
+     "Invalid state list 'Stabel'. Valid states are: PreparingRebalance, CompletingRebalance, Stable"),
+    (["groups", "--delete-offsets", "--group", "g"], 2, "--delete-offsets needs one --group GROUP and --topic"),
+    (["acls", "--bootstrap-server", "127.0.0.1:1", "--add", "--allow-principal", "User:a", "--operation", "Reed",
+      "--topic", "t"], 2, "--operation 'Reed' is not an operation"),
+    (["acls", "--bootstrap-server", "127.0.0.1:1", "--remove", "--force"], 2, "--remove needs a resource"),
+    (["leader-election", "--bootstrap-server", "127.0.0.1:1", "--election-type", "preferred", "--topic", "t"], 2,
+     "--topic needs --partition"),
+    (["leader-election", "--election-type", "fastest", "--all-topic-partitions"], 2, "write preferred or unclean"),
+    (["metadata-quorum", "describe"], 2, "one of the arguments --status --replication is required"),
 ])
 def test_admin_usage_errors(argv, rc, words):
     proc = subprocess.run([sys.executable, "-m", "kwire", *argv], capture_output=True, text=True, timeout=30)

@@ -115,7 +115,8 @@ def test_bad_metrics_listen_is_named(tmp_path, value):
     proc = subprocess.run([sys.executable, "-m", "kwire", "serve", "--listen", "127.0.0.1:0", "--data-dir",
                            str(tmp_path / "d"), "--override", f"metrics.listen={value}"],
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode in (1, 2) and "metrics.listen" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "metrics.listen" in proc.stderr and "Traceback" not in proc.stderr   # usage
+    assert proc.stderr.count("\n") == 1 and "(set by --override)" in proc.stderr
 
 
 def test_grafana_dashboard_charts_metrics_we_serve():

@@ -76,4 +76,9 @@ def test_add_list_remove(kafka, kw):
     listed = kw(kafka, "acls", "--list").stdout
     assert "User:alice, host=*, operation=READ" not in listed and "User:alice, host=*, operation=DESCRIBE" in listed
     bad = kw(kafka, "acls", "--add", "--allow-principal", "User:x", "--topic", "t", ok=False)
-    assert bad.returncode == 1 and "--operation" in bad.stderr
+    assert bad.returncode == 2 and "--operation" in bad.stderr           # a usage error, found before asking
+    reed = kw(kafka, "acls", "--add", "--allow-principal", "User:x", "--operation", "Reed", "--topic", "t", ok=False)
+    assert reed.returncode == 2 and reed.stderr.endswith("; did you mean Read?\n"), reed.stderr
+    # Kafka's --force (no confirmation prompt) is accepted
+    kw(kafka, "acls", "--add", "--allow-principal", "User:bob", "--operation", "Write", "--topic", "forced")
+    assert kw(kafka, "acls", "--remove", "--force", "--topic", "forced").stdout == "Removed 1 ACL(s).\n"

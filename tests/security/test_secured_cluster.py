@@ -28,7 +28,8 @@ from kwire.testing.certs import CertificateAuthority
 from kwire.testing.client import WireClient
 from kwire.testing.wait import wait_until as _wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+# one cluster for the module's tests: on one xdist worker, in file order
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120), pytest.mark.xdist_group("secured_cluster")]
 
 
 def wait_until(predicate, timeout: float) -> object:
@@ -43,6 +44,7 @@ class Node:
     def __init__(self, node_id: int, base: str, ca: CertificateAuthority):
         self.node_id = node_id
         self.client, self.broker, self.controller = free_port(), free_port(), free_port()
+        self.secure = free_port()       # SASL_SSL for clients (the admin commands' --command-config)
         self.dir = os.path.join(base, f"node{node_id}")
         self.cert = ca.issue(f"node{node_id}", server=True, client=True, file_name=f"node{node_id}")
         self.ca = ca
@@ -52,8 +54,11 @@ class Node:
         return "\n".join([
             f"node.id={self.node_id}", "process.roles=broker,controller",
             f"listeners=CLIENT://127.0.0.1:{self.client},BROKER://127.0.0.1:{self.broker},"
-            f"CONTROLLER://127.0.0.1:{self.controller}",
-            "listener.security.protocol.map=CLIENT:PLAINTEXT,BROKER:SASL_SSL,CONTROLLER:SSL",
+            f"CONTROLLER://127.0.0.1:{self.controller},SECURE://127.0.0.1:{self.secure}",
+            "listener.security.protocol.map=CLIENT:PLAINTEXT,BROKER:SASL_SSL,CONTROLLER:SSL,SECURE:SASL_SSL",
+            "listener.name.secure.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256",
+            "listener.name.secure.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+            'required user_admin="admin-secret";',
             "inter.broker.listener.name=BROKER", "controller.listener.names=CONTROLLER",
             f"controller.quorum.voters={voters}", f"log.dirs={self.dir}", "metrics.listen=",
             "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
@@ -63,7 +68,7 @@ class Node:
             "ssl.truststore.type=PEM", f"ssl.truststore.location={self.ca.ca_file}",
             "listener.name.controller.ssl.client.auth=required",
             "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "super.users=User:broker;User:CN=node1;User:CN=node2;User:CN=node3",
+            "super.users=User:broker;User:CN=node1;User:CN=node2;User:CN=node3;User:admin",
             "allow.everyone.if.no.acl.found=true",
             "broker.session.timeout.ms=2000", "broker.heartbeat.interval.ms=500",
             "replica.fetch.backoff.ms=200", "transaction.state.log.num.partitions=1", ""])
@@ -134,6 +139,67 @@ def partition_state(node: Node, topic: str) -> dict[int, tuple[int, list[int]]]:
     r = call(node, "Metadata", 9, topics=[api("Metadata").request.struct("MetadataRequestTopic")(name=topic)],
              allow_auto_topic_creation=False, include_topic_authorized_operations=False)
     return {p.partition_index: (p.leader_id, sorted(p.isr_nodes)) for t in r.topics for p in t.partitions}
+
+
+def test_admin_commands_on_a_sasl_ssl_listener_with_command_config(cluster, tmp_path, capsys):
+    """kwire's admin commands take Kafka's --command-config (security.protocol, sasl.*, PEM
+    trust store) and manage the cluster through its SASL_SSL listener; a client without it, a
+    wrong password and an untrusted certificate are one line each, exit code 1."""
+    from kwire.cli import main
+
+    nodes, _ = cluster
+    ca = nodes[1].ca
+    secure = ",".join(f"127.0.0.1:{n.secure}" for n in nodes.values())
+
+    def props(name: str, **keys: str) -> str:
+        path = tmp_path / name
+        path.write_text("".join(f"{k}={v}\n" for k, v in keys.items()))
+        return str(path)
+
+    tls = {"security.protocol": "SASL_SSL", "ssl.truststore.type": "PEM", "ssl.truststore.location": ca.ca_file}
+    admin = props("admin.properties", **tls, **{"sasl.mechanism": "PLAIN", "sasl.jaas.config":
+                  'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+                  'password="admin-secret";'})
+
+    def kwire(*argv: str, config: str | None = admin) -> tuple[int, str, str]:
+        capsys.readouterr()
+        rc = main([*argv, "--bootstrap-server", secure, *(["--command-config", config] if config else []),
+                   "--timeout", "10"])
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    assert kwire("topics", "--create", "--topic", "cli-secured", "--partitions", "3", "--replication-factor", "3") \
+        == (0, "Created topic cli-secured.\n", "")
+    rc, out, _ = kwire("topics", "--describe", "--topic", "cli-secured")
+    assert rc == 0 and "PartitionCount: 3\tReplicationFactor: 3" in out, out
+    # a SCRAM user made through the secured listener logs in with SCRAM-SHA-256
+    rc, out, err = kwire("configs", "--alter", "--entity-type", "users", "--entity-name", "alice",
+                         "--add-config", "SCRAM-SHA-256=[iterations=4096,password=alice-secret]")
+    assert rc == 0, err
+    alice = props("alice.properties", **tls, **{"sasl.mechanism": "SCRAM-SHA-256", "sasl.jaas.config":
+                  'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" '
+                  'password="alice-secret";'})
+    rc, out, err = wait_until(lambda: (r := kwire("topics", "--list", config=alice))[0] == 0 and r, 10)
+    assert "cli-secured" in out.split(), (out, err)
+    rc, out, err = kwire("groups", "--list")
+    assert rc == 0, err
+
+    # what goes wrong says so in one line
+    rc, out, err = kwire("topics", "--list", config=None)
+    assert rc == 1 and err.count("\n") == 1 and "--command-config with security.protocol=SSL" in err, err
+    wrong = props("wrong.properties", **tls, **{"sasl.mechanism": "PLAIN", "sasl.jaas.config":
+                  'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+                  'password="nope";'})
+    rc, out, err = kwire("topics", "--list", config=wrong)
+    assert rc == 1 and err.count("\n") == 1 and "login as 'admin'" in err and "failed" in err, err
+    untrusted = props("untrusted.properties", **{"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                                                 "sasl.jaas.config": 'org.apache.kafka.common.security.plain.'
+                                                 'PlainLoginModule required username="admin" password="x";'})
+    rc, out, err = kwire("topics", "--list", config=untrusted)
+    assert rc == 1 and err.count("\n") == 1 and "certificate verify failed" in err, err
+    jks = props("jks.properties", **{"security.protocol": "SSL", "ssl.truststore.location": "/x/truststore.jks"})
+    rc, out, err = kwire("topics", "--list", config=jks)
+    assert rc == 2 and "ssl.truststore.type=JKS cannot be read here" in err, err
 
 
 def test_secured_inter_broker_and_controller_listeners(cluster):

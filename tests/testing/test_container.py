@@ -1,6 +1,10 @@
 """The testcontainers drop-in: wait_for_logs, exec of Kafka's tools, logs, with_cluster_id."""
 from __future__ import annotations
 
+import logging
+import pathlib
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -63,3 +67,36 @@ def test_logs_of_a_process_container():
         out, err = k.get_logs()
         assert b"started" in out and b"kwire broker 1 ready" in err
     assert k.status == "exited"
+
+
+def test_thread_mode_logs_hold_the_brokers_info_log_without_changing_the_tests_logging():
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record)
+
+    keep = Keep()
+    root = logging.getLogger()
+    root.addHandler(keep)
+    kwire_logger = logging.getLogger("kwire")
+    before = (kwire_logger.level, kwire_logger.propagate, kwire_logger.getEffectiveLevel())
+    try:
+        with KafkaContainer() as k:
+            _, err = k.get_logs()
+            assert b"INFO kwire broker 1 ready: serving clients" in err
+            logging.getLogger("kwire.test").warning("a warning still reaches the test's handlers")
+    finally:
+        root.removeHandler(keep)
+    assert (kwire_logger.level, kwire_logger.propagate, kwire_logger.getEffectiveLevel()) == before
+    if before[2] > logging.INFO:
+        assert not [r for r in seen if r.name.startswith("kwire") and r.levelno < before[2]]
+    assert any(r.getMessage() == "a warning still reaches the test's handlers" for r in seen)
+
+
+def test_a_project_written_for_testcontainers_runs_unchanged():
+    root = pathlib.Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W",
+                           "ignore::DeprecationWarning", str(root / "examples" / "testcontainers")],
+                          capture_output=True, text=True, timeout=240, cwd=root)
+    assert done.returncode == 0 and "5 passed" in done.stdout, done.stdout + done.stderr
