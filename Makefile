@@ -85,8 +85,11 @@ test-fast: .venv
 
 # TARGET: kwire (default), kafka (Apache Kafka from make kafka's jars; testcontainers where Docker answers),
 # both (every row against kwire and Apache Kafka; a difference docs/differences.md does not list fails), tansu
+# Its prerequisites are made here as for make test: the venv, kafka-node (npm ci in tests/js) and
+# make kafka's jars (the Java client column runs Kafka's own client jars, whatever the target).
 TARGET ?= kwire
-compat: .venv $(if $(filter kafka both,$(TARGET)),kafka)
+compat:
+	@$(MAKE) --no-print-directory -j3 .venv tests/js/node_modules/.installed kafka
 	$(BIN)/python -m pytest -q -p no:cacheprovider compat_tests --target $(TARGET) $(COMPAT_ARGS)
 
 # Differential wire conformance: the same request sequences to a fresh kwire and a fresh Apache
@@ -112,19 +115,13 @@ docs: $(VENV)/.base
 	$(BIN)/python -m kwire.config_keys.reference > docs/config.md
 	$(BIN)/python -m kwire.emulation > docs/emulation.md
 
-# What the tests need beside Python: kcat, node/npm (KafkaJS), Java 17 (Java clients), Go with Debian's
-# Sarama and kafka-go sources (the old Go clients of compat_tests; brew has no such packages).
+# What the tests need beside Python: kcat, node/npm (KafkaJS), Java 17 with javac and Maven (Kafka's
+# jars, the Java clients), Go with Debian's Sarama and kafka-go sources (the old Go clients of
+# compat_tests; brew has no such packages), gcc (kwire's C extensions). Tool by tool: what is
+# there is left alone (a NodeSource nodejs brings its own npm: Debian's npm is not asked for),
+# and each line says what was found or installed.
 deps:
-	@if command -v apt-get >/dev/null 2>&1; then \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    kcat nodejs npm openjdk-17-jdk-headless maven golang-go gcc \
-	    golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev; \
-	elif command -v brew >/dev/null 2>&1; then \
-	  brew install kcat node openjdk@17 maven; \
-	else \
-	  echo "make deps: install kcat, node/npm, a JDK 17 (javac too), and Go with Sarama 1.22 and kafka-go 0.2 sources in /usr/share/gocode (Debian's golang-github-shopify-sarama-dev, golang-github-segmentio-kafka-go-dev)"; exit 1; \
-	fi
+	@sh scripts/deps.sh
 
 clean:
 	rm -rf $(VENV) kwire-data .pytest_cache .hypothesis build dist kwire.egg-info \

@@ -59,7 +59,10 @@ def client_versions() -> dict[str, str]:
     try:
         import confluent_kafka
 
-        out["confluent-kafka"] = f"{confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]})"
+        # version() is a (str, int) pair in older releases and a plain string in newer ones
+        version = getattr(confluent_kafka, "__version__", None) or confluent_kafka.version()
+        version = version[0] if isinstance(version, tuple) else version
+        out["confluent-kafka"] = f"{version} (librdkafka {confluent_kafka.libversion()[0]})"
     except ImportError:
         out["confluent-kafka"] = "not installed"
     for name, mod in (("kafka-python", "kafka"), ("aiokafka", "aiokafka")):
@@ -72,8 +75,11 @@ def client_versions() -> dict[str, str]:
 
         if KCAT:
             proc = subprocess.run([KCAT, "-V"], capture_output=True, text=True, timeout=10)
-            first = (proc.stdout or proc.stderr).strip().splitlines()[:1]
-            out["kcat"] = first[0] if first else "installed"
+            text = proc.stdout or proc.stderr
+            m = re.search(r"^Version (\S+).*?(librdkafka \S+)?", text, re.M)
+            lib = re.search(r"librdkafka (\d[\w.]*)", text)
+            out["kcat"] = (f"{m.group(1)}" + (f" (librdkafka {lib.group(1)})" if lib else "")) if m else \
+                (text.strip().splitlines() or ["installed"])[0]
         else:
             out["kcat"] = "not installed"
     except Exception as exc:  # noqa: BLE001 - a version we cannot read is reported as such
@@ -136,10 +142,15 @@ class CompatReport:
         self.rows: dict[str, dict] = {}
         self.order: list[str] = []
         self.docs: dict[str, str] = {}   # scenario -> what it checks (its test's docstring)
+        self.others: dict[str, str] = {}  # nodeid -> outcome of the tests outside the matrix
 
     def pytest_runtest_logreport(self, report):
         props = dict(report.user_properties)
-        if "compat" not in props:
+        if "compat" not in props:      # a test outside the client x scenario matrix: counted on its own
+            if report.when == "call" or (report.when == "setup" and not report.passed):
+                self.others[report.nodeid] = "pass" if report.passed else ("skip" if report.skipped else "fail")
+            elif report.when == "teardown" and report.failed:
+                self.others[report.nodeid] = "error"
             return
         scenario, client, target = props["compat"]
         if props.get("compat_doc"):
@@ -181,7 +192,16 @@ class CompatReport:
 
     def pytest_sessionfinish(self, session, exitstatus):
         rows = self._sorted()
-        if not rows:
+        if not rows:        # nothing of the matrix ran: say so, never leave an older run's report in place
+            note = (f"No scenario ran (pytest exit status {int(exitstatus)}): the target could not be started "
+                    f"or every row was deselected; see the pytest output.")
+            meta = {"target": "+".join(self.compare) if self.compare else self.target_name(),
+                    "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                    "kwire": kwire_version(self.root), "note": note}
+            Path(f"{self.prefix}.json").write_text(json.dumps({"meta": meta, "scenarios": {}, "rows": []},
+                                                              indent=1) + "\n")
+            Path(f"{self.prefix}.md").write_text(f"# Compatibility report: {meta['target']}\n\n- date: "
+                                                 f"{meta['date']}\n- kwire: {meta['kwire']}\n\n{note}\n")
             return
         targets = list(dict.fromkeys(r["target"] for r in rows))
         meta = {"target": "+".join(self.compare) if self.compare else rows[0]["target"],
@@ -190,6 +210,10 @@ class CompatReport:
         described = self.descriptions() if self.descriptions else {}
         if "kafka" in targets:
             meta["kafka"] = described.get("kafka") or apache_kafka_version()
+        # pytest's own count: the matrix's rows plus the tests outside it (so the totals agree)
+        meta["pytest"] = _counts([{"outcome": r["outcome"]} for r in rows] +
+                                 [{"outcome": o} for o in self.others.values()])
+        meta["outside_matrix"] = dict(sorted(self.others.items()))
         doc = {"meta": meta, "scenarios": self.docs, "rows": rows}
         if self.compare:
             listed = listed_differences()
@@ -281,6 +305,11 @@ def render_markdown(rows: list[dict], meta: dict | None = None, docs: dict[str, 
                   "*explained* when docs/differences.md lists the difference), one word when they agree."]
     else:
         lines.append("Totals: " + ", ".join(f"{n} {k}" for k, n in _counts(rows).items()) + ".")
+    if meta and meta.get("outside_matrix"):
+        lines.append(f"pytest ran {sum(meta['pytest'].values())} tests ("
+                     + ", ".join(f"{n} {k}" for k, n in meta["pytest"].items()) + "): the rows of the table and "
+                     f"{len(meta['outside_matrix'])} outside it (" + ", ".join(
+                         f"{n.split('::')[-1]} {o}" for n, o in meta["outside_matrix"].items()) + ").")
     lines += ["", "| scenario | " + " | ".join(clients) + " |", "|---|" + "---|" * len(clients)]
     flagged = {(d["scenario"], d["client"]): d for d in differences or []}
     for s in scenarios:

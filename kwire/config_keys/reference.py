@@ -30,9 +30,10 @@ _NOT_EFFECTS = {os.path.join("handlers", "configs.py"), os.path.join("handlers",
 
 
 def _used_names() -> set[str]:
-    """Dotted names that appear as string literals in kwire's code outside the table."""
+    """Key names (dotted, or one word such as listeners) that appear as string literals in kwire's code
+    outside the table."""
     names: set[str] = set()
-    pat = re.compile(r"""["']([a-z][a-z0-9]*(?:\.[a-z0-9]+)+)["']""")
+    pat = re.compile(r"""["']([a-z][a-z0-9]*(?:\.[a-z0-9]+)*)["']""")   # dotted, or one word (listeners)
     for dirpath, dirnames, filenames in os.walk(_ROOT):
         dirnames[:] = [d for d in dirnames if d not in ("config_keys", "__pycache__")]
         for fn in filenames:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -51,7 +52,11 @@ def test_a_real_run_writes_versions_and_scenario_docs(tmp_path):
     data = json.loads((tmp_path / "report.json").read_text())
     assert data["meta"]["kwire"].startswith(__import__("kwire").__version__)
     assert data["meta"]["clients"]["kafka-python"] == __import__("kafka").__version__
+    import confluent_kafka
+    assert data["meta"]["clients"]["confluent-kafka"].startswith(confluent_kafka.__version__ + " (librdkafka ")
+    assert re.match(r"\d+\.\d+\.\d+ \(librdkafka \d", data["meta"]["clients"]["kcat"]), data["meta"]["clients"]
     assert data["rows"][0]["outcome"] == "pass"
+    assert data["meta"]["pytest"] == {"pass": len(data["rows"])} and data["meta"]["outside_matrix"] == {}
     assert "headers" in data["scenarios"] and "KIP-82" in data["scenarios"]["headers"]
     assert "What each scenario checks:" in (tmp_path / "report.md").read_text()
 
@@ -84,7 +89,9 @@ def test_target_kafka_as_a_process_without_jars_names_make_kafka(tmp_path):
                            "--target", "both", "--compat-report", str(tmp_path / "r2")],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 1 and "make kafka" in proc.stdout, proc.stdout[-2000:]
-    assert "passed" not in proc.stdout and not (tmp_path / "r2.json").exists()
+    assert "passed" not in proc.stdout
+    stale = json.loads((tmp_path / "r2.json").read_text())     # a report that says so, never an older run's
+    assert stale["rows"] == [] and stale["meta"]["note"].startswith("No scenario ran")
 
 
 # ---------------------------------------------------------------- --target both: the comparison
