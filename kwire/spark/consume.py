@@ -22,13 +22,15 @@ _POOL: dict[tuple, object] = {}
 _BATCH = 20_000
 
 
-def _consumer(client: dict, fail_on_data_loss: bool):
+def _consumer(client: dict, fail_on_data_loss: bool, group_id_prefix: str = "spark-kafka-source"):
     from confluent_kafka import Consumer
-    conf = {"group.id": f"kwire-spark-{uuid.uuid4().hex[:12]}", **client,
+    # the group id a consumer reports (ACLs, quotas, monitoring): kafka.group.id when given,
+    # else groupIdPrefix plus a unique part and "-executor", as Spark names its executors' groups
+    conf = {"group.id": f"{group_id_prefix}-{uuid.uuid4()}-executor", **client,
             "enable.auto.commit": False, "enable.auto.offset.store": False,
             "enable.partition.eof": True,
             "auto.offset.reset": "error" if fail_on_data_loss else "earliest"}
-    key = (tuple(sorted(client.items())), fail_on_data_loss)
+    key = (tuple(sorted(client.items())), fail_on_data_loss, group_id_prefix)
     c = _POOL.pop(key, None)
     if c is None:
         c = Consumer(conf)
@@ -73,14 +75,14 @@ def _to_batch(msgs: list, rng: Range, schema, include_headers: bool):
 
 
 def read_range(rng: Range, client: dict, schema, *, include_headers: bool, fail_on_data_loss: bool,
-               poll_timeout_ms: int) -> Iterator:
+               poll_timeout_ms: int, group_id_prefix: str = "spark-kafka-source") -> Iterator:
     """Yield Arrow record batches holding the records of ``rng`` (start inclusive, end exclusive).
     Offsets the log no longer has (control records, aborted or compacted records) are skipped;
     records deleted before ``rng.start`` are data loss (failOnDataLoss)."""
     from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
     if rng.end <= rng.start:
         return
-    key, c = _consumer(client, fail_on_data_loss)
+    key, c = _consumer(client, fail_on_data_loss, group_id_prefix)
     ok = False
     try:
         c.assign([TopicPartition(rng.topic, rng.partition, rng.start)])

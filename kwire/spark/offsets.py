@@ -139,7 +139,9 @@ class OffsetReader:
         found = self.for_timestamps(ts)
         none = [tp for tp, o in found.items() if o < 0]
         if none:
-            if spec.strategy == "latest":
+            # an end with no record that new is the latest offset (Spark's
+            # fetchSpecificTimestampBasedOffsets: only a start has a no-match strategy)
+            if spec.strategy == "latest" or name.startswith("ending"):
                 found.update(self.latest(none))
             else:
                 raise ValueError(f"No offset matched the timestamp given in '{name}' for partitions "
@@ -176,21 +178,44 @@ class Range:
         return self.end - self.start
 
 
-def plan_ranges(start: dict[TP, int], end: dict[TP, int], min_partitions: int | None) -> list[Range]:
-    """One range per partition with records, split further when minPartitions asks for more
-    Spark tasks than partitions (big ranges are cut into near-equal parts, as Spark does)."""
+def plan_ranges(start: dict[TP, int], end: dict[TP, int], min_partitions: int | None,
+                max_records: int | None = None) -> list[Range]:
+    """The Spark tasks of a read, as Spark's KafkaOffsetRangeCalculator plans them: one range
+    per partition with records; ``maxRecordsPerPartition`` cuts a range into parts of at most
+    that many offsets; when there are still fewer ranges than ``minPartitions``, the ranges
+    whose share of the total rounds to more than one part are cut into that many near-equal
+    parts (the small ones stay whole and are left out of the share), so the count comes out
+    near minPartitions, not above it."""
     ranges = [Range(t, p, start[(t, p)], e) for (t, p), e in sorted(end.items())
               if (t, p) in start and e > start[(t, p)]]
-    if not min_partitions or min_partitions <= len(ranges):
+    if max_records:
+        ranges = [part for r in ranges for part in _cut(r, -(-r.size // max_records))]
+    if not min_partitions or len(ranges) >= min_partitions:
         return ranges
     total = sum(r.size for r in ranges)
+    whole = {r for r in ranges if _parts(r.size, total, min_partitions) == 1}
+    split_total = total - sum(r.size for r in whole)
+    split_min = max(min_partitions - len(whole), 1)
     out: list[Range] = []
     for r in ranges:
-        parts = max(1, math.ceil(r.size * min_partitions / total)) if total else 1
-        parts = min(parts, r.size)
-        step = r.size / parts
-        bounds = [r.start + round(i * step) for i in range(parts)] + [r.end]
-        out.extend(Range(r.topic, r.partition, a, b) for a, b in zip(bounds, bounds[1:]) if b > a)
+        out.extend([r] if r in whole else _cut(r, _parts(r.size, split_total, split_min)))
+    return out
+
+
+def _parts(size: int, total: int, wanted: int) -> int:
+    """Spark's getPartCount: the range's share of ``wanted`` parts, rounded half up, at least 1."""
+    return max(int(math.floor(size / total * wanted + 0.5)), 1) if total else 1
+
+
+def _cut(r: Range, parts: int) -> list[Range]:
+    """``parts`` contiguous pieces; integer division, the last pieces take the remainder."""
+    out, remaining, at = [], r.size, r.start
+    for i in range(parts):
+        size = remaining // (parts - i)
+        remaining -= size
+        if size > 0:
+            out.append(Range(r.topic, r.partition, at, at + size))
+        at += size
     return out
 
 

@@ -7,9 +7,12 @@ Everything here runs on the driver or in a Python worker and must stay picklable
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Mapping
+
+log = logging.getLogger("kwire.spark")
 
 EARLIEST = -2   # Spark's per-partition JSON: -2 is earliest, -1 is latest
 LATEST = -1
@@ -117,6 +120,20 @@ def _offset_spec(opts: dict, prefix: str, default: str) -> OffsetSpec:
     return OffsetSpec("json", offsets=_parse_partition_json(f"{prefix}Offsets", raw))
 
 
+_TIME_UNITS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _parse_duration_ms(name: str, raw: str | None, default: int) -> int:
+    """Spark's time strings (JavaUtils.timeStringAsMs): ``15m``, ``30s``, ``100ms``, ``2h``, a bare
+    number of milliseconds."""
+    if raw is None:
+        return default
+    m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", raw.lower())
+    if m is None or (m.group(2) and m.group(2) not in _TIME_UNITS):
+        raise OptionError(f"Option '{name}' must be a time like 15m, 30s or 500ms, got {raw!r}")
+    return int(int(m.group(1)) * _TIME_UNITS.get(m.group(2) or "ms", 1))
+
+
 @dataclass(frozen=True)
 class ReadOptions:
     client: dict
@@ -127,7 +144,11 @@ class ReadOptions:
     starting: OffsetSpec = OffsetSpec("earliest")
     ending: OffsetSpec = OffsetSpec("latest")
     max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60_000      # Spark's maxTriggerDelay default: 15m
     min_partitions: int | None = None
+    max_records_per_partition: int | None = None
+    group_id_prefix: str = "spark-kafka-source"
     fail_on_data_loss: bool = True
     include_headers: bool = False
     poll_timeout_ms: int = 120_000
@@ -180,13 +201,26 @@ def read_options(options: Mapping[str, str], *, streaming: bool,
             raise OptionError("Option 'startingOffsets' cannot use -1 (latest) for a partition in batch queries")
         if ending.kind == "json" and any(o == EARLIEST for ps in ending.offsets.values() for o in ps.values()):
             raise OptionError("Option 'endingOffsets' cannot use -2 (earliest) for a partition in batch queries")
-    if not streaming and "maxoffsetspertrigger" in opts:
-        raise OptionError("Option 'maxOffsetsPerTrigger' is only valid in streaming queries")
+    if not streaming:    # KafkaSourceProvider.validateBatchOptions: logged and ignored (jobs share options)
+        for key, name in (("minoffsetspertrigger", "minOffsetsPerTrigger"),
+                          ("maxoffsetspertrigger", "maxOffsetsPerTrigger"), ("maxtriggerdelay", "maxTriggerDelay")):
+            if key in opts:
+                log.warning("%s option ignored in batch queries", name)
     poll = _parse_positive_int("kafkaConsumer.pollTimeoutMs", opts.get("kafkaconsumer.polltimeoutms"))
+    prefix = opts.get("groupidprefix", "spark-kafka-source")
+    if not prefix.strip():
+        raise OptionError("Option 'groupIdPrefix' must not be empty")
     return ReadOptions(
         client=client, strategy=strategy, starting=starting, ending=ending,
-        max_offsets_per_trigger=_parse_positive_int("maxOffsetsPerTrigger", opts.get("maxoffsetspertrigger")),
+        max_offsets_per_trigger=_parse_positive_int("maxOffsetsPerTrigger", opts.get("maxoffsetspertrigger"))
+        if streaming else None,
+        min_offsets_per_trigger=_parse_positive_int("minOffsetsPerTrigger", opts.get("minoffsetspertrigger"))
+        if streaming else None,
+        max_trigger_delay_ms=_parse_duration_ms("maxTriggerDelay", opts.get("maxtriggerdelay"), 15 * 60_000),
         min_partitions=_parse_positive_int("minPartitions", opts.get("minpartitions")),
+        max_records_per_partition=_parse_positive_int("maxRecordsPerPartition",
+                                                      opts.get("maxrecordsperpartition")),
+        group_id_prefix=prefix,
         fail_on_data_loss=_parse_bool("failOnDataLoss", opts.get("failondataloss"), True),
         include_headers=_parse_bool("includeHeaders", opts.get("includeheaders"), False),
         poll_timeout_ms=poll or 120_000, **kw)

@@ -45,7 +45,8 @@ def _read(opts: ReadOptions, pa_schema, partition: InputPartition) -> Iterator:
     if not isinstance(rng, Range):
         return
     yield from read_range(rng, opts.client, pa_schema, include_headers=opts.include_headers,
-                          fail_on_data_loss=opts.fail_on_data_loss, poll_timeout_ms=opts.poll_timeout_ms)
+                          fail_on_data_loss=opts.fail_on_data_loss, poll_timeout_ms=opts.poll_timeout_ms,
+                          group_id_prefix=opts.group_id_prefix)
 
 
 class KafkaBatchReader(DataSourceReader):
@@ -64,7 +65,8 @@ class KafkaBatchReader(DataSourceReader):
                                     what="startingOffsets")
         finally:
             reader.close()
-        return [KafkaInputPartition(r) for r in plan_ranges(start, end, o.min_partitions)]
+        return [KafkaInputPartition(r) for r in plan_ranges(start, end, o.min_partitions,
+                                                            o.max_records_per_partition)]
 
     def read(self, partition):
         return _read(self.opts, self.pa_schema, partition)
@@ -80,6 +82,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._offsets = OffsetReader(opts)
         self._initial: dict | None = None
         self._target: dict | None = None   # Trigger.AvailableNow: the end, fixed at the start
+        self._last_trigger_ms = 0.0        # minOffsetsPerTrigger: when the last batch was let through
 
     def initialOffset(self) -> dict:
         # Spark may ask more than once (before and after planning): the answer must not move.
@@ -118,6 +121,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     raise DataLossError(f"{msg} {DATA_LOSS}")
                 log.warning("%s Continuing from %d (failOnDataLoss=false).", msg, off)
                 full[tp] = off
+        if self._delay(full, latest, limit):
+            return start
         if isinstance(limit, ReadMaxRows):
             end = rate_limit(full, latest, limit.max_rows)
         else:
@@ -125,6 +130,23 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for tp, off in s.items():            # a partition that went away keeps its place
             end.setdefault(tp, off)
         return to_json(end)
+
+    def _delay(self, start: dict, latest: dict, limit) -> bool:
+        """minOffsetsPerTrigger with maxTriggerDelay, as Spark's KafkaMicroBatchStream.delayBatch:
+        no batch while fewer new offsets than the minimum are waiting and the last batch is
+        younger than the delay. Python's read limits have no composite of a minimum and a
+        maximum, so the minimum is kept here; Trigger.AvailableNow (a fixed end) never waits."""
+        import time  # noqa: PLC0415
+
+        minimum = self.opts.min_offsets_per_trigger
+        if not minimum or self._target is not None:
+            return False
+        new = sum(max(0, off - start.get(tp, off)) for tp, off in latest.items())
+        now = time.time() * 1000
+        if new < minimum and now - self._last_trigger_ms < self.opts.max_trigger_delay_ms:
+            return True
+        self._last_trigger_ms = now
+        return False
 
     def reportLatestOffset(self):
         return None
@@ -139,7 +161,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             earliest = self._offsets.earliest(live)
             s.update(check_data_loss({tp: s[tp] for tp in live}, earliest,
                                      fail=self.opts.fail_on_data_loss, what="micro-batch"))
-        return [KafkaInputPartition(r) for r in plan_ranges(s, e, self.opts.min_partitions)]
+        return [KafkaInputPartition(r) for r in plan_ranges(s, e, self.opts.min_partitions,
+                                                            self.opts.max_records_per_partition)]
 
     def read(self, partition):
         return _read(self.opts, self.pa_schema, partition)
@@ -177,6 +200,9 @@ class KwireDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool):
         from kwire.spark.writer import KafkaBatchWriter
+        if overwrite:   # Spark's KafkaSourceProvider.createRelation refuses it the same way
+            raise ValueError("Save mode Overwrite not allowed for Kafka. Allowed save modes are Append and "
+                             "ErrorIfExists (default).")
         return KafkaBatchWriter(self.options, self.defaults, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool):

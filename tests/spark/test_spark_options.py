@@ -29,7 +29,9 @@ def test_exactly_one_strategy_and_bootstrap():
     ({"subscribe": "t", "startingOffsets": '{"t": {"0": "x"}}'}, "integer"),
     ({"subscribe": "t", "failOnDataLoss": "maybe"}, "true or false"),
     ({"subscribe": "t", "minPartitions": "0"}, "positive integer"),
-    ({"subscribe": "t", "maxOffsetsPerTrigger": "10"}, "only valid in streaming"),
+    ({"subscribe": "t", "maxTriggerDelay": "soon"}, "must be a time like 15m"),
+    ({"subscribe": "t", "groupIdPrefix": " "}, "must not be empty"),
+    ({"subscribe": "t", "maxRecordsPerPartition": "-3"}, "positive integer"),
     ({"subscribe": "t", "endingOffsets": "earliest"}, "cannot be 'earliest'"),
     ({"subscribe": "t", "startingOffsets": '{"t": {"0": -1}}'}, "cannot use -1"),
     ({"subscribe": "t", "kafka.enable.auto.commit": "true"}, "not supported"),
@@ -53,6 +55,41 @@ def test_write_options():
         write_options({"kafka.transactional.id": "x"}, B)
     o = write_options({"exactlyOnce": "true", "transactionalIdPrefix": "job"}, B)
     assert o.exactly_once and o.transactional_id_prefix == "job"
+
+
+def test_trigger_options_are_ignored_with_a_warning_in_batch_queries(caplog):
+    """Jobs share one options dict between batch and streaming: Spark logs and carries on."""
+    with caplog.at_level("WARNING", logger="kwire.spark"):
+        o = read_options({**B, "subscribe": "t", "maxOffsetsPerTrigger": "10", "minOffsetsPerTrigger": "5",
+                          "maxTriggerDelay": "1m"}, streaming=False)
+    assert o.max_offsets_per_trigger is None and o.min_offsets_per_trigger is None
+    assert [r.getMessage() for r in caplog.records] == ["minOffsetsPerTrigger option ignored in batch queries",
+                                                        "maxOffsetsPerTrigger option ignored in batch queries",
+                                                        "maxTriggerDelay option ignored in batch queries"]
+    s = read_options({**B, "subscribe": "t", "minOffsetsPerTrigger": "5", "maxTriggerDelay": "30s",
+                      "groupIdPrefix": "billing", "maxRecordsPerPartition": "100"}, streaming=True)
+    assert (s.min_offsets_per_trigger, s.max_trigger_delay_ms, s.group_id_prefix, s.max_records_per_partition) == \
+        (5, 30_000, "billing", 100)
+    assert read_options({**B, "subscribe": "t"}, streaming=True).max_trigger_delay_ms == 15 * 60_000
+
+
+def test_min_partitions_as_spark_rounds():
+    """minPartitions=12 over 4 equal partitions gives 12 tasks (Spark's rounding), not 14."""
+    start = {("t", p): 0 for p in range(4)}
+    end = {("t", p): 1000 for p in range(4)}
+    assert len(plan_ranges(start, end, 12)) == 12
+    # a small partition stays whole and is left out of the share of the big ones
+    skewed = plan_ranges({("t", 0): 0, ("t", 1): 0}, {("t", 0): 10_000, ("t", 1): 10}, 6)
+    assert [(r.partition, r.size) for r in skewed] == [(0, 2000)] * 5 + [(1, 10)]
+    assert plan_ranges(start, end, 3) == plan_ranges(start, end, None)      # enough partitions already
+
+
+def test_max_records_per_partition_cuts_ranges():
+    ranges = plan_ranges({("t", 0): 0, ("t", 1): 0}, {("t", 0): 250, ("t", 1): 90}, None, 100)
+    assert [(r.partition, r.start, r.end) for r in ranges] == [(0, 0, 83), (0, 83, 166), (0, 166, 250),
+                                                                (1, 0, 90)]
+    # then minPartitions over the pieces: each third rounds to 5/3 -> 2 parts, as Spark's rounding does
+    assert len(plan_ranges({("t", 0): 0}, {("t", 0): 250}, 5, 100)) == 6
 
 
 def test_plan_ranges_splits_big_partitions():
