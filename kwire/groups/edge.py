@@ -95,7 +95,8 @@ def offsets_topic_replication_factor(broker) -> int:
 
 
 class GroupEdge:
-    """Owns the coordinator of one broker: its writer, its partition loads and its timer task."""
+    """Hosts the group coordinator of one broker on its runtime (loads, writes, timers) and
+    follows the leadership of ``__consumer_offsets``."""
 
     def __init__(self, broker):
         self.broker = broker
