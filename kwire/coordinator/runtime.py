@@ -17,7 +17,7 @@ broker) and does for it what each coordinator's edge used to do by itself:
   transaction coordinator: Kafka's TransactionStateManager reloads for a new coordinator
   epoch, which every marker carries). A load that fails (no log here, a storage error)
   leaves the context FAILED: NOT_COORDINATOR until the partition is led here again.
-  ``load_now`` is the blocking form for start-up, before anything is served.
+  ``load_now`` reads on the loop, for start-up, before anything is served.
 - **unloads** (scheduleUnloadOperation): ``schedule_unload(p)`` drops the context, cancels
   the partition's timers, unloads the shard's state (``shard.unload``) and answers every write
   still waiting on the partition NOT_COORDINATOR, as Kafka's CLOSED transition fails its
@@ -150,32 +150,20 @@ class CoordinatorRuntime:
         self.broker._nursery.start_soon(self._load, ctx)
         return True
 
-    def load_now(self, partition: int, epoch: int) -> int:
-        """Load the partition with blocking reads (at start-up, before anything is served);
-        the number of records replayed."""
+    async def load_now(self, partition: int, epoch: int) -> int:
+        """Load the partition at once, reading on the loop with no checkpoint (at start-up,
+        before anything is served: nothing else runs meanwhile); the number of records
+        replayed."""
         ctx = self._begin(partition, epoch)
         if ctx is None:
             return 0
-        try:
-            plog = self._log_of(partition)
-            end, offset = plog.log_end_offset, plog.log_start_offset
-            while offset < end:
-                data = plog.read(offset, self._chunk_bytes(), max_offset=end)
-                if data.size == 0:
-                    break
-                advanced = replay_chunk(ctx.load, bytes(data), offset)
-                if advanced <= offset:
-                    break
-                offset = advanced
-        except Exception:  # noqa: BLE001 - one partition must not stop the broker
-            self.log.exception("loading the %s of %s-%d failed", self.name, self.topic, partition)
-            self._fail(ctx)
-            return 0
-        self._activate(ctx)
-        return getattr(ctx.load, "records", 0)
+        load = ctx.load
+        await self._load(ctx, _read_here)
+        return getattr(load, "records", 0) if ctx.state == ACTIVE else 0
 
-    async def _load(self, ctx: PartitionContext) -> None:
+    async def _load(self, ctx: PartitionContext, read=None) -> None:
         p = ctx.partition
+        read = read or self._read
         try:
             plog = self._log_of(p)
             # a new leader's log holds what the old leader had replicated to it
@@ -184,7 +172,7 @@ class CoordinatorRuntime:
                 data = plog.read(offset, self._chunk_bytes(), max_offset=end)
                 if data.size == 0:
                     break
-                buf = await self._read(data)
+                buf = await read(data)
                 if self.contexts.get(p) is not ctx:
                     return   # unloaded (or reloading at a newer epoch) meanwhile
                 advanced = replay_chunk(ctx.load, buf, offset)
@@ -386,6 +374,11 @@ class CoordinatorRuntime:
                 continue
             with trio.move_on_after(max(0, deadline - clock.monotonic_ms()) / 1000):
                 await self._wake.wait()
+
+
+async def _read_here(data) -> bytes:
+    """The bytes of a read's file regions, on the loop (``load_now``)."""
+    return bytes(data)
 
 
 def replay_chunk(load, buf: bytes, offset: int) -> int:

@@ -148,7 +148,9 @@ class GroupEdge:
         # before serving, at once: the partitions this node leads (the others load when it
         # becomes their leader, in a task: on_become_leader)
         led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
-        n = sum(self.runtime.load_now(p, self._leader_epoch(p)) for p in led)
+        n = 0
+        for p in led:
+            n += await self.runtime.load_now(p, self._leader_epoch(p))
         log.info("group coordinator open: %d records replayed from the %d of %d %s partitions "
                  "led here, %d groups", n, len(led), len(t.partitions), OFFSETS_TOPIC,
                  len(coord.groups))

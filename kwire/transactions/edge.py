@@ -126,7 +126,9 @@ class TransactionEdge:
         config.transaction_state_log_num_partitions = len(t.partitions)   # the id -> partition map follows the topic
         coord = self._build(config)
         led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
-        n = sum(self.runtime.load_now(p, self._leader_epoch(p)) for p in led)
+        n = 0
+        for p in led:
+            n += await self.runtime.load_now(p, self._leader_epoch(p))
         log.info("transaction coordinator open: %d records replayed from the %s partitions led here",
                  n, TRANSACTION_STATE_TOPIC)
         return coord

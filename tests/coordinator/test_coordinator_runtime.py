@@ -143,6 +143,10 @@ async def read_at_once(data) -> bytes:
     return bytes(data)
 
 
+def load_now(rt, partition: int, epoch: int) -> int:
+    return trio.run(rt.load_now, partition, epoch)
+
+
 def run(main):
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
@@ -207,7 +211,7 @@ def test_an_unload_cancels_timers_and_fails_pending_writes_with_not_coordinator(
     async def main():
         async with trio.open_nursery() as n:
             broker._nursery = n
-            assert rt.load_now(1, 0) == 0 and rt.error(1) is None
+            assert await rt.load_now(1, 0) == 0 and rt.error(1) is None
             fired = []
             assert rt.schedule_timer(1, "session", 100, lambda: fired.append("session"))
             assert rt.schedule_timer(1, "other", 50, lambda: fired.append("other"))
@@ -253,7 +257,7 @@ def test_an_unload_while_loading_abandons_the_load():
 def test_append_failures_reach_the_caller():
     rt, rm, broker = make()
     rm.logs[0] = FakeLog([])
-    rt.load_now(0, 0)
+    load_now(rt, 0, 0)
 
     async def main():
         async with trio.open_nursery() as n:
@@ -283,7 +287,7 @@ def test_append_failures_reach_the_caller():
 def test_a_transactional_write_carries_the_producer_and_its_verification():
     rt, rm, broker = make()
     rm.logs[0] = FakeLog([])
-    rt.load_now(0, 0)
+    load_now(rt, 0, 0)
     rm.next.append(FakeOutcome(0, 0, completed=True))
     guard = object()
     assert rt.write(0, [(b"k", b"v")], transaction=(42, 3, guard)).result == WriteResult(E.NONE, 0)
@@ -313,7 +317,7 @@ def test_a_failed_load_is_not_coordinator_until_loaded_again():
 def test_a_newer_epoch_takes_the_epoch_up_or_reloads():
     rt, rm, broker = make()
     rm.logs[0] = FakeLog([b"a"])
-    rt.load_now(0, 1)
+    load_now(rt, 0, 1)
     assert not rt.schedule_load(0, 1) and not rt.schedule_load(0, 0)
     assert not rt.schedule_load(0, 2)   # Kafka's runtime: the state stays, the epoch goes up
     assert rt.epoch(0) == 2 and [e[0] for e in rt.shard.events] == ["begin", "complete"]
@@ -321,7 +325,7 @@ def test_a_newer_epoch_takes_the_epoch_up_or_reloads():
 
     rt, rm, broker = make(reload_on_new_epoch=True)
     rm.logs[0] = FakeLog([b"a"])
-    rt.load_now(0, 1)
+    load_now(rt, 0, 1)
 
     async def main():
         async with trio.open_nursery() as n:
@@ -342,7 +346,7 @@ def test_a_newer_epoch_takes_the_epoch_up_or_reloads():
 def test_the_timer_task_runs_partition_timers_and_the_shard_tick():
     rt, rm, broker = make()
     rm.logs[0] = FakeLog([])
-    rt.load_now(0, 0)
+    load_now(rt, 0, 0)
     clock = broker.clock
     fired = []
     rt.shard.deadline = clock.monotonic_ms() + 500
