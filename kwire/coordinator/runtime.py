@@ -30,6 +30,10 @@ broker) and does for it what each coordinator's edge used to do by itself:
   ``await p.wait()`` or add a done callback (the state machines, which never await).
   ``append_wait`` is the same append for a caller that awaits in its own task (the share
   coordinator, whose loads are its own: see kwire.share.coordinator).
+- **the topic**: ``ensure_topic`` has the coordinator topic created once at a time in a task
+  of the broker's nursery (a caller giving up does not abandon it), ``create_topic`` sends the
+  creation and logs a refusal, ``topic_replication_factor`` bounds the configured factor by
+  the live brokers; each coordinator keeps its own partitions and configs.
 - **timers** (CoordinatorTimer): the shard's own deadlines (``shard.tick()`` -> the next one;
   ``shard.wakeup`` is ``wakeup``) and per-partition timers (``schedule_timer(p, key, ...)``)
   that an unload cancels, all driven by one task, ``run``.
@@ -43,7 +47,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable
+from typing import Any, Awaitable, Callable, Hashable
 
 import trio
 
@@ -99,6 +103,7 @@ class CoordinatorRuntime:
         self._timer_fns: dict[tuple[int, Hashable], Callable[[], Any]] = {}
         self._wake = trio.Event()
         self._write_seq = 0
+        self._creating: trio.Event | None = None   # set once a creation of the topic ended
 
     # ------------------------------------------------------------------ contexts
     def error(self, partition: int) -> ErrorCode | None:
@@ -308,6 +313,42 @@ class CoordinatorRuntime:
                         res.last_offset + 1, ErrorCode(error).name)
         return WriteResult(ErrorCode(error), res.base_offset)
 
+    # ------------------------------------------------------------------ the topic
+    async def ensure_topic(self, create: Callable[[], Awaitable[Any]]) -> None:
+        """Have the coordinator topic created unless it exists, and wait until that ended
+        (a first FindCoordinator, or a first write, as Kafka creates its internal topics):
+        ``await create()`` (the coordinator's partitions and configs, through
+        ``create_topic``) runs in a task of the broker's nursery, once at a time: a caller
+        that stops waiting (its request's bounded wait) does not abandon it half way."""
+        if self.topic in self.broker.image.topics:
+            return
+        if self._creating is None:
+            self._creating = trio.Event()
+            self.broker._nursery.start_soon(self._create, create, self._creating)
+        await self._creating.wait()
+
+    async def _create(self, create: Callable[[], Awaitable[Any]], done: trio.Event) -> None:
+        try:
+            await create()
+        except Exception:  # noqa: BLE001 - a failed creation must not stop the broker; the next caller tries again
+            self.log.exception("creating %s failed", self.topic)
+        finally:
+            self._creating = None
+            done.set()
+
+    async def create_topic(self, partitions: int, replication_factor: int, configs: dict) -> bool:
+        """CreateTopics of the coordinator topic from this broker; True when it exists now
+        (created here, or by another node just before), else why not is logged."""
+        try:
+            res = await self.broker.create_topic(self.topic, partitions, replication_factor, configs)
+        except KafkaError as exc:
+            self.log.warning("cannot create %s: %s", self.topic, exc)
+            return False
+        if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            self.log.warning("cannot create %s: %s %s", self.topic, ErrorCode(res.code).name, res.message)
+            return False
+        return True
+
     # ------------------------------------------------------------------ timers
     def schedule_timer(self, partition: int, key: Hashable, delay_ms: int, fn: Callable[[], Any]) -> bool:
         """Run ``fn()`` on the loop in ``delay_ms`` (replacing a timer of the same key), unless
@@ -374,6 +415,23 @@ class CoordinatorRuntime:
                 continue
             with trio.move_on_after(max(0, deadline - clock.monotonic_ms()) / 1000):
                 await self._wake.wait()
+
+
+def topic_replication_factor(broker, topic: str, key: str) -> int:
+    """The replication factor a coordinator topic is created with: the config ``key``
+    (Kafka's default 3), at most the live brokers."""
+    from kwire.metadata import topic_changes  # noqa: PLC0415 - only for the bridge below
+
+    rf = min(int(broker.config.get(key)), max(1, len(broker.image.live_brokers())))
+    # Bridge until the controller keeps more than one copy of a partition (it refuses a larger
+    # factor with INVALID_REPLICATION_FACTOR while MAX_KEPT_REPLICAS says so): ask for what it
+    # keeps rather than fail. Goes away with the constant.
+    kept = getattr(topic_changes, "MAX_KEPT_REPLICAS", None)
+    if kept is not None and rf > kept:
+        log.warning("%s: replication factor %d asked, the controller keeps %d copies: creating it with %d",
+                    topic, rf, kept, kept)
+        rf = kept
+    return rf
 
 
 async def _read_here(data) -> bytes:

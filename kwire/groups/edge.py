@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kwire.coordinator.runtime import CoordinatorRuntime
-from kwire.errors import ErrorCode, KafkaError
+from kwire.coordinator.runtime import CoordinatorRuntime, topic_replication_factor
 from kwire.loop_thread import run_on_loop
 from kwire.internal_topics import OFFSETS_TOPIC
 
@@ -79,19 +78,7 @@ def _assignor_names(value) -> list[str]:
 def offsets_topic_replication_factor(broker) -> int:
     """The replication factor ``__consumer_offsets`` is created with:
     offsets.topic.replication.factor (Kafka's default 3), at most the live brokers."""
-    from kwire.metadata import topic_changes  # noqa: PLC0415 - only for the bridge below
-
-    rf = min(int(broker.config.get("offsets.topic.replication.factor")),
-             max(1, len(broker.image.live_brokers())))
-    # Bridge until the controller keeps more than one copy of a partition (it refuses a
-    # larger factor with INVALID_REPLICATION_FACTOR while MAX_KEPT_REPLICAS says so): ask for
-    # what it keeps rather than fail to start. Goes away with the constant.
-    kept = getattr(topic_changes, "MAX_KEPT_REPLICAS", None)
-    if kept is not None and rf > kept:
-        log.warning("%s: replication factor %d asked, the controller keeps %d copies: creating it "
-                    "with %d", OFFSETS_TOPIC, rf, kept, kept)
-        rf = kept
-    return rf
+    return topic_replication_factor(broker, OFFSETS_TOPIC, "offsets.topic.replication.factor")
 
 
 class GroupEdge:
@@ -109,7 +96,6 @@ class GroupEdge:
         self._nursery = None   # the broker's nursery, from open(): the timer task runs there
         self._loop_thread: int | None = None   # the broker's Trio thread, and its token
         self._trio_token = None
-        self._creating: trio.Event | None = None   # set once a creation of the topic ended
 
     @property
     def coordinator(self) -> GroupCoordinator | None:
@@ -203,53 +189,36 @@ class GroupEdge:
 
     async def ensure_topic(self) -> None:
         """Create ``__consumer_offsets`` unless it exists, and wait until it does (a first
-        FindCoordinator of a group, as Kafka creates it). The creation runs in a task of the
-        broker's nursery, once at a time: a caller that stops waiting (its request's bounded
-        wait) does not abandon it half way."""
+        FindCoordinator of a group, as Kafka creates it; once at a time, in a task: the
+        runtime's ``ensure_topic``)."""
+        await self.runtime.ensure_topic(self._create_topic)
+
+    async def _create_topic(self) -> None:
         b = self.broker
+        if len(getattr(b, "voters", None) or ()) > 1:
+            # First use in a cluster: give the other voters a moment to register, so the
+            # offsets partitions (and with them the group coordinators) spread over them all.
+            with trio.move_on_after(5):
+                while not set(b.voters) <= {x.node_id for x in b.image.live_brokers()}:
+                    await trio.sleep(0.05)
         if OFFSETS_TOPIC in b.image.topics:
             return
-        if self._creating is None:
-            self._creating = trio.Event()
-            b._nursery.start_soon(self._create_topic, self._creating)
-        await self._creating.wait()
-
-    async def _create_topic(self, done: trio.Event) -> None:
-        b = self.broker
-        try:
-            if len(getattr(b, "voters", None) or ()) > 1:
-                # First use in a cluster: give the other voters a moment to register, so the
-                # offsets partitions (and with them the group coordinators) spread over them all.
-                with trio.move_on_after(5):
-                    while not set(b.voters) <= {x.node_id for x in b.image.live_brokers()}:
-                        await trio.sleep(0.05)
-            if OFFSETS_TOPIC in b.image.topics:
-                return
-            # Kafka's offsets topic configs: compact, compression as produced, and segments of
-            # offsets.topic.segment.bytes (below segment.bytes' 1 MiB floor through Kafka 4's
-            # internal.segment.bytes, so tests can roll them quickly)
-            seg = int(b.config.get("offsets.topic.segment.bytes"))
-            configs = {"cleanup.policy": "compact", "compression.type": "producer",
-                       "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
-            try:
-                config = self.config or group_config(b)
-                res = await b.create_topic(OFFSETS_TOPIC, config.offsets_topic_num_partitions,
-                                           offsets_topic_replication_factor(b), configs)
-            except KafkaError as exc:
-                log.warning("cannot create %s: %s", OFFSETS_TOPIC, exc)
-                return
-            if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-                log.warning("cannot create %s: %s %s", OFFSETS_TOPIC, ErrorCode(res.code).name, res.message)
-                return
-            t = b.image.topics.get(OFFSETS_TOPIC)
-            coord = self._coordinator
-            if t is not None and coord is not None and not coord.groups:
-                # whole now (created here or, just before, by another node): groups map to its partitions
-                coord.config.offsets_topic_num_partitions = len(t.partitions)
-            self.follow_image()
-        finally:
-            self._creating = None
-            done.set()
+        # Kafka's offsets topic configs: compact, compression as produced, and segments of
+        # offsets.topic.segment.bytes (below segment.bytes' 1 MiB floor through Kafka 4's
+        # internal.segment.bytes, so tests can roll them quickly)
+        seg = int(b.config.get("offsets.topic.segment.bytes"))
+        configs = {"cleanup.policy": "compact", "compression.type": "producer",
+                   "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
+        config = self.config or group_config(b)
+        if not await self.runtime.create_topic(config.offsets_topic_num_partitions,
+                                               offsets_topic_replication_factor(b), configs):
+            return
+        t = b.image.topics.get(OFFSETS_TOPIC)
+        coord = self._coordinator
+        if t is not None and coord is not None and not coord.groups:
+            # whole now (created here or, just before, by another node): groups map to its partitions
+            coord.config.offsets_topic_num_partitions = len(t.partitions)
+        self.follow_image()
 
     def _leader_epoch(self, partition: int) -> int:
         """The partition's leader epoch in the image: the epoch of its context in the runtime."""

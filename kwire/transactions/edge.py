@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kwire.coordinator.runtime import CoordinatorRuntime
-from kwire.errors import ErrorCode
+from kwire.coordinator.runtime import CoordinatorRuntime, topic_replication_factor
 from kwire.loop_thread import run_on_loop
 from kwire.internal_topics import TRANSACTION_STATE_TOPIC
 
@@ -64,14 +63,8 @@ def transaction_config(broker) -> TransactionConfig:
 
 
 def transaction_topic_replication_factor(broker) -> int:
-    """min(transaction.state.log.replication.factor, live brokers), as far as the controller
-    keeps copies (see kwire.groups.edge.offsets_topic_replication_factor)."""
-    from kwire.metadata import topic_changes  # noqa: PLC0415
-
-    rf = min(int(broker.config.get("transaction.state.log.replication.factor")),
-             max(1, len(broker.image.live_brokers())))
-    kept = getattr(topic_changes, "MAX_KEPT_REPLICAS", None)
-    return min(rf, kept) if kept is not None else rf
+    """min(transaction.state.log.replication.factor, live brokers)."""
+    return topic_replication_factor(broker, TRANSACTION_STATE_TOPIC, "transaction.state.log.replication.factor")
 
 
 class TransactionEdge:
@@ -87,7 +80,6 @@ class TransactionEdge:
                                           load_buffer_key="transaction.state.log.load.buffer.size",
                                           write_timeout_key="request.timeout.ms", reload_on_new_epoch=True,
                                           logger=log)
-        self._creating: trio.Event | None = None
         self._follow_scheduled = False
         self._nursery = None   # the broker's nursery, from open(): timers and marker sends run there
         self._loop_thread: int | None = None   # the broker's Trio thread, and its token
@@ -174,35 +166,24 @@ class TransactionEdge:
         return self.broker.producer_ids.generate_producer_id()
 
     async def ensure_topic(self) -> None:
-        """Create ``__transaction_state`` unless it exists (once at a time)."""
+        """Create ``__transaction_state`` unless it exists, and wait until it does (once at a
+        time, in a task: the runtime's ``ensure_topic``)."""
+        await self.runtime.ensure_topic(self._create_topic)
+
+    async def _create_topic(self) -> None:
         b = self.broker
-        if TRANSACTION_STATE_TOPIC in b.image.topics:
-            return
-        if self._creating is not None:
-            await self._creating.wait()
-            return
-        self._creating = trio.Event()
-        try:
-            rf = transaction_topic_replication_factor(b)
-            cfg = self.coordinator.config if self.coordinator else transaction_config(b)
-            min_isr = min(int(b.config.get("transaction.state.log.min.isr")), rf)
-            seg = int(b.config.get("transaction.state.log.segment.bytes"))
-            configs = {"cleanup.policy": "compact", "compression.type": "uncompressed",
-                       "min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false",
-                       "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
-            res = await b.create_topic(TRANSACTION_STATE_TOPIC, cfg.transaction_state_log_num_partitions, rf,
-                                       configs)
-            if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-                log.warning("cannot create %s: %s %s", TRANSACTION_STATE_TOPIC, ErrorCode(res.code).name,
-                            res.message)
-            else:
-                t = b.image.topics.get(TRANSACTION_STATE_TOPIC)
-                if t is not None and self.coordinator is not None:
-                    self.coordinator.config.transaction_state_log_num_partitions = len(t.partitions)
-                self.follow_image_now()   # the topic is whole: its creation was applied
-        finally:
-            self._creating.set()
-            self._creating = None
+        rf = transaction_topic_replication_factor(b)
+        cfg = self.coordinator.config if self.coordinator else transaction_config(b)
+        min_isr = min(int(b.config.get("transaction.state.log.min.isr")), rf)
+        seg = int(b.config.get("transaction.state.log.segment.bytes"))
+        configs = {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                   "min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false",
+                   "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
+        if await self.runtime.create_topic(cfg.transaction_state_log_num_partitions, rf, configs):
+            t = b.image.topics.get(TRANSACTION_STATE_TOPIC)
+            if t is not None and self.coordinator is not None:
+                self.coordinator.config.transaction_state_log_num_partitions = len(t.partitions)
+            self.follow_image_now()   # the topic is whole: its creation was applied
 
     def _leader_epoch(self, partition: int) -> int:
         """The coordinator epoch of a partition: its leader epoch."""

@@ -379,3 +379,72 @@ def test_pending_wait():
         assert got == [7] and await Pending.completed(3).wait() == 3
 
     run(main)
+
+
+def test_the_topic_is_created_once_at_a_time_and_a_caller_giving_up_does_not_abandon_it():
+    rt, rm, broker = make()
+    broker.image = SimpleNamespace(topics={})
+    calls = []
+    release = trio.Event()
+
+    async def create_topic(name, partitions, rf, configs):
+        calls.append((name, partitions, rf, configs))
+        await release.wait()
+        broker.image.topics[name] = object()
+        return SimpleNamespace(code=E.NONE, message=None)
+
+    broker.create_topic = create_topic
+    created = []
+
+    async def create():
+        created.append(await rt.create_topic(3, 1, {"cleanup.policy": "compact"}))
+
+    async def main():
+        async with trio.open_nursery() as n:
+            broker._nursery = n
+            with trio.move_on_after(1):   # a FindCoordinator's bounded wait
+                await rt.ensure_topic(create)
+            waiter_done = []
+
+            async def waiter():
+                await rt.ensure_topic(create)
+                waiter_done.append(1)
+
+            n.start_soon(waiter)
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(calls) == 1 and waiter_done == []   # the one creation goes on; the second waits for it
+            release.set()
+            await trio.testing.wait_all_tasks_blocked()
+            assert created == [True] and waiter_done == [1]
+            await rt.ensure_topic(create)   # it exists: nothing to do
+            assert len(calls) == 1
+
+    run(main)
+
+
+def test_a_refused_or_failed_creation_is_logged_and_tried_again_by_the_next_caller():
+    rt, rm, broker = make()
+    broker.image = SimpleNamespace(topics={})
+    answers = [KafkaError("no controller", E.NOT_CONTROLLER),
+               SimpleNamespace(code=E.INVALID_REPLICATION_FACTOR, message="too few brokers")]
+
+    async def create_topic(name, partitions, rf, configs):
+        a = answers.pop(0)
+        if isinstance(a, Exception):
+            raise a
+        return a
+
+    broker.create_topic = create_topic
+    created = []
+
+    async def create():
+        created.append(await rt.create_topic(3, 3, {}))
+
+    async def main():
+        async with trio.open_nursery() as n:
+            broker._nursery = n
+            await rt.ensure_topic(create)
+            await rt.ensure_topic(create)
+            assert created == [False, False] and answers == []
+
+    run(main)
