@@ -5,7 +5,8 @@
 One partition's log is written as the group coordinator writes it: ``GROUPS`` groups
 (10,000; ``--quick``: 2,000), each with a group metadata record per generation (3) and
 ``COMMITS`` offset commits (10) of two partitions each (one batch per commit), interleaved at
-random. The load is what GroupEdge._load does at a restart (offsets.load.buffer.size chunks
+random. The load is what the coordinator runtime's load (kwire.coordinator.runtime) does for the
+groups at a restart (offsets.load.buffer.size chunks
 of whole batches, each batch replayed into a kwire.groups.loader.PartitionLoad), timed on
 the log as written and again after one cleaning pass; the groups loaded both times must
 agree (every group's committed offsets and generation).

@@ -1,19 +1,19 @@
-"""A small Future-like handle for answers that are not ready yet (no Trio inside).
+"""A small Future-like handle for answers that are not ready yet (Kafka's CompletableFuture
+as the CoordinatorRuntime hands them out).
 
 A JoinGroup waits for the rebalance, a follower's SyncGroup for the leader's assignment, an
-OffsetCommit for the append to ``__consumer_offsets``. The coordinator returns a ``Pending``;
-the Trio edge waits for it with, for example::
+OffsetCommit for the append to ``__consumer_offsets``. The coordinator (a pure state machine:
+it never awaits) returns a ``Pending`` and completes it with ``set_result``; state machines
+chain on it with ``add_done_callback``; the Trio side (handlers, the coordinator runtime)
+waits for it with::
 
-    p = coordinator.join_group(...)
-    if not p.done:
-        ev = trio.Event()
-        p.add_done_callback(lambda _p: ev.set())
-        await ev.wait()
-    answer = p.result
+    answer = await coordinator.join_group(...).wait()
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Generic, TypeVar
+
+import trio
 
 T = TypeVar("T")
 
@@ -50,6 +50,14 @@ class Pending(Generic[T]):
             cb(self)
         else:
             self.on_done.append(cb)
+
+    async def wait(self) -> T:
+        """The result, once done (at once if it already is)."""
+        if not self.done:
+            ev = trio.Event()
+            self.add_done_callback(lambda _p: ev.set())
+            await ev.wait()
+        return self.result  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         return f"Pending(done={self.done}, result={self.result!r})"

@@ -1,6 +1,8 @@
-"""The Trio glue of the group coordinator: builds it from the broker's config, keeps its
-durable state in ``__consumer_offsets``, loads and unloads that topic's partitions as this
-broker's leadership of them changes, and drives its timers.
+"""The group coordinator's host on the coordinator runtime (kwire.coordinator.runtime,
+Kafka's GroupCoordinatorService over its CoordinatorRuntime): builds the coordinator from the
+broker's config, hosts it on a runtime for ``__consumer_offsets`` (which loads, writes and
+drives its timers), follows this broker's leadership of that topic's partitions, and
+creates the topic.
 
 The broker's composition root builds one ``GroupEdge`` (``broker.group_edge``);
 ``await start_groups(broker, nursery)`` (from ``KafkaServer.start_background``) does the
@@ -16,35 +18,28 @@ then a broker's data dir holds none of its partitions (a first start writes 50 f
 Leadership (Kafka's GroupCoordinator.onElection / onResignation): the broker calls
 ``on_become_leader(p)`` / ``on_resign(p)`` (or ``follow_image()``, which works them out from
 the metadata image) from the Trio thread after a metadata record changed who leads
-``__consumer_offsets-<p>``. Becoming leader loads the partition from the local log in a task
-(reads in a worker thread; its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile);
-resigning unloads its groups (NOT_COORDINATOR to whatever waits).
+``__consumer_offsets-<p>``: the runtime's ``schedule_load`` / ``schedule_unload`` (its groups
+answer COORDINATOR_LOAD_IN_PROGRESS while loading, NOT_COORDINATOR once unloaded). The loads
+replay data batches and the transaction markers of control batches (kwire.groups.loader).
 
-The writer appends through the replica manager's one append path (``append``, one batch
-per call: a transactional batch of the producer for a TxnOffsetCommit) and reports ``done``
-with the batch's base offset once the outcome completed: log.flush.per.append's fdatasync
-done and the partition's high watermark past the batch (acks=all, as Kafka's coordinator
-writes), with the replica manager's verdict.
-Loading replays data batches and the transaction markers of control batches
-(kwire.groups.loader).
+The coordinator's writer is the runtime's ``write`` (one batch per call: a transactional
+batch of the producer for a TxnOffsetCommit; acks=all, offsets.commit.timeout.ms), answered
+with the batch's base offset once the append outcome completed.
 """
 from __future__ import annotations
 
 import logging
 import threading
+from typing import TYPE_CHECKING
 
 import trio
 
-from typing import TYPE_CHECKING
-
-from kwire.codec.records import build_batch, iter_batches
-from kwire.errors import ErrorCode, KafkaError
+from kwire.coordinator.runtime import CoordinatorRuntime, topic_replication_factor
 from kwire.loop_thread import run_on_loop
 from kwire.internal_topics import OFFSETS_TOPIC
 
 if TYPE_CHECKING:   # the coordinator's modules load when it is built (see GroupEdge.coordinator)
     from kwire.groups.coordinator import GroupCoordinator
-    from kwire.groups.loader import PartitionLoad
     from kwire.groups.membership import GroupConfig, Record
 
 log = logging.getLogger("kwire.groups")
@@ -83,33 +78,24 @@ def _assignor_names(value) -> list[str]:
 def offsets_topic_replication_factor(broker) -> int:
     """The replication factor ``__consumer_offsets`` is created with:
     offsets.topic.replication.factor (Kafka's default 3), at most the live brokers."""
-    from kwire.metadata import topic_changes  # noqa: PLC0415 - only for the bridge below
-
-    rf = min(int(broker.config.get("offsets.topic.replication.factor")),
-             max(1, len(broker.image.live_brokers())))
-    # Bridge until the controller keeps more than one copy of a partition (it refuses a
-    # larger factor with INVALID_REPLICATION_FACTOR while MAX_KEPT_REPLICAS says so): ask for
-    # what it keeps rather than fail to start. Goes away with the constant.
-    kept = getattr(topic_changes, "MAX_KEPT_REPLICAS", None)
-    if kept is not None and rf > kept:
-        log.warning("%s: replication factor %d asked, the controller keeps %d copies: creating it "
-                    "with %d", OFFSETS_TOPIC, rf, kept, kept)
-        rf = kept
-    return rf
+    return topic_replication_factor(broker, OFFSETS_TOPIC, "offsets.topic.replication.factor")
 
 
 class GroupEdge:
-    """Owns the coordinator of one broker: its writer, its partition loads and its timer task."""
+    """Hosts the group coordinator of one broker on its runtime (loads, writes, timers) and
+    follows the leadership of ``__consumer_offsets``."""
 
     def __init__(self, broker):
         self.broker = broker
         self.config: GroupConfig | None = None   # from the broker's config when the coordinator is built
-        self._wake = trio.Event()
+        # loads, writes and timers of __consumer_offsets (kwire.coordinator.runtime)
+        self.runtime = CoordinatorRuntime(broker, OFFSETS_TOPIC, name="groups",
+                                          load_buffer_key="offsets.load.buffer.size",
+                                          write_timeout_key="offsets.commit.timeout.ms", logger=log)
         self._coordinator: GroupCoordinator | None = None
         self._nursery = None   # the broker's nursery, from open(): the timer task runs there
         self._loop_thread: int | None = None   # the broker's Trio thread, and its token
         self._trio_token = None
-        self._creating: trio.Event | None = None   # set once a creation of the topic ended
 
     @property
     def coordinator(self) -> GroupCoordinator | None:
@@ -122,7 +108,7 @@ class GroupEdge:
 
     @coordinator.setter
     def coordinator(self, coord: GroupCoordinator | None) -> None:   # tests: a coordinator of their own
-        self._coordinator = coord
+        self._coordinator = self.runtime.shard = coord
 
     def _build_on_use(self) -> None:
         if self._coordinator is None:
@@ -148,27 +134,30 @@ class GroupEdge:
         # before serving, at once: the partitions this node leads (the others load when it
         # becomes their leader, in a task: on_become_leader)
         led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
-        n = sum(self._load_now(coord, p) for p in led)
+        n = 0
+        for p in led:
+            n += await self.runtime.load_now(p, self._leader_epoch(p))
         log.info("group coordinator open: %d records replayed from the %d of %d %s partitions "
                  "led here, %d groups", n, len(led), len(t.partitions), OFFSETS_TOPIC,
                  len(coord.groups))
         return coord
 
     def _build(self, nursery=None) -> GroupCoordinator:
-        """Make the coordinator (owning no partition yet) and start its timer task."""
+        """Make the coordinator (owning no partition yet), host it on the runtime and start
+        the runtime's timer task."""
         from kwire.groups.coordinator import GroupCoordinator  # noqa: PLC0415
 
         self._nursery = nursery or self._nursery
         if self.config is None:
             self.config = group_config(self.broker)
         coord = GroupCoordinator(self.config, self.broker.clock, self._write, owned_partitions=())
-        coord.wakeup = self._wake.set
+        coord.wakeup = self.runtime.wakeup
         coord.topic_metadata = self._topic_metadata
         coord.partition_racks = self._partition_racks
         coord.group_overrides = lambda gid: self.broker.image.group_configs.get(gid, {})
         coord.share_group_deleted = self._share_group_deleted
-        self._coordinator = coord
-        self._nursery.start_soon(self.run_timers)
+        self._coordinator = self.runtime.shard = coord
+        self._nursery.start_soon(self.runtime.run)
         return coord
 
     def _share_group_deleted(self, group_id: str) -> None:
@@ -200,240 +189,84 @@ class GroupEdge:
 
     async def ensure_topic(self) -> None:
         """Create ``__consumer_offsets`` unless it exists, and wait until it does (a first
-        FindCoordinator of a group, as Kafka creates it). The creation runs in a task of the
-        broker's nursery, once at a time: a caller that stops waiting (its request's bounded
-        wait) does not abandon it half way."""
+        FindCoordinator of a group, as Kafka creates it; once at a time, in a task: the
+        runtime's ``ensure_topic``)."""
+        await self.runtime.ensure_topic(self._create_topic)
+
+    async def _create_topic(self) -> None:
         b = self.broker
+        if len(getattr(b, "voters", None) or ()) > 1:
+            # First use in a cluster: give the other voters a moment to register, so the
+            # offsets partitions (and with them the group coordinators) spread over them all.
+            with trio.move_on_after(5):
+                while not set(b.voters) <= {x.node_id for x in b.image.live_brokers()}:
+                    await trio.sleep(0.05)
         if OFFSETS_TOPIC in b.image.topics:
             return
-        if self._creating is None:
-            self._creating = trio.Event()
-            b._nursery.start_soon(self._create_topic, self._creating)
-        await self._creating.wait()
+        # Kafka's offsets topic configs: compact, compression as produced, and segments of
+        # offsets.topic.segment.bytes (below segment.bytes' 1 MiB floor through Kafka 4's
+        # internal.segment.bytes, so tests can roll them quickly)
+        seg = int(b.config.get("offsets.topic.segment.bytes"))
+        configs = {"cleanup.policy": "compact", "compression.type": "producer",
+                   "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
+        config = self.config or group_config(b)
+        if not await self.runtime.create_topic(config.offsets_topic_num_partitions,
+                                               offsets_topic_replication_factor(b), configs):
+            return
+        t = b.image.topics.get(OFFSETS_TOPIC)
+        coord = self._coordinator
+        if t is not None and coord is not None and not coord.groups:
+            # whole now (created here or, just before, by another node): groups map to its partitions
+            coord.config.offsets_topic_num_partitions = len(t.partitions)
+        self.follow_image()
 
-    async def _create_topic(self, done: trio.Event) -> None:
-        b = self.broker
-        try:
-            if len(getattr(b, "voters", None) or ()) > 1:
-                # First use in a cluster: give the other voters a moment to register, so the
-                # offsets partitions (and with them the group coordinators) spread over them all.
-                with trio.move_on_after(5):
-                    while not set(b.voters) <= {x.node_id for x in b.image.live_brokers()}:
-                        await trio.sleep(0.05)
-            if OFFSETS_TOPIC in b.image.topics:
-                return
-            # Kafka's offsets topic configs: compact, compression as produced, and segments of
-            # offsets.topic.segment.bytes (below segment.bytes' 1 MiB floor through Kafka 4's
-            # internal.segment.bytes, so tests can roll them quickly)
-            seg = int(b.config.get("offsets.topic.segment.bytes"))
-            configs = {"cleanup.policy": "compact", "compression.type": "producer",
-                       "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
-            try:
-                config = self.config or group_config(b)
-                res = await b.create_topic(OFFSETS_TOPIC, config.offsets_topic_num_partitions,
-                                           offsets_topic_replication_factor(b), configs)
-            except KafkaError as exc:
-                log.warning("cannot create %s: %s", OFFSETS_TOPIC, exc)
-                return
-            if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-                log.warning("cannot create %s: %s %s", OFFSETS_TOPIC, ErrorCode(res.code).name, res.message)
-                return
-            t = b.image.topics.get(OFFSETS_TOPIC)
-            coord = self._coordinator
-            if t is not None and coord is not None and not coord.groups:
-                # whole now (created here or, just before, by another node): groups map to its partitions
-                coord.config.offsets_topic_num_partitions = len(t.partitions)
-            self.follow_image()
-        finally:
-            self._creating = None
-            done.set()
-
-    def _load_now(self, coord: GroupCoordinator, partition: int) -> int:
-        """Load a partition with blocking reads (at startup, before anything is served);
-        the number of records replayed."""
-        load = coord.begin_load(partition)
-        try:
-            plog = self._log_of(partition)
-            end = plog.log_end_offset
-            offset = plog.log_start_offset
-            while offset < end:
-                data = plog.read(offset, self._chunk_bytes(), max_offset=end)
-                if data.size == 0:
-                    break
-                advanced = _replay_chunk(load, bytes(data), offset)
-                if advanced <= offset:
-                    break
-                offset = advanced
-        except Exception:  # noqa: BLE001 - one partition must not stop the broker
-            log.exception("loading the groups of %s-%d failed", OFFSETS_TOPIC, partition)
-            coord.unload(partition)   # NOT_COORDINATOR until it is led here again
-            return 0
-        coord.complete_load(load)
-        return load.records
-
-    def _log_of(self, partition: int):
-        """This node's log of the partition; KAFKA_STORAGE_ERROR when it has none or it is
-        offline: its groups are then not served at all (served empty, their consumers would
-        lose their committed offsets)."""
-        plog = self.broker.replica_manager.local_log(OFFSETS_TOPIC, partition)
-        if plog is None or plog.offline:
-            raise KafkaError(f"the log of {OFFSETS_TOPIC}-{partition} is not available on this broker",
-                             ErrorCode.KAFKA_STORAGE_ERROR)
-        return plog
-
-    def _chunk_bytes(self) -> int:
-        return int(self.broker.config.get("offsets.load.buffer.size"))
+    def _leader_epoch(self, partition: int) -> int:
+        """The partition's leader epoch in the image: the epoch of its context in the runtime."""
+        t = self.broker.image.topics.get(OFFSETS_TOPIC)
+        p = t.partitions.get(partition) if t is not None else None
+        return max(0, p.leader_epoch) if p is not None else 0
 
     # ------------------------------------------------------------------ leadership
     def on_become_leader(self, partition: int) -> None:
         """This node became the leader of ``__consumer_offsets-<partition>`` (called from the
-        Trio thread once the metadata record applied): load its groups from the local log in
-        a task (reads in a worker thread); meanwhile they answer COORDINATOR_LOAD_IN_PROGRESS.
-        Nothing to do while the coordinator is not open (open() loads what this node leads)
-        or when the partition is loaded or loading already."""
-        coord = self.coordinator
-        if coord is None or coord.owns(partition) or coord.is_loading(partition):
-            return
-        load = coord.begin_load(partition)
-        plog = self.broker.replica_manager.local_log(OFFSETS_TOPIC, partition)
-        empty = plog is not None and not plog.offline and plog.log_end_offset == plog.log_start_offset
-        # a new topic's 50 empty partitions are not news; a failover's loads are
-        log.log(logging.DEBUG if empty else logging.INFO, "became leader of %s-%d: loading its groups",
-                OFFSETS_TOPIC, partition)
-        self.broker._nursery.start_soon(self._load, load)
+        Trio thread once the metadata record applied): the runtime loads its groups from the
+        local log in a task; meanwhile they answer COORDINATOR_LOAD_IN_PROGRESS. Nothing to
+        do while the coordinator is not open (open() loads what this node leads) or when the
+        partition is loaded or loading already (a newer leader epoch only takes the
+        context's epoch up, as Kafka's runtime does)."""
+        if self.coordinator is not None:
+            self.runtime.schedule_load(partition, self._leader_epoch(partition))
 
     def on_resign(self, partition: int) -> None:
         """This node no longer leads ``__consumer_offsets-<partition>``: unload its groups
-        (waiting members are answered NOT_COORDINATOR, their timers stop; a load in progress
-        is abandoned)."""
-        coord = self.coordinator
-        if coord is None:
-            return
-        if coord.owns(partition) or coord.is_loading(partition):
-            coord.unload(partition)
-            log.info("resigned as leader of %s-%d: its groups are unloaded", OFFSETS_TOPIC, partition)
+        (waiting members and writes are answered NOT_COORDINATOR, their timers stop; a load
+        in progress is abandoned)."""
+        if self.coordinator is not None:
+            self.runtime.schedule_unload(partition)
 
     def follow_image(self) -> None:
         """Load the ``__consumer_offsets`` partitions the metadata image says this node leads
         and unload the others (after a leader change or a snapshot; idempotent)."""
-        coord = self.coordinator
-        if coord is None:
+        if self.coordinator is None:
             return
         b = self.broker
         t = b.image.topics.get(OFFSETS_TOPIC)
         parts = t.partitions if t is not None else {}
-        held = set(coord.loading) | (coord.owned_partitions or set())
+        held = self.runtime.held()
         for p in sorted(held | set(parts)):
             if p in parts and parts[p].leader == b.node_id:
                 self.on_become_leader(p)
             elif p in held:
                 self.on_resign(p)
 
-    async def _load(self, load: PartitionLoad) -> None:
-        coord = self.coordinator
-        p = load.partition
-        try:
-            plog = self._log_of(p)
-            # a new leader's log holds what the old leader had replicated to it
-            end = plog.log_end_offset
-            offset = plog.log_start_offset
-            while offset < end:
-                data = plog.read(offset, self._chunk_bytes(), max_offset=end)
-                if data.size == 0:
-                    break
-                buf = await self._read(data)
-                if coord.loading.get(p) is not load:
-                    return   # resigned (or reloading) meanwhile
-                advanced = _replay_chunk(load, buf, offset)
-                if advanced <= offset:
-                    break
-                offset = advanced
-        except Exception:  # noqa: BLE001 - a failed load must not stop the broker
-            log.exception("loading the groups of %s-%d failed", OFFSETS_TOPIC, p)
-            if coord.loading.get(p) is load:
-                coord.unload(p)   # NOT_COORDINATOR until it is led here again
-            return
-        coord.complete_load(load)
-
-    @staticmethod
-    async def _read(data) -> bytes:
-        """The bytes of a read's file regions: the preads, in a worker thread."""
-        return await trio.to_thread.run_sync(bytes, data)
-
     # ------------------------------------------------------------------ writer
     def _write(self, partition: int, records: list[Record], done, *,
                transaction: tuple | None = None) -> None:
-        """Append one batch to the partition as its leader, then acknowledge it once the
-        high watermark passes it: acks=all, as Kafka's coordinator appends offsets and group
-        metadata (``done(error, base_offset)`` at once when it already has, else from a task
-        on the broker's nursery). Not replicated within offsets.commit.timeout.ms:
-        REQUEST_TIMED_OUT. ``transaction`` (producer id, epoch): a transactional batch of
-        that producer (TxnOffsetCommit), without sequence numbers: the log checks a
-        coordinator's append for the producer's epoch, not its sequence (as Kafka); a third
-        item, the producer's verification guard (None when its transaction was open here
-        already), makes the append check it as a verified Produce's (KIP-890)."""
-        b = self.broker
-        rm = b.replica_manager
-        now = b.clock.now_ms()
-        txn = {} if transaction is None else {
-            "producer_id": transaction[0], "producer_epoch": transaction[1],
-            "is_transactional": True}
-        try:
-            batch = build_batch([(k, v, None, now) for k, v in records], **txn)
-        except KafkaError as exc:
-            log.warning("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
-            done(getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR))
-            return
-        verified = {} if transaction is None or len(transaction) < 3 else {
-            "verify_transaction": True, "verification_guard": transaction[2]}
-        res = rm.append(OFFSETS_TOPIC, partition, bytearray(batch), now, acks=-1, **verified)
-        if res.error is not None and res.base_offset < 0:   # refused: nothing written
-            log.warning("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, res.error)
-            done(res.code)
-        elif res.completed:
-            done(res.code, res.base_offset)
-        else:
-            b._nursery.start_soon(self._await_replication, res, done)
-
-    async def _await_replication(self, res, done) -> None:
-        """The append's disk work and replication (offsets.commit.timeout.ms), then ``done``."""
-        error = await res.wait(int(self.broker.config.get("offsets.commit.timeout.ms")))
-        if error:
-            log.warning("write to %s-%d below offset %d not replicated: %s", OFFSETS_TOPIC,
-                        res.partition, res.last_offset + 1, error.name)
-        try:
-            done(error, res.base_offset)
-        except Exception:  # noqa: BLE001 - a failed callback must not stop the broker
-            log.exception("group coordinator write callback failed")
-
-    # ------------------------------------------------------------------ timers
-    async def run_timers(self) -> None:
-        coord = self._coordinator
-        clock = self.broker.clock
-        while True:
-            self._wake = trio.Event()
-            coord.wakeup = self._wake.set
-            try:
-                deadline = coord.tick()
-            except Exception:  # noqa: BLE001 - a failed tick must not stop the broker
-                log.exception("group coordinator tick failed")
-                deadline = clock.monotonic_ms() + 1000
-            if deadline is None:
-                await self._wake.wait()
-                continue
-            delay = max(0, deadline - clock.monotonic_ms()) / 1000
-            with trio.move_on_after(delay):
-                await self._wake.wait()
-
-
-def _replay_chunk(load: PartitionLoad, buf: bytes, offset: int) -> int:
-    """Replay the whole batches in ``buf`` (read from ``offset``): their records, and the
-    transaction markers of control batches; returns the offset after the last batch."""
-    advanced = offset
-    for batch in iter_batches(buf, allow_partial_tail=True):
-        advanced = batch.next_offset
-        load.replay_batch(batch)
-    return advanced
+        """The coordinator's writer: one batch through the runtime (acks=all, as Kafka's
+        coordinator appends offsets and group metadata; offsets.commit.timeout.ms), then
+        ``done(error, base_offset)``. ``transaction``: see CoordinatorRuntime.write."""
+        self.runtime.write(partition, records, transaction=transaction).add_done_callback(
+            lambda p: done(p.result.error, p.result.base_offset))
 
 
 async def start_groups(broker, nursery) -> GroupEdge:

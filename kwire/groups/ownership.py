@@ -77,9 +77,11 @@ class PartitionOwnership:
         return [g for g in self.groups.values() if self.partition_for(g.group_id) == partition]
 
     # ------------------------------------------------------------------ transitions
-    def begin_load(self, partition: int) -> PartitionLoad:
+    def begin_load(self, partition: int, epoch: int = -1) -> PartitionLoad:
         """This broker became the partition's leader: drop what is held for its groups and
-        return the load to feed (``PartitionLoad.replay``) and then ``complete_load``."""
+        return the load to feed (``PartitionLoad.replay``) and then ``complete_load``.
+        ``epoch``: the partition's leader epoch, as the coordinator runtime hands it to every
+        shard; the groups keep none (Kafka's group shard neither)."""
         self.unload(partition)
         load = PartitionLoad(partition)
         self.loading[partition] = load

@@ -27,7 +27,7 @@ from __future__ import annotations
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.api_versions import disabled_apis
-from kwire.handlers.group_lookup import client_host, client_id, coordinator_for, group_denied, wait_pending
+from kwire.handlers.group_lookup import client_host, client_id, coordinator_for, group_denied
 from kwire.security.authorizer import operations_field
 from kwire.security.operations import AclOperation as Op
 
@@ -62,7 +62,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, req):
         subscribed_topic_regex=req.subscribed_topic_regex if ctx.version >= 1 else None,
         server_assignor=req.server_assignor, topic_partitions=owned,
         client_id=client_id(ctx), client_host=client_host(ctx), version=ctx.version)
-    r = await wait_pending(p)
+    r = await p.wait()
     assignment = None
     if r.assignment is not None:
         A = ctx.struct("Assignment")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import trio
 
 from kwire.errors import ErrorCode
-from kwire.coordinator.pending import Pending
 from kwire.handlers import RequestContext
 from kwire.internal_topics import OFFSETS_TOPIC
 from kwire.security.authorizer import GROUP, TOPIC, allowed
@@ -17,14 +16,6 @@ E = ErrorCode
 NOT_AVAILABLE = E.COORDINATOR_NOT_AVAILABLE
 #: how long FindCoordinator waits for an internal topic to be created before answering
 CREATE_WAIT_S = 10.0
-
-
-async def wait_pending(p: Pending):
-    if not p.done:
-        ev = trio.Event()
-        p.add_done_callback(lambda _p: ev.set())
-        await ev.wait()
-    return p.result
 
 
 def group_coordinator(ctx: RequestContext):

@@ -37,19 +37,16 @@ partition, once any named partition exists and may be read, and so does kwire. O
 per-partition commit_timestamp is ignored (it only dated the commit for expiry; kwire dates
 commits by its clock, as Kafka does for -1). Before the coordinator
 is open (or on a server built without it) every group API answers COORDINATOR_NOT_AVAILABLE.
-Handlers wait on the coordinator's ``Pending`` answers with a trio.Event.
+Handlers wait on the coordinator's ``Pending`` answers with ``await p.wait()``.
 """
 from __future__ import annotations
 
-import trio
-
 from kwire.errors import ErrorCode
-from kwire.coordinator.pending import Pending
 from kwire.internal_topics import OFFSETS_TOPIC
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.group_lookup import (CREATE_WAIT_S, NOT_AVAILABLE, client_host, client_id, coordinator_for,
                                         ensure_offsets_topic, group_coordinator, group_coordinator_node,
-                                        group_denied, topic_denied, wait_pending)
+                                        group_denied, topic_denied)
 from kwire.handlers.transactions import ensure_transaction_topic, transaction_coordinator_node
 from kwire.security.authorizer import (
     CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, allowed, denied_message, operations_field,
@@ -153,7 +150,7 @@ async def join_group(ctx: RequestContext, req):
         client_host=client_host(ctx),
         require_known_member_id=v >= 4 and req.group_instance_id is None,
         supports_skip_assignment=v >= 9, reason=req.reason)
-    r = await wait_pending(p)
+    r = await p.wait()
     M = ctx.struct("JoinGroupResponseMember")
     members = [M(member_id=m.member_id, group_instance_id=m.group_instance_id,
                  metadata=m.metadata) for m in r.members]
@@ -183,7 +180,7 @@ async def sync_group(ctx: RequestContext, req):
         assignments=[(a.member_id, a.assignment) for a in req.assignments],
         group_instance_id=req.group_instance_id, protocol_type=req.protocol_type,
         protocol_name=req.protocol_name)
-    r = await wait_pending(p)
+    r = await p.wait()
     return ctx.response(throttle_time_ms=0, error_code=r.error, protocol_type=r.protocol_type,
                         protocol_name=r.protocol_name, assignment=r.assignment or b"")
 
@@ -273,7 +270,7 @@ async def offset_commit(ctx: RequestContext, req):
             req.group_id, req.generation_id_or_member_epoch, req.member_id, valid,
             group_instance_id=req.group_instance_id,
             retention_ms=req.retention_time_ms if ctx.version <= 4 else -1, api_version=ctx.version)
-        r = await wait_pending(pend)
+        r = await pend.wait()
         errors.update(r.errors)
     out = []
     for t in req.topics:
@@ -448,7 +445,7 @@ async def delete_groups(ctx: RequestContext, req):
     if owned:
         coord = group_coordinator(ctx)
         shares = [g for g in owned if g in getattr(coord, "share_groups", {})]
-        errors.update(await wait_pending(coord.delete_groups(owned)))
+        errors.update(await coord.delete_groups(owned).wait())
         for g in shares:   # KIP-932: the state at the share coordinators goes too
             if errors.get(g) == E.NONE:
                 from kwire.handlers.share_offsets import delete_group_state  # noqa: PLC0415
@@ -481,7 +478,7 @@ async def offset_delete(ctx: RequestContext, req):
                 errors[(t.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 valid.append((t.name, p.partition_index))
-    r = await wait_pending(coord.delete_offsets(req.group_id, valid))
+    r = await coord.delete_offsets(req.group_id, valid).wait()
     if r.error:
         return ctx.response(error_code=r.error, throttle_time_ms=0, topics=[])
     errors.update(r.partitions)

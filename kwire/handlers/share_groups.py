@@ -17,7 +17,7 @@ from __future__ import annotations
 from kwire.errors import ErrorCode
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.api_versions import disabled_apis
-from kwire.handlers.group_lookup import client_host, client_id, coordinator_for, group_denied, topic_denied, wait_pending
+from kwire.handlers.group_lookup import client_host, client_id, coordinator_for, group_denied, topic_denied
 from kwire.security.authorizer import operations_field
 from kwire.security.operations import AclOperation as Op
 
@@ -44,7 +44,7 @@ async def share_group_heartbeat(ctx: RequestContext, req):
     p = coord.share_group_heartbeat(req.group_id, req.member_id, req.member_epoch, rack_id=req.rack_id,
                                     subscribed_topic_names=None if names is None else list(names),
                                     client_id=client_id(ctx), client_host=client_host(ctx))
-    r = await wait_pending(p)
+    r = await p.wait()
     assignment = None
     if r.assignment is not None:
         A, TP = ctx.struct("Assignment"), ctx.struct("TopicPartitions")

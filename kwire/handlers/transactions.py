@@ -47,14 +47,6 @@ log = logging.getLogger("kwire.transactions")
 
 
 
-async def _wait(p):
-    if not p.done:
-        ev = trio.Event()
-        p.add_done_callback(lambda _p: ev.set())
-        await ev.wait()
-    return p.result
-
-
 def _fenced(error: ErrorCode, version: int, first_fenced_version: int) -> ErrorCode:
     """PRODUCER_FENCED for clients that know it, INVALID_PRODUCER_EPOCH for older ones."""
     if error == E.PRODUCER_FENCED and version < first_fenced_version:
@@ -136,9 +128,9 @@ async def init_transactional_producer_id(ctx: RequestContext, req):
     except Exception as exc:  # noqa: BLE001 - no controller, a failed commit: the client retries
         log.warning("InitProducerId(%s) from %s: cannot allocate producer ids: %s", tid, ctx.peer, exc)
         return answer(E.COORDINATOR_NOT_AVAILABLE)
-    r = await _wait(coord.init_producer_id(tid, req.transaction_timeout_ms,
-                                           req.producer_id if v >= 3 else -1,
-                                           req.producer_epoch if v >= 3 else -1))
+    r = await coord.init_producer_id(tid, req.transaction_timeout_ms,
+                                     req.producer_id if v >= 3 else -1,
+                                     req.producer_epoch if v >= 3 else -1).wait()
     if r.error:
         log.info("InitProducerId(%s) from %s: %s", tid, ctx.peer, r.error.name)
     return answer(r.error, r.producer_id, r.producer_epoch)
@@ -278,8 +270,8 @@ async def end_txn(ctx: RequestContext, req):
     sender = _edge(ctx).sender
     if sender is not None:
         sender.note_end_txn(req.transactional_id)   # for the timing log (off unless enabled)
-    r = await _wait(coord.end_transaction(req.transactional_id, req.producer_id, req.producer_epoch, req.committed,
-                                          2 if v >= 5 else 0))
+    r = await coord.end_transaction(req.transactional_id, req.producer_id, req.producer_epoch, req.committed,
+                                    2 if v >= 5 else 0).wait()
     if r.error:
         log.info("EndTxn(%s, %s) from %s: %s", req.transactional_id, "commit" if req.committed else "abort",
                  ctx.peer, r.error.name)

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import RequestContext, handles
-from kwire.handlers.group_lookup import coordinator_for, group_denied, topic_denied, wait_pending
+from kwire.handlers.group_lookup import coordinator_for, group_denied, topic_denied
 from kwire.security.operations import AclOperation as Op
 
 E = ErrorCode
@@ -95,7 +95,7 @@ async def txn_offset_commit(ctx: RequestContext, req):
             req.group_id, req.producer_id, req.producer_epoch, valid,
             generation_id=req.generation_id, member_id=req.member_id,
             group_instance_id=req.group_instance_id, verify=verify, verification_guard=guard)
-        r = await wait_pending(pend)
+        r = await pend.wait()
         errors.update(r.errors)
     T = ctx.struct("TxnOffsetCommitResponseTopic")
     Pn = ctx.struct("TxnOffsetCommitResponsePartition")

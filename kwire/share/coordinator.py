@@ -50,8 +50,9 @@ from uuid import UUID
 
 import trio
 
-from kwire.codec.records import build_batch, iter_batches
-from kwire.errors import ErrorCode, KafkaError
+from kwire.codec.records import iter_batches
+from kwire.coordinator.runtime import CoordinatorRuntime
+from kwire.errors import ErrorCode
 from kwire.log.regions import FileRegion
 from kwire.share import records as SR
 
@@ -69,6 +70,10 @@ class ShareCoordinator:
         self.loaded: dict[int, int] = {}             # state partition -> leader epoch loaded at
         self.loading: dict[int, trio.Event] = {}     # state partitions being loaded, set when done
         self.leader_epochs: dict[Key, int] = {}      # the newest share-partition leader epoch seen
+        # its writes go through the runtime's append (its loads are its own: see the module doc)
+        self.runtime = CoordinatorRuntime(broker, SR.STATE_TOPIC, name="share states",
+                                          load_buffer_key="share.coordinator.load.buffer.size",
+                                          write_timeout_key="share.coordinator.write.timeout.ms", logger=log)
 
     def _state_partition(self, group_id: str, topic_id: UUID, partition: int):
         """(state partition or -1, its partition record in the image or None)."""
@@ -267,27 +272,11 @@ class ShareCoordinator:
                                             SR.snapshot_value(st))])
 
     async def append(self, partition: int, recs: list) -> ErrorCode:
-        """Append records to a state partition this broker leads through the replica manager's
-        one append path (acks=all) and wait until the outcome completed
-        (share.coordinator.write.timeout.ms): replicated with the leader epoch of the append
-        and min.insync.replicas met."""
-        b = self.broker
-        rm = b.replica_manager
-        now = b.clock.now_ms()
-        try:
-            batch = build_batch([(k, v, None, now) for k, v in recs])
-        except KafkaError as exc:
-            log.warning("share state: cannot build a batch for %s-%d: %s", SR.STATE_TOPIC, partition, exc)
-            return ErrorCode(exc.code)
-        res = rm.append(SR.STATE_TOPIC, partition, bytearray(batch), now, acks=-1)
-        if res.error is not None and res.base_offset < 0:   # refused: nothing written
-            log.warning("share state: cannot append to %s-%d here: %s", SR.STATE_TOPIC, partition, res.error)
-            return res.code
-        error = await res.wait(int(b.config.get("share.coordinator.write.timeout.ms")))
-        if error:
-            log.warning("share state: write to %s-%d below offset %d not replicated: %s", SR.STATE_TOPIC,
-                        partition, res.last_offset + 1, error.name)
-        return error
+        """Append records to a state partition this broker leads through the runtime's append
+        (the replica manager's one append path, acks=all) and wait until the outcome
+        completed (share.coordinator.write.timeout.ms): replicated with the leader epoch of
+        the append and min.insync.replicas met."""
+        return (await self.runtime.append_wait(partition, recs)).error
 
 
 def decode_states(regions, chunk_bytes: int) -> dict[Key, SR.ShareState]:

@@ -71,7 +71,8 @@ from uuid import UUID
 import trio
 
 from kwire.codec.apis import api
-from kwire.errors import ErrorCode, KafkaError
+from kwire.coordinator.runtime import topic_replication_factor
+from kwire.errors import ErrorCode
 from kwire.share import records as SR
 from kwire.share.coordinator import RETRIABLE, Key, ShareCoordinator
 from kwire.share.partition import SharePartition, StateBatch
@@ -93,7 +94,6 @@ class ShareStateStore:
         #: persister: the state epoch of each share partition's state as read (sent with its writes)
         self.state_epochs: dict[Key, int] = {}
         self.coordinator = ShareCoordinator(broker)   # the coordinator's side, for the keys led here
-        self._creating: trio.Event | None = None
         #: share partitions whose state is being read (ensure_loaded), set when done
         self._loading: dict[Key, trio.Event] = {}
         self._flushing = trio.Lock()   # one flush at a time: writes in order, answers after them
@@ -464,28 +464,17 @@ class ShareStateStore:
         return len(states)
 
     async def _ensure_topic(self) -> None:
-        if self._creating is not None:
-            await self._creating.wait()
-            return
-        self._creating = done = trio.Event()
-        b = self.broker
-        try:
-            c = b.config
-            rf = min(int(c.get("share.coordinator.state.topic.replication.factor")),
-                     max(1, len(b.image.live_brokers())))
-            from kwire.metadata import topic_changes  # noqa: PLC0415 - the controller's copies bound
-            kept = getattr(topic_changes, "MAX_KEPT_REPLICAS", None)
-            if kept is not None:
-                rf = min(rf, kept)
-            seg = int(c.get("share.coordinator.state.topic.segment.bytes"))
-            configs = {"cleanup.policy": "compact",
-                       "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
-            res = await b.create_topic(SR.STATE_TOPIC, int(c.get("share.coordinator.state.topic.num.partitions")),
-                                       rf, configs)
-            if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-                log.warning("cannot create %s: %s %s", SR.STATE_TOPIC, ErrorCode(res.code).name, res.message)
-        except KafkaError as exc:
-            log.warning("cannot create %s: %s", SR.STATE_TOPIC, exc)
-        finally:
-            self._creating = None
-            done.set()
+        """Create ``__share_group_state`` unless it exists (once at a time, in a task: the
+        runtime's ``ensure_topic``): share.coordinator.state.topic.* partitions, replication
+        factor at most the live brokers, compacted."""
+        await self.coordinator.runtime.ensure_topic(self._create_topic)
+
+    async def _create_topic(self) -> None:
+        c = self.broker.config
+        seg = int(c.get("share.coordinator.state.topic.segment.bytes"))
+        configs = {"cleanup.policy": "compact",
+                   "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
+        await self.coordinator.runtime.create_topic(
+            int(c.get("share.coordinator.state.topic.num.partitions")),
+            topic_replication_factor(self.broker, SR.STATE_TOPIC, "share.coordinator.state.topic.replication.factor"),
+            configs)

@@ -1,31 +1,30 @@
-"""The Trio glue of the transaction coordinator: builds it from the broker's config, keeps its
-state in ``__transaction_state``, loads and unloads that topic's partitions as this broker's
-leadership of them moves (the partition's leader epoch is the coordinator epoch), drives its
-timers and sends its transaction markers (markers.py).
+"""The transaction coordinator's host on the coordinator runtime (kwire.coordinator.runtime):
+builds the coordinator from the broker's config, hosts it on a runtime for
+``__transaction_state`` (which loads, writes and drives its timers; the partition's leader
+epoch is the coordinator epoch), follows this broker's leadership of that topic's partitions,
+creates the topic and sends the coordinator's transaction markers (markers.py).
 
 The broker builds one ``TransactionEdge`` (``broker.txn_edge``); ``await start_transactions
 (broker, nursery)`` (from ``KafkaServer.start_background``) opens the coordinator, replaying
 the partitions this node leads, and starts the timer task; a broker without
-``__transaction_state`` builds its coordinator on first use (``TransactionEdge.coordinator``). ``__transaction_state`` is created
-the first time a client looks for a transaction coordinator (``ensure_topic``, as Kafka
-creates it on the first FindCoordinator of type 1): compacted, uncompressed,
-``transaction.state.log.num.partitions`` partitions, replication factor
-min(transaction.state.log.replication.factor, live brokers), min.insync.replicas
+``__transaction_state`` builds its coordinator on first use (``TransactionEdge.coordinator``).
+``__transaction_state`` is created the first time a client looks for a transaction
+coordinator (``ensure_topic``, as Kafka creates it on the first FindCoordinator of type 1):
+compacted, uncompressed, ``transaction.state.log.num.partitions`` partitions, replication
+factor min(transaction.state.log.replication.factor, live brokers), min.insync.replicas
 min(transaction.state.log.min.isr, that factor), segments of transaction.state.log.segment.bytes.
 
 Leadership: ``follow_image()`` (the broker calls it when a record changed who leads a
-``__transaction_state`` partition, and after a snapshot) loads the partitions led here (reads
-in a worker thread; COORDINATOR_LOAD_IN_PROGRESS meanwhile) and unloads the others
-(NOT_COORDINATOR from then on). It acts once the whole metadata entry is applied (a task on
-the broker's nursery), as Kafka's coordinators act on a whole metadata delta: the broker
-calls it per record, and a topic that is being created shows only the partitions applied so
-far - taking the id -> partition map from such a partial topic (2 partitions of 3) sent
-every broker but the creator's ids to the wrong partition, answering NOT_COORDINATOR for
-them forever.
+``__transaction_state`` partition, and after a snapshot) has the runtime load the partitions
+led here (again at a new leader epoch; COORDINATOR_LOAD_IN_PROGRESS meanwhile) and unload
+the others (NOT_COORDINATOR from then on). It acts once the whole metadata entry is applied
+(a task on the broker's nursery), as Kafka's coordinators act on a whole metadata delta: the
+broker calls it per record, and a topic that is being created shows only the partitions
+applied so far - taking the id -> partition map from such a partial topic (2 partitions of
+3) sent every broker but the creator's ids to the wrong partition, answering NOT_COORDINATOR
+for them forever.
 
-The writer appends one batch through the replica manager and reports ``done`` once the high
-watermark passed it (acks=all, as Kafka's coordinator writes), REQUEST_TIMED_OUT after
-request.timeout.ms.
+The coordinator's writer is the runtime's ``write`` (acks=all, request.timeout.ms).
 """
 from __future__ import annotations
 
@@ -35,8 +34,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kwire.codec.records import build_batch, iter_batches
-from kwire.errors import ErrorCode, KafkaError
+from kwire.coordinator.runtime import CoordinatorRuntime, topic_replication_factor
 from kwire.loop_thread import run_on_loop
 from kwire.internal_topics import TRANSACTION_STATE_TOPIC
 
@@ -44,7 +42,7 @@ if TYPE_CHECKING:   # the coordinator's modules load when it is built (see Trans
     from kwire.coordinator.channel import BrokerChannel
     from kwire.transactions.coordinator import TransactionCoordinator
     from kwire.transactions.markers import TxnMarkerSender
-    from kwire.transactions.state_manager import PartitionLoad, TransactionConfig
+    from kwire.transactions.state_manager import TransactionConfig
 
 log = logging.getLogger("kwire.transactions")
 
@@ -65,14 +63,8 @@ def transaction_config(broker) -> TransactionConfig:
 
 
 def transaction_topic_replication_factor(broker) -> int:
-    """min(transaction.state.log.replication.factor, live brokers), as far as the controller
-    keeps copies (see kwire.groups.edge.offsets_topic_replication_factor)."""
-    from kwire.metadata import topic_changes  # noqa: PLC0415
-
-    rf = min(int(broker.config.get("transaction.state.log.replication.factor")),
-             max(1, len(broker.image.live_brokers())))
-    kept = getattr(topic_changes, "MAX_KEPT_REPLICAS", None)
-    return min(rf, kept) if kept is not None else rf
+    """min(transaction.state.log.replication.factor, live brokers)."""
+    return topic_replication_factor(broker, TRANSACTION_STATE_TOPIC, "transaction.state.log.replication.factor")
 
 
 class TransactionEdge:
@@ -82,8 +74,12 @@ class TransactionEdge:
         self._coordinator: TransactionCoordinator | None = None
         self.sender: TxnMarkerSender | None = None    # made with the coordinator
         self.channel: BrokerChannel | None = None     # requests to other brokers; likewise
-        self._wake = trio.Event()
-        self._creating: trio.Event | None = None
+        # loads, writes and timers of __transaction_state (kwire.coordinator.runtime); a new
+        # leader epoch is a new coordinator epoch, which every marker carries: loaded again
+        self.runtime = CoordinatorRuntime(broker, TRANSACTION_STATE_TOPIC, name="transactions",
+                                          load_buffer_key="transaction.state.log.load.buffer.size",
+                                          write_timeout_key="request.timeout.ms", reload_on_new_epoch=True,
+                                          logger=log)
         self._follow_scheduled = False
         self._nursery = None   # the broker's nursery, from open(): timers and marker sends run there
         self._loop_thread: int | None = None   # the broker's Trio thread, and its token
@@ -100,7 +96,7 @@ class TransactionEdge:
 
     @coordinator.setter
     def coordinator(self, coord: TransactionCoordinator | None) -> None:   # tests: a coordinator of their own
-        self._coordinator = coord
+        self._coordinator = self.runtime.shard = coord
 
     def _build_on_use(self) -> None:
         if self._coordinator is None:
@@ -122,14 +118,16 @@ class TransactionEdge:
         config.transaction_state_log_num_partitions = len(t.partitions)   # the id -> partition map follows the topic
         coord = self._build(config)
         led = [p for p in sorted(t.partitions) if t.partitions[p].leader == b.node_id]
-        n = sum(self._load_now(coord, p) for p in led)
+        n = 0
+        for p in led:
+            n += await self.runtime.load_now(p, self._leader_epoch(p))
         log.info("transaction coordinator open: %d records replayed from the %s partitions led here",
                  n, TRANSACTION_STATE_TOPIC)
         return coord
 
     def _build(self, config: TransactionConfig) -> TransactionCoordinator:
         """Make the coordinator (owning no partition yet), its marker sender and broker
-        channel, and start its timer task."""
+        channel, host it on the runtime and start the runtime's timer task."""
         from kwire.coordinator.channel import BrokerChannel  # noqa: PLC0415
         from kwire.transactions.coordinator import TransactionCoordinator  # noqa: PLC0415
         from kwire.transactions.markers import TxnMarkerSender, channel_transport, local_writer  # noqa: PLC0415
@@ -143,9 +141,9 @@ class TransactionEdge:
                                       local_node=b.node_id, write_local=local_writer(b))
         coord.send_markers = self.sender.submit
         coord.on_complete = self._completed
-        coord.wakeup = self._wake.set
-        self._coordinator = coord
-        self._nursery.start_soon(self.run_timers)
+        coord.wakeup = self.runtime.wakeup
+        self._coordinator = self.runtime.shard = coord
+        self._nursery.start_soon(self.runtime.run)
         return coord
 
     def _completed(self, transactional_id: str) -> None:
@@ -168,71 +166,28 @@ class TransactionEdge:
         return self.broker.producer_ids.generate_producer_id()
 
     async def ensure_topic(self) -> None:
-        """Create ``__transaction_state`` unless it exists (once at a time)."""
-        b = self.broker
-        if TRANSACTION_STATE_TOPIC in b.image.topics:
-            return
-        if self._creating is not None:
-            await self._creating.wait()
-            return
-        self._creating = trio.Event()
-        try:
-            rf = transaction_topic_replication_factor(b)
-            cfg = self.coordinator.config if self.coordinator else transaction_config(b)
-            min_isr = min(int(b.config.get("transaction.state.log.min.isr")), rf)
-            seg = int(b.config.get("transaction.state.log.segment.bytes"))
-            configs = {"cleanup.policy": "compact", "compression.type": "uncompressed",
-                       "min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false",
-                       "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
-            res = await b.create_topic(TRANSACTION_STATE_TOPIC, cfg.transaction_state_log_num_partitions, rf,
-                                       configs)
-            if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-                log.warning("cannot create %s: %s %s", TRANSACTION_STATE_TOPIC, ErrorCode(res.code).name,
-                            res.message)
-            else:
-                t = b.image.topics.get(TRANSACTION_STATE_TOPIC)
-                if t is not None and self.coordinator is not None:
-                    self.coordinator.config.transaction_state_log_num_partitions = len(t.partitions)
-                self.follow_image_now()   # the topic is whole: its creation was applied
-        finally:
-            self._creating.set()
-            self._creating = None
+        """Create ``__transaction_state`` unless it exists, and wait until it does (once at a
+        time, in a task: the runtime's ``ensure_topic``)."""
+        await self.runtime.ensure_topic(self._create_topic)
 
-    def _load_now(self, coord: TransactionCoordinator, partition: int) -> int:
-        """Load a partition with blocking reads (at startup, before anything is served)."""
-        load = coord.begin_load(partition, self._leader_epoch(partition))
-        try:
-            plog = self._log_of(partition)
-            end = plog.log_end_offset
-            offset = plog.log_start_offset
-            while offset < end:
-                data = plog.read(offset, self._chunk_bytes(), max_offset=end)
-                if data.size == 0:
-                    break
-                advanced = _replay_chunk(load, bytes(data), offset)
-                if advanced <= offset:
-                    break
-                offset = advanced
-        except Exception:  # noqa: BLE001 - one partition must not stop the broker
-            log.exception("loading the transactions of %s-%d failed", TRANSACTION_STATE_TOPIC, partition)
-            coord.unload(partition)
-            return 0
-        coord.complete_load(load)
-        return load.records
+    async def _create_topic(self) -> None:
+        b = self.broker
+        rf = transaction_topic_replication_factor(b)
+        cfg = self.coordinator.config if self.coordinator else transaction_config(b)
+        min_isr = min(int(b.config.get("transaction.state.log.min.isr")), rf)
+        seg = int(b.config.get("transaction.state.log.segment.bytes"))
+        configs = {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                   "min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false",
+                   "segment.bytes" if seg >= 1 << 20 else "internal.segment.bytes": str(seg)}
+        if await self.runtime.create_topic(cfg.transaction_state_log_num_partitions, rf, configs):
+            t = b.image.topics.get(TRANSACTION_STATE_TOPIC)
+            if t is not None and self.coordinator is not None:
+                self.coordinator.config.transaction_state_log_num_partitions = len(t.partitions)
+            self.follow_image_now()   # the topic is whole: its creation was applied
 
     def _leader_epoch(self, partition: int) -> int:
         """The coordinator epoch of a partition: its leader epoch."""
         return max(0, self.broker.replica_manager.leader_epoch(TRANSACTION_STATE_TOPIC, partition))
-
-    def _log_of(self, partition: int):
-        plog = self.broker.replica_manager.local_log(TRANSACTION_STATE_TOPIC, partition)
-        if plog is None or plog.offline:
-            raise KafkaError(f"the log of {TRANSACTION_STATE_TOPIC}-{partition} is not available on this broker",
-                             ErrorCode.KAFKA_STORAGE_ERROR)
-        return plog
-
-    def _chunk_bytes(self) -> int:
-        return int(self.broker.config.get("transaction.state.log.load.buffer.size"))
 
     # ------------------------------------------------------------------ leadership
     def follow_image(self) -> None:
@@ -260,109 +215,20 @@ class TransactionEdge:
         t = b.image.topics.get(TRANSACTION_STATE_TOPIC)
         parts = t.partitions if t is not None else {}
         if t is not None and coord.config.transaction_state_log_num_partitions != len(parts) and \
-                not coord.state.owned and not coord.state.loading:
+                not self.runtime.held():
             coord.config.transaction_state_log_num_partitions = len(parts)
-        held = set(coord.state.loading) | set(coord.state.owned)
+        held = self.runtime.held()
         for p in sorted(held | set(parts)):
             if p in parts and parts[p].leader == b.node_id:
-                epoch = self._leader_epoch(p)
-                current = coord.state.loading.get(p) or coord.state.owned.get(p)
-                if current is not None and current.coordinator_epoch == epoch:
-                    continue
-                load = coord.begin_load(p, epoch)
-                log.info("became leader of %s-%d (coordinator epoch %d): loading its transactions",
-                         TRANSACTION_STATE_TOPIC, p, epoch)
-                b._nursery.start_soon(self._load, load)
+                self.runtime.schedule_load(p, self._leader_epoch(p))   # again at a new coordinator epoch
             elif p in held:
-                coord.unload(p)
-                log.info("resigned as leader of %s-%d: its transactions are unloaded", TRANSACTION_STATE_TOPIC, p)
-
-    async def _load(self, load: PartitionLoad) -> None:
-        coord = self.coordinator
-        p = load.partition
-        try:
-            plog = self._log_of(p)
-            end = plog.log_end_offset
-            offset = plog.log_start_offset
-            while offset < end:
-                data = plog.read(offset, self._chunk_bytes(), max_offset=end)
-                if data.size == 0:
-                    break
-                buf = await trio.to_thread.run_sync(bytes, data)
-                if coord.state.loading.get(p) is not load:
-                    return   # resigned (or reloading) meanwhile
-                advanced = _replay_chunk(load, buf, offset)
-                if advanced <= offset:
-                    break
-                offset = advanced
-        except Exception:  # noqa: BLE001 - a failed load must not stop the broker
-            log.exception("loading the transactions of %s-%d failed", TRANSACTION_STATE_TOPIC, p)
-            if coord.state.loading.get(p) is load:
-                coord.unload(p)
-            return
-        coord.complete_load(load)
+                self.runtime.schedule_unload(p)
 
     # ------------------------------------------------------------------ writer
     def _write(self, partition: int, records, done) -> None:
-        """Append one batch as the partition's leader through the replica manager's one append
-        path (acks=all); ``done`` once the outcome completed (log.flush.per.append's fdatasync
-        done, the high watermark past the batch), from a task on the broker's nursery when it
-        has to wait (request.timeout.ms)."""
-        b = self.broker
-        rm = b.replica_manager
-        now = b.clock.now_ms()
-        try:
-            batch = build_batch([(k, v, None, now) for k, v in records])
-        except KafkaError as exc:
-            log.warning("append to %s-%d failed: %s", TRANSACTION_STATE_TOPIC, partition, exc)
-            done(getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR))
-            return
-        res = rm.append(TRANSACTION_STATE_TOPIC, partition, bytearray(batch), now, acks=-1)
-        if res.error is not None and res.base_offset < 0:   # refused: nothing written
-            log.warning("append to %s-%d failed: %s", TRANSACTION_STATE_TOPIC, partition, res.error)
-            done(res.code)
-        elif res.completed:
-            done(res.code)
-        else:
-            b._nursery.start_soon(self._await_replication, res, done)
-
-    async def _await_replication(self, res, done) -> None:
-        error = await res.wait(int(self.broker.config.get("request.timeout.ms")))
-        try:
-            done(error)
-        except Exception:  # noqa: BLE001 - a failed callback must not stop the broker
-            log.exception("transaction coordinator write callback failed")
-
-    # ------------------------------------------------------------------ timers
-    async def run_timers(self) -> None:
-        coord = self._coordinator
-        clock = self.broker.clock
-        while True:
-            self._wake = trio.Event()
-            coord.wakeup = self._wake.set
-            try:
-                deadline = coord.tick()
-            except Exception:  # noqa: BLE001 - a failed tick must not stop the broker
-                log.exception("transaction coordinator tick failed")
-                deadline = clock.monotonic_ms() + 1000
-            if deadline is None:
-                await self._wake.wait()
-                continue
-            with trio.move_on_after(max(0, deadline - clock.monotonic_ms()) / 1000):
-                await self._wake.wait()
-
-
-def _replay_chunk(load: PartitionLoad, buf: bytes, offset: int) -> int:
-    advanced = offset
-    for batch in iter_batches(buf, allow_partial_tail=True):
-        advanced = batch.next_offset
-        if batch.is_control:
-            continue
-        for rec in batch.records():
-            if rec.key is None:
-                continue
-            load.replay(bytes(rec.key), None if rec.value is None else bytes(rec.value))
-    return advanced
+        """The coordinator's writer: one batch through the runtime (acks=all,
+        request.timeout.ms), then ``done(error)``."""
+        self.runtime.write(partition, records).add_done_callback(lambda p: done(p.result.error))
 
 
 async def start_transactions(broker, nursery) -> TransactionEdge:

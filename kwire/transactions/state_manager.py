@@ -99,6 +99,15 @@ class PartitionLoad:
             return
         self.transactions[tid] = TransactionMetadata.from_transit(tid, t)
 
+    def replay_batch(self, batch) -> None:
+        """One record batch read from the partition (the coordinator runtime's load): its
+        records; control batches carry nothing for the transaction coordinator."""
+        if batch.is_control:
+            return
+        for rec in batch.records():
+            if rec.key is not None:
+                self.replay(bytes(rec.key), None if rec.value is None else bytes(rec.value))
+
     def __repr__(self) -> str:
         return f"PartitionLoad({self.partition}, epoch {self.coordinator_epoch}, {self.records} records)"
 

@@ -35,16 +35,6 @@ VERIFY_VERSION = 5
 COMPLETION_WAIT_S = 0.1
 
 
-async def _wait(p):
-    if not p.done:
-        import trio  # noqa: PLC0415
-
-        ev = trio.Event()
-        p.add_done_callback(lambda _p: ev.set())
-        await ev.wait()
-    return p.result
-
-
 async def add_partitions_waiting(edge, coord, tid: str, pid: int, epoch: int, tps,
                                  transaction_version: int | None = None) -> ErrorCode:
     """coordinator.add_partitions; a transaction still ending (EndTxn answered, its markers
@@ -52,11 +42,11 @@ async def add_partitions_waiting(edge, coord, tid: str, pid: int, epoch: int, tp
     add asked again from the state it left, as a client's retry would be (Kafka answers
     CONCURRENT_TRANSACTIONS at once and the client, or the partition leader, retries after
     its backoff)."""
-    error = await _wait(coord.add_partitions(tid, pid, epoch, tps, transaction_version))
+    error = await coord.add_partitions(tid, pid, epoch, tps, transaction_version).wait()
     if error == E.CONCURRENT_TRANSACTIONS and coord.completing(tid):
         await edge.wait_for_completion(tid, COMPLETION_WAIT_S)
         if edge.coordinator is coord:
-            error = await _wait(coord.add_partitions(tid, pid, epoch, tps, transaction_version))
+            error = await coord.add_partitions(tid, pid, epoch, tps, transaction_version).wait()
     return error
 
 

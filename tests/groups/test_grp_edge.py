@@ -149,7 +149,7 @@ def test_load_in_progress_until_the_partition_is_read(kw):
         await trio.to_thread.run_sync(gate.wait)
         return await trio.to_thread.run_sync(bytes, data)
 
-    edge._read = held_read
+    edge.runtime._read = held_read
     move_leader(kw, 1, OTHER_NODE)
     move_leader(kw, 1, kw.broker.node_id)
     try:
@@ -183,7 +183,7 @@ def test_resign_while_loading_abandons_the_load(kw):
         await trio.to_thread.run_sync(gate.wait)
         return await trio.to_thread.run_sync(bytes, data)
 
-    edge._read = held_read
+    edge.runtime._read = held_read
     move_leader(kw, 1, OTHER_NODE)
     move_leader(kw, 1, kw.broker.node_id)
     wait_until(lambda: reads, 10)
@@ -329,14 +329,14 @@ def test_a_failed_load_leaves_the_partition_unserved_and_the_broker_running(kw):
         failed.append(data.size)
         raise OSError(5, "Input/output error")
 
-    edge._read = failing_read
+    edge.runtime._read = failing_read
     move_leader(kw, 1, OTHER_NODE)
     move_leader(kw, 1, kw.broker.node_id)
     wait_until(lambda: failed and not coord.is_loading(1), 10)
     assert not coord.owns(1)
     assert fetch(kw, G)[0] == E.NOT_COORDINATOR   # clients look for the coordinator again
     assert fetch(kw, H)[0] == E.NONE              # the broker and other partitions carry on
-    del edge._read
+    del edge.runtime._read
     move_leader(kw, 1, OTHER_NODE)
     move_leader(kw, 1, kw.broker.node_id)
     wait_until(lambda: coord.owns(1), 10)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from test_membership import stable_group
 
 from kwire.groups import GroupConfig, GroupCoordinator, GroupState
-from kwire.groups.edge import _replay_chunk
+from kwire.coordinator.runtime import replay_chunk
 
 S = GroupState
 PID, PID2 = 4000, 4001
@@ -219,7 +219,7 @@ def coordinator(h, owned=()):
 def load(coord, h, partition=0, *, complete=True):
     ld = coord.begin_load(partition)
     buf = h.writer.log_bytes(partition)
-    assert _replay_chunk(ld, buf, 0) == h.writer.next_offset
+    assert replay_chunk(ld, buf, 0) == h.writer.next_offset
     if complete:
         assert coord.complete_load(ld)
     return ld
