@@ -146,3 +146,59 @@ def test_appends_keep_their_order_per_partition(tmp_path, monkeypatch):
     finally:
         gate.set()
         c.logs.close()
+
+
+def test_follower_truncation_and_heavy_appends_run_in_worker_threads(tmp_path, monkeypatch):
+    """The replica fetcher (kwire.replication.fetcher) applies a leader's answer: a large
+    append and a truncation (index and producer-state rebuild) in a worker thread, then
+    follows the leader's high watermark on the loop."""
+    from types import SimpleNamespace
+
+    from kwire.replication import follower as F
+    from kwire.replication import replica_manager
+    from kwire.replication.fetcher import ReplicaFetcher, _Fetching
+
+    from tests.replication.test_followers import T, Nodes
+
+    nodes = Nodes(tmp_path, 2)
+    try:
+        nodes.partition([1, 2])
+        monkeypatch.setattr(replica_manager, "OFF_LOOP_BYTES", 100_000)   # less to write, same path
+        big = [os.urandom(2000) for _ in range(60)]
+        half = len(big) // 2
+        nodes.produce(1, *big[:half])   # two batches: each below max.message.bytes
+        nodes.produce(1, *big[half:])
+        nodes.produce(1, b"tail")
+        rm2 = nodes.rms[2]
+        part = rm2.partitions[(T, 0)]
+        fetcher = ReplicaFetcher(SimpleNamespace(replica_manager=rm2, node_id=2, backoff_s=1.0), 1)
+        fetcher.partitions[(T, 0)] = _Fetching(part.leader_epoch)
+        seen: dict = {}
+        for name in ("append", "truncate_to"):
+            orig = getattr(PartitionLog, name)
+
+            def spy(self, *args, _orig=orig, _name=name, **kwargs):
+                seen.setdefault(_name, []).append(threading.get_ident())
+                return _orig(self, *args, **kwargs)
+            monkeypatch.setattr(PartitionLog, name, spy)
+
+        def answer(**kw):
+            return SimpleNamespace(**{"error_code": 0, "diverging_epoch": None, "records": None,
+                                      "high_watermark": -1, "log_start_offset": 0, **kw})
+
+        async def main():
+            pos = F.fetch_position(part)
+            res = nodes.rms[1].read_for_follower(T, 0, 2, pos.fetch_offset, pos.last_fetched_epoch, 4 << 20)
+            assert res.size > replica_manager.OFF_LOOP_BYTES
+            await fetcher._apply_partition(part, answer(records=bytes(res.records), high_watermark=3), pos, NOW)
+            assert part.log.log_end_offset == len(big) + 1 and part.log.high_watermark == 3
+            await fetcher._apply_partition(
+                part, answer(diverging_epoch=SimpleNamespace(epoch=0, end_offset=half)), pos, NOW)
+            assert part.log.log_end_offset == half   # the second batch and the tail went
+            return threading.get_ident()
+
+        loop = trio.run(main)
+        assert len(seen["append"]) == 1 and len(seen["truncate_to"]) == 1, seen
+        assert loop not in seen["append"] and loop not in seen["truncate_to"]
+    finally:
+        nodes.close()
