@@ -77,6 +77,9 @@ def test_heavy_appends_run_in_worker_threads(tmp_path, monkeypatch):
             d = await rm.append_off_loop("t", 0, big_zstd_batch(7, a.last_offset + 1), NOW, origin=CLIENT)
             assert d.error is None and d.base_offset == b.last_offset + 1
             assert len(plog.segments) == 2
+            # a new segment's aborted-transaction index is known empty: a read_committed fetch
+            # opens no .txnindex file on the loop
+            assert plog.segments[-1].txn_index._entries == []
             return loop
 
         loop = trio.run(main)
