@@ -541,9 +541,10 @@ class ReplicaManager:
     # ------------------------------------------------------------------ appends off the loop
     def append_is_heavy(self, topic: str, partition: int, records, now_ms: int) -> bool:
         """Would this append block the event loop: a large compressed batch (decompressed and
-        walked to validate it), a very large one (its write), or one that rolls the segment
-        (new files, index trims, a producer snapshot)? Judged from the first batch header;
-        a wrong guess only decides where the append runs, never what it does."""
+        walked to validate it), a very large one (its write), one that rolls the segment
+        (new files, index trims, a producer snapshot), or a partition's first idempotent
+        batch (its first producer snapshot)? Judged from the first batch header; a wrong
+        guess only decides where the append runs, never what it does."""
         plog = self.logs.get(topic, partition)
         if plog is None or plog.closed:
             return False
@@ -554,6 +555,8 @@ class ReplicaManager:
             return False
         h = HEADER.unpack_from(records, 0)
         if n >= OFF_LOOP_COMPRESSED_BYTES and h[5] & COMPRESSION_MASK:
+            return True
+        if h[9] >= 0 and (plog.producer_state is None or plog.producer_state.last_snapshot_offset < 0):
             return True
         return plog.roll_due(n, h[8], h[6] + 1, now_ms)
 

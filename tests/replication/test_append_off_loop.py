@@ -58,6 +58,7 @@ def test_heavy_appends_run_in_worker_threads(tmp_path, monkeypatch):
     c = Cluster(str(tmp_path))
     try:
         c.topic("t", [ME])
+        c.topic("s", [ME])
         plog = c.logs.get("t", 0)
         plog.config = dataclasses.replace(plog.config, segment_bytes=150_000)
         seen: dict = {}
@@ -80,10 +81,15 @@ def test_heavy_appends_run_in_worker_threads(tmp_path, monkeypatch):
             # a new segment's aborted-transaction index is known empty: a read_committed fetch
             # opens no .txnindex file on the loop
             assert plog.segments[-1].txn_index._entries == []
+            # a small idempotent batch, the partition's first: its first producer snapshot
+            e = await rm.append_off_loop("s", 0, bytearray(build_batch([(None, b"v", None, NOW)], producer_id=8,
+                                                                       producer_epoch=0, base_sequence=0)),
+                                         NOW, origin=CLIENT)
+            assert e.error is None and e.base_offset == 0
             return loop
 
         loop = trio.run(main)
-        assert len(seen["decompress"]) == 2 and len(seen["roll"]) == 1 and len(seen["snapshot"]) == 2, seen
+        assert len(seen["decompress"]) == 2 and len(seen["roll"]) == 1 and len(seen["snapshot"]) == 3, seen
         on_loop = {label: n for label, threads in seen.items() for n in threads if n == loop}
         assert not on_loop, f"ran on the event loop's thread: {sorted(on_loop)}"
         # the same append on the loop (ReplicaManager.append) does decompress there: the spy works
