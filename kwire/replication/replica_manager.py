@@ -570,7 +570,14 @@ class ReplicaManager:
         (heavy or not) queue behind it in its lane (a FIFO trio.Lock), so none of them blocks
         the loop on the log's lock and offsets follow arrival order, as on the loop. (Kafka
         appends on its request handler threads, under the partition's lock.) The answer is
-        ``append``'s, to ``await_appends`` the same way."""
+        ``append``'s, to ``await_appends`` the same way.
+
+        The leader checks run on the loop just before the thread starts, with the epoch the
+        batches are stamped with; if the leadership moves while the thread appends, the
+        append counts as one that came just before the move (acks=-1 then answers
+        NOT_LEADER_OR_FOLLOWER, as ``_acks_all_error`` sees the epoch changed). What else
+        touches the log meanwhile (a fetch, a retention pass, a WriteTxnMarkers append) waits
+        on the log's lock only for the write and the roll, never for the validation."""
         tp = (topic, partition)
         lane = self._lanes.get(tp)
         if lane is None and not self.append_is_heavy(topic, partition, records, now_ms):
@@ -599,6 +606,11 @@ class ReplicaManager:
 
                     res = await trio.to_thread.run_sync(heavy_append)
                 except (KafkaError, OSError) as exc:
+                    if plog.closed:   # deleted (or moved) while in the thread: say why, as on the loop
+                        try:
+                            self._append_checks(AppendOutcome(self, topic, partition, acks))
+                        except KafkaError as why:
+                            exc = why
                     return self._refused(out, exc)
                 return self._appended(out, plog, res, now_ms)
         finally:

@@ -211,3 +211,39 @@ def test_follower_truncation_and_heavy_appends_run_in_worker_threads(tmp_path, m
         assert loop not in seen["append"] and loop not in seen["truncate_to"]
     finally:
         nodes.close()
+
+
+def test_partition_deleted_while_its_append_is_in_a_thread(tmp_path, monkeypatch):
+    """The topic goes while a heavy append validates in its worker thread: the deletion does
+    not wait (no lock is held), and the append is refused as the leader check refuses it."""
+    from kwire.errors import ErrorCode
+
+    c = Cluster(str(tmp_path))
+    try:
+        c.topic("t", [ME])
+        gate = threading.Event()
+        orig = PartitionLog.validate
+
+        def gated(self, *args, **kwargs):
+            assert gate.wait(30)
+            return orig(self, *args, **kwargs)
+        monkeypatch.setattr(PartitionLog, "validate", gated)
+
+        async def main():
+            out = {}
+
+            async def append():
+                out["a"] = await c.rm.append_off_loop("t", 0, big_zstd_batch(), NOW, origin=CLIENT)
+
+            async with trio.open_nursery() as n:
+                n.start_soon(append)
+                await trio.testing.wait_all_tasks_blocked()
+                c.delete("t")
+                gate.set()
+            return out["a"]
+
+        a = trio.run(main)
+        assert a.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and a.base_offset == -1
+    finally:
+        gate.set()
+        c.logs.close()
