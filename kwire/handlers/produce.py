@@ -31,6 +31,10 @@ Kafka's error_message from v8), OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_E
 epoch older than the one a marker fenced it with), INVALID_TXN_STATE (a non-transactional
 batch while the producer's transaction is open), INVALID_REQUIRED_ACKS, KAFKA_STORAGE_ERROR (the log dir is offline after an I/O error; the
 broker serves everything else).
+A large compressed batch (64 KiB+), any 1 MiB+ batch and an append that rolls the segment
+run in a worker thread (ReplicaManager.append_off_loop: the validation, decompression
+included, outside the log's lock; then the write, roll and producer snapshot), in arrival
+order per partition, so one producer's big batches never hold up the other connections.
 log.flush.per.append: the appended segment is fdatasync'ed in a worker thread
 (trio.to_thread) before the answer, so a slow disk stalls only this request; acks=0 has no
 answer to hold back and leaves durability to the flush policy.
@@ -139,9 +143,11 @@ async def produce(ctx: RequestContext, req):
                 _refuse(ctx, pr, exc)
                 log.info("produce to %s-%d from %s refused: %s", td.name, pd.index, ctx.peer, exc)
                 continue
-            res = rm.append(td.name, pd.index, pd.records, now, acks=acks, origin=CLIENT,
-                            verify_transaction=verifying,
-                            verification_guard=guards.get((td.name, pd.index)) if guards else None)
+            # a large compressed batch, or one that rolls the segment, is appended in a worker
+            # thread, in order per partition (ReplicaManager.append_off_loop)
+            res = await rm.append_off_loop(td.name, pd.index, pd.records, now, acks=acks, origin=CLIENT,
+                                           verify_transaction=verifying,
+                                           verification_guard=guards.get((td.name, pd.index)) if guards else None)
             if res.error is not None:
                 _refuse(ctx, pr, res.error)
                 log.info("produce to %s-%d from %s refused: %s", td.name, pd.index, ctx.peer, res.error)

@@ -563,9 +563,7 @@ class LogManager:
         def commit() -> None:
             if target > rp and log._truncations == generation and log.recovery_point == rp:
                 log.recovery_point = target
-            log.unflushed_messages = 0
-            log.flush_wanted = False
-            log.last_flush_ms = now_ms
+            log.last_flush_ms = now_ms   # unflushed_messages and flush_wanted follow the recovery point
 
         work.add(run, commit, log.log_dir)
 

@@ -126,9 +126,10 @@ class PartitionLog:
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
         self.high_watermark = self.log_end_offset
-        self.unflushed_messages = 0
+        # written by a flush (any thread) only; flush.ms counts from it
         self.last_flush_ms = now_ms
-        self.flush_wanted = False  # flush.messages / flush.ms reached: a flush is due now
+        # written by an append only: the time ``flush_wanted`` judges flush.ms at
+        self._last_append_ms = now_ms
         self.closed = False
         # held by a flush (any thread) and by the cleaner's swap, which marks the segments
         # it replaces ``removed`` so that a flush planned earlier skips them; always taken
@@ -234,6 +235,26 @@ class PartitionLog:
         return collect_aborted(self.segments, self._bases, fetch_offset, upper_bound)
 
     @property
+    def unflushed_messages(self) -> int:
+        """Offsets appended but not yet below the recovery point (Kafka's
+        UnifiedLog.unflushedMessages: logEndOffset - recoveryPoint). Derived, never counted:
+        a flush in a worker thread moves the recovery point to what it synced, so an append
+        that lands during that flush stays unflushed (a counter the flush reset to 0 lost it)."""
+        return max(0, self.log_end_offset - self.recovery_point)
+
+    def flush_due(self, now_ms: int) -> bool:
+        """flush.messages or flush.ms reached with something unflushed: a flush is due now."""
+        unflushed = self.unflushed_messages
+        return unflushed > 0 and (unflushed >= self.config.flush_messages
+                                  or now_ms - self.last_flush_ms >= self.config.flush_ms)
+
+    @property
+    def flush_wanted(self) -> bool:
+        """``flush_due`` as of the last append (the produce handler runs the flush, in a
+        worker thread, before its answer)."""
+        return self.flush_due(self._last_append_ms)
+
+    @property
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self.segments)
 
@@ -244,7 +265,7 @@ class PartitionLog:
     @_locked
     def append(self, batch_bytes, *, now_ms: int, leader_epoch: int | None = None, origin: str = COORDINATOR,
                producer_id_expiration_ms: int = producer_state.DEFAULT_EXPIRATION_MS,
-               verification_guard=NOT_VERIFIED) -> AppendResult:
+               verification_guard=NOT_VERIFIED, checked=None) -> AppendResult:
         """The one append path (Kafka's UnifiedLog.append): parse each batch header once,
         validate and normalise the batches (kwire.log.validator: records walked, max timestamp
         recomputed or set, timestamps and keys checked), check idempotent producers' epochs
@@ -258,14 +279,18 @@ class PartitionLog:
         (KIP-890, transaction.partition.verification.enable): unless NOT_VERIFIED, a
         transactional data batch of a producer without a transaction open here needs this
         guard to be its current one (``producer_log.check_verified``), checked once the
-        batches are validated (CRC first), as Kafka's UnifiedLog.append."""
+        batches are validated (CRC first), as Kafka's UnifiedLog.append. ``checked``: what
+        ``validate`` said of these very bytes with this config and ``now_ms`` (a large
+        compressed batch is validated in a worker thread first, outside ``lock``); the
+        validation is done again if the config changed since."""
         self._check_open()
         mv = memoryview(batch_bytes)
         if len(mv) == 0:
             return AppendResult(-1, -1, -1, self.log_start_offset)
         try:
-            checked = validate_records(mv, self.config, now_ms=now_ms, origin=origin,
-                                       topic_partition=self.topic_partition)
+            if checked is None or checked[0] is not self.config:
+                checked = self.validate(mv, now_ms=now_ms, origin=origin)
+            checked = checked[1]
             if verification_guard is not NOT_VERIFIED:
                 producer_log.check_verified(self, checked.batches, verification_guard, producer_id_expiration_ms)
             replicated = origin == REPLICATION
@@ -289,6 +314,33 @@ class PartitionLog:
             if isinstance(exc.__cause__, OSError):
                 self.storage_failure("append", exc.__cause__)
             raise
+
+    def validate(self, batch_bytes, *, now_ms: int, origin: str = COORDINATOR):
+        """Validate ``batch_bytes`` for an append (kwire.log.validator: CRC, decompression, every
+        record walked): no log state is read or changed, so any thread may run it, without
+        ``lock``. Returns the ``checked`` that ``append`` takes."""
+        config = self.config
+        return config, validate_records(memoryview(batch_bytes), config, now_ms=now_ms, origin=origin,
+                                        topic_partition=self.topic_partition)
+
+    def roll_due(self, nbytes: int, max_timestamp: int, records: int, now_ms: int) -> bool:
+        """Would an append of ``nbytes`` (``records`` offsets, largest timestamp
+        ``max_timestamp``) roll the active segment now (Kafka's LogSegment.shouldRoll)? For a
+        caller that runs such an append (new files, index trims, a producer snapshot) in a
+        worker thread."""
+        seg = self.segments[-1]
+        if seg.size == 0:
+            return False
+        config = self.config
+        rolling = seg.get_rolling_timestamp()
+        waited = (max_timestamp - rolling) if rolling >= 0 else (now_ms - seg.created_ms)
+        return (
+            seg.size + nbytes > config.segment_bytes
+            or waited > config.segment_ms
+            or seg.index.is_full
+            or seg.time_index.is_full
+            or seg.next_offset + records - 1 - seg.base_offset > REL_OFFSET_MAX
+        )
 
     def _append_validated(self, mv, checked, now_ms: int, leader_epoch: int | None,
                           keep_offsets: bool = False) -> AppendResult:
@@ -349,9 +401,7 @@ class PartitionLog:
         # flush policy: the fsync is the caller's, off the event loop (log.flush.per.append:
         # the produce handler's fdatasync; flush.messages / flush.ms: ``flush_wanted``, which
         # the produce handler or the periodic flush pass runs in a worker thread)
-        self.unflushed_messages += records
-        if self.unflushed_messages >= config.flush_messages or now_ms - self.last_flush_ms >= config.flush_ms:
-            self.flush_wanted = True
+        self._last_append_ms = now_ms
         return AppendResult(base_offset, next_offset - 1, now_ms if config.log_append_time else -1,
                             self.log_start_offset)
 
@@ -372,21 +422,9 @@ class PartitionLog:
             os.close(fd)
 
     def _maybe_roll(self, nbytes: int, max_ts_in_messages: int, records: int, now_ms: int) -> LogSegment:
-        seg = self.segments[-1]
-        if seg.size == 0:
-            return seg
-        config = self.config
-        rolling = seg.get_rolling_timestamp()
-        waited = (max_ts_in_messages - rolling) if rolling >= 0 else (now_ms - seg.created_ms)
-        if (
-            seg.size + nbytes > config.segment_bytes
-            or waited > config.segment_ms
-            or seg.index.is_full
-            or seg.time_index.is_full
-            or seg.next_offset + records - 1 - seg.base_offset > REL_OFFSET_MAX
-        ):
+        if self.roll_due(nbytes, max_ts_in_messages, records, now_ms):
             return self.roll(now_ms)
-        return seg
+        return self.segments[-1]
 
     @_storage_op("roll")
     @_locked
@@ -701,8 +739,6 @@ class PartitionLog:
             if target > rp:
                 if generation == self._truncations and self.recovery_point == rp:
                     self.recovery_point = target
-            self.unflushed_messages = 0
-            self.flush_wanted = False
             self.last_flush_ms = _now_ms() if now_ms is None else now_ms
             return dir_due
 

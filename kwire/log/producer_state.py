@@ -72,6 +72,7 @@ import functools
 import os
 import re
 import struct
+import threading
 from collections import deque
 
 from kwire.atomic import fsync_dir, write_atomic
@@ -273,6 +274,10 @@ class ProducerStateManager:
         # completed transactions whose marker is not below the high watermark yet:
         # (first offset, marker offset); they keep the LSO until it passes the marker
         self.unreplicated_txns: list[tuple[int, int]] = []
+        # held while either changes, and while the last stable offset is read from them: an
+        # append may run in a worker thread (kwire.replication.replica_manager.append_off_loop,
+        # the replica fetcher) while a fetch on the event loop asks for the LSO
+        self._txns_lock = threading.Lock()
         # KIP-890 part 1: producer id -> the guard of a verification in progress (memory only)
         self.verification_guards: dict[int, VerificationGuard] = {}
 
@@ -401,7 +406,8 @@ class ProducerStateManager:
                 self.verification_guards.pop(producer_id, None)
             if entry.current_txn_first_offset < 0:
                 entry.current_txn_first_offset = first_offset
-                self.ongoing_txns[first_offset] = producer_id
+                with self._txns_lock:
+                    self.ongoing_txns[first_offset] = producer_id
 
     def update_marker(self, producer_id: int, epoch: int, offset: int, timestamp: int, commit: bool,
                       coordinator_epoch: int) -> AbortedTxn | None:
@@ -418,11 +424,12 @@ class ProducerStateManager:
         aborted = None
         first = entry.current_txn_first_offset
         if first >= 0:
-            self.ongoing_txns.pop(first, None)
-            self.unreplicated_txns.append((first, offset))
-            if not commit:
+            with self._txns_lock:
+                self.ongoing_txns.pop(first, None)
+                self.unreplicated_txns.append((first, offset))
                 # the LSO right after the marker: the first other transaction still open
                 lso = next(iter(self.ongoing_txns), offset + 1)
+            if not commit:
                 aborted = AbortedTxn(producer_id, first, offset, lso)
         entry.maybe_update_epoch(epoch)
         entry.current_txn_first_offset = -1
@@ -435,13 +442,14 @@ class ProducerStateManager:
     def first_unstable_offset(self, high_watermark: int) -> int | None:
         """The first offset of a transaction that is open, or completed with its marker not
         below ``high_watermark`` yet (those are forgotten once it is); None when none."""
-        un = self.unreplicated_txns
-        if un:
-            un[:] = [t for t in un if t[1] >= high_watermark]
-        first = next(iter(self.ongoing_txns), None) if self.ongoing_txns else None
-        for f, _ in un:
-            if first is None or f < first:
-                first = f
+        with self._txns_lock:
+            un = self.unreplicated_txns
+            if un:
+                un[:] = [t for t in un if t[1] >= high_watermark]
+            first = next(iter(self.ongoing_txns), None) if self.ongoing_txns else None
+            for f, _ in un:
+                if first is None or f < first:
+                    first = f
         return first
 
     def last_stable_offset(self, high_watermark: int) -> int:
@@ -474,15 +482,18 @@ class ProducerStateManager:
     def truncate(self) -> None:
         self.producers.clear()
         self.verification_guards.clear()
-        self.ongoing_txns.clear()
-        self.unreplicated_txns.clear()
+        with self._txns_lock:
+            self.ongoing_txns.clear()
+            self.unreplicated_txns.clear()
         self.map_end_offset = 0
 
     def _index_transactions(self) -> None:
         """``ongoing_txns`` from the entries (after loading a snapshot)."""
-        self.ongoing_txns = dict(sorted((e.current_txn_first_offset, pid) for pid, e in self.producers.items()
-                                        if e.current_txn_first_offset >= 0))
-        self.unreplicated_txns = []
+        ongoing = dict(sorted((e.current_txn_first_offset, pid) for pid, e in self.producers.items()
+                              if e.current_txn_first_offset >= 0))
+        with self._txns_lock:
+            self.ongoing_txns = ongoing
+            self.unreplicated_txns = []
 
     # --- snapshots ----------------------------------------------------------------------
     def encode_snapshot(self) -> bytes:

@@ -108,6 +108,7 @@ class LogSegment:
             os.close(open_fd(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC))
         seg.index.reset(fresh=True)
         seg.time_index.reset(fresh=True)
+        seg.txn_index.reset()
         return seg
 
     @classmethod

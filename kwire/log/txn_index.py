@@ -51,6 +51,15 @@ class TransactionIndex:
         self._entries: list[AbortedTxn] | None = None   # None: not read yet
         self.unsynced = False
 
+    def reset(self) -> None:
+        """A new segment's index: no entries, and no file left from an earlier segment at this
+        base offset. Known now, so no read_committed fetch opens the file later, on the loop."""
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        self._entries = []
+
     @property
     def entries(self) -> list[AbortedTxn]:
         if self._entries is None:

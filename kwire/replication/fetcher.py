@@ -145,7 +145,7 @@ class ReplicaFetcher:
             if m.unreachable is not None and m.unreachable.blocks(self.leader_id):
                 raise ConnectionError(f"leader {self.leader_id} unreachable (fault injection)")
             self._answers += 1
-            self._apply_response(body, asked)
+            await self._apply_response(body, asked)
 
     def _build_request(self, now: float):
         m = self.manager
@@ -189,7 +189,7 @@ class ReplicaFetcher:
                     raise trio.BrokenResourceError(f"leader {self.leader_id} closed the connection")
                 conn.receive_data(data)
 
-    def _apply_response(self, body, asked) -> None:
+    async def _apply_response(self, body, asked) -> None:
         m = self.manager
         rm = m.replica_manager
         image = m.image()
@@ -210,29 +210,46 @@ class ReplicaFetcher:
                 if got is None or f is None:
                     continue
                 part, pos = got
-                if rm.partitions.get(tp) is not part or part.is_leader or part.leader_epoch != f.leader_epoch \
-                        or part.log.log_end_offset != pos.fetch_offset:
+                if not self._still_following(tp, part, f) or part.log.log_end_offset != pos.fetch_offset:
                     continue   # moved or changed while the fetch was out: ask again
                 try:
-                    self._apply_partition(part, pd, pos, now_ms)
+                    await self._apply_partition(part, pd, pos, now_ms)
                 except KafkaError as exc:
                     log.warning("broker %d: follower append to %s-%d failed: %s", m.node_id, tp[0], tp[1], exc)
                     f.delayed_until = trio.current_time() + m.backoff_s
 
-    def _apply_partition(self, part, pd, pos, now_ms: int) -> None:
+    def _still_following(self, tp, part, f) -> bool:
+        return self.manager.replica_manager.partitions.get(tp) is part and not part.is_leader \
+            and part.leader_epoch == f.leader_epoch and self.partitions.get(tp) is f
+
+    async def _apply_partition(self, part, pd, pos, now_ms: int) -> None:
+        """One partition's answer. A truncation (index rebuild, producer-state rebuild,
+        checkpoint write) and a heavy append (ReplicaManager.append_is_heavy: a large write, a
+        segment roll) run in a worker thread; this fetcher is the only writer of the
+        partition's log while it follows, and applies its answers one at a time, so they
+        keep their order. What follows the leader's offsets runs on the loop, only if the
+        partition is still followed in the same epoch."""
         m = self.manager
+        rm = m.replica_manager
         f = self.partitions[part.tp]
         err = pd.error_code
         if err == ErrorCode.NONE:
             de = pd.diverging_epoch
             if de is not None and (de.epoch >= 0 or de.end_offset >= 0):
-                F.truncate(part, F.truncation_offset(part, de.epoch, de.end_offset),
-                           f"diverging epoch {de.epoch} ends at {de.end_offset} on leader {self.leader_id}")
+                await trio.to_thread.run_sync(
+                    F.truncate, part, F.truncation_offset(part, de.epoch, de.end_offset),
+                    f"diverging epoch {de.epoch} ends at {de.end_offset} on leader {self.leader_id}")
                 return
-            F.append_as_follower(m.replica_manager, part, pd.records, pd.high_watermark, pd.log_start_offset, now_ms)
+            records = pd.records
+            if records is not None and rm.append_is_heavy(part.topic, part.index, records, now_ms):
+                await trio.to_thread.run_sync(F.append_leader_records, rm, part, records, now_ms)
+                if self._still_following(part.tp, part, f):
+                    F.follow_leader(rm, part, pd.high_watermark, pd.log_start_offset)
+                return
+            F.append_as_follower(rm, part, records, pd.high_watermark, pd.log_start_offset, now_ms)
             return
         if err == ErrorCode.OFFSET_OUT_OF_RANGE:
-            F.out_of_range(part, pd.log_start_offset, pd.high_watermark)
+            await trio.to_thread.run_sync(F.out_of_range, part, pd.log_start_offset, pd.high_watermark)
             return
         level = logging.DEBUG if err in _RETRY_SOON else logging.WARNING
         log.log(level, "broker %d: fetch of %s-%d from leader %d: error %d", m.node_id, part.topic, part.index,

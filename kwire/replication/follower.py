@@ -49,11 +49,26 @@ def append_as_follower(rm, part, records, leader_high_watermark: int, leader_log
     """Append the leader's batches (may be empty) and follow its high watermark and log start
     offset. Returns the number of bytes appended. Raises KafkaError from the append (a
     KafkaStorageError takes the log dir offline)."""
-    plog = part.log
+    n = append_leader_records(rm, part, records, now_ms)
+    follow_leader(rm, part, leader_high_watermark, leader_log_start_offset)
+    return n
+
+
+def append_leader_records(rm, part, records, now_ms: int) -> int:
+    """The log half of ``append_as_follower``: the leader's batches (may be empty) appended as
+    they are. No event-loop state is touched: the fetcher runs a heavy one (a large write, a
+    segment roll) in a worker thread. Returns the number of bytes appended."""
     n = len(records) if records is not None else 0
     if n:
-        plog.append(records, now_ms=now_ms, origin=REPLICATION,
-                    producer_id_expiration_ms=rm._producer_id_expiration_ms())
+        part.log.append(records, now_ms=now_ms, origin=REPLICATION,
+                        producer_id_expiration_ms=rm._producer_id_expiration_ms())
+    return n
+
+
+def follow_leader(rm, part, leader_high_watermark: int, leader_log_start_offset: int) -> None:
+    """The other half, on the event loop: follow the leader's high watermark (waking the
+    consumers' fetches waiting on this follower) and its log start offset."""
+    plog = part.log
     hw = min(leader_high_watermark, plog.log_end_offset)
     if hw >= plog.log_start_offset and hw != plog.high_watermark:
         plog.high_watermark = hw
@@ -64,7 +79,6 @@ def append_as_follower(rm, part, records, leader_high_watermark: int, leader_log
         # segments wholly below it go at the next retention pass, off the event loop
         plog.log_start_offset = new_start
         plog.leader_epoch_cache.truncate_from_start(new_start)
-    return n
 
 
 def truncation_offset(part, diverging_epoch: int, diverging_end_offset: int) -> int:

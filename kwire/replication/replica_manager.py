@@ -47,6 +47,7 @@ from typing import Callable
 
 import trio
 
+from kwire.codec.records import BATCH_HEADER_SIZE, COMPRESSION_MASK, HEADER
 from kwire.errors import ErrorCode, KafkaError
 from kwire.log import producer_log
 from kwire.log.producer_log import NOT_VERIFIED
@@ -212,6 +213,23 @@ def _check_leader_epoch(topic: str, partition: int, current_leader_epoch: int, l
                      f"the current {leader_epoch}", ErrorCode.FENCED_LEADER_EPOCH)
 
 
+# append_off_loop: a compressed batch this large is validated (decompressed, every record
+# walked) in a worker thread, about a millisecond of CPU per 64 KiB of zstd; any batch this
+# large is, its write too
+OFF_LOOP_COMPRESSED_BYTES = 64 << 10
+OFF_LOOP_BYTES = 1 << 20
+
+
+class _Lane:
+    """The appends of one partition queued behind one running in a worker thread."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self):
+        self.lock = trio.Lock()   # FIFO: the waiters get it in arrival order
+        self.users = 0
+
+
 class ReplicaManager:
     def __init__(self, node_id: int, logs, image: Callable, *, producer_id_expiration_ms: Callable[[], int],
                  now_ms: Callable[[], int] | None = None):
@@ -239,6 +257,8 @@ class ReplicaManager:
         # AlterReplicaLogDirs: moves between this broker's log dirs (the broker runs its task)
         from kwire.replication.log_dir_mover import LogDirMover  # noqa: PLC0415 - it imports the log manager
         self.log_dir_mover = LogDirMover(self, self._now_ms, producer_id_expiration_ms)
+        # partitions with an append in a worker thread: the appends queued behind it
+        self._lanes: dict[TopicPartition, _Lane] = {}
 
     # ------------------------------------------------------------------ metadata
     def _partition_image(self, topic: str, partition: int):
@@ -482,29 +502,126 @@ class ReplicaManager:
         flush.messages / flush.ms). Never raises KafkaError: the outcome carries the refusal
         (``error``) or the offsets, and is awaited (``await_appends``) for the disk work and,
         with acks=-1, for the replication (Kafka's DelayedProduce); an outcome with nothing
-        to wait for is complete at once."""
+        to wait for is complete at once. On the event loop; ``append_off_loop`` for a
+        writer that may send large compressed batches (Produce)."""
         out = AppendOutcome(self, topic, partition, acks)
         try:
-            plog, epoch = self._leader(topic, partition, -1, False)   # offline: the append raises it
-            out.leader_epoch = epoch
-            if acks == -1:   # _leader checked that this broker has taken up the leadership
-                isr = len(self.partitions[(topic, partition)].isr)
-                min_isr = plog.config.min_insync_replicas
-                if isr < min_isr:
-                    raise KafkaError(f"The size of the current ISR ({isr}) is insufficient to satisfy the min.isr "
-                                     f"requirement of {min_isr} for partition {topic}-{partition}",
-                                     ErrorCode.NOT_ENOUGH_REPLICAS)
-            res = plog.append(records, now_ms=now_ms, leader_epoch=epoch, origin=origin,
+            plog = self._append_checks(out)
+            res = plog.append(records, now_ms=now_ms, leader_epoch=out.leader_epoch, origin=origin,
                               producer_id_expiration_ms=self._producer_id_expiration_ms(),
                               verification_guard=verification_guard if verify_transaction else NOT_VERIFIED)
-        except KafkaError as exc:
+        except (KafkaError, OSError) as exc:
+            return self._refused(out, exc)
+        return self._appended(out, plog, res, now_ms)
+
+    def _append_checks(self, out: AppendOutcome):
+        """The leader checks of an append (and acks=-1's min.insync.replicas): its log."""
+        topic, partition = out.topic, out.partition
+        plog, epoch = self._leader(topic, partition, -1, False)   # offline: the append raises it
+        out.leader_epoch = epoch
+        if out.acks == -1:   # _leader checked that this broker has taken up the leadership
+            isr = len(self.partitions[(topic, partition)].isr)
+            min_isr = plog.config.min_insync_replicas
+            if isr < min_isr:
+                raise KafkaError(f"The size of the current ISR ({isr}) is insufficient to satisfy the min.isr "
+                                 f"requirement of {min_isr} for partition {topic}-{partition}",
+                                 ErrorCode.NOT_ENOUGH_REPLICAS)
+        return plog
+
+    @staticmethod
+    def _refused(out: AppendOutcome, exc: Exception) -> AppendOutcome:
+        if isinstance(exc, KafkaError):
             out.error = exc
-            out.completed = True
-            return out
-        except OSError as exc:   # PartitionLog.append turns its own into KafkaStorageError
-            out.error = KafkaError(f"append to {topic}-{partition} failed: {exc}", ErrorCode.KAFKA_STORAGE_ERROR)
-            out.completed = True
-            return out
+        else:   # PartitionLog.append turns its own OSErrors into KafkaStorageError
+            out.error = KafkaError(f"append to {out.topic}-{out.partition} failed: {exc}",
+                                   ErrorCode.KAFKA_STORAGE_ERROR)
+        out.completed = True
+        return out
+
+    # ------------------------------------------------------------------ appends off the loop
+    def append_is_heavy(self, topic: str, partition: int, records, now_ms: int) -> bool:
+        """Would this append block the event loop: a large compressed batch (decompressed and
+        walked to validate it), a very large one (its write), one that rolls the segment
+        (new files, index trims, a producer snapshot), or a partition's first idempotent
+        batch (its first producer snapshot)? Judged from the first batch header; a wrong
+        guess only decides where the append runs, never what it does."""
+        plog = self.logs.get(topic, partition)
+        if plog is None or plog.closed:
+            return False
+        n = len(records)
+        if n >= OFF_LOOP_BYTES:
+            return True
+        if n < BATCH_HEADER_SIZE:
+            return False
+        h = HEADER.unpack_from(records, 0)
+        if n >= OFF_LOOP_COMPRESSED_BYTES and h[5] & COMPRESSION_MASK:
+            return True
+        if h[9] >= 0 and (plog.producer_state is None or plog.producer_state.last_snapshot_offset < 0):
+            return True
+        return plog.roll_due(n, h[8], h[6] + 1, now_ms)
+
+    async def append_off_loop(self, topic: str, partition: int, records, now_ms: int, *, acks: int = 1,
+                              origin: str = COORDINATOR, verify_transaction: bool = False,
+                              verification_guard=None) -> AppendOutcome:
+        """``append``, with the heavy part of a heavy append (``append_is_heavy``) in a worker
+        thread: the validation outside the log's lock (a fetch of the partition meanwhile
+        waits for nothing), then the write, the roll and the producer snapshot under it. In
+        order per partition: once one append of a partition is in a thread, the next ones
+        (heavy or not) queue behind it in its lane (a FIFO trio.Lock), so none of them blocks
+        the loop on the log's lock and offsets follow arrival order, as on the loop. (Kafka
+        appends on its request handler threads, under the partition's lock.) The answer is
+        ``append``'s, to ``await_appends`` the same way.
+
+        The leader checks run on the loop just before the thread starts, with the epoch the
+        batches are stamped with; if the leadership moves while the thread appends, the
+        append counts as one that came just before the move (acks=-1 then answers
+        NOT_LEADER_OR_FOLLOWER, as ``_acks_all_error`` sees the epoch changed). What else
+        touches the log meanwhile (a fetch, a retention pass, a WriteTxnMarkers append) waits
+        on the log's lock only for the write and the roll, never for the validation."""
+        tp = (topic, partition)
+        lane = self._lanes.get(tp)
+        if lane is None and not self.append_is_heavy(topic, partition, records, now_ms):
+            return self.append(topic, partition, records, now_ms, acks=acks, origin=origin,
+                               verify_transaction=verify_transaction, verification_guard=verification_guard)
+        if lane is None:
+            lane = self._lanes[tp] = _Lane()
+        lane.users += 1
+        try:
+            async with lane.lock:
+                if not self.append_is_heavy(topic, partition, records, now_ms):
+                    return self.append(topic, partition, records, now_ms, acks=acks, origin=origin,
+                                       verify_transaction=verify_transaction, verification_guard=verification_guard)
+                out = AppendOutcome(self, topic, partition, acks)
+                try:
+                    plog = self._append_checks(out)
+                    expiration_ms = self._producer_id_expiration_ms()
+                    guard = verification_guard if verify_transaction else NOT_VERIFIED
+                    epoch = out.leader_epoch
+
+                    def heavy_append():
+                        checked = plog.validate(records, now_ms=now_ms, origin=origin)
+                        return plog.append(records, now_ms=now_ms, leader_epoch=epoch, origin=origin,
+                                           producer_id_expiration_ms=expiration_ms, verification_guard=guard,
+                                           checked=checked)
+
+                    res = await trio.to_thread.run_sync(heavy_append)
+                except (KafkaError, OSError) as exc:
+                    if plog.closed:   # deleted (or moved) while in the thread: say why, as on the loop
+                        try:
+                            self._append_checks(AppendOutcome(self, topic, partition, acks))
+                        except KafkaError as why:
+                            exc = why
+                    return self._refused(out, exc)
+                return self._appended(out, plog, res, now_ms)
+        finally:
+            lane.users -= 1
+            if not lane.users:
+                del self._lanes[tp]
+
+    def _appended(self, out: AppendOutcome, plog, res, now_ms: int) -> AppendOutcome:
+        """After the log's append, on the loop: the high watermark, the waiters, the disk work
+        due before the answer."""
+        topic, partition, acks = out.topic, out.partition, out.acks
         out.base_offset = res.base_offset
         out.last_offset = res.last_offset
         out.log_append_time_ms = res.log_append_time_ms

@@ -300,6 +300,44 @@ def test_flush_policy(tmp_path):
     m.close()
 
 
+def test_flush_leaves_what_was_appended_meanwhile_unflushed(tmp_path, monkeypatch):
+    """The flush counter race (issue 31): a flush runs in a worker thread while the loop
+    appends; what it did not sync stays unflushed (Kafka's unflushedMessages, log end offset
+    minus recovery point), where a counter the flush reset to 0 forgot it."""
+    from kwire.log.manager import LogManager
+    from kwire.log.segment import LogSegment
+
+    log = open_log(tmp_path, flush_messages=3)
+    log.append(make_batch(3), now_ms=NOW)
+    assert log.unflushed_messages == 3 and log.flush_wanted
+    orig = LogSegment.flush
+    appended = []
+
+    def flush_then_append(seg, *args, **kwargs):   # the loop's append during the worker's flush
+        orig(seg, *args, **kwargs)
+        if not appended:
+            appended.append(log.append(make_batch(3), now_ms=NOW))
+    monkeypatch.setattr(LogSegment, "flush", flush_then_append)
+    log.flush(now_ms=NOW)
+    assert appended and (log.recovery_point, log.log_end_offset) == (3, 6)
+    assert log.unflushed_messages == 3 and log.flush_wanted
+    monkeypatch.undo()
+    log.flush(now_ms=NOW)
+    assert log.unflushed_messages == 0 and not log.flush_wanted
+    log.close()
+    # the periodic pass's flush (LogManager.plan_flush): planned on the loop, run in a thread,
+    # committed on the loop, with an append between the plan and the commit
+    m = LogManager(str(tmp_path / "m"), LogConfig(flush_messages=3), now_ms=NOW)
+    log = m.create("t", 0)
+    log.append(make_batch(3), now_ms=NOW)
+    work = m.plan_flush(NOW)
+    log.append(make_batch(3), now_ms=NOW)
+    work.run()
+    m.finish(work)
+    assert (log.recovery_point, log.unflushed_messages, log.flush_wanted) == (3, 3, True)
+    m.close()
+
+
 def test_read_range_takes_every_segment_at_once(tmp_path):
     """read_range (a coordinator's load, kwire.share.coordinator): one region per segment,
     from the batch holding ``start`` to the last whole batch below ``end``."""
