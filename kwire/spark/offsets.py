@@ -73,7 +73,13 @@ class OffsetReader:
         o = self.opts
         if o.strategy == "assign":
             return sorted((t, p) for t, ps in o.assign.items() for p in ps)
-        md = self.admin.list_topics(timeout=self._timeout())
+        from confluent_kafka import KafkaException  # noqa: PLC0415
+
+        try:
+            md = self.admin.list_topics(timeout=self._timeout())
+        except KafkaException as exc:   # librdkafka says "Broker transport failure", naming no address
+            raise ConnectionError(f"kwire source: no broker answered at {o.client.get('bootstrap.servers')} within "
+                                  f"{self._timeout():g} s (kafka.request.timeout.ms): {exc.args[0].str()}") from None
         if o.strategy == "subscribe":
             wanted = [t for t in o.topics if t in md.topics and md.topics[t].error is None]
         else:

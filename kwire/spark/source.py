@@ -83,6 +83,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._initial: dict | None = None
         self._target: dict | None = None   # Trigger.AvailableNow: the end, fixed at the start
         self._last_trigger_ms = 0.0        # minOffsetsPerTrigger: when the last batch was let through
+        self._reported: dict | None = None # the newest latest offsets seen: the progress's latestOffset
 
     def initialOffset(self) -> dict:
         # Spark may ask more than once (before and after planning): the answer must not move.
@@ -112,6 +113,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict, limit) -> dict:
         s = from_json(start)
         latest = dict(self._target) if self._target is not None else self._latest()
+        self._reported = to_json(latest)
         full = self._with_new_partitions(s, latest)
         for tp, off in list(latest.items()):
             if off < full.get(tp, off):
@@ -149,7 +151,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return False
 
     def reportLatestOffset(self):
-        return None
+        """The log end offsets seen by the last latestOffset call: StreamingQueryProgress's
+        ``latestOffset``, so the backlog is visible as with Spark's Kafka source."""
+        return self._reported
 
     def partitions(self, start: dict, end: dict):
         s, e = from_json(start), from_json(end)

@@ -10,8 +10,12 @@ on the first error, so Spark's retry writes the task's rows again.
 transactional.id ``<prefix>-<partition id>``. ``init_transactions`` fences a zombie of an
 earlier attempt and aborts what it left open. In a streaming query the task also commits the
 micro-batch id, as the consumer offset of group ``<prefix>-<partition id>`` on partition 0 of
-the topic, inside the same transaction; a replayed micro-batch whose id is already committed
-is skipped. Read the output with isolation.level=read_committed.
+the topic, inside the same transaction, with the streaming query's id (Spark keeps it in the
+checkpoint: it names the checkpoint) as the offset's metadata; a replayed micro-batch whose id is
+already committed by the same query is skipped. A prefix whose ids were committed by another
+query (a new checkpoint starts again at micro-batch 0: its batches would all be skipped as
+written, silently) is refused with a message that names the fix. Read the output with
+isolation.level=read_committed.
 """
 from __future__ import annotations
 
@@ -118,14 +122,22 @@ def _produce_batches(producer, batches: Iterator, opts: WriteOptions, report: _D
 
 def _producer(opts: WriteOptions, extra: dict | None = None):
     from confluent_kafka import Producer
-    conf = {"linger.ms": 5, "enable.idempotence": True, **opts.client, **(extra or {})}
+    # delivery.timeout.ms: the Java producer's default (120 s) under Spark's sink, not librdkafka's
+    # five minutes; a user's kafka.delivery.timeout.ms / kafka.message.timeout.ms wins
+    conf = {"linger.ms": 5, "enable.idempotence": True, "message.timeout.ms": 120_000, **opts.client,
+            **(extra or {})}
+    if "delivery.timeout.ms" in opts.client:
+        conf.pop("message.timeout.ms", None)       # the same setting under its other name
     return Producer(conf)
 
 
-def _raise_if_failed(producer, report: _Delivery) -> None:
-    from confluent_kafka import KafkaException
+def _raise_if_failed(producer, report: _Delivery, bootstrap: str | None = None) -> None:
+    from confluent_kafka import KafkaError, KafkaException
     remaining = producer.flush(_FLUSH_TIMEOUT_S)
     if report.error is not None:
+        if report.error.code() in (KafkaError._MSG_TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
+            raise KafkaException(KafkaError(report.error.code(), f"kwire sink: records not delivered to the brokers "
+                                            f"at {bootstrap} within kafka.delivery.timeout.ms: {report.error.str()}"))
         raise KafkaException(report.error)
     if remaining:
         raise TimeoutError(f"{remaining} records were not acknowledged by the broker in time")
@@ -135,11 +147,35 @@ def _write_at_least_once(opts: WriteOptions, batches: Iterator) -> KafkaCommitMe
     producer = _producer(opts)
     report = _Delivery()
     n = _produce_batches(producer, batches, opts, report)
-    _raise_if_failed(producer, report)
+    _raise_if_failed(producer, report, opts.client.get("bootstrap.servers"))
     return KafkaCommitMessage(n)
 
 
-def _write_transaction(opts: WriteOptions, batches: Iterator, batch_id: int | None) -> KafkaCommitMessage:
+class CheckpointMismatch(RuntimeError):
+    """The transactionalIdPrefix holds micro-batch ids of another streaming query."""
+
+
+_QUERY_TAG = "kwire.spark query="
+
+
+def _check_owner(committed, tid: str, query_id: str | None) -> None:
+    """The micro-batch ids under ``tid`` must be this query's (this checkpoint's): another
+    query's ids would make this one skip batches it never wrote."""
+    meta = getattr(committed, "metadata", None) or ""
+    if committed.offset < 0 or not meta.startswith(_QUERY_TAG) or query_id is None:
+        return      # nothing committed yet, or committed before ids were recorded
+    owner = meta[len(_QUERY_TAG):]
+    if owner != query_id:
+        raise CheckpointMismatch(
+            f"exactlyOnce: transactionalIdPrefix '{tid.rsplit('-', 1)[0]}' already holds micro-batch "
+            f"{committed.offset - 1} of another streaming query (query id {owner}; this checkpoint's is "
+            f"{query_id}). A new checkpoint starts again at micro-batch 0, and its batches would be skipped "
+            f"as already written. Give this checkpoint its own transactionalIdPrefix, or restart from the "
+            f"checkpoint that query used.")
+
+
+def _write_transaction(opts: WriteOptions, batches: Iterator, batch_id: int | None,
+                       query_id: str | None = None) -> KafkaCommitMessage:
     """One transaction for this task; with a micro-batch id, the id commits with the records."""
     from confluent_kafka import Consumer, TopicPartition
     from pyspark import TaskContext
@@ -156,7 +192,9 @@ def _write_transaction(opts: WriteOptions, batches: Iterator, batch_id: int | No
                           "isolation.level": "read_committed"})
     try:
         if group is not None:
-            done = group.committed([marker], timeout=30)[0].offset
+            committed = group.committed([marker], timeout=30)[0]
+            _check_owner(committed, tid, query_id)
+            done = committed.offset
             if done >= batch_id + 1:
                 log.info("micro-batch %d of %s is already committed: skipping its rows", batch_id, tid)
                 for _ in batches:
@@ -166,10 +204,11 @@ def _write_transaction(opts: WriteOptions, batches: Iterator, batch_id: int | No
         report = _Delivery()
         try:
             n = _produce_batches(producer, batches, opts, report)
-            _raise_if_failed(producer, report)
+            _raise_if_failed(producer, report, opts.client.get("bootstrap.servers"))
             if group is not None:
-                marker.offset = batch_id + 1
-                producer.send_offsets_to_transaction([marker], group.consumer_group_metadata())
+                done_marker = TopicPartition(opts.topic, 0, batch_id + 1,
+                                             metadata=_QUERY_TAG + query_id if query_id else None)
+                producer.send_offsets_to_transaction([done_marker], group.consumer_group_metadata())
             producer.commit_transaction()
         except BaseException:
             try:
@@ -211,7 +250,8 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
             from pyspark import TaskContext
             ctx = TaskContext.get()
             raw = ctx.getLocalProperty("streaming.sql.batchId") if ctx else None
-            return _write_transaction(self.opts, iterator, int(raw) if raw is not None else None)
+            query_id = ctx.getLocalProperty("sql.streaming.queryId") if ctx else None
+            return _write_transaction(self.opts, iterator, int(raw) if raw is not None else None, query_id)
         return _write_at_least_once(self.opts, iterator)
 
     def commit(self, messages, batchId: int) -> None:

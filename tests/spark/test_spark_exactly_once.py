@@ -68,3 +68,31 @@ def test_batch_write_in_transactions(kwire_spark, kafka_broker, kafka_topic):
      .option("exactlyOnce", "true").option("transactionalIdPrefix", f"batch-{kafka_topic}").save())
     committed = consume_all(b, dst, 2, isolation="read_committed")
     assert sorted(int(v) for _k, v, _h in committed) == list(range(500))
+
+
+def test_a_new_checkpoint_with_a_used_prefix_is_refused_not_silently_skipped(kwire_spark, kafka_broker, kafka_topic,
+                                                                              tmp_path):
+    """A new checkpoint starts again at micro-batch 0: with a transactionalIdPrefix another
+    checkpoint's query committed ids under, every batch would be skipped as already written
+    (Spark reporting rows written that the topic never got). It is refused, naming the fix;
+    the same checkpoint restarted still resumes."""
+    b = kafka_broker.bootstrap_servers
+    src, dst = kafka_topic + "-in", kafka_topic + "-out"
+    kafka_broker.create_topic(src, 1)
+    kafka_broker.create_topic(dst, 1)
+    produce(b, src, [(str(i).encode(), str(i).encode(), None) for i in range(100)])
+    prefix = f"reset-{kafka_topic}"
+    _run(kwire_spark, src, dst, str(tmp_path / "first"), exactlyOnce="true", transactionalIdPrefix=prefix)
+    produce(b, src, [(str(i).encode(), str(i).encode(), None) for i in range(100, 150)])
+    _run(kwire_spark, src, dst, str(tmp_path / "first"), exactlyOnce="true", transactionalIdPrefix=prefix)
+    w = (kwire_spark.readStream.format("kwire").option("subscribe", src).option("startingOffsets", "earliest")
+         .load().select("key", "value").writeStream.format("kwire").option("topic", dst)
+         .option("checkpointLocation", str(tmp_path / "second")).option("exactlyOnce", "true")
+         .option("transactionalIdPrefix", prefix))
+    from pyspark.errors import StreamingQueryException
+
+    q = w.trigger(availableNow=True).start()
+    with pytest.raises(StreamingQueryException, match="Give this checkpoint its own transactionalIdPrefix"):
+        q.awaitTermination(120)
+    out = consume_all(b, dst, 1, isolation="read_committed")
+    assert sorted(int(v) for _k, v, _h in out) == list(range(150))     # nothing written twice, nothing lost

@@ -66,3 +66,69 @@ def test_an_ending_timestamp_past_every_record_is_the_latest_offset():
                 reader.resolve(late.starting, tps, name="startingOffsets")     # a start still says so
         finally:
             reader.close()
+
+
+def test_micro_batch_ids_belong_to_the_query_that_committed_them():
+    from confluent_kafka import TopicPartition
+
+    from kwire.spark.writer import CheckpointMismatch, _check_owner
+
+    mine = TopicPartition("out", 0, 8, metadata="kwire.spark query=q-1")
+    _check_owner(mine, "job-3", "q-1")                                           # the same checkpoint: fine
+    _check_owner(TopicPartition("out", 0, -1001), "job-3", "q-2")                # nothing committed yet
+    _check_owner(TopicPartition("out", 0, 8, metadata=""), "job-3", "q-2")       # committed before ids were kept
+    with pytest.raises(CheckpointMismatch, match=r"transactionalIdPrefix 'job' already holds micro-batch 7 of "
+                                                 r"another streaming query \(query id q-1; this checkpoint's is "
+                                                 r"q-2\)"):
+        _check_owner(mine, "job-3", "q-2")
+
+
+def test_the_latest_offsets_reach_the_progress():
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from kwire.spark.source import KafkaStreamReader
+
+    class Offsets:          # the broker's answers
+        def topic_partitions(self):
+            return [("t", 0), ("t", 1)]
+
+        def latest(self, tps):
+            return {("t", 0): 120, ("t", 1): 7}
+
+        def earliest(self, tps):
+            return {tp: 0 for tp in tps}
+
+    r = KafkaStreamReader(read_options({**B, "subscribe": "t", "maxOffsetsPerTrigger": "10"}, streaming=True),
+                          _schema())
+    r._offsets = Offsets()
+    assert r.reportLatestOffset() is None                     # nothing asked yet
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+    end = r.latestOffset({"t": {"0": 100, "1": 7}}, ReadMaxRows(10))
+    assert end == {"t": {"0": 110, "1": 7}}                   # the batch is limited ...
+    assert r.reportLatestOffset() == {"t": {"0": 120, "1": 7}}   # ... the backlog is reported whole
+    r.latestOffset({"t": {"0": 110, "1": 7}}, ReadAllAvailable())
+
+
+@pytest.mark.slow
+def test_an_unreachable_bootstrap_is_named_within_the_querys_timeouts():
+    import pyarrow as pa
+    from confluent_kafka import KafkaException
+
+    from kwire.spark.offsets import OffsetReader
+    from kwire.spark.options import write_options
+    from kwire.spark.writer import _write_at_least_once
+
+    opts = read_options({"kafka.bootstrap.servers": "127.0.0.1:1", "kafka.request.timeout.ms": "1500",
+                         "subscribe": "t"}, streaming=False)
+    t0 = time.monotonic()
+    with pytest.raises(ConnectionError, match=r"no broker answered at 127\.0\.0\.1:1 within 1\.5 s"):
+        OffsetReader(opts).topic_partitions()
+    assert time.monotonic() - t0 < 10
+    w = write_options({"kafka.bootstrap.servers": "127.0.0.1:1", "kafka.delivery.timeout.ms": "1500",
+                       "topic": "t"})
+    batch = pa.RecordBatch.from_arrays([pa.array([b"v"])], names=["value"])
+    t0 = time.monotonic()
+    with pytest.raises(KafkaException, match=r"not delivered to the brokers at 127\.0\.0\.1:1 within "
+                                             r"kafka\.delivery\.timeout\.ms"):
+        _write_at_least_once(w, iter([batch]))
+    assert time.monotonic() - t0 < 10
