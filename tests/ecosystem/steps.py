@@ -41,12 +41,18 @@ class SideSteps(Steps):
 
 def acl_blocks_sorted(text: str) -> str:
     """kafka-acls prints ACLs resource by resource from Java hash sets and maps whose order follows
-    enum identity hash codes, so it changes from one JVM to the next: each resource's ACL lines and the
-    resources are put in a fixed order (the first ACL line's leading space, too, is the tool's)."""
-    blocks = []
-    for block in text.split("\n\n"):
-        lines = block.split("\n")
-        head = [x for x in lines if not x.lstrip(" ").startswith("\t(")]
-        entries = sorted(x.lstrip(" ") for x in lines if x.lstrip(" ").startswith("\t("))
-        blocks.append("\n".join(head + entries))
-    return "\n\n".join(sorted(b for b in blocks if b.strip()))
+    enum identity hash codes, so it changes from one JVM to the next: each resource's block (its
+    "... ACLs for resource `...`:" line and the ACL lines under it) gets its ACL lines sorted and the
+    blocks are sorted; other lines (e.g. "ACLs for principal `User:alice`") stay first, in order.
+    The first ACL line's leading space is the tool's own too."""
+    preface, blocks = [], []
+    for line in text.splitlines():
+        entry = line.lstrip(" ")
+        if entry.startswith("\t("):
+            blocks[-1][1].append(entry) if blocks else preface.append(entry)
+        elif " ACLs for resource `" in line:
+            blocks.append((line.rstrip(), []))
+        elif line.strip():
+            preface.append(line)
+    out = preface + ["\n".join([head, *sorted(entries)]) for head, entries in sorted(blocks)]
+    return "\n\n".join(out)
