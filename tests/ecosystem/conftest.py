@@ -167,7 +167,7 @@ def secured_pair(tmp_path_factory):
     ca = CertificateAuthority(str(work / "kafka-tls"))
     server = ca.issue("localhost", server=True, file_name="broker")
     jaas = jaas_users(SECURED_USERS).replace(" required ", ' required username="admin" password="admin-secret" ')
-    ka = ApacheKafka(nodes=1, heap="384m", listener="SASL_SSL", overrides={
+    ka = ApacheKafka(nodes=1, heap="256m", listener="SASL_SSL", overrides={
         **SECURED_OVERRIDES, "ssl.keystore.type": "PEM", "ssl.keystore.location": server.keystore,
         "ssl.truststore.type": "PEM", "ssl.truststore.location": ca.ca_file,
         # Kafka's broker talks to itself on this listener (the transaction verification), as admin
@@ -191,7 +191,7 @@ def three_pair(tmp_path_factory):
 
     kw = Cluster(str(tmp_path_factory.mktemp("kwire3")), 3,
                  extra_args=("--override", "kwire.emulate.kafka.version=4.3"))
-    ka = ApacheKafka(nodes=3, heap="320m")
+    ka = ApacheKafka(nodes=3, heap="256m")
     try:
         kw.start()
         ka.start()
