@@ -4,9 +4,12 @@ The KRaft quorum of ``__cluster_metadata`` partition 0: leader, epoch, high wate
 the voters' and observers' log end offsets and fetch times (their lag behind the leader).
 The leader answers from its own bookkeeping; another node asks the leader over the
 controller listener and relays its answer; if the leader cannot be reached it answers
-NOT_LEADER_OR_FOLLOWER with the leader and epoch it knows. Left out: the v2 ``nodes``
-listeners and directory ids (kwire voters have none), reported empty. With an authorizer:
-DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+NOT_LEADER_OR_FOLLOWER with the leader and epoch it knows. v2 ``nodes``: each voter's
+controller endpoint from the static voter set (controller.quorum.voters), named as Kafka's
+VoterSet.fromInetSocketAddresses names it, by the first of controller.listener.names
+(CONTROLLER when unset): kafka-metadata-quorum prints them as the voters' "endpoints". A quorum
+of one has no controller listener, so no node. Left out: directory ids (kwire voters have
+none). With an authorizer: DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
@@ -25,6 +28,16 @@ log = logging.getLogger("kwire.describe_quorum")
 METADATA_TOPIC = "__cluster_metadata"
 
 
+def _voter_nodes(ctx: RequestContext) -> list:
+    """The v2 ``nodes``: every voter with a known controller address (the static voter set, the
+    same on every node, so a relayed answer gets them too)."""
+    names = [n.strip() for n in (ctx.broker.config.get("controller.listener.names") or []) if n.strip()]
+    name = names[0] if names else "CONTROLLER"
+    Node, Listener = ctx.struct("Node"), ctx.struct("Listener")
+    return [Node(node_id=nid, listeners=[Listener(name=name, host=addr[0], port=addr[1])])
+            for nid, addr in sorted(ctx.broker.quorum.voters.items()) if addr]
+
+
 def _answer(ctx: RequestContext, d: dict, error: int):
     RS = ctx.struct("ReplicaState")
 
@@ -37,7 +50,7 @@ def _answer(ctx: RequestContext, d: dict, error: int):
         high_watermark=d["high_watermark"], current_voters=states(d["current_voters"]),
         observers=states(d["observers"]))
     return ctx.response(error_code=0, topics=[ctx.struct("TopicData")(topic_name=METADATA_TOPIC, partitions=[part])],
-                        nodes=[])
+                        nodes=_voter_nodes(ctx) if ctx.version >= 2 else [])
 
 
 @handles("DescribeQuorum")

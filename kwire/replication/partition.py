@@ -154,7 +154,10 @@ class Partition:
         if st is None:
             return None
         if st.log_end_offset >= self.log.high_watermark and st.log_end_offset >= self.leader_epoch_start_offset:
-            return self.isr + [replica_id]
+            # in ascending order, as Kafka's leader sends it: Partition.prepareIsrExpand builds the
+            # ISR as a Scala HashSet of ints, which iterates in ascending order for broker ids of
+            # this size; the order shows in every tool (kafka-topics --describe's Isr column)
+            return sorted(self.isr + [replica_id])
         return None
 
     def isr_to_shrink(self, now_ms: int, lag_ms: int) -> list[int] | None:
@@ -174,4 +177,4 @@ class Partition:
                 out.append(r)
         if not out:
             return None
-        return [r for r in self.isr if r not in out]
+        return sorted(r for r in self.isr if r not in out)     # ascending, as isr_to_expand

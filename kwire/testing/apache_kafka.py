@@ -188,8 +188,9 @@ class ApacheKafka:
     ``overrides`` are server.properties entries for every node (e.g. ``{"auto.create.topics.enable":
     "false"}``); ``features`` are passed to the storage format (``{"share.version": 1}``).
     ``listener`` is the client (and inter-broker) listener's name and security protocol:
-    "PLAINTEXT", or "SASL_PLAINTEXT" with the SASL settings in ``overrides`` (the controller
-    listener stays PLAINTEXT)."""
+    "PLAINTEXT", or "SSL", "SASL_PLAINTEXT", "SASL_SSL" with the TLS (``ssl.keystore.*``,
+    ``ssl.truststore.*``) and SASL settings in ``overrides`` (the controller listener stays
+    PLAINTEXT)."""
 
     def __init__(self, nodes: int = 1, *, overrides: dict | None = None, features: dict | None = None,
                  heap: str = "512m", fast_start: bool = True, directory: str | os.PathLike | None = None,
@@ -200,8 +201,8 @@ class ApacheKafka:
         self.classpath = kafka_classpath(version)
         self.java = java_bin()
         self.overrides = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (overrides or {}).items()}
-        if listener not in ("PLAINTEXT", "SASL_PLAINTEXT"):
-            raise ValueError(f"listener is PLAINTEXT or SASL_PLAINTEXT, not {listener!r}")
+        if listener not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+            raise ValueError(f"listener is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, not {listener!r}")
         self.listener = listener
         self.features = dict(features or {})
         self.heap = heap

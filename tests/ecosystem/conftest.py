@@ -112,3 +112,94 @@ def run_tools(commands: list[tuple[str, ...]], *, timeout: float = 300.0,
         return results
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ secured and three-node pairs
+# Fixtures for the side-by-side tool tests beyond one PLAINTEXT node: each yields a ``Side`` per
+# cluster (kwire first, Kafka second), whose ``subs`` fill the placeholders of a tool command
+# ("{B}" the bootstrap, "{admin}" / "{alice}" a --command-config file).
+from dataclasses import dataclass, field  # noqa: E402
+
+
+@dataclass
+class Side:
+    name: str                                     # "kwire" or "kafka"
+    bootstrap: str
+    subs: dict = field(default_factory=dict)      # placeholder -> value, "{B}" included
+    cluster: object = None                        # the kwire Cluster / Broker or the ApacheKafka
+
+    def fill(self, arg: str) -> str:
+        for k, v in self.subs.items():
+            arg = arg.replace(k, v)
+        return arg
+
+
+# SASL_SSL with PLAIN on both, Kafka's StandardAuthorizer, no ACL at first. ``admin`` is a super
+# user; ANONYMOUS too, because Kafka's controller listener (and kwire's harness listener, which no
+# tool uses) is PLAINTEXT and Kafka's broker registers and heartbeats on it as ANONYMOUS.
+SECURED_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+SECURED_OVERRIDES = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:admin;User:ANONYMOUS",
+    "allow.everyone.if.no.acl.found": "false",
+    "sasl.enabled.mechanisms": "PLAIN",
+}
+
+
+def _command_config(path: str, user: str, ca_file: str) -> str:
+    """A --command-config file: SASL_SSL, PLAIN as ``user``, the cluster's CA as a PEM truststore."""
+    with open(path, "w") as f:
+        f.write("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+                "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'username="{user}" password="{SECURED_USERS[user]}";\n'
+                f"ssl.truststore.type=PEM\nssl.truststore.location={ca_file}\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def secured_pair(tmp_path_factory):
+    from kwire.testing.certs import CertificateAuthority
+    from kwire.testing.secured import jaas_users
+
+    work = tmp_path_factory.mktemp("secured")
+    kw = Broker(mode="process", security="SASL_SSL", users=SECURED_USERS,
+                overrides={**SECURED_OVERRIDES, "kwire.emulate.kafka.version": "4.3"})
+    ca = CertificateAuthority(str(work / "kafka-tls"))
+    server = ca.issue("localhost", server=True, file_name="broker")
+    jaas = jaas_users(SECURED_USERS).replace(" required ", ' required username="admin" password="admin-secret" ')
+    ka = ApacheKafka(nodes=1, heap="256m", listener="SASL_SSL", overrides={
+        **SECURED_OVERRIDES, "ssl.keystore.type": "PEM", "ssl.keystore.location": server.keystore,
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": ca.ca_file,
+        # Kafka's broker talks to itself on this listener (the transaction verification), as admin
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas})
+    with kw, ka:
+        sides = []
+        for name, cluster, ca_file in (("kwire", kw, kw.tls.ca_file), ("kafka", ka, ca.ca_file)):
+            subs = {"{B}": cluster.bootstrap_servers}
+            for user in SECURED_USERS:
+                subs["{%s}" % user] = _command_config(str(work / f"{name}-{user}.properties"), user, ca_file)
+            sides.append(Side(name, cluster.bootstrap_servers, subs, cluster))
+        yield sides
+
+
+@pytest.fixture(scope="module")
+def three_pair(tmp_path_factory):
+    """Three kwire nodes (tests/raft/cluster.py: ``kwire serve`` processes, each a voter) and three
+    Apache Kafka nodes (combined broker+controller), node ids 1-3 on both."""
+    from tests.raft.cluster import Cluster
+
+    kw = Cluster(str(tmp_path_factory.mktemp("kwire3")), 3,
+                 extra_args=("--override", "kwire.emulate.kafka.version=4.3"))
+    ka = ApacheKafka(nodes=3, heap="256m")
+    try:
+        kw.start()
+        ka.start()
+        kw_boot = ",".join(f"127.0.0.1:{n.port}" for n in kw.nodes.values())
+        yield [Side("kwire", kw_boot, {"{B}": kw_boot}, kw), Side("kafka", ka.bootstrap_servers,
+                                                               {"{B}": ka.bootstrap_servers}, ka)]
+    finally:
+        try:
+            ka.close()
+        finally:
+            kw.stop()

@@ -5,7 +5,10 @@ once), masks what legitimately differs between two clusters (topic and cluster i
 bootstrap address, log timestamps, throughput figures) and asserts that exit codes, stdout and
 stderr are equal. Where kwire answers differently for a reason it keeps, the difference is listed
 in docs/differences.md ("Kafka's command-line tools") and the step checks exactly that
-difference. One node, PLAINTEXT; three nodes and SASL_SSL with --command-config are follow-ups.
+difference. One node, PLAINTEXT here (kafka-acls without an authorizer, kafka-transactions on a
+hanging transaction, the perf tests and verifiable clients too); SASL_SSL with --command-config and
+kafka-acls with an authorizer in test_kafka_tools_secured.py, three nodes (kafka-reassign-partitions,
+--under-replicated-partitions, the quorum with a voter down) in test_kafka_tools_three.py.
 
 Every test uses topics and groups of its own, so the module-scoped pair can be shared in any order."""
 from __future__ import annotations
@@ -329,3 +332,169 @@ def test_cluster_tools(pair):
     outs = st.run()
     assert "Feature: transaction.version" in outs[i0] and "LeaderId:" in outs[i1], outs[:2]
     assert "Leader" in outs[i2] and '"partition":"lt-0","size":' in outs[i3], outs[2:4]
+
+
+# ---------------------------------------------------------------------------- acls, no authorizer
+def test_kafka_acls_without_authorizer(pair):
+    """Neither one-node cluster runs an authorizer: kafka-acls says so (SECURITY_DISABLED) on both.
+    The ACL commands themselves run on the secured pair (test_kafka_tools_secured.py)."""
+    st = Steps(pair)
+    st.same("kafka-acls", "--bootstrap-server", "{B}", "--list", rc=1)
+    st.same("kafka-acls", "--bootstrap-server", "{B}", "--add", "--allow-principal", "User:alice",
+            "--operation", "Read", "--topic", "x", rc=1)
+    st.run()
+
+
+# ------------------------------------------------------------------ transactions: a hanging one
+def _open_transaction(bootstrap: str, topic: str, txn_id: str):
+    """``topic`` (one partition) with a committed transaction of 2 records, then an open one of 3
+    records (from offset 3, after the first one's commit marker) left open: the producer is returned
+    alive and never commits; its transaction timeout (15 min) outlasts the test."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "transaction.timeout.ms": 900000,
+                  "linger.ms": 0})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(2):
+        p.produce(topic, value=b"c%d" % i)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(topic, value=b"o%d" % i)
+    assert p.flush(30) == 0
+    return p
+
+
+def _pair_steps(pair, masks=(), post=None):
+    """tests/ecosystem/steps.SideSteps over the one-node pair (its masks and last step)."""
+    from tests.ecosystem.conftest import Side
+    from tests.ecosystem.steps import SideSteps
+
+    return SideSteps([Side(n, b, {"{B}": b}) for n, b in zip(("kwire", "kafka"), pair)], masks, post)
+
+
+def _txn_table(text: str) -> str:
+    """kafka-transactions pads its tables to the widest value, and masked values have widths of
+    their own: runs of blanks become one. An open transaction's TransactionDurationMs is the time
+    since it began (after CurrentTransactionStartTimeMs, masked as <ms>)."""
+    text = "\n".join(re.sub(r"[ \t]+", " ", line).strip() for line in text.splitlines())
+    return re.sub(r"( Ongoing \d+ <ms> )\d+ ", r"\1<duration> ", text)
+
+
+def test_kafka_transactions_hanging(pair):
+    """A transaction left open (as by a producer that died mid-transaction): list, describe,
+    describe-producers, find-hanging, and abort by topic, partition and start offset (the tool
+    finds the producer with DescribeProducers and writes the abort marker with WriteTxnMarkers)."""
+    producers = [_open_transaction(b, "ht", "tx-hang") for b in pair]
+    try:
+        tx = ("kafka-transactions", "--bootstrap-server", "{B}")
+        st = _pair_steps(pair, post=_txn_table)
+        i0 = st.same(*tx, "list")
+        i1 = st.same(*tx, "describe", "--transactional-id", "tx-hang")
+        st.same(*tx, "describe", "--transactional-id", "nosuch", rc=1)
+        i2 = st.same(*tx, "describe-producers", "--topic", "ht", "--partition", "0")
+        st.same(*tx, "find-hanging", "--broker-id", "1")
+        st.same(*tx, "find-hanging", "--topic", "ht", "--max-transaction-timeout", "0")
+        st.same(*tx, "abort", "--topic", "ht", "--partition", "0", "--start-offset", "2", rc=1)
+        st.same(*tx, "abort", "--topic", "ht", "--partition", "0", "--start-offset", "3")
+        i3 = st.same(*tx, "describe-producers", "--topic", "ht", "--partition", "0")
+        st.same(*tx, "find-hanging", "--topic", "ht", "--max-transaction-timeout", "0")
+        outs = st.run()
+    finally:
+        for p in producers:      # nothing to send any more; dropped before the clusters stop
+            p.purge()
+        producers.clear()
+    assert "tx-hang" in outs[i0] and "Ongoing" in outs[i1] and "ht-0" in outs[i1], outs[:2]
+    assert outs[i2].splitlines()[1].split()[-1] == "3", outs[i2]          # the open transaction's start
+    assert outs[i3].splitlines()[1].split()[-1] == "None", outs[i3]       # aborted: none open
+
+
+# -------------------------------------------------------- perf tests and verifiable clients
+def _last_summary(kw, ka) -> None:
+    """kafka-producer-perf-test: the final line on both says all records were sent; its speed and
+    latency figures are each cluster's (and this machine's) own."""
+    def summary(res):
+        rc, out, err = res
+        last = [x for x in out.splitlines() if " records sent, " in x][-1]
+        count, rest = last.split(" records sent, ", 1)
+        return rc, count, re.sub(r"\d+(\.\d+)?", "N", rest), err
+    assert summary(kw) == summary(ka), (kw, ka)
+
+
+def _total_offsets(kw, ka) -> None:
+    """The sticky partitioner splits the records between the two partitions as batches fill up,
+    which follows each broker's timing: the end offsets add up to the same total."""
+    def total(res):
+        rc, out, err = res
+        return rc, sum(int(x.rsplit(":", 1)[1]) for x in out.split()), len(out.split()), err
+    assert total(kw) == total(ka) == (0, 3000, 2, ""), (kw, ka)
+
+
+def _consumer_perf(kw, ka) -> None:
+    """kafka-consumer-perf-test: the same header and, of its figures, the same MB and record counts."""
+    def figures(res):
+        rc, out, err = res
+        header, data = out.strip().splitlines()[-2:]
+        cols = [c.strip() for c in data.split(",")]
+        return rc, header, cols[2], cols[4], err
+    assert figures(kw) == figures(ka), (kw, ka)
+
+
+def _events(out: str) -> list[dict]:
+    import json
+    return [json.loads(x.replace("<ms>", "0")) for x in out.splitlines() if x.startswith("{")]
+
+
+def _verifiable_producer(kw, ka) -> None:
+    """kafka-verifiable-producer: the same events (each record's partition, offset, key and value),
+    the timestamps and the average throughput left out."""
+    def events(res):
+        rc, out, err = res
+        ev = _events(out)
+        for e in ev:
+            e.pop("timestamp", None)
+            e.pop("avg_throughput", None)
+        return rc, ev, err
+    assert events(kw) == events(ka), (kw, ka)
+
+
+def _verifiable_consumer(kw, ka) -> None:
+    """kafka-verifiable-consumer: how records come in batches follows each broker's timing; the
+    structure must match: the same first events (startup, assignment), every records_consumed
+    followed by its offsets_committed, the same total and committed offsets, the same last event."""
+    def structure(res):
+        rc, out, err = res
+        ev = _events(out)
+        names = [e["name"] for e in ev]
+        total = sum(e["count"] for e in ev if e["name"] == "records_consumed")
+        commits = [e for e in ev if e["name"] == "offsets_committed"]
+        paired = all(names[i + 1] == "offsets_committed" for i, n in enumerate(names) if n == "records_consumed")
+        last_commit = sorted((o["topic"], o["partition"], o["offset"]) for o in commits[-1]["offsets"]) if commits else None
+        assigned = [e.get("partitions") for e in ev if e["name"] == "partitions_assigned"]
+        return rc, names[:2], names[-1], paired, total, last_commit, assigned, err
+    assert structure(kw) == structure(ka), (kw, ka)
+
+
+def test_perf_and_verifiable_clients(pair):
+    """kafka-producer-perf-test, kafka-consumer-perf-test, kafka-verifiable-producer and -consumer:
+    the same counts of records, acks and offsets on both (their speed figures are masked)."""
+    st = Steps(pair)
+    st.same("kafka-topics", "--bootstrap-server", "{B}", "--create", "--topic", "perf", "--partitions", "2")
+    st.same("kafka-producer-perf-test", "--topic", "perf", "--num-records", "3000", "--record-size", "100",
+            "--throughput", "-1", "--producer-props", "bootstrap.servers={B}", "acks=all", "linger.ms=5",
+            listed=_last_summary)
+    st.same("kafka-consumer-perf-test", "--bootstrap-server", "{B}", "--topic", "perf", "--messages", "3000",
+            "--timeout", "30000", "--group", "perf-g", listed=_consumer_perf)
+    st.same("kafka-get-offsets", "--bootstrap-server", "{B}", "--topic", "perf", listed=_total_offsets)
+    st.same("kafka-topics", "--bootstrap-server", "{B}", "--create", "--topic", "vp")
+    st.same("kafka-verifiable-producer", "--bootstrap-server", "{B}", "--topic", "vp", "--max-messages", "40",
+            "--acks", "-1", listed=_verifiable_producer)
+    st.same("kafka-verifiable-consumer", "--bootstrap-server", "{B}", "--topic", "vp", "--group-id", "vg",
+            "--max-messages", "40", "--reset-policy", "earliest", listed=_verifiable_consumer)
+    i0 = st.same("kafka-consumer-groups", "--bootstrap-server", "{B}", "--describe", "--group", "vg")
+    outs = st.run()
+    assert re.search(r"vp\s+0\s+40\s+40\s+0", outs[i0]), outs[i0]

@@ -9,7 +9,9 @@ import pytest
 
 from kwire.errors import ErrorCode
 
-from .cluster import Cluster, create_topic, describe_quorum, metadata, produce, wait_for
+from kwire.codec.apis import api
+
+from .cluster import Cluster, call, create_topic, describe_quorum, metadata, produce, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -42,6 +44,14 @@ def test_three_node_cluster_survives_leader_kill(tmp_path):
         assert sorted(v.replica_id for v in dq.current_voters) == [1, 2, 3]
         assert dq.high_watermark > 0
         assert all(metadata(p)[1] == leader for p in ports)
+        # v2 names every voter's controller endpoint (kafka-metadata-quorum's "endpoints"), on a
+        # follower too (its answer is the leader's, relayed)
+        a = api("DescribeQuorum")
+        for port in (nodes[leader].port, next(n.port for n in nodes.values() if n.node_id != leader)):
+            r = call(port, "DescribeQuorum", 2, topics=[a.request.struct("TopicData")(
+                topic_name="__cluster_metadata", partitions=[a.request.struct("PartitionData")(partition_index=0)])])
+            assert [(n.node_id, [(x.name, x.host, x.port) for x in n.listeners]) for n in r.nodes] == [
+                (i, [("CONTROLLER", "127.0.0.1", n.controller_port)]) for i, n in sorted(nodes.items())], r.nodes
 
         # a topic created through a follower reaches the controller; all agree; leaders spread
         follower = next(n for n in nodes.values() if n.node_id != leader)

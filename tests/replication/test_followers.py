@@ -208,6 +208,24 @@ def test_isr_expands_once_a_follower_catches_up_and_shrinks_after_the_lag(nodes)
     assert [(p.index, isr) for p, isr in rm.isr_shrinks(30_000)] == [(0, [1, 2])]
 
 
+def test_the_isr_a_leader_asks_for_is_in_ascending_order(nodes):
+    """Kafka's Partition.prepareIsrExpand / prepareIsrShrink build the ISR as a Scala HashSet of
+    ints (ascending for broker ids this small); after a reassignment the controller keeps that
+    order, and kafka-topics --describe shows it (tests/ecosystem/test_kafka_tools_three.py)."""
+    nodes.partition([3, 1, 2], isr=[3, 2], leader=3)
+    nodes.produce(3, b"v")
+    nodes.fetch(1, 3)     # at the high watermark (0: 2 has not fetched yet), so in sync
+    assert nodes.isr_requests == [(3, [1, 2, 3])]
+    rm = nodes.rms[3]
+    rm.partitions[(T, 0)].pending_isr = None
+    nodes.change(isr=[3, 2, 1])
+    nodes.produce(3, b"late")
+    nodes.fetch(1, 3)
+    nodes.now += 35_000
+    nodes.fetch(1, 3)     # 1 keeps up, 2 is out of sync
+    assert [isr for _, isr in rm.isr_shrinks(30_000)] == [[1, 3]]
+
+
 def test_a_new_leader_and_a_diverged_follower_truncate_to_where_the_logs_agree(nodes):
     nodes.partition([1, 2, 3])
     nodes.produce(1, b"a", b"b")
