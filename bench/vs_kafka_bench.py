@@ -1,7 +1,8 @@
 """kwire against Apache Kafka 4.3 itself, the same clients side by side in one run (issue 29).
 
 ``python -m bench vs-kafka [--quick]`` (or ``python -m bench.vs_kafka_bench``; with
-``--startup-only [N]`` the start-up row alone, N rounds, Tansu beside it). Needs a JDK and
+``--startup-only [N]`` the start-up row alone, N rounds, Tansu beside it; with ``--produce-only``
+the produce throughput rows alone, after the same warm-up, with the broker CPU per GB produced). Needs a JDK and
 Kafka's jars (``make kafka``; kwire.testing.apache_kafka). Both brokers run as processes on free
 loopback ports with their logs on disk: kwire is ``python -m kwire serve`` (this tree), Kafka a
 KRaft combined broker+controller with a 1 GiB heap, the serial GC (2 cores) and the C2 JIT on
@@ -219,8 +220,9 @@ def tansu_peer(plan: Plan, req: bytes) -> list[tuple]:
              "info")]
 
 
-def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: str) -> dict:
-    """{(client, "produce"|"consume", size): {broker: [records/s per round]}} and bytes produced."""
+def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: str, consume: bool = True) -> dict:
+    """{(client, "produce"|"consume", size): {broker: [records/s per round]}} and bytes produced
+    (``consume`` False: the produce rows alone)."""
     res: dict = {}
     produced = {name: 0 for name in servers}
     cores: dict[str, tuple[dict, dict]] = {}   # cores kept busy, broker and client: (producing, consuming)
@@ -236,18 +238,27 @@ def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: s
                         n = plan.rdkafka_count[size]
                         with busy(meter, "produce", bp):
                             prod = n / produce_throughput(bs, topic, n, size)
-                        with busy(meter, "consume", bc):
-                            cons = n / consume_throughput(bs, topic, 1, n)
+                        if consume:
+                            with busy(meter, "consume", bc):
+                                cons = n / consume_throughput(bs, topic, 1, n)
                     else:
                         n = plan.java_count[size]
                         with busy(meter, "produce", bp):
                             prod = producer_perf(bs, topic, n, size).records_per_s
-                        with busy(meter, "consume", bc):
-                            cons = consumer_perf(bs, topic, n).fetch_records_per_s
+                        if consume:
+                            with busy(meter, "consume", bc):
+                                cons = consumer_perf(bs, topic, n).fetch_records_per_s
                     cores[name] = (bp, bc)
                     produced[name] += n * size
                     res.setdefault((client, "produce", label), {}).setdefault(name, []).append(prod)
-                    res.setdefault((client, "consume", label), {}).setdefault(name, []).append(cons)
+                    if consume:
+                        res.setdefault((client, "consume", label), {}).setdefault(name, []).append(cons)
+                if not consume:
+                    print(f"round {r + 1} {label} {client}: " + ", ".join(
+                        f"{name} produce {res[(client, 'produce', label)][name][-1]:,.0f} rec/s (cores busy, "
+                        f"broker/client: {cores[name][0]['broker']:.2f}/{cores[name][0]['client']:.2f})"
+                        for name in servers), flush=True)
+                    continue
                 print(f"round {r + 1} {label} {client}: " + ", ".join(
                     f"{name} produce {res[(client, 'produce', label)][name][-1]:,.0f} / consume "
                     f"{res[(client, 'consume', label)][name][-1]:,.0f} rec/s (cores busy, broker/client: "
@@ -336,9 +347,11 @@ def rf3(plan: Plan, run_id: str, stack: ExitStack) -> tuple[dict, dict]:
     return res, {"cpu": cpu, "rss": rss}
 
 
-def run(quick: bool = False, startup_only: bool = False, startup_runs: int | None = None) -> list[tuple]:
+def run(quick: bool = False, startup_only: bool = False, startup_runs: int | None = None,
+        produce_only: bool = False) -> list[tuple]:
     """The whole comparison; ``startup_only``: the start-up row alone (with Tansu's), in
-    ``startup_runs`` rounds (default: the plan's)."""
+    ``startup_runs`` rounds (default: the plan's); ``produce_only``: the produce throughput
+    rows alone (the same brokers, warm-up and rounds) and the broker CPU per GB produced."""
     t_start = time.perf_counter()
 
     def phase(name: str) -> None:
@@ -362,6 +375,8 @@ def run(quick: bool = False, startup_only: bool = False, startup_runs: int | Non
     run_id = uuid.uuid4().hex[:6]
     req = _metadata_request()
     lines: list[Line] = []
+    if produce_only:
+        return _produce_only(plan, req, run_id, phase, t_start)
     with ExitStack() as stack:
         tmp = tempfile.mkdtemp(prefix="kwire-vs-kafka-java-")
         stack.callback(shutil.rmtree, tmp, True)
@@ -429,11 +444,37 @@ def run(quick: bool = False, startup_only: bool = False, startup_runs: int | Non
     return [ln.row() for ln in lines] + peer
 
 
+def _produce_only(plan: Plan, req: bytes, run_id: str, phase, t_start: float) -> list[tuple]:
+    """``--produce-only``: the throughput section's produce rows alone (for a quick check of
+    the produce path against Kafka on a quiet moment; the consume rows need the records)."""
+    with ExitStack() as stack:
+        servers = {"kwire": KwireServer(), "kafka": KafkaServer()}
+        for s in servers.values():
+            stack.callback(s.close)
+            s.start(req)
+        for s in servers.values():
+            warm_up(s.bootstrap, run_id)
+        meters = {name: CpuMeter(s.pids) for name, s in servers.items()}
+        phase("produce throughput")
+        tp = throughput(plan, servers, meters, run_id, consume=False)
+    lines = [Line.paired(f"{kind} {label} {client}", "rec/s", by["kwire"], by["kafka"], ">=", 1.0)
+             for (client, kind, label), by in tp["rates"].items()]
+    cpu = {name: meters[name].seconds.get("produce", 0.0) / (tp["bytes"][name] / 1e9) for name in servers}
+    lines.append(Line("broker CPU per GB produced", "s/GB", cpu["kwire"], cpu["kafka"]))
+    print(f"\nkwire vs Apache Kafka, produce only ({'quick' if plan.quick else 'full'}: median of "
+          f"{plan.rounds} rounds; load average now {os.getloadavg()[0]:.1f})")
+    print(table(lines))
+    print("\n" + markdown(lines))
+    print(f"whole run: {time.perf_counter() - t_start:.0f} s")
+    return [ln.row() for ln in lines]
+
+
 if __name__ == "__main__":
-    # python -m bench.vs_kafka_bench [--quick] [--startup-only [N]]: N rounds of the start-up row alone
+    # python -m bench.vs_kafka_bench [--quick] [--startup-only [N]] [--produce-only]: N rounds of the start-up row alone
     args = sys.argv[1:]
     n = None
     if "--startup-only" in args:
         i = args.index("--startup-only")
         n = int(args[i + 1]) if i + 1 < len(args) and args[i + 1].isdigit() else None
-    run(quick="--quick" in args, startup_only="--startup-only" in args, startup_runs=n)
+    run(quick="--quick" in args, startup_only="--startup-only" in args, startup_runs=n,
+        produce_only="--produce-only" in args)

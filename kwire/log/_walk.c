@@ -72,6 +72,31 @@ read_zigzag(const unsigned char *buf, Py_ssize_t limit, Py_ssize_t *pos, int max
     return -1;
 }
 
+/* read_zigzag with the produce path's common cases inline: a value of one or two bytes (every
+ * length, delta and count below 8,192), where the last-byte rule of read_zigzag cannot apply
+ * (max_bytes is 5 or 10); anything longer, or at `limit`, goes to read_zigzag. Same results. */
+static inline int
+read_zigzag_fast(const unsigned char *buf, Py_ssize_t limit, Py_ssize_t *pos, int max_bytes, int64_t *out)
+{
+    Py_ssize_t p = *pos;
+    if (p + 1 < limit) {
+        uint64_t v = buf[p];
+        if (v < 0x80) {
+            *out = (int64_t)((v >> 1) ^ (0 - (v & 1)));
+            *pos = p + 1;
+            return 0;
+        }
+        uint64_t b = buf[p + 1];
+        if (b < 0x80) {
+            v = (v & 0x7F) | (b << 7);
+            *out = (int64_t)((v >> 1) ^ (0 - (v & 1)));
+            *pos = p + 2;
+            return 0;
+        }
+    }
+    return read_zigzag(buf, limit, pos, max_bytes, out);
+}
+
 static PyObject *
 walk_records(PyObject *self, PyObject *args)
 {
@@ -88,31 +113,31 @@ walk_records(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; ok && i < count; i++) {
         int64_t length, d, od, kl, vl, hc;
         Py_ssize_t p = pos;
-        if (read_zigzag(buf, end, &p, 5, &length) || length < 6 || p + length > end) { ok = 0; break; }
+        if (read_zigzag_fast(buf, end, &p, 5, &length) || length < 6 || p + length > end) { ok = 0; break; }
         Py_ssize_t record_end = p + (Py_ssize_t)length;
         p += 1; /* attributes */
-        if (read_zigzag(buf, record_end, &p, 10, &d)) { ok = 0; break; }
+        if (read_zigzag_fast(buf, record_end, &p, 10, &d)) { ok = 0; break; }
         if (d > max_d) max_d = d;
         if (d < min_d) min_d = d;
-        if (read_zigzag(buf, record_end, &p, 5, &od) || od != (int64_t)i) { ok = 0; break; }
-        if (read_zigzag(buf, record_end, &p, 5, &kl)) { ok = 0; break; }
+        if (read_zigzag_fast(buf, record_end, &p, 5, &od) || od != (int64_t)i) { ok = 0; break; }
+        if (read_zigzag_fast(buf, record_end, &p, 5, &kl)) { ok = 0; break; }
         if (kl >= 0) {
             if (kl > record_end - p) { ok = 0; break; }
             p += (Py_ssize_t)kl;
         } else if (kl == -1) {
             if (keyless < 0) keyless = i;
         } else { ok = 0; break; }
-        if (read_zigzag(buf, record_end, &p, 5, &vl)) { ok = 0; break; }
+        if (read_zigzag_fast(buf, record_end, &p, 5, &vl)) { ok = 0; break; }
         if (vl >= 0) {
             if (vl > record_end - p) { ok = 0; break; }
             p += (Py_ssize_t)vl;
         } else if (vl != -1) { ok = 0; break; }
-        if (read_zigzag(buf, record_end, &p, 5, &hc) || hc < 0 || hc > record_end - p) { ok = 0; break; }
+        if (read_zigzag_fast(buf, record_end, &p, 5, &hc) || hc < 0 || hc > record_end - p) { ok = 0; break; }
         for (int64_t h = 0; ok && h < hc; h++) {
             int64_t hk, hv;
-            if (read_zigzag(buf, record_end, &p, 5, &hk) || hk < 0 || hk > record_end - p) { ok = 0; break; }
+            if (read_zigzag_fast(buf, record_end, &p, 5, &hk) || hk < 0 || hk > record_end - p) { ok = 0; break; }
             p += (Py_ssize_t)hk;
-            if (read_zigzag(buf, record_end, &p, 5, &hv)) { ok = 0; break; }
+            if (read_zigzag_fast(buf, record_end, &p, 5, &hv)) { ok = 0; break; }
             if (hv >= 0) {
                 if (hv > record_end - p) { ok = 0; break; }
                 p += (Py_ssize_t)hv;
