@@ -33,12 +33,12 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, 
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from kwire.testing import Broker
-from tests.ecosystem.jvm_procs import MIRROR_MAKER, JavaProcess, require_jars, write_properties
+from tests.ecosystem.jvm_procs import MIRROR_MAKER, ConnectWorker, JavaProcess, require_jars, write_properties
 
 PHASE = 1500            # records per topic in each of the three phases
 RETENTION = "987654321"
 # each pair's first cluster's topic and its second's (kwire_one serves two pairs: other names)
-TOPICS = {"orders": 3, "payments": 2, "orders2": 3, "payments2": 2}
+TOPICS = {"orders": 3, "payments": 2, "orders2": 3, "payments2": 2, "ledger": 2}
 
 
 def _produce(bootstrap: str, topic: str, start: int, n: int) -> None:
@@ -287,3 +287,54 @@ def test_replay_check_itself():
     assert _is_replays_of([1, 2, 3, 2, 3, 4], [1, 2, 3, 4])
     assert not _is_replays_of([1, 3, 2, 4], [1, 2, 3, 4])
     assert not _is_replays_of([1, 2, 4], [1, 2, 3, 4])
+
+
+def test_mirror_connectors_on_a_connect_cluster(kwire_one, kafka_one, mirror_jars, tmp_path):
+    """The Mirror connectors as plain connectors on a distributed Connect worker attached to the
+    target (kwire), created through the REST API: Apache Kafka's ``ledger`` copied to kwire as
+    ``kafka.ledger``, a fully consumed group translated exactly, the topic's configs carried."""
+    src = Side("kafka", kafka_one.bootstrap_servers, "ledger")
+    commits = src.setup()
+    kwire = AdminClient({"bootstrap.servers": kwire_one.bootstrap_servers})
+    worker = ConnectWorker(tmp_path, "mirror-worker", {
+        "bootstrap.servers": kwire_one.bootstrap_servers,
+        "group.id": "mirror-connect",
+        "config.storage.topic": "mirror-connect-configs", "offset.storage.topic": "mirror-connect-offsets",
+        "status.storage.topic": "mirror-connect-status",
+        "config.storage.replication.factor": 1, "offset.storage.replication.factor": 1,
+        "status.storage.replication.factor": 1,
+        "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+        "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+    })
+    common = {"source.cluster.alias": "kafka", "target.cluster.alias": "kwire",
+              "source.cluster.bootstrap.servers": kafka_one.bootstrap_servers,
+              "target.cluster.bootstrap.servers": kwire_one.bootstrap_servers,
+              "replication.factor": 1, "offset-syncs.topic.replication.factor": 1,
+              "checkpoints.topic.replication.factor": 1, "offset.lag.max": 0,
+              "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+              "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"}
+    try:
+        worker.start().wait_ready()
+        worker.create("mirror-source", {**common, "tasks.max": 1, "topics": "ledger",
+                                        "connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector"})
+        worker.create("mirror-checkpoint", {**common, "tasks.max": 1, "groups": "ledger-.*",
+                                            "emit.checkpoints.interval.seconds": 1,
+                                            "sync.group.offsets.enabled": "true",
+                                            "sync.group.offsets.interval.seconds": 1,
+                                            "connector.class": "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"})
+        worker.wait_running(["mirror-source", "mirror-checkpoint"], timeout=180)
+        deadline = time.monotonic() + 180
+        upstream = _read_all(src.bootstrap, "ledger", 2, deadline)
+        downstream = _read_all(kwire_one.bootstrap_servers, "kafka.ledger", 2, deadline, want=upstream)
+        # no restart here: an exact copy
+        assert downstream == upstream
+        want = {("kafka.ledger", p): o for p, o in commits["done"].items()}
+        got: dict = {}
+        while time.monotonic() < deadline and got != want:
+            got = _group_offsets(kwire, "ledger-done")
+            time.sleep(1)
+        assert got == want, worker.tail()
+        cfg = kwire.describe_configs([ConfigResource("topic", "kafka.ledger")])
+        assert next(iter(cfg.values())).result(30)["retention.ms"].value == RETENTION
+    finally:
+        worker.stop()
