@@ -20,7 +20,8 @@ Standalone mode (ConnectStandalone, offsets in a local file): the same source an
 a restart, every line in the topic and the file.
 
 Distributed mode's rebalance after the restart waits for the killed member's session to expire
-(session.timeout.ms 6 s here, the broker minimum); each cluster's run takes ~40 s on 2 cores."""
+(session.timeout.ms 6 s here, the broker minimum); each cluster's run took 60-85 s on 2 cores
+shared with other JVMs (most of it JVM start-ups)."""
 from __future__ import annotations
 
 import time

@@ -311,8 +311,12 @@ def test_mirror_connectors_on_a_connect_cluster(kwire_one, kafka_one, mirror_jar
               "target.cluster.bootstrap.servers": kwire_one.bootstrap_servers,
               "replication.factor": 1, "offset-syncs.topic.replication.factor": 1,
               "checkpoints.topic.replication.factor": 1, "offset.lag.max": 0,
+              # bytes through unchanged, headers too (the worker's default header converter,
+              # SimpleHeaderConverter, would write a bytes header as base64 text): what MirrorMaker's
+              # dedicated mode sets for its herders
               "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
-              "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"}
+              "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+              "header.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"}
     try:
         worker.start().wait_ready()
         worker.create("mirror-source", {**common, "tasks.max": 1, "topics": "ledger",
