@@ -5,7 +5,7 @@ PY ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: serve test test-fast bench compat dist deps docs clean spark-example kafka differential ecosystem
+.PHONY: serve test test-fast bench compat dist deps docs clean spark-example kafka differential ecosystem spark-kafka
 
 # Apache Kafka, the reference kwire is compared with (compat TARGET=kafka|both, make differential,
 # python -m bench vs-kafka): the jars pinned in jvm/pom.xml, copied by Maven into a cache outside the
@@ -24,6 +24,24 @@ kafka:
 	  rm -rf '$(KAFKA_LIBS)' && mkdir -p '$(KAFKA_LIBS)' && \
 	  mvn -q -B -Dstyle.color=never -f jvm/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
 	    -DoutputDirectory='$(KAFKA_LIBS)' && echo "$$sum" > '$(KAFKA_LIBS)/.resolved'; \
+	fi
+
+# Spark's own Kafka connector (spark-sql-kafka-0-10) for tests/ecosystem: the jars PySpark does not ship,
+# pinned in jvm/spark-kafka/pom.xml, copied into a cache outside the tree; stamped like kafka above.
+SPARK_KAFKA_VERSION := $(shell sed -n 's:.*<spark.kafka.version>\(.*\)</spark.kafka.version>.*:\1:p' jvm/spark-kafka/pom.xml)
+SPARK_KAFKA_LIBS ?= $(or $(KWIRE_SPARK_KAFKA_LIBS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kwire/spark-kafka-$(SPARK_KAFKA_VERSION)/libs)
+
+spark-kafka:
+	@command -v mvn >/dev/null 2>&1 || { echo "make spark-kafka: needs Maven (mvn) and a JDK 17 (make deps installs them)"; exit 1; }
+	@sum=$$(sha256sum jvm/spark-kafka/pom.xml | cut -d' ' -f1); \
+	if [ "$$(cat '$(SPARK_KAFKA_LIBS)/.resolved' 2>/dev/null)" = "$$sum" ]; then \
+	  echo "make spark-kafka: Spark's Kafka connector $(SPARK_KAFKA_VERSION) is in $(SPARK_KAFKA_LIBS)"; \
+	else \
+	  echo "make spark-kafka: resolving Spark's Kafka connector $(SPARK_KAFKA_VERSION) with Maven into $(SPARK_KAFKA_LIBS)"; \
+	  rm -rf '$(SPARK_KAFKA_LIBS)' && mkdir -p '$(SPARK_KAFKA_LIBS)' && \
+	  mvn -q -B -Dstyle.color=never -f jvm/spark-kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	    -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2 \
+	    -DoutputDirectory='$(SPARK_KAFKA_LIBS)' && echo "$$sum" > '$(SPARK_KAFKA_LIBS)/.resolved'; \
 	fi
 
 # .venv with kwire alone (what `make serve` needs); .installed below makes it with the test and spark extras.
@@ -74,7 +92,7 @@ test:
 # kwire and Apache Kafka side by side (tests/ecosystem): JVMs by the dozen, minutes; not in make test.
 # --dist loadfile: a module's tests share its module-scoped clusters, so they run on one worker
 # (spread over two, each worker would start its own pair).
-ecosystem: .venv kafka
+ecosystem: .venv kafka spark-kafka
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=20 tests/ecosystem
 
 # The fast tier: the tests not marked slow (no process, no JVM, no TCP, no wall-clock wait; in a
