@@ -321,9 +321,11 @@ class KafkaServer:
             self._per_ip[host] -= 1
             if self._per_ip[host] <= 0:
                 del self._per_ip[host]
+            await trio.aclose_forcefully(stream)
+            # counted once the socket is closed: the reclaim waits until closes stop (kwire.memory),
+            # and a connection counted before its close still holds its task and buffers
             if self.memory.closed(len(self.connections)):
                 trio.lowlevel.spawn_system_task(self.memory.reclaim, self._open_connections, self._compact_tables)
-            await trio.aclose_forcefully(stream)
 
     def _open_connections(self) -> int:
         return len(self.connections)
