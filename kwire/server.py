@@ -23,7 +23,8 @@ moving is not). One watchdog task checks both every tenth of the shorter limit (
 second), instead of a deadline on every read, which would cost every request; ``queued.max.requests``: at most that many complete requests are split out of
 what one connection sent ahead of being answered, and nothing more is read from it until
 they are (backpressure, not an error). Accepting past the open-file limit (EMFILE) is
-Trio's ``serve_listeners``' business: it logs and sleeps 0.1 s, and the listener lives on.
+handled as Trio's ``serve_listeners`` does (the accept loop here is its loop without the
+wrapper task per connection): one log line, 0.1 s of sleep, and the listener lives on.
 
 Client quotas (kwire.quota.edge), once one is configured: a handled request is recorded on its
 user's / client id's quotas; when one is violated the throttle time goes into the response's
