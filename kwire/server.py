@@ -23,7 +23,8 @@ moving is not). One watchdog task checks both every tenth of the shorter limit (
 second), instead of a deadline on every read, which would cost every request; ``queued.max.requests``: at most that many complete requests are split out of
 what one connection sent ahead of being answered, and nothing more is read from it until
 they are (backpressure, not an error). Accepting past the open-file limit (EMFILE) is
-Trio's ``serve_listeners``' business: it logs and sleeps 0.1 s, and the listener lives on.
+handled as Trio's ``serve_listeners`` does (the accept loop here is its loop without the
+wrapper task per connection): one log line, 0.1 s of sleep, and the listener lives on.
 
 Client quotas (kwire.quota.edge), once one is configured: a handled request is recorded on its
 user's / client id's quotas; when one is violated the throttle time goes into the response's
@@ -37,9 +38,10 @@ off, a request costs one ``isEnabledFor`` check.
 """
 from __future__ import annotations
 
-import functools
+import errno
 import logging
 import math
+import os
 import time
 from collections import Counter
 
@@ -94,6 +96,22 @@ def _seconds(ms) -> float:
 
 class _CloseConnection(Exception):
     pass
+
+
+#: accept() errors that mean "out of descriptors or memory for now" (trio.serve_listeners' list)
+_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_ACCEPT_RETRY_S = 0.1
+
+
+async def _close(stream) -> None:
+    """Close a connection's stream. A TCP stream's socket is closed at once, with no
+    checkpoint: ``aclose_forcefully`` would make a cancel scope, a Cancelled and its traceback
+    for each of a burst of closing connections while all of them are still alive (issue 32);
+    trio's socket close wakes any task waiting on it, as aclose does."""
+    if type(stream) is trio.SocketStream:
+        stream.socket.close()
+    else:
+        await trio.aclose_forcefully(stream)
 
 
 class LogThrottle:
@@ -184,10 +202,29 @@ class KafkaServer:
             with self._accepting:
                 async with trio.open_nursery() as acceptors:
                     for lst, sec in groups:
-                        acceptors.start_soon(functools.partial(
-                            trio.serve_listeners, functools.partial(self.serve_connection, listener=sec), lst,
-                            handler_nursery=connections))
+                        for one in lst:
+                            acceptors.start_soon(self._accept_loop, one, sec, connections)
             # not accepting any more; the connections live on until the broker's nursery ends
+
+    async def _accept_loop(self, listener, security, connections) -> None:
+        """trio.serve_listeners' loop, spawning ``serve_connection`` itself: serve_listeners
+        wraps each connection in a task of its own (``_run_handler``) that closes the stream
+        a second time, after serve_connection closed it (a coroutine held by every connection,
+        and a cancel scope, a Cancelled and its traceback made by every close: issue 32).
+        Accepting past the open-file limit (EMFILE and kin) is logged and retried after 0.1 s,
+        as serve_listeners does; the listener lives on."""
+        async with listener:
+            while True:
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:
+                    if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                        raise
+                    log.error("accept returned %s (%s); retrying in %.1f seconds",
+                              errno.errorcode.get(exc.errno, exc.errno), os.strerror(exc.errno), _ACCEPT_RETRY_S)
+                    await trio.sleep(_ACCEPT_RETRY_S)
+                    continue
+                connections.start_soon(self.serve_connection, stream, None, security)
 
     async def watch_connections(self) -> None:
         """The watchdog of connections.max.idle.ms and request.timeout.ms: closes a connection
@@ -250,18 +287,25 @@ class KafkaServer:
         """Serve one connection until it closes. Never raises (except Cancelled): whatever
         goes wrong ends this connection only. ``listener``: the ListenerSecurity of the
         listener it came in on (None: PLAINTEXT)."""
+        raw = stream   # the TCP stream (``stream`` becomes the TLS stream over it on a TLS listener)
         peer = peer or peer_name(stream)
         host = _peer_host(peer)
-        refused = self._refusal(host)
+        try:
+            refused = self._refusal(host)
+            if refused is None:
+                set_nodelay(stream)
+                cfg = self.broker.config
+                versions = table_of(cfg)
+                conn = KafkaConnection(int(cfg.get("socket.request.max.bytes")),
+                                       max_queued=int(cfg.get("queued.max.requests")),
+                                       serves=versions.serves, peer=peer, versions=versions)
+        except BaseException:
+            await _close(stream)
+            raise
         if refused is not None:
             log.info("refusing connection from %s: %s", peer, refused)
-            await trio.aclose_forcefully(stream)
+            await _close(stream)
             return
-        set_nodelay(stream)
-        cfg = self.broker.config
-        versions = table_of(cfg)
-        conn = KafkaConnection(int(cfg.get("socket.request.max.bytes")), max_queued=int(cfg.get("queued.max.requests")),
-                               serves=versions.serves, peer=peer, versions=versions)
         if listener is not None:
             conn.listener = listener.name
             if listener.sasl is not None:
@@ -321,12 +365,25 @@ class KafkaServer:
             self._per_ip[host] -= 1
             if self._per_ip[host] <= 0:
                 del self._per_ip[host]
+            if stream is not raw:
+                await trio.aclose_forcefully(stream)   # TLS: close_notify is not waited for
+            await _close(raw)
+            # counted once the socket is closed: the reclaim waits until closes stop (kwire.memory),
+            # and a connection counted before its close still holds its task and buffers
             if self.memory.closed(len(self.connections)):
-                trio.lowlevel.spawn_system_task(self.memory.reclaim, self._open_connections)
-            await trio.aclose_forcefully(stream)
+                trio.lowlevel.spawn_system_task(self.memory.reclaim, self._open_connections, self._compact_tables)
 
     def _open_connections(self) -> int:
         return len(self.connections)
+
+    def _compact_tables(self) -> None:
+        """After a burst of connections closed (kwire.memory): the per-connection tables rebuilt
+        at their present size. A dict keeps the hash table of its peak when entries are deleted
+        (5,000 connections: ~150 KiB each, held for the life of the process). Safe at any await
+        point: every user looks the table up on ``self`` and none iterates across an await."""
+        self.connections = dict(self.connections)
+        self._timed_out = dict(self._timed_out)
+        self._per_ip = Counter(self._per_ip)
 
     def _scram_credentials(self):
         """The SCRAM credentials of the metadata quorum (the current image's: a snapshot replaces it)."""

@@ -80,8 +80,9 @@ class ClientQuotaManager:
             return 0
         s = self._sensors(user, client_id)
         s.value_total += value
-        self._maybe_sweep(now_ms)
-        return min(s.quota.record(value, now_ms), INT32_MAX)
+        throttle = s.quota.record(value, now_ms)
+        self._maybe_sweep(now_ms)   # after the record: a sensor made just now is not inactive
+        return min(throttle, INT32_MAX)
 
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """A throttled Fetch sends no records: take its bytes back (unrecordQuotaSensor)."""
@@ -111,9 +112,18 @@ class ClientQuotaManager:
         if now_ms - self._swept_ms < 60000:
             return
         self._swept_ms = now_ms
-        for tags in [t for t, s in self.sensors.items()
-                     if now_ms - s.quota.last_record_ms >= INACTIVE_SENSOR_EXPIRATION_MS]:
+        expired = [t for t, s in self.sensors.items()
+                   if now_ms - s.quota.last_record_ms >= INACTIVE_SENSOR_EXPIRATION_MS]
+        if not expired:
+            return
+        for tags in expired:
             del self.sensors[tags]
+        # what was resolved for each (user, client id) goes with its sensor: it grew with every
+        # client id ever seen (issue 32: 5,000 clients with their own ids). Both tables are
+        # rebuilt: a dict keeps the hash table of its peak when entries are deleted.
+        sensors = self.sensors
+        self._resolved = {k: v for k, v in self._resolved.items() if v[0] in sensors}
+        self.sensors = dict(sensors)
 
 
 class TimedCoroutine:

@@ -2,6 +2,7 @@
 records (a snapshot that replaces the image included), sensors shared as Kafka's tags say."""
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace as NS
 
 import pytest
@@ -113,3 +114,21 @@ def test_timed_coroutine_passes_cancellation_through():
         return scope.cancelled_caught
 
     assert trio.run(main)
+
+
+def test_inactive_client_ids_are_forgotten_entirely():
+    """Issue 32: 5,000 clients, each with its own client id, came and went. Their sensors
+    expire after an hour without a record (Kafka's inactive sensor expiration), and so must
+    what was resolved for each (user, client id): it grew with every client id ever seen."""
+    from kwire.quota.manager import INACTIVE_SENSOR_EXPIRATION_MS
+
+    holder, q = _setup()
+    holder.image.apply(R.CLIENT_QUOTA, _rec([("client-id", None)], "producer_byte_rate", 1e9))
+    for i in range(5000):
+        q.produce.record("", f"burst-client-{i}", 100, 0)
+    assert len(q.produce.sensors) == 5000 and len(q.produce._resolved) == 5000
+    later = INACTIVE_SENSOR_EXPIRATION_MS + 60_000
+    q.produce.record("", "steady", 100, later)
+    assert set(q.produce.sensors) == {("", "steady")}
+    assert set(q.produce._resolved) == {("", "steady")}
+    assert sys.getsizeof(q.produce._resolved) < 1000 and sys.getsizeof(q.produce.sensors) < 1000

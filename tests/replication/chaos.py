@@ -108,6 +108,7 @@ class Producer(threading.Thread):
         self.stopping = threading.Event()
         self.lock = threading.Lock()
         self.acked: list[tuple[int, int, bytes]] = []
+        self.ack_times: dict[int, list[float]] = {}   # partition -> monotonic times of its acknowledgements
         self.errors: list[tuple[bytes, str]] = []
         self.sent = 0
         self.failure: BaseException | None = None
@@ -118,6 +119,23 @@ class Producer(threading.Thread):
     def ack(self, partition: int, offset: int, value: bytes) -> None:
         with self.lock:
             self.acked.append((partition, offset, value))
+            self.ack_times.setdefault(partition, []).append(time.monotonic())
+
+    def longest_gaps(self, since: float, until: float | None = None) -> dict[int, float]:
+        """{partition: the longest time from ``since`` (or an acknowledgement after it) to its
+        next acknowledgement, up to ``until``}: how long the partition was unavailable to this
+        producer (it sends to every partition in turn, many times a second)."""
+        until = time.monotonic() if until is None else until
+        with self.lock:
+            out = {}
+            for part, times in self.ack_times.items():
+                prev, gap = since, 0.0
+                for t in times:
+                    if t > since:
+                        gap = max(gap, t - prev)
+                        prev = t
+                out[part] = max(gap, until - prev)
+            return out
 
     def error(self, value: bytes, err) -> None:
         with self.lock:

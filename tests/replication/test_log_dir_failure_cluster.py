@@ -62,7 +62,7 @@ def test_failed_log_dirs_move_leaders_within_the_session_timeout(tmp_path):
 
         # one dir fails: only its partitions move; the node serves on
         acked_before = producer.acked_count()
-        t0 = time.monotonic()
+        t0 = failed_at = time.monotonic()
         failed.write_text(second + "\n")
         wait_for(lambda: off_victim(in_second), SESSION_TIMEOUT_S,
                  message=f"partitions {sorted(in_second)} move off node {victim}\n{node.log_tail(3000)}")
@@ -85,11 +85,18 @@ def test_failed_log_dirs_move_leaders_within_the_session_timeout(tmp_path):
         wait_for(lambda: not node.alive, SESSION_TIMEOUT_S, message=f"node {victim} shuts down\n{node.log_tail()}")
         assert node.proc.returncode == 1, node.log_tail()
         assert "every log dir has failed" in node.log_tail(6000)
+        # the check: no partition was unavailable to acks=all producing (no acknowledgement
+        # for it) longer than the session timeout, from the first failure to the end
+        stopped_at = time.monotonic()
+        gaps = producer.longest_gaps(failed_at - 1.0, stopped_at)
         producer.stop()
         n = C.check_acknowledged(C.read_back(c, n=6), [producer])
         assert n > acked_before
         print(f"node {victim}: one dir failed, its partitions moved in {took_one:.2f} s; every dir, "
-              f"{took_all:.2f} s; {n} acknowledged records, none lost")
+              f"{took_all:.2f} s; {n} acknowledged records, none lost; longest unavailability per partition "
+              + ", ".join(f"{p}: {g:.2f} s" for p, g in sorted(gaps.items()))
+              + f" (session timeout {SESSION_TIMEOUT_S:.0f} s)")
+        assert max(gaps.values()) < SESSION_TIMEOUT_S, gaps
     finally:
         if producer is not None and producer.is_alive():
             producer.stopping.set()
