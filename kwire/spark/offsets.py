@@ -11,11 +11,17 @@ from __future__ import annotations
 import logging
 import math
 import re
+import time
 from dataclasses import dataclass
 
 from kwire.spark.options import EARLIEST, LATEST, OffsetSpec, ReadOptions
 
 log = logging.getLogger("kwire.spark")
+
+# One ListOffsets attempt waits at most this long before the leaders are looked up again (see
+# OffsetReader._list); a healthy answer takes milliseconds, even on a loaded machine.
+_LIST_ATTEMPT_S = 2.0
+OFFSET_INVALID = -1001   # librdkafka's RD_KAFKA_OFFSET_INVALID
 
 TP = tuple  # (topic, partition)
 
@@ -46,6 +52,14 @@ def _admin_config(client: dict) -> dict:
             "max.partition.fetch.bytes", "fetch.wait.max.ms", "session.timeout.ms", "group.instance.id",
             "client.rack", "check.crcs", "queued.min.messages", "queued.max.messages.kbytes"}
     return {k: v for k, v in client.items() if k not in skip}
+
+
+def _retry_codes() -> frozenset:
+    from confluent_kafka import KafkaError as K
+    return frozenset((K._TIMED_OUT, K._TRANSPORT, K._ALL_BROKERS_DOWN, K.REQUEST_TIMED_OUT,
+                      K.NOT_LEADER_FOR_PARTITION, K.LEADER_NOT_AVAILABLE, K.NOT_ENOUGH_REPLICAS,
+                      K.OFFSET_NOT_AVAILABLE,
+                      K.FENCED_LEADER_EPOCH, K.UNKNOWN_LEADER_EPOCH))
 
 
 class OffsetReader:
@@ -92,12 +106,58 @@ class OffsetReader:
     def _list(self, specs: dict) -> dict[TP, int]:
         if not specs:
             return {}
-        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
         iso = (IsolationLevel.READ_COMMITTED if self.opts.client.get("isolation.level") == "read_committed"
                else IsolationLevel.READ_UNCOMMITTED)
-        req = {TopicPartition(t, p): s for (t, p), s in specs.items()}
-        futs = self.admin.list_offsets(req, isolation_level=iso, request_timeout=self._timeout())
-        return {(tp.topic, tp.partition): f.result().offset for tp, f in futs.items()}
+        # librdkafka's ListOffsets sends each partition to the leader in the AdminClient's metadata
+        # cache. When that broker is down it waits there for the whole request timeout and then
+        # answers offset -1001 (OFFSET_INVALID) with no error; and as an AdminClient has no topic
+        # handles nothing refreshes that cache: after the leader's broker dies every call (every
+        # micro-batch) waits out request.timeout.ms (30 s) and plans nothing for the partition.
+        # Kafka's admin client (KafkaAdminClient's ListOffsets call) retries a partition against
+        # fresh metadata when its leader fails; we do the same with short attempts, looking the
+        # leaders up again after each failed one, within request.timeout.ms.
+        deadline = time.monotonic() + self._timeout()
+        out: dict[TP, int] = {}
+        todo = dict(specs)
+        while True:
+            attempt = min(_LIST_ATTEMPT_S, max(0.1, deadline - time.monotonic()))
+            req = {TopicPartition(t, p): s for (t, p), s in todo.items()}
+            futs = self.admin.list_offsets(req, isolation_level=iso, request_timeout=attempt)
+            failed: dict[TP, str] = {}
+            for tp, f in futs.items():
+                key = (tp.topic, tp.partition)
+                try:
+                    off = f.result().offset
+                except KafkaException as exc:
+                    err = exc.args[0]
+                    if err.code() not in _retry_codes():
+                        raise
+                    failed[key] = err.str()
+                    continue
+                if off == OFFSET_INVALID:
+                    failed[key] = "no answer from the leader"
+                else:
+                    out[key] = off
+            if not failed:
+                return {tp: out[tp] for tp in specs}
+            what = ", ".join(f"{t}-{p}: {m}" for (t, p), m in sorted(failed.items()))
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"ListOffsets found no offset within {self._timeout():g} s "
+                                   f"(kafka.request.timeout.ms) for {what}")
+            log.info("ListOffsets failed (%s); looking the leaders up again", what)
+            todo = {tp: todo[tp] for tp in failed}
+            self._refresh_leaders({t for t, _ in todo}, deadline)
+
+    def _refresh_leaders(self, topics: set, deadline: float) -> None:
+        """A Metadata request for ``topics``, whose answer replaces their leaders in the
+        AdminClient's cache (as librdkafka handles any Metadata response)."""
+        from confluent_kafka import KafkaException
+        for t in sorted(topics):
+            try:
+                self.admin.list_topics(topic=t, timeout=max(0.1, deadline - time.monotonic()))
+            except KafkaException as exc:   # no broker answered: the next attempt will tell
+                log.info("Metadata for %s: %s", t, exc.args[0].str())
 
     def earliest(self, tps) -> dict[TP, int]:
         from confluent_kafka.admin import OffsetSpec as S

@@ -117,3 +117,59 @@ def test_data_loss_fails_or_skips():
     with pytest.raises(DataLossError, match="records 3-9 are gone.*failOnDataLoss"):
         check_data_loss({("t", 0): 3}, {("t", 0): 10}, fail=True, what="x")
     assert check_data_loss({("t", 0): 3}, {("t", 0): 10}, fail=False, what="x") == {("t", 0): 10}
+
+
+class _FakeAdmin:
+    """An AdminClient whose ListOffsets answers are scripted: each call pops a {partition:
+    offset or KafkaError} map, as librdkafka answers after a leader's broker died (-1001, no error)."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.asked: list = []
+        self.refreshed: list = []
+
+    def list_offsets(self, req, isolation_level, request_timeout):
+        from concurrent.futures import Future
+        from confluent_kafka import KafkaException
+        self.asked.append(sorted(tp.partition for tp in req))
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        futs = {}
+        for tp in req:
+            f, a = Future(), answer[tp.partition]
+            if isinstance(a, int):
+                f.set_result(type("Info", (), {"offset": a})())
+            else:
+                f.set_exception(KafkaException(a))
+            futs[tp] = f
+        return futs
+
+    def list_topics(self, topic=None, timeout=None):
+        self.refreshed.append(topic)
+
+
+def _reader(admin, timeout_ms=30_000):
+    from kwire.spark.offsets import OffsetReader
+    r = OffsetReader(read_options({**B, "subscribe": "t", "kafka.request.timeout.ms": str(timeout_ms)},
+                                  streaming=True))
+    r._admin = admin
+    return r
+
+
+def test_list_offsets_asks_again_after_fresh_metadata_where_the_leader_gave_no_answer():
+    from confluent_kafka import KafkaError
+    admin = _FakeAdmin([{0: -1001, 1: 5}, {0: KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)}, {0: 7}])
+    assert _reader(admin).latest([("t", 0), ("t", 1)]) == {("t", 0): 7, ("t", 1): 5}
+    assert admin.asked == [[0, 1], [0], [0]] and admin.refreshed == ["t", "t"]
+
+
+def test_list_offsets_without_an_answer_by_the_request_timeout_is_an_error_not_offset_minus_1001():
+    with pytest.raises(TimeoutError, match=r"within 0.3 s \(kafka.request.timeout.ms\) for t-0"):
+        _reader(_FakeAdmin([{0: -1001, 1: 5}]), timeout_ms=300).latest([("t", 0), ("t", 1)])
+
+
+def test_list_offsets_fails_at_once_on_an_error_no_retry_can_mend():
+    from confluent_kafka import KafkaError, KafkaException
+    admin = _FakeAdmin([{0: KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED), 1: 5}])
+    with pytest.raises(KafkaException):
+        _reader(admin).latest([("t", 0), ("t", 1)])
+    assert admin.asked == [[0, 1]] and admin.refreshed == []
