@@ -56,7 +56,7 @@ def append_as_follower(rm, part, records, leader_high_watermark: int, leader_log
                     producer_id_expiration_ms=rm._producer_id_expiration_ms())
     hw = min(leader_high_watermark, plog.log_end_offset)
     if hw >= plog.log_start_offset and hw != plog.high_watermark:
-        plog.high_watermark = hw
+        plog.update_high_watermark(hw)
         # consumers reading from this follower (KIP-392) wait for its high watermark to move
         rm.fetch_waiters.wake(part.tp)
     new_start = min(leader_log_start_offset, plog.high_watermark)

@@ -139,7 +139,7 @@ class Partition:
             if st.log_end_offset < hw:
                 hw = st.log_end_offset
         if hw > plog.high_watermark:
-            plog.high_watermark = hw
+            plog.update_high_watermark(hw)
             return True
         return False
 

@@ -237,7 +237,7 @@ def test_a_follower_behind_the_leaders_log_start_starts_over_there(nodes):
     for i in range(10):
         nodes.produce(1, b"v%d" % i)
     lead = nodes.plog(1)
-    lead.high_watermark = 10          # the ISR is the leader alone
+    lead.update_high_watermark(10)    # the ISR is the leader alone
     lead.delete_records(6)
     nodes.fetch(2, 1)                 # from 0: out of range, below the leader's log start
     f = nodes.plog(2)
