@@ -44,7 +44,7 @@ def _dirty_log(path: str, keys: int, size: int) -> PartitionLog:
         recs = [(b"key-%09d" % rnd.randrange(keys), value, [], NOW) for _ in range(50)]
         log.append(build_batch(recs), now_ms=NOW)
     log.roll(NOW)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     return log
 
 

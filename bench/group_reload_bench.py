@@ -52,7 +52,7 @@ def _write(log, groups: int, commits: int) -> int:
         log.append(build_batch(recs), now_ms=NOW)
         n += len(recs)
     log.roll(NOW)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     return n
 
 

@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+from kwire.metadata.delta import replay
 import time
 
 
@@ -33,8 +34,8 @@ def _micro(n: int) -> dict[str, float]:
             pass
     out["off"] = (time.perf_counter() - t0) / n * 1e6
     E = R.CLIENT_QUOTA.struct("EntityData")
-    image.apply(R.CLIENT_QUOTA, R.CLIENT_QUOTA.cls(entity=[E(entity_type="client-id", entity_name="limited")],
-                                                  key="producer_byte_rate", value=1000.0, remove=False))
+    image = replay(image, [(R.CLIENT_QUOTA, R.CLIENT_QUOTA.cls(entity=[E(entity_type="client-id", entity_name="limited")],
+                                                  key="producer_byte_rate", value=1000.0, remove=False))])
     for label, client in (("unlimited", "free"), ("limited", "limited")):
         t0 = time.perf_counter()
         for i in range(n):

@@ -56,7 +56,7 @@ with tempfile.TemporaryDirectory(dir=sys.argv[4]) as d:
         log.append(b, now_ms=now, origin="client")
         if txn and (i + 1) % every == 0:
             log.append(marker, now_ms=now, origin="coordinator")
-            log.high_watermark = log.log_end_offset
+            log.update_high_watermark(log.log_end_offset)
     dt = time.process_time() - t0
     log.close()
 print(json.dumps({"records_per_s": calls * n / dt}))

@@ -26,11 +26,12 @@ from kwire.log.data_dir import DataDirLock, check_meta_properties, ensure_direct
 from kwire.metadata import records as R
 from kwire.metadata import topic_changes as TC
 from kwire.metadata.config_control import clear_elr_records
+from kwire.metadata.delta import MetadataDelta
 from kwire.metadata.image import MetadataImage, TopicImage
+from kwire.metadata.publisher import MetadataPublishers
 from kwire.metadata.topic_changes import validate_topic_name  # noqa: F401 - handlers import it from here
 
 log = logging.getLogger("kwire.broker")
-EPOCH_CHECKPOINT_CHUNK = 256   # leader-epoch checkpoints written per worker-thread call (_write_epoch_checkpoints)
 
 
 @dataclass
@@ -62,14 +63,15 @@ class Broker:
         # controller listener asks (kwire.security.peers.PeerSecurity; default: PLAINTEXT everywhere)
         from kwire.security.peers import PeerSecurity  # noqa: PLC0415
         self.peer_security = peer_security or PeerSecurity()
-        self.image = MetadataImage()
+        self.image = MetadataImage()     # replaced (never changed) by each committed batch: _apply_entry
+        self.publishers = MetadataPublishers()
         from kwire.security.authorizer import Authorizer  # noqa: PLC0415
-        self.authorizer = Authorizer.from_config(config, lambda: self.image.acls)   # None: no authorization
+        # None: no authorization; it takes each new image's ACLs as a publisher
+        self.authorizer = Authorizer.from_config(config, self.image.acls)
         # dynamic broker configs (AlterConfigs) take precedence over the static ones
         config.dynamic = lambda: (self.image.broker_configs.get(str(self.node_id), {}),
                                   self.image.broker_configs.get("", {}))
         self.quorum = None     # kwire.metadata.quorum.MetadataQuorum, from open()
-        self._live = False     # side effects of applied records (open/delete logs) once replayed
         # every log dir (log.dirs; the data dir, first, also holds the metadata log)
         self.log_dirs = list(dict.fromkeys([self.data_dir, *(os.path.abspath(d) for d in config.log_dirs)]))
         self._locks = []   # one claim per log dir, released by close()
@@ -93,8 +95,6 @@ class Broker:
             raise
         self._nursery = None
         self._trio_token = None
-        self._epochs_due: list = []           # logs whose new leader epoch is not in the file yet
-        self._epochs_writing = False
         self._dir_failed = trio.Event()       # set (on the loop) when a log dir fails
         self.stop_requested = trio.Event()    # every log dir failed: the app shuts down
         self.logs.failure_channel.add_listener(self._on_log_dir_failure)
@@ -175,7 +175,15 @@ class Broker:
         from kwire.quota.manager import ClientQuotas  # noqa: PLC0415
         self.quotas = ClientQuotas(lambda: self.image.client_quotas, int(self.config.get("quota.window.num")),
                                    int(self.config.get("quota.window.size.seconds")))
-        self.image.listeners.append(self.quotas.on_record)
+        # who hears of each new image, in this order (kwire.metadata.publisher): this node's
+        # replicas, then the coordinators (both from open(), once the metadata has replayed),
+        # the quotas, the authorizer; the controller adds its wake-up when the quorum starts
+        from kwire.broker_metadata import CoordinatorPublisher, ReplicaPublisher  # noqa: PLC0415
+        self.replica_publisher = ReplicaPublisher(self)
+        self.coordinator_publisher = CoordinatorPublisher(self)
+        for p in (self.replica_publisher, self.coordinator_publisher, self.quotas, self.authorizer):
+            if p is not None:
+                self.publishers.install(p)
 
     # KIP-932: the share partitions this node leads with the share sessions of its clients
     # (kwire.share.manager, Kafka's SharePartitionManager) and their durable form in
@@ -229,13 +237,13 @@ class Broker:
         logs, register this broker (with the active controller)."""
         from kwire.metadata.quorum import MetadataQuorum  # noqa: PLC0415
 
-        self._nursery = nursery   # for disk work that side effects leave to a worker thread
+        self._nursery = nursery   # for disk work that the publishers leave to a worker thread
         self.quorum = MetadataQuorum(self, self.voters, controller_listeners=controller_listeners,
                                      raft_config=raft_config)
         await self.quorum.start(nursery)
         await self.quorum.wait_caught_up()
-        self._reconcile_logs()
-        self._live = True
+        self.replica_publisher.start(self.image)
+        self.coordinator_publisher.start()
         self.replica_fetchers.start(nursery)
         self.isr_changes.start(nursery)
         self._trio_token = trio.lowlevel.current_trio_token()
@@ -353,62 +361,6 @@ class Broker:
                     d, "injected failure (kwire.test.failed.log.dirs.file)", OSError(5, os.strerror(5)))
             await trio.sleep(0.05)
 
-    def _apply_partition(self, topic: str, partition: int) -> None:
-        """Make this node leader or follower of a partition as the image says (opening its
-        log; offline on failure), and move the follower fetchers with the role (the group
-        coordinator follows __consumer_offsets leadership in ``_side_effects``)."""
-        tr = self.replica_manager.apply_partition(topic, partition)
-        tp = (topic, partition)
-        if tr is None:
-            self.replica_fetchers.remove(tp)
-            if tp in self.replica_manager.partitions:
-                # no longer a replica (a reassignment moved it away): stop, delete the log
-                self.replica_manager.partition_deleted(topic, partition)
-                self._delete_logs([tp])
-            return
-        if tr.leader and tr.new_epoch and tr.partition.log.leader_epoch_cache.dirty:
-            self._epoch_checkpoint_due(tr.partition.log)
-        if tr.leader or self.replica_manager.log_offline(topic, partition):
-            # a replica in a failed log dir fetches nothing (Kafka's HostedPartition.Offline)
-            self.replica_fetchers.remove(tp)
-        else:
-            self.replica_fetchers.update(tr.partition)
-
-    def _epoch_checkpoint_due(self, plog) -> None:
-        """A new leader epoch's entry goes to the checkpoint file soon, in a worker thread
-        (Kafka's makeLeader writes it at once), rather than at the next flush or the close:
-        a shutdown right after thousands of partitions were created would otherwise create
-        thousands of files (issue 32). One writer task at a time takes what is due."""
-        self._epochs_due.append(plog)
-        if not self._epochs_writing and self._nursery is not None:
-            self._epochs_writing = True
-            self._nursery.start_soon(self._write_epoch_checkpoints)
-
-    async def _write_epoch_checkpoints(self) -> None:
-        try:
-            while self._epochs_due:
-                # in chunks: a shutdown waits for the chunk in hand (a thread is not cancelled)
-                chunk = self._epochs_due[:EPOCH_CHECKPOINT_CHUNK]
-                del self._epochs_due[:EPOCH_CHECKPOINT_CHUNK]
-                await trio.to_thread.run_sync(self.logs.write_epoch_checkpoints, chunk)
-        finally:
-            self._epochs_writing = False
-
-    def _reconcile_logs(self) -> None:
-        """After replay: open the logs of partitions this node hosts, take up its roles in
-        them, drop deleted ones."""
-        for t in self.image.topics.values():
-            self.logs.reconfigure(t.name)  # logs were opened before the image knew their configs
-            for p in t.partitions.values():
-                if p.leader == self.node_id or self.node_id in p.replicas:
-                    self._apply_partition(t.name, p.index)
-        for (topic, p) in [tp for tp, _ in self.logs]:
-            t = self.image.topics.get(topic)
-            if t is None or p not in t.partitions:  # deleted while we were down
-                self.logs.delete_partition(topic, p)
-        self.group_edge.follow_image()   # a snapshot may have moved leaders
-        self.txn_edge.follow_image()
-
     def close(self) -> None:
         try:
             self.logs.close()
@@ -427,83 +379,26 @@ class Broker:
         return await self.quorum.commit([R.encode_record(m, o) for m, o in recs])
 
     def _apply_entry(self, entry) -> None:
-        """A committed entry of the metadata log: apply its records to the image (every node)."""
-        self.image.offset = entry.offset
+        """A committed entry of the metadata log (every node): its records make a delta and a
+        new image (Kafka's MetadataLoader), which the publishers then take in order."""
+        delta = MetadataDelta(self.image)
         for value in entry.records:
-            msg, obj = R.decode_record(value)
-            removed = None
-            if msg is R.REMOVE_TOPIC:
-                t = self.image.topics_by_id.get(obj.topic_id)
-                removed = (t.name, list(t.partitions)) if t else None
-            self.image.apply(msg, obj)
-            if self._live:
-                self._side_effects(msg, obj, removed)
+            delta.replay(*R.decode_record(value))
+        self._publish(delta, delta.apply(entry.offset))
 
-    def _side_effects(self, msg, obj, removed) -> None:
-        if msg is R.PARTITION or msg is R.PARTITION_CHANGE:
-            t = self.image.topics_by_id.get(obj.topic_id)
-            p = t.partitions.get(obj.partition_id) if t else None
-            if p is not None:
-                self._apply_partition(t.name, p.index)
-        elif msg is R.REMOVE_TOPIC and removed:
-            name, parts = removed
-            for p in parts:
-                self.replica_manager.partition_deleted(name, p)  # waiters see the topic gone
-                self.replica_fetchers.remove((name, p))
-            self._delete_logs([(name, p) for p in parts])
-            if self.groups is not None:
-                self.groups.delete_topic_offsets([name])
-        elif msg is R.CLEAR_ELR:
-            # the partition epochs moved: the replicas here take them up (their next
-            # AlterPartition carries the new one, as after Kafka's TopicDelta)
-            names = [obj.topic_name] if obj.topic_name else list(self.image.topics)
-            for name in names:
-                t = self.image.topics.get(name)
-                for p in (t.partitions.values() if t else ()):
-                    if p.leader == self.node_id or self.node_id in p.replicas:
-                        self._apply_partition(name, p.index)
-        elif msg is R.CONFIG:
-            if obj.resource_type == R.RESOURCE_TOPIC:
-                self.logs.reconfigure(obj.resource_name)
-            elif obj.resource_type == R.RESOURCE_BROKER:
-                for t in list(self.image.topics):
-                    self.logs.reconfigure(t)
-        if msg is R.PARTITION or msg is R.PARTITION_CHANGE:   # groups follow leadership
-            t = self.image.topics_by_id.get(obj.topic_id)
-            if t is not None and t.name == "__consumer_offsets":
-                self.group_edge.follow_image()
-            elif t is not None and t.name == "__transaction_state":
-                self.txn_edge.follow_image()
-
-    def _delete_logs(self, tps) -> None:
-        """Rename the logs aside here; their files go in a worker thread."""
-        doomed = []
-        for topic, p in tps:
-            aside = self.logs.delete_later(topic, p)
-            if aside is not None:
-                doomed.append(aside)
-        if doomed:
-            self._nursery.start_soon(self._remove_deleted, doomed)
-
-    async def _remove_deleted(self, dirs: list[str]) -> None:
-        try:
-            await trio.to_thread.run_sync(self.logs.remove_deleted, dirs)
-        except OSError as exc:   # left for the next start, which removes *-delete dirs
-            log.warning("removing deleted logs %s failed: %s", dirs, exc)
+    def _publish(self, delta, image) -> None:
+        self.image = image   # first: a publisher (and everything it calls) reads the new image
+        self.publishers.publish(delta, image)
 
     def _install_snapshot(self, data: bytes) -> None:
         """A snapshot (the leader's, or our own at startup) replaces the image."""
-        from kwire.metadata.image import decode_snapshot  # noqa: PLC0415
+        from kwire.metadata.snapshot import decode_snapshot  # noqa: PLC0415
 
         image = decode_snapshot(data)
-        image.listeners = self.image.listeners
-        self.image = image
-        self.quotas.refresh()
-        if self._live:
-            self._reconcile_logs()
+        self._publish(MetadataDelta.snapshot(self.image, image), image)
 
     def _snapshot(self) -> bytes:
-        from kwire.metadata.image import encode_snapshot  # noqa: PLC0415
+        from kwire.metadata.snapshot import encode_snapshot  # noqa: PLC0415
 
         return encode_snapshot(self.image)
 
@@ -571,7 +466,7 @@ class Broker:
         before their records are committed (disk work in a worker thread), so a failure to create them (EMFILE,
         EACCES, ENOSPC ...) refuses the request with KAFKA_STORAGE_ERROR, as Kafka's
         LogManager does, and nothing is committed. Partitions other nodes will lead are
-        opened by those nodes as the records apply (``_apply_partition``): a failure
+        opened by those nodes as the records apply (kwire.broker_metadata.ReplicaPublisher): a failure
         there marks the partition offline on that node (KAFKA_STORAGE_ERROR to clients)."""
         if not partitions:
             return []

@@ -88,6 +88,7 @@ async def metadata(ctx: RequestContext, req):
                 if res.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
                     topics.append(topic_metadata(ctx, None, name, res.code))
                     continue
+                image = b.image   # images are immutable: the one the creation applied to
                 t = image.topics.get(name)
             if t is None:
                 # as Kafka: a name Topic.validate refuses is INVALID_TOPIC_EXCEPTION, auto-creation or not

@@ -207,7 +207,7 @@ class LogManager:
                 # a replica's high watermark as last checkpointed (0 when unknown, as Kafka);
                 # data dirs from before the checkpoint existed (shut down cleanly) held one
                 # copy: all of it counted
-                log.high_watermark = min(max(high_watermarks.get(tp, 0), log.log_start_offset), log.log_end_offset)
+                log.update_high_watermark(high_watermarks.get(tp, 0))
             other = self.logs.get(tp)
             if other is not None:
                 # a crash between the two renames that end a move between dirs: both copies hold

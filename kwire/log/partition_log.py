@@ -125,7 +125,7 @@ class PartitionLog:
         self._bases = [s.base_offset for s in segments]
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
-        self.high_watermark = self.log_end_offset
+        self._high_watermark = self.log_end_offset   # only update_high_watermark sets it
         # written by a flush (any thread) only; flush.ms counts from it
         self.last_flush_ms = now_ms
         # written by an append only: the time ``flush_wanted`` judges flush.ms at
@@ -212,6 +212,24 @@ class PartitionLog:
     @property
     def active_segment(self) -> LogSegment:
         return self.segments[-1]
+
+    @property
+    def high_watermark(self) -> int:
+        """Records below it are replicated to the ISR (visible to consumers). Read-only: it
+        changes through :meth:`update_high_watermark` alone."""
+        return self._high_watermark
+
+    def update_high_watermark(self, offset: int) -> int:
+        """The one setter of the high watermark, Kafka's UnifiedLog.updateHighWatermark:
+        ``offset`` is clamped so that log start <= HW <= LEO always holds (a leader's ISR
+        minimum, a follower's copy of the leader's, a checkpoint read at start-up or a log
+        moved between dirs may each name an offset outside the local log). Returns the value
+        set; whether it may move backwards is the caller's rule (a leader never does)."""
+        hw = self.log_end_offset if offset > self.log_end_offset else offset
+        if hw < self.log_start_offset:
+            hw = self.log_start_offset
+        self._high_watermark = hw
+        return hw
 
     @property
     def log_end_offset(self) -> int:
@@ -683,7 +701,7 @@ class PartitionLog:
         # a batch straddling the log start offset went whole: the log is empty at its end
         self.log_start_offset = min(self.log_start_offset, leo)
         self.recovery_point = min(self.recovery_point, leo)
-        self.high_watermark = min(self.high_watermark, leo)
+        self.update_high_watermark(self._high_watermark)   # clamped to the new log end
         # written now, like the truncation itself: appends in an older epoch that follow
         # would otherwise leave a stale later entry in the file
         self.leader_epoch_cache.truncate_from_end(leo)
@@ -702,7 +720,7 @@ class PartitionLog:
         self._bases[:] = [offset]
         self.log_start_offset = offset
         self.recovery_point = offset
-        self.high_watermark = offset
+        self.update_high_watermark(offset)
         producer_log.on_truncate(self, full=True)
         self.leader_epoch_cache.clear()
         self.leader_epoch_cache.write_if_dirty()

@@ -73,10 +73,14 @@ class Controller:
         # broker id -> (broker epoch, {(topic id, partition)}): its replicas in failed log dirs
         self._offline_replicas: dict[int, tuple[int, set]] = {}
         # a registration or a config change may let a leaderless partition be led at once
-        self.broker.image.listeners.append(self._on_record)
+        self.broker.publishers.install(self)
 
-    def _on_record(self, msg, obj) -> None:
-        if msg is R.REGISTER_BROKER or msg is R.CONFIG:
+    name = "ControllerWakeUp"
+
+    def on_metadata_update(self, delta, image) -> None:
+        """A metadata publisher: a batch that registered a broker or changed a config wakes
+        the controller's loop (a leaderless partition may be led at once)."""
+        if delta.registered_brokers or delta.configs_changed or delta.is_snapshot:
             self._wake.set()
 
     # ------------------------------------------------------------------ helpers
@@ -246,6 +250,7 @@ class Controller:
                     if code != ErrorCode.NONE:
                         return HeartbeatReply(code)
                     self._shutdown_offsets[key] = offset
+            b = self.image.brokers.get(broker_id, b)   # images are immutable: the one after the commits
             done = (want_shut_down and b.in_controlled_shutdown and not RC.has_leaderships(self.image, broker_id)
                     and current_metadata_offset >= self._shutdown_offsets.get(key, -1))
             return HeartbeatReply(ErrorCode.NONE, True, b.fenced, b.in_controlled_shutdown, done)

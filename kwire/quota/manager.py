@@ -171,7 +171,9 @@ def user_of(principal: str) -> str:
 
 
 class ClientQuotas:
-    """The broker's three quota managers (``broker.quotas``)."""
+    """The broker's three quota managers (``broker.quotas``); a metadata publisher (Kafka's
+    DynamicClientQuotaPublisher): a batch that changed the client quotas refreshes them."""
+    name = "ClientQuotas"
 
     def __init__(self, store_fn, samples: int = 11, window_s: int = 1) -> None:
         self.produce = ClientQuotaManager("Produce", PRODUCER_BYTE_RATE, store_fn, samples, window_s)
@@ -188,11 +190,8 @@ class ClientQuotas:
             m.refresh()
         self.enabled = any(m.enabled for m in self.managers)
 
-    def on_record(self, msg, obj) -> None:
-        """An image listener: a ClientQuotaRecord was applied."""
-        from kwire.metadata import records as R  # noqa: PLC0415
-
-        if msg is R.CLIENT_QUOTA:
+    def on_metadata_update(self, delta, image) -> None:
+        if delta.client_quotas_changed:
             self.refresh()
 
     def request_percentage(self, seconds: float) -> float:

@@ -53,6 +53,13 @@ class ClientQuotaStore:
         self.entities: dict[Entity, dict[str, float]] = {}
         self.version = 0   # bumped by every change (the quota managers' caches key on it)
 
+    def copy(self) -> "ClientQuotaStore":
+        """The same quotas (a metadata delta writes to its own copy: images are immutable)."""
+        out = ClientQuotaStore()
+        out.entities = {e: dict(v) for e, v in self.entities.items()}
+        out.version = self.version
+        return out
+
     # ---------------------------------------------------------------- records
     def apply(self, rec) -> None:
         ent = entity_key((e.entity_type, e.entity_name) for e in rec.entity)

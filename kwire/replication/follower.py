@@ -71,7 +71,7 @@ def follow_leader(rm, part, leader_high_watermark: int, leader_log_start_offset:
     plog = part.log
     hw = min(leader_high_watermark, plog.log_end_offset)
     if hw >= plog.log_start_offset and hw != plog.high_watermark:
-        plog.high_watermark = hw
+        plog.update_high_watermark(hw)
         # consumers reading from this follower (KIP-392) wait for its high watermark to move
         rm.fetch_waiters.wake(part.tp)
     new_start = min(leader_log_start_offset, plog.high_watermark)

@@ -158,7 +158,7 @@ class LogDirMover:
         new = PartitionLog.open(final, src.config, recovery_point=future.log_end_offset,
                                 log_start_offset=future.log_start_offset, clean=True, now_ms=self._now_ms(),
                                 topic=topic, partition=partition, failure_channel=self.logs.failure_channel)
-        new.high_watermark = max(hw, new.log_start_offset)
+        new.update_high_watermark(hw)
         with src._flush_lock:   # no flush of the old log runs on while it goes
             aside = self.logs.delete_later(topic, partition)
         self.logs.logs[tp] = new

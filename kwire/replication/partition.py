@@ -1,6 +1,7 @@
 """One partition as this broker hosts it (Kafka's Partition, its sans-I/O part): leader or
-follower, the leader epoch and ISR the controller's records gave it, and on the leader the
-state of every follower (its log end offset as its fetches report it, when it last caught
+follower, the leader epoch and ISR of the metadata image's partition state it took up last
+(read from that immutable PartitionImage, never copied: the image is their one owner), and on
+the leader the state of every follower (its log end offset as its fetches report it, when it last caught
 up) from which the high watermark and the ISR changes to ask the controller for follow.
 
 Rules, as Kafka's:
@@ -37,11 +38,10 @@ class Partition:
     topic: str
     index: int
     log: object                       # the PartitionLog
-    leader: int = -1
-    leader_epoch: int = -1
-    partition_epoch: int = -1
-    replicas: list[int] = field(default_factory=list)
-    isr: list[int] = field(default_factory=list)
+    # the metadata image's state of this partition (kwire.metadata.image.PartitionImage,
+    # immutable) that this replica took up last: the one owner of its leader, leader epoch,
+    # partition epoch, replicas and ISR, which are read from it, never copied
+    registration: object = None
     is_leader: bool = False
     leader_epoch_start_offset: int = -1
     followers: dict[int, FollowerState] = field(default_factory=dict)
@@ -51,18 +51,34 @@ class Partition:
     def tp(self) -> tuple[str, int]:
         return (self.topic, self.index)
 
+    @property
+    def leader(self) -> int:
+        return self.registration.leader if self.registration is not None else -1
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.registration.leader_epoch if self.registration is not None else -1
+
+    @property
+    def partition_epoch(self) -> int:
+        return self.registration.partition_epoch if self.registration is not None else -1
+
+    @property
+    def replicas(self) -> list[int]:
+        return self.registration.replicas if self.registration is not None else []
+
+    @property
+    def isr(self) -> list[int]:
+        return self.registration.isr if self.registration is not None else []
+
     # ------------------------------------------------------------------ roles
-    def make_leader(self, leader_epoch: int, partition_epoch: int, replicas, isr, node_id: int,
-                    now_ms: int) -> bool:
-        """This broker leads the partition from now (or still does, with new replicas / ISR).
-        Returns True when this is a new leadership (a new epoch): follower states start
-        afresh, the ISR members counted caught up now (Kafka's makeLeader)."""
-        new_epoch = not self.is_leader or leader_epoch != self.leader_epoch
-        self.leader = node_id
-        self.leader_epoch = leader_epoch
-        self.partition_epoch = partition_epoch
-        self.replicas = list(replicas)
-        self.isr = list(isr)
+    def make_leader(self, registration, node_id: int, now_ms: int) -> bool:
+        """This broker (``node_id``, the registration's leader) leads the partition from now
+        (or still does, with new replicas / ISR). Returns True when this is a new leadership
+        (a new epoch): follower states start afresh, the ISR members counted caught up now
+        (Kafka's makeLeader)."""
+        new_epoch = not self.is_leader or registration.leader_epoch != self.leader_epoch
+        self.registration = registration
         self.is_leader = True
         self.pending_isr = None
         if new_epoch:
@@ -79,15 +95,12 @@ class Partition:
                     del self.followers[r]
         return new_epoch
 
-    def make_follower(self, leader: int, leader_epoch: int, partition_epoch: int, replicas, isr) -> bool:
+    def make_follower(self, registration) -> bool:
         """Another broker (or none: -1) leads the partition. Returns True when the leader or
         its epoch changed (the fetcher must start over from this replica's log end offset)."""
-        changed = self.is_leader or leader != self.leader or leader_epoch != self.leader_epoch
-        self.leader = leader
-        self.leader_epoch = leader_epoch
-        self.partition_epoch = partition_epoch
-        self.replicas = list(replicas)
-        self.isr = list(isr)
+        changed = self.is_leader or registration.leader != self.leader \
+            or registration.leader_epoch != self.leader_epoch
+        self.registration = registration
         self.is_leader = False
         self.pending_isr = None
         self.followers = {}
@@ -139,7 +152,7 @@ class Partition:
             if st.log_end_offset < hw:
                 hw = st.log_end_offset
         if hw > plog.high_watermark:
-            plog.high_watermark = hw
+            plog.update_high_watermark(hw)
             return True
         return False
 

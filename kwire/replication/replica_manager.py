@@ -308,7 +308,7 @@ class ReplicaManager:
         was_leader = part.is_leader
         now = self._now_ms()
         if p.leader == self.node_id:
-            new_epoch = part.make_leader(p.leader_epoch, p.partition_epoch, p.replicas, p.isr, self.node_id, now)
+            new_epoch = part.make_leader(p, self.node_id, now)
             if new_epoch:
                 # the new epoch's entry before its first write (Kafka's makeLeader); the file
                 # follows at the next flush, off the event loop
@@ -316,7 +316,7 @@ class ReplicaManager:
                     plog.leader_epoch_cache.assign(p.leader_epoch, plog.log_end_offset, write=False)
             self._maybe_increment_high_watermark(tp, plog)   # an ISR shrink may let it move
             return Transition(part, leader=True, new_epoch=new_epoch)
-        changed = part.make_follower(p.leader, p.leader_epoch, p.partition_epoch, p.replicas, p.isr)
+        changed = part.make_follower(p)
         if was_leader or changed:
             # acks=all produces waiting here answer NOT_LEADER_OR_FOLLOWER; fetches see it too
             self.high_watermark_waiters.complete_all(tp)

@@ -131,6 +131,14 @@ class AclStore:
     def __len__(self) -> int:
         return len(self.by_id)
 
+    def copy(self) -> "AclStore":
+        """A store of the same ACLs (a metadata delta writes to its own copy: images are immutable)."""
+        out = AclStore()
+        out.by_id = dict(self.by_id)
+        out._literal = {k: dict(v) for k, v in self._literal.items()}
+        out._prefixed = {k: dict(v) for k, v in self._prefixed.items()}
+        return out
+
     def add(self, acl_id: uuid.UUID, b: AclBinding) -> None:
         self.remove(acl_id)
         self.by_id[acl_id] = b
@@ -239,13 +247,22 @@ def parse_bool(value) -> bool:
 
 
 class Authorizer:
-    """Decides a principal's requests from the ACLs in ``store`` (the metadata image's)."""
+    """Decides a principal's requests from the ACLs in ``store`` (the metadata image's).
+
+    On a broker it is a metadata publisher (Kafka's AclPublisher feeding StandardAuthorizer):
+    each new image whose batch changed the ACLs hands it that image's store."""
+    name = "Authorizer"
 
     def __init__(self, store, super_users=(), allow_everyone_if_no_acl_found: bool = False):
-        # an AclStore, or a callable giving the current one (the broker's image is replaced by snapshots)
+        # an AclStore, or a callable giving the current one
         self._store = store if callable(store) else (lambda: store)
         self.super_users = parse_super_users(super_users)
         self.allow_everyone = allow_everyone_if_no_acl_found
+
+    def on_metadata_update(self, delta, image) -> None:
+        if delta.acls_changed:
+            acls = image.acls
+            self._store = lambda: acls
 
     @classmethod
     def from_config(cls, cfg, store) -> "Authorizer | None":

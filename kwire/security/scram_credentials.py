@@ -65,6 +65,12 @@ class ScramCredentialStore:
     def __len__(self) -> int:
         return sum(len(u) for u in self.by_mechanism.values())
 
+    def copy(self) -> "ScramCredentialStore":
+        """The same credentials (a metadata delta writes to its own copy: images are immutable)."""
+        out = ScramCredentialStore()
+        out.by_mechanism = {m: dict(u) for m, u in self.by_mechanism.items()}
+        return out
+
     def put(self, user: str, mechanism_type: int, credential) -> None:
         name = MECHANISM_NAMES.get(mechanism_type)
         if name is not None:

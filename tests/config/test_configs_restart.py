@@ -6,8 +6,10 @@ import uuid
 
 import pytest
 
+from kwire.metadata.delta import replay
 from kwire.codec.apis import api
-from kwire.metadata.image import MetadataImage, decode_snapshot, encode_snapshot
+from kwire.metadata.image import MetadataImage
+from kwire.metadata.snapshot import decode_snapshot, encode_snapshot
 from kwire.metadata.records import RESOURCE_GROUP
 from kwire.testing import Broker
 from kwire.testing.client import WireClient
@@ -49,11 +51,11 @@ def test_group_configs_in_snapshots():
     from kwire.metadata import records as R
 
     image = MetadataImage()
-    image.apply(R.CONFIG, R.CONFIG.cls(resource_type=RESOURCE_GROUP, resource_name="g", name="share.auto.offset.reset",
-                                       value="earliest"))
+    image = replay(image, [(R.CONFIG, R.CONFIG.cls(resource_type=RESOURCE_GROUP, resource_name="g", name="share.auto.offset.reset",
+                                       value="earliest"))])
     again = decode_snapshot(encode_snapshot(image))
     assert again.group_configs == {"g": {"share.auto.offset.reset": "earliest"}}
-    again.apply(R.CONFIG, R.CONFIG.cls(resource_type=RESOURCE_GROUP, resource_name="g", name="share.auto.offset.reset",
-                                       value=None))
+    again = replay(again, [(R.CONFIG, R.CONFIG.cls(resource_type=RESOURCE_GROUP, resource_name="g",
+                                                   name="share.auto.offset.reset", value=None))])
     assert again.group_configs == {}
 

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from kwire.metadata.delta import replay
 from kwire.codec.apis import api
 from kwire.metadata import records as R
 from kwire.metadata.config_control import (BROKER_MIN_ISR_ALTERED, CLUSTER_MIN_ISR_REMOVED, elr_safety_records,
@@ -22,7 +23,7 @@ INVALID_CONFIG = 40
 
 
 def _config(image, name, key, value):
-    image.apply(R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_BROKER, resource_name=name, name=key, value=value))
+    return replay(image, [(R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_BROKER, resource_name=name, name=key, value=value))])
 
 
 # ------------------------------------------------------------------ the controller's rules
@@ -32,10 +33,10 @@ def test_safety_records_write_the_static_value_once_and_remove_broker_level_ones
     assert [(o.resource_type, o.resource_name, o.name, o.value) for _, o in recs] == [
         (R.RESOURCE_BROKER, "", "min.insync.replicas", "2")]
     for _, o in recs:
-        image.apply(R.CONFIG, o)
+        image = replay(image, [(R.CONFIG, o)])
     assert elr_safety_records(image, 3) == []          # an existing cluster-level value is kept
-    _config(image, "2", "min.insync.replicas", "3")    # left from before ELR
-    _config(image, "1", "log.cleaner.threads", "2")
+    image = _config(image, "2", "min.insync.replicas", "3")    # left from before ELR
+    image = _config(image, "1", "log.cleaner.threads", "2")
     recs = elr_safety_records(image, 2)
     assert [(o.resource_name, o.name, o.value) for _, o in recs] == [("2", "min.insync.replicas", None)]
 

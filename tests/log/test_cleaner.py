@@ -31,7 +31,7 @@ def compacted(path, **cfg):
 
 def put(log, key, value, *, ts=NOW, **kw):
     log.append(build_batch([(key, value, [], ts)], **kw), now_ms=NOW)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
 
 
 def batches(log):
@@ -131,7 +131,7 @@ def test_aborted_transaction_removed_and_marker_after_horizon(tmp_path):
     log.append(build_batch([(b"a", b"aborted", [], NOW)], producer_id=pid, producer_epoch=0,
                            base_sequence=0, is_transactional=True), now_ms=NOW, origin=CLIENT)   # 1
     log.append(build_control_batch(False, pid, 0, NOW), now_ms=NOW, origin=COORDINATOR)        # 2: abort
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     for i in range(12):
         put(log, b"z", f"{i}".encode())                                             # 3..14
     log.roll(NOW)
@@ -153,7 +153,7 @@ def test_producers_last_batch_kept_empty(tmp_path):
     for seq in range(3):
         log.append(build_batch([(b"k", f"p{seq}".encode(), [], NOW)], producer_id=pid, producer_epoch=3,
                                base_sequence=seq), now_ms=NOW, origin=CLIENT)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     for i in range(12):
         put(log, b"k", f"{i}".encode())
     log.roll(NOW)

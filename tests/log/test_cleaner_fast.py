@@ -54,7 +54,7 @@ def _log(path, batches):
     log.config = LogConfig(cleanup_policy=("compact",), internal_segment_bytes=350, delete_retention_ms=RETENTION)
     for seg in log.segments:
         seg.config = log.config
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     return log
 
 
@@ -253,7 +253,7 @@ def test_fast_pass_on_segments_of_many_batches(tmp_path):
             log.append(build_batch([(k, v, h, NOW + t) for k, v, h, t in recs], compression=codec, **idem),
                        now_ms=NOW)
         log.roll(NOW)
-        log.high_watermark = log.log_end_offset
+        log.update_high_watermark(log.log_end_offset)
         log.config = LogConfig(cleanup_policy=("compact",), internal_segment_bytes=cfg_bytes,
                                delete_retention_ms=RETENTION)
         for seg in log.segments:

@@ -86,7 +86,7 @@ def test_compaction_model(tmp_path_factory, ops):
             recs = [(key, None if kind == "delete" else f"{key.decode()}@{now}#{i}".encode(), [], now)
                     for i in range(n)]
             res = log.append(build_batch(recs), now_ms=now)
-            log.high_watermark = log.log_end_offset
+            log.update_high_watermark(log.log_end_offset)
             for i, (k, v, _, _) in enumerate(recs):
                 written[res.base_offset + i] = (k, v)
                 model[k] = (res.base_offset + i, v)
@@ -127,7 +127,7 @@ def test_compaction_model(tmp_path_factory, ops):
             log.close()
             log = _open(path, cfg)
             checkpoint = None
-        log.high_watermark = log.log_end_offset
+        log.update_high_watermark(log.log_end_offset)
         _check(log, written, model)
     # two passes more than delete.retention.ms apart remove every deleted key
     log.roll(now)

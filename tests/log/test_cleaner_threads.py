@@ -46,7 +46,7 @@ def test_swaps_in_a_worker_while_the_owner_appends_and_reads(tmp_path):
     def put(i):
         k, v = b"k%d" % (i % 7), b"v%d" % i
         res = log.append(build_batch([(k, v, [], NOW)]), now_ms=NOW)
-        log.high_watermark = log.log_end_offset
+        log.update_high_watermark(log.log_end_offset)
         written[res.base_offset] = (k, v)
 
     for i in range(200):
@@ -104,7 +104,7 @@ def test_broker_cleaner_swaps_in_a_worker_thread(tmp_path, monkeypatch):
     for i in range(120):
         log.append(build_batch([(b"k%d" % (i % 5), b"v%d" % i, [], NOW)]), now_ms=NOW)
     log.roll(NOW)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     cleaner = LogCleaner(logs)
     swap_threads = []
     real_swap_in = cleaner_mod.swap_in
@@ -134,7 +134,7 @@ def test_a_flush_planned_before_a_swap_skips_the_replaced_segments(tmp_path):
     for i in range(120):
         log.append(build_batch([(b"k%d" % (i % 5), b"v%d" % i, [], NOW)]), now_ms=NOW)
     log.roll(NOW)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     for seg in log.segments:
         seg.ensure_loaded()
     work = logs.plan_flush(NOW)          # every rolled segment, not flushed yet
@@ -178,7 +178,7 @@ def test_a_pass_whose_segments_retention_deleted_is_dropped_not_failed(tmp_path,
     for i in range(120):
         log.append(build_batch([(b"k%d" % (i % 5), b"v%d" % i, [], NOW)]), now_ms=NOW)
     log.roll(NOW)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     cleaner = LogCleaner(logs)
     real_run = cleaner_mod.CleanJob.run
 

@@ -17,7 +17,7 @@ def _filled(path, policy: str) -> PartitionLog:
                                                  retention_bytes=100), now_ms=NOW)
     for i in range(10):
         log.append(make_batch(2, 100, ts=NOW + i, seed=i), now_ms=NOW + i)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     return log
 
 
@@ -50,7 +50,7 @@ def test_manager_retention_keeps_compacted_topics(tmp_path):
         log = mgr.create(topic, 0, now_ms=NOW)
         for i in range(8):
             log.append(make_batch(2, 100, ts=NOW + i, seed=i), now_ms=NOW + i)
-        log.high_watermark = log.log_end_offset
+        log.update_high_watermark(log.log_end_offset)
     mgr.run_retention(NOW + 30 * DAY)
     assert mgr.get("connect-offsets", 0).log_start_offset == 0
     assert mgr.get("events", 0).log_start_offset > 0

@@ -381,7 +381,7 @@ def test_truncate_fully_empties_the_cache(tmp_path):
 def test_delete_records_moves_the_covering_entry(tmp_path):
     log = open_log(tmp_path / "t-0")
     fill(log)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     log.delete_records(4)
     assert log.leader_epoch_cache.entries() == [(2, 4), (5, 7)]
     log.close()
@@ -395,7 +395,7 @@ def test_retention_moves_the_start_of_the_cache(tmp_path):
                             now_ms=NOW)
     for i in range(6):
         log.append(batch(1, seed=i), now_ms=NOW, leader_epoch=i // 3)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     assert len(log.segments) == 6
     assert log.leader_epoch_cache.entries() == [(0, 0), (1, 3)]
     log.delete_old_segments(NOW)

@@ -89,7 +89,7 @@ class LogWithEpochs(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def delete_records(self, data):
-        self.log.high_watermark = self.log.log_end_offset
+        self.log.update_high_watermark(self.log.log_end_offset)
         offset = data.draw(st.integers(self.lso, self.log.log_end_offset))
         self.lso = self.log.delete_records(offset, now_ms=NOW)
 

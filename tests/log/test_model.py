@@ -48,7 +48,7 @@ class LogMachine(RuleBasedStateMachine):
             off += RecordBatch(b).record_count
         assert res.last_offset == off - 1
         self.leo = off
-        self.log.high_watermark = self.leo
+        self.log.update_high_watermark(self.leo)
 
     @rule()
     def roll(self):
@@ -118,7 +118,7 @@ class LogMachine(RuleBasedStateMachine):
         else:  # a crash: nothing closed, indexes not written; recover from the recovery point
             self.log = PartitionLog.open(log.dir, CFG, recovery_point=log.recovery_point,
                                          log_start_offset=log.log_start_offset, now_ms=NOW)
-        self.log.high_watermark = self.log.log_end_offset
+        self.log.update_high_watermark(self.log.log_end_offset)
 
     @precondition(lambda self: self.leo > self.lso)
     @rule(data=st.data())

@@ -135,7 +135,7 @@ def test_retention_work_splits_decision_from_disk(tmp_path):
     log = m.create("t", 0, now_ms=NOW)
     for i in range(4):
         log.append(make_batch(1, 250, ts=1, seed=i), now_ms=NOW)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     old = os.path.join(log.dir, f"{0:020d}.log")
     assert os.path.exists(old)
     work = m.plan_retention(NOW + 1000)

@@ -207,7 +207,7 @@ def test_retention_by_time_and_size(tmp_path):
         log.append(make_batch(1, 250, ts=NOW + i * 100, seed=i), now_ms=NOW)
     assert len(log.segments) == 6
     assert log.delete_old_segments(NOW + 1300) == 0  # high watermark still 0
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     assert log.delete_old_segments(NOW + 1000) == 0
     assert log.delete_old_segments(NOW + 1150) == 2  # segments with ts NOW, NOW+100
     assert log.log_start_offset == 2
@@ -222,7 +222,7 @@ def test_retention_by_time_and_size(tmp_path):
     log = open_log(tmp_path / "s", segment_bytes=400, retention_bytes=700, retention_ms=-1)
     for i in range(6):
         log.append(make_batch(1, 250, seed=i), now_ms=NOW)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     log.delete_old_segments(NOW)
     # Kafka: delete oldest segments while the log stays at or above retention.bytes
     assert log.size_in_bytes >= 700 > log.size_in_bytes - log.segments[0].size
@@ -236,7 +236,7 @@ def test_delete_records_and_truncate(tmp_path):
         log.append(b, now_ms=NOW)
     with pytest.raises(OffsetOutOfRange):
         log.delete_records(3)  # above the high watermark
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     nseg = len(log.segments)
     assert log.delete_records(5) == 5
     assert len(log.segments) < nseg
@@ -258,7 +258,7 @@ def test_region_survives_segment_deletion(tmp_path):
     log.append(b0, now_ms=NOW)
     log.append(make_batch(1, 250, ts=2, seed=1), now_ms=NOW)
     data = log.read(0, 1 << 20)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     assert log.delete_old_segments(NOW) == 2
     assert not os.path.exists(os.path.join(log.dir, f"{0:020d}.log"))
     assert bytes(data) == stored(b0, 0)  # the unlinked file is still readable
@@ -355,3 +355,40 @@ def test_read_range_takes_every_segment_at_once(tmp_path):
     assert offsets(log.read_range(5, 13)) == [4, 6, 8, 10]   # from the batch holding 5; 12-13 not whole below 13
     assert offsets(log.read_range(0, 100)) == list(range(0, 40, 2))   # end capped at the log end
     assert log.read_range(40, 50).size == 0 and log.read_range(7, 7).size == 0
+
+
+# -- the high watermark's one setter (Kafka's UnifiedLog.updateHighWatermark): log start <= HW <= LEO
+
+def _log_with(tmp_path, n: int):
+    log = PartitionLog.open(str(tmp_path / "hw-0"), LogConfig(), now_ms=0)
+    for i in range(n):
+        log.append(build_batch([(None, b"v%d" % i)]), now_ms=0)
+    return log
+
+
+def test_high_watermark_is_set_only_through_update_high_watermark(tmp_path):
+    log = _log_with(tmp_path, 3)
+    with pytest.raises(AttributeError):
+        log.high_watermark = 2   # a plain assignment would skip the invariant
+    assert log.update_high_watermark(2) == 2 and log.high_watermark == 2
+
+
+def test_high_watermark_above_the_log_end_is_clamped_to_it(tmp_path):
+    log = _log_with(tmp_path, 3)
+    assert log.update_high_watermark(10) == 3 and log.high_watermark == log.log_end_offset == 3
+
+
+def test_high_watermark_below_the_log_start_is_raised_to_it(tmp_path):
+    log = _log_with(tmp_path, 5)
+    log.update_high_watermark(5)
+    log.delete_records(4)
+    assert log.update_high_watermark(1) == 4 and log.high_watermark == log.log_start_offset == 4
+
+
+def test_truncation_takes_the_high_watermark_down_with_the_log_end(tmp_path):
+    log = _log_with(tmp_path, 5)
+    log.update_high_watermark(5)
+    log.truncate_to(2)
+    assert log.high_watermark == log.log_end_offset == 2
+    log.truncate_fully_and_start_at(7)
+    assert log.log_start_offset == log.high_watermark == log.log_end_offset == 7

@@ -166,7 +166,7 @@ def test_manager_clean_shutdown_and_crash(tmp_path):
             b = make_batch(1, 200, seed=p * 100 + i)
             r = log.append(b, now_ms=NOW)
             acked[(p, r.base_offset)] = stored(b, r.base_offset)
-        log.high_watermark = log.log_end_offset
+        log.update_high_watermark(log.log_end_offset)
     m.get("my-topic", 1).delete_records(5)
     m.close()
     assert os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))
@@ -207,7 +207,7 @@ def _fill_many(d: str, n: int):
             r = log.append(b, now_ms=NOW)
             acked[(p, r.base_offset)] = stored(b, r.base_offset)
         log.leader_epoch_cache.assign(0, 0, write=False)
-        log.high_watermark = log.log_end_offset
+        log.update_high_watermark(log.log_end_offset)
         producer_state_of(log)    # as the broker's Produce path builds it: a snapshot at close
     return m, acked
 
@@ -347,7 +347,7 @@ CHILD = textwrap.dedent(
         recs = [(b"k", (b"%d-%d-%d" % (rnd, i, j)) * (1 + (i * 7 + j) % 40), [], 1000 + i) for j in range(1 + i % 4)]
         b = build_batch(recs)
         r = log.append(b, now_ms=1)
-        log.high_watermark = log.log_end_offset
+        log.update_high_watermark(log.log_end_offset)
         data = bytearray(b)
         data[0:8] = r.base_offset.to_bytes(8, "big")
         print(r.base_offset, r.last_offset, hashlib.sha256(data).hexdigest(), flush=True)

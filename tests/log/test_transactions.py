@@ -37,13 +37,13 @@ def marker(pid, epoch, commit, coordinator_epoch=0, base_offset=0, leader_epoch=
 
 def produce(log, batch):
     res = log.append(batch, now_ms=NOW, origin=CLIENT)
-    log.high_watermark = log.log_end_offset   # a single replica: everything is replicated
+    log.update_high_watermark(log.log_end_offset)   # a single replica: everything is replicated
     return res
 
 
 def end_txn(log, pid, epoch, commit, coordinator_epoch=0):
     res = log.append(marker(pid, epoch, commit, coordinator_epoch), now_ms=NOW, origin=COORDINATOR)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     return res
 
 
@@ -70,7 +70,7 @@ def test_lso_waits_for_the_marker_to_be_replicated(tmp_path):
     produce(log, txn_batch(A, 0, 0))
     log.append(marker(A, 0, True), now_ms=NOW, origin=COORDINATOR)   # 2, high watermark still 2
     assert log.last_stable_offset == 0
-    log.high_watermark = 3
+    log.update_high_watermark(3)
     assert log.last_stable_offset == 3
     log.close()
 
@@ -122,7 +122,7 @@ def test_coordinator_batches_without_sequences_open_transactions(tmp_path):
     """What the group coordinator writes for TxnOffsetCommit: transactional, no sequence."""
     log = open_log(tmp_path / "t-0", cleanup_policy="compact")
     log.append(txn_batch(A, 1, -1, n=1), now_ms=NOW, origin=COORDINATOR)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     assert log.last_stable_offset == 0
     end_txn(log, A, 1, commit=True)
     assert log.last_stable_offset == 2
@@ -152,7 +152,7 @@ def test_open_transactions_survive_a_clean_close(tmp_path):
     log.close()
     again = open_log(tmp_path / "t-0")
     assert again.producer_state is not None        # loaded at open: the LSO needs it
-    again.high_watermark = again.log_end_offset
+    again.update_high_watermark(again.log_end_offset)
     assert again.last_stable_offset == 3
     assert _states(again) == before
     assert again.aborted_transactions(0, 100) == aborted == [AbortedTxn(A, 0, 2, 3), AbortedTxn(A, 5, 7, 3)]
@@ -179,7 +179,7 @@ def test_a_crash_rebuilds_transactions_and_the_txnindex(tmp_path, lose):
             if f.endswith(".snapshot") and int(f[:20]) > 0:
                 os.unlink(path / f)
     again = open_log(path, segment_bytes=seg_bytes)
-    again.high_watermark = again.log_end_offset
+    again.update_high_watermark(again.log_end_offset)
     assert _states(again) == before
     assert again.last_stable_offset == 3
     assert again.aborted_transactions(0, 100) == aborted
@@ -191,12 +191,12 @@ def test_truncation_reopens_a_transaction_and_cuts_the_index(tmp_path):
     _history(log)
     assert len(log.aborted_transactions(0, 100)) == 2
     log.truncate_to(7)                      # the second abort marker is gone
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     assert log.aborted_transactions(0, 100) == [AbortedTxn(A, 0, 2, 3)]
     assert dict(log.producer_state.ongoing_txns) == {3: B, 5: A}
     assert log.last_stable_offset == 3
     log.truncate_to(1)
-    log.high_watermark = log.log_end_offset
+    log.update_high_watermark(log.log_end_offset)
     assert log.aborted_transactions(0, 100) == []
     assert log.last_stable_offset == 0
     log.close()
@@ -221,7 +221,7 @@ def test_a_follower_records_what_the_leader_wrote(tmp_path):
     follower = open_log(tmp_path / "f-0")
     data = b"".join(bytes(leader.read(o, 1 << 20)) for o in [0])
     follower.append(data, now_ms=NOW, origin=REPLICATION)
-    follower.high_watermark = follower.log_end_offset
+    follower.update_high_watermark(follower.log_end_offset)
     assert _states(follower) == _states(leader)
     assert follower.last_stable_offset == 3
     assert follower.aborted_transactions(0, 100) == leader.aborted_transactions(0, 100)

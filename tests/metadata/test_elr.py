@@ -9,11 +9,14 @@ import uuid
 
 import pytest
 
+from .imageutil import LiveImage
+from kwire.metadata.delta import replay, replay_bytes
 from kwire.metadata import records as R
 from kwire.metadata import replication_control as RC
 from kwire.metadata.config_control import (ELR_FEATURE, clear_elr_records, elr_enabled, elr_feature_records,
                                            topic_min_isr)
-from kwire.metadata.image import BrokerImage, MetadataImage, PartitionImage, decode_snapshot, encode_snapshot
+from kwire.metadata.image import BrokerImage, MetadataImage, PartitionImage
+from kwire.metadata.snapshot import decode_snapshot, encode_snapshot
 from kwire.metadata.partition_change import (NO_LEADER, RECOVERED, RECOVERING, Election, PartitionChangeBuilder,
                                              leader_acceptor)
 
@@ -147,22 +150,22 @@ def test_records_round_trip_and_older_versions_decode_empty():
     body = R.PARTITION.encode(R.PARTITION.cls(partition_id=0, topic_id=TID, replicas=[1], isr=[1], leader=1), 0)
     d = R.PARTITION.decode(memoryview(body), 0)
     img = MetadataImage()
-    img.apply(R.TOPIC, R.TOPIC.cls(name="t", topic_id=TID))
-    img.apply(R.PARTITION, d)
+    img = replay(img, [(R.TOPIC, R.TOPIC.cls(name="t", topic_id=TID))])
+    img = replay(img, [(R.PARTITION, d)])
     assert (img.topics["t"].partitions[0].elr, img.topics["t"].partitions[0].last_known_elr) == ([], [])
 
 
 def test_the_image_merges_elr_changes_and_snapshots_keep_them():
     img = MetadataImage()
-    img.apply(R.FEATURE_LEVEL, R.FEATURE_LEVEL.cls(name=ELR_FEATURE, feature_level=1))
-    img.apply(R.TOPIC, R.TOPIC.cls(name="t", topic_id=TID))
-    img.apply(R.PARTITION, R.PARTITION.cls(partition_id=0, topic_id=TID, replicas=[1, 2, 3], isr=[1, 2, 3], leader=1,
-                                           leader_epoch=0, partition_epoch=0))
-    img.apply(R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=0, topic_id=TID, isr=[], leader=-1,
-                                                         eligible_leader_replicas=[2, 3], last_known_elr=[1]))
+    img = replay(img, [(R.FEATURE_LEVEL, R.FEATURE_LEVEL.cls(name=ELR_FEATURE, feature_level=1))])
+    img = replay(img, [(R.TOPIC, R.TOPIC.cls(name="t", topic_id=TID))])
+    img = replay(img, [(R.PARTITION, R.PARTITION.cls(partition_id=0, topic_id=TID, replicas=[1, 2, 3], isr=[1, 2, 3], leader=1,
+                                           leader_epoch=0, partition_epoch=0))])
+    img = replay(img, [(R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=0, topic_id=TID, isr=[], leader=-1,
+                                                         eligible_leader_replicas=[2, 3], last_known_elr=[1]))])
     p = img.topics["t"].partitions[0]
     assert (p.isr, p.elr, p.last_known_elr, p.leader_epoch, p.partition_epoch) == ([], [2, 3], [1], 1, 1)
-    img.apply(R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=0, topic_id=TID, isr=[1]))   # ELR untouched
+    img = replay(img, [(R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=0, topic_id=TID, isr=[1]))])   # ELR untouched
     assert (p.elr, p.last_known_elr) == ([2, 3], [1])
     back = decode_snapshot(encode_snapshot(img))
     q = back.topics["t"].partitions[0]
@@ -174,22 +177,22 @@ def test_the_image_merges_elr_changes_and_snapshots_keep_them():
 def cluster(elr=True, min_isr="2", rf=3):
     img = MetadataImage()
     for m, o in elr_feature_records(img, None if elr else "4.0"):
-        img.apply(m, o)
-    img.apply(R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_BROKER, resource_name="", name="min.insync.replicas",
-                                     value=min_isr))
+        img = replay(img, [(m, o)])
+    img = replay(img, [(R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_BROKER, resource_name="", name="min.insync.replicas",
+                                     value=min_isr))])
     for i in (1, 2, 3):
-        img.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=i, incarnation_id=uuid.uuid4(), broker_epoch=5,
-                                                           end_points=[], fenced=False))
-    img.apply(R.TOPIC, R.TOPIC.cls(name="t", topic_id=TID))
+        img = replay(img, [(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=i, incarnation_id=uuid.uuid4(), broker_epoch=5,
+                                                           end_points=[], fenced=False))])
+    img = replay(img, [(R.TOPIC, R.TOPIC.cls(name="t", topic_id=TID))])
     reps = [1, 2, 3][:rf]
-    img.apply(R.PARTITION, R.PARTITION.cls(partition_id=0, topic_id=TID, replicas=reps, isr=reps, leader=1,
-                                           leader_epoch=0, partition_epoch=0))
-    return img
+    img = replay(img, [(R.PARTITION, R.PARTITION.cls(partition_id=0, topic_id=TID, replicas=reps, isr=reps, leader=1,
+                                           leader_epoch=0, partition_epoch=0))])
+    return LiveImage(img)
 
 
 def commit(img, recs):
     for m, o in recs:
-        img.apply(m, o)
+        img.replay([(m, o)])
     return img.topics["t"].partitions[0]
 
 
@@ -199,7 +202,7 @@ def test_the_feature_is_written_at_format_by_the_emulated_release():
     assert [o.feature_level for _, o in elr_feature_records(img, "4.1")] == [1]
     assert [o.feature_level for _, o in elr_feature_records(img, "4.0")] == [0]
     assert [o.feature_level for _, o in elr_feature_records(img, "3.9")] == [0]
-    img.apply(*elr_feature_records(img, "3.9")[0])
+    img = replay(img, [elr_feature_records(img, "3.9")[0]])
     assert not elr_enabled(img) and elr_feature_records(img, None) == []   # decided once, at format
 
 
@@ -223,8 +226,8 @@ def test_fencing_followers_then_the_leader_keeps_who_may_lead_and_a_clean_restar
     assert (p.leader, p.isr, p.elr, p.last_known_elr) == (NO_LEADER, [], [1, 3], [1])
     # 3 comes back after a clean shutdown: it stays eligible and leads, cleanly
     assert RC.register_again(img, 3, 6, clean_shutdown=True) == []
-    img.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=3, incarnation_id=uuid.uuid4(), broker_epoch=6,
-                                                       end_points=[], fenced=False))
+    img.replay([(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=3, incarnation_id=uuid.uuid4(), broker_epoch=6,
+                                                       end_points=[], fenced=False))])
     p = commit(img, RC.elect_leaderless(img))
     assert (p.leader, p.isr, p.elr, p.last_known_elr, p.leader_recovery_state) == (3, [3], [1], [], RECOVERED)
 
@@ -236,8 +239,8 @@ def test_an_unclean_restart_leaves_the_elr():
     assert p.elr == [1, 3]
     p = commit(img, RC.register_again(img, 3, 6, clean_shutdown=False))
     assert (p.leader, p.isr, p.elr) == (NO_LEADER, [], [1])
-    img.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=3, incarnation_id=uuid.uuid4(), broker_epoch=6,
-                                                       end_points=[], fenced=False))
+    img.replay([(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=3, incarnation_id=uuid.uuid4(), broker_epoch=6,
+                                                       end_points=[], fenced=False))])
     assert RC.elect_leaderless(img) == []   # 3 may have lost acknowledged records: it waits for 1
 
 
@@ -245,8 +248,8 @@ def test_the_last_isr_member_restarting_uncleanly_comes_back_as_last_known_leade
     img = cluster(rf=1, min_isr="1")
     p = commit(img, RC.register_again(img, 1, 6, clean_shutdown=False))
     assert (p.leader, p.isr, p.elr, p.last_known_elr) == (NO_LEADER, [], [], [1])
-    img.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=1, incarnation_id=uuid.uuid4(), broker_epoch=6,
-                                                       end_points=[], fenced=False))
+    img.replay([(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=1, incarnation_id=uuid.uuid4(), broker_epoch=6,
+                                                       end_points=[], fenced=False))])
     p = commit(img, RC.elect_leaderless(img))
     assert (p.leader, p.isr, p.leader_recovery_state, p.last_known_elr) == (1, [1], RECOVERING, [])
 
@@ -256,8 +259,8 @@ def test_without_elr_the_controller_keeps_the_pre_kip_966_rules():
     for b in (2, 3, 1):
         p = commit(img, RC.fence_broker(img, b))
     assert (p.leader, p.isr, p.elr, p.last_known_elr) == (NO_LEADER, [1], [], [])
-    img.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=3, incarnation_id=uuid.uuid4(), broker_epoch=6,
-                                                       end_points=[], fenced=False))
+    img.replay([(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=3, incarnation_id=uuid.uuid4(), broker_epoch=6,
+                                                       end_points=[], fenced=False))])
     assert RC.elect_leaderless(img) == []   # only ISR member 1 may lead
 
 
@@ -290,10 +293,10 @@ TID2 = uuid.UUID(int=77)
 def _with_elr(img):
     """Partition t-0 with ELR [2, 3] (ISR shrunk below min ISR), and a second topic u with an
     ELR as well; returns the two partitions."""
-    img.apply(R.TOPIC, R.TOPIC.cls(name="u", topic_id=TID2))
-    img.apply(R.PARTITION, R.PARTITION.cls(partition_id=0, topic_id=TID2, replicas=[1, 2, 3], isr=[1], leader=1,
-                                           leader_epoch=0, partition_epoch=0, eligible_leader_replicas=[2],
-                                           last_known_elr=[3]))
+    img.replay([(R.TOPIC, R.TOPIC.cls(name="u", topic_id=TID2))])
+    img.replay([(R.PARTITION, R.PARTITION.cls(partition_id=0, topic_id=TID2, replicas=[1, 2, 3], isr=[1], leader=1,
+                                      leader_epoch=0, partition_epoch=0, eligible_leader_replicas=[2],
+                                      last_known_elr=[3]))])
     _, recs = RC.alter_partition(img, 1, TID, 0, 0, 0, [1])
     p = commit(img, recs)
     assert p.elr == [2, 3]
@@ -305,21 +308,23 @@ def test_a_min_isr_change_clears_the_elr_of_its_topic_or_of_every_topic():
     p, q = _with_elr(img)
     epochs = (p.partition_epoch, q.partition_epoch)
     # the same topic value again: nothing to clear (Kafka writes no record for an unchanged topic value)
-    img.apply(R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_TOPIC, resource_name="t", name="min.insync.replicas",
-                                     value="2"))
+    img.replay([(R.CONFIG, R.CONFIG.cls(resource_type=R.RESOURCE_TOPIC, resource_name="t", name="min.insync.replicas",
+                                     value="2"))])
     assert clear_elr_records(img, R.RESOURCE_TOPIC, "t", {"min.insync.replicas": "2"}) == []
     assert clear_elr_records(img, R.RESOURCE_TOPIC, "t", {"retention.ms": "5"}) == []
     recs = clear_elr_records(img, R.RESOURCE_TOPIC, "t", {"min.insync.replicas": "3"})
     assert [(m, o.topic_name) for m, o in recs] == [(R.CLEAR_ELR, "t")]
     for m, o in recs:   # through the wire format, as the metadata log carries it
-        img.apply_bytes(R.encode_record(m, o))
+        img.image = replay_bytes(img.image, [R.encode_record(m, o)])
+    p, q = img.topics["t"].partitions[0], img.topics["u"].partitions[0]   # the new image's
     assert (p.elr, p.last_known_elr, p.partition_epoch) == ([], [], epochs[0] + 1)
     assert (q.elr, q.last_known_elr, q.partition_epoch) == ([2], [3], epochs[1])   # another topic: kept
     # cluster level: every topic, even for the value it has (a ConfigRecord is written all the same)
     recs = clear_elr_records(img, R.RESOURCE_BROKER, "", {"min.insync.replicas": "2"})
     assert [(m, o.topic_name) for m, o in recs] == [(R.CLEAR_ELR, "")]
     for m, o in recs:
-        img.apply(m, o)
+        img.replay([(m, o)])
+    p, q = img.topics["t"].partitions[0], img.topics["u"].partitions[0]
     assert (q.elr, q.last_known_elr, q.partition_epoch) == ([], [], epochs[1] + 1)
     assert p.partition_epoch == epochs[0] + 1   # already empty: unchanged
 
@@ -336,6 +341,6 @@ def test_a_controller_after_the_clear_elects_from_the_isr_only():
     img = cluster()
     p, _ = _with_elr(img)
     for m, o in clear_elr_records(img, R.RESOURCE_TOPIC, "t", {"min.insync.replicas": "3"}):
-        img.apply(m, o)
+        img.replay([(m, o)])
     p = commit(img, RC.fence_broker(img, 1))
     assert p.leader == NO_LEADER and 2 not in p.elr and 3 not in p.elr

@@ -7,8 +7,10 @@ import uuid
 
 import pytest
 
+from kwire.metadata.delta import replay, replay_bytes
 from kwire.metadata import records as R
-from kwire.metadata.image import BrokerImage, MetadataImage, PartitionImage, decode_snapshot, encode_snapshot
+from kwire.metadata.image import BrokerImage, MetadataImage, PartitionImage
+from kwire.metadata.snapshot import decode_snapshot, encode_snapshot
 from kwire.metadata.partition_change import (NO_LEADER, RECOVERED, RECOVERING, Election, PartitionChangeBuilder,
                                              leader_acceptor, without)
 
@@ -115,13 +117,13 @@ def test_replicas_and_recovery_state():
 def image_with(p: PartitionImage) -> MetadataImage:
     img = MetadataImage()
     for b in brokers().values():
-        img.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
-            broker_id=b.node_id, incarnation_id=uuid.UUID(int=0), broker_epoch=b.epoch, end_points=[], fenced=False))
-    img.apply(R.TOPIC, R.TOPIC.cls(name="t", topic_id=TID))
-    img.apply(R.PARTITION, R.PARTITION.cls(partition_id=0, topic_id=TID, replicas=p.replicas, isr=p.isr,
+        img = replay(img, [(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
+            broker_id=b.node_id, incarnation_id=uuid.UUID(int=0), broker_epoch=b.epoch, end_points=[], fenced=False))])
+    img = replay(img, [(R.TOPIC, R.TOPIC.cls(name="t", topic_id=TID))])
+    img = replay(img, [(R.PARTITION, R.PARTITION.cls(partition_id=0, topic_id=TID, replicas=p.replicas, isr=p.isr,
                                            removing_replicas=[], adding_replicas=[], leader=p.leader,
                                            leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
-                                           leader_recovery_state=p.leader_recovery_state))
+                                           leader_recovery_state=p.leader_recovery_state))])
     return img
 
 
@@ -131,7 +133,7 @@ def test_applied_records_bump_epochs_like_kafka(change, leader_epoch):
     img = image_with(part())
     rec = build(img.topics["t"].partitions[0], img.brokers, **change)
     data = R.encode_record(R.PARTITION_CHANGE, rec)      # through the wire form, as the log carries it
-    img.apply_bytes(data)
+    img = replay_bytes(img, [data])
     p = img.topics["t"].partitions[0]
     assert (p.leader_epoch, p.partition_epoch) == (leader_epoch, 10)   # partition epoch: every change
 
@@ -141,19 +143,19 @@ def test_broker_registration_change_record_and_snapshot():
     enc = R.encode_record(R.BROKER_REGISTRATION_CHANGE, R.BROKER_REGISTRATION_CHANGE.cls(
         broker_id=2, broker_epoch=12, in_controlled_shutdown=1))
     assert enc[:3] == bytes([1, 17, 1])    # frame version 1, Kafka's type id 17, record version 1
-    img.apply_bytes(enc)
+    img = replay_bytes(img, [enc])
     assert img.brokers[2].in_controlled_shutdown and not img.brokers[2].active and not img.brokers[2].fenced
-    img.apply_bytes(R.encode_record(R.BROKER_REGISTRATION_CHANGE, R.BROKER_REGISTRATION_CHANGE.cls(
-        broker_id=3, broker_epoch=99, fenced=1)))      # an older / other registration's epoch: no change
+    img = replay_bytes(img, [R.encode_record(R.BROKER_REGISTRATION_CHANGE, R.BROKER_REGISTRATION_CHANGE.cls(
+        broker_id=3, broker_epoch=99, fenced=1))])      # an older / other registration's epoch: no change
     assert not img.brokers[3].fenced
-    img.apply_bytes(R.encode_record(R.BROKER_REGISTRATION_CHANGE, R.BROKER_REGISTRATION_CHANGE.cls(
-        broker_id=3, broker_epoch=13, fenced=1)))
+    img = replay_bytes(img, [R.encode_record(R.BROKER_REGISTRATION_CHANGE, R.BROKER_REGISTRATION_CHANGE.cls(
+        broker_id=3, broker_epoch=13, fenced=1))])
     assert img.brokers[3].fenced
     back = decode_snapshot(encode_snapshot(img))
     assert back.brokers[2].in_controlled_shutdown and back.brokers[3].fenced
     # registering again (a new broker epoch) ends the controlled shutdown
-    img.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=2, incarnation_id=uuid.UUID(int=1), broker_epoch=13,
-                                                       end_points=[], fenced=False))
+    img = replay(img, [(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=2, incarnation_id=uuid.UUID(int=1), broker_epoch=13,
+                                                       end_points=[], fenced=False))])
     assert img.brokers[2].active
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import uuid
 
+from .imageutil import LiveImage
+from kwire.metadata.delta import replay, replay_bytes
 from kwire.errors import ErrorCode
 from kwire.metadata import records as R
 from kwire.metadata import replication_control as RC
@@ -18,19 +20,19 @@ def cluster(parts: dict[int, tuple[int, list[int], list[int]]], unclean=False) -
     """Brokers 1-3 (epoch 10+id), topic t with ``parts``: index -> (leader, replicas, isr)."""
     img = MetadataImage()
     for i in (1, 2, 3):
-        img.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=i, incarnation_id=uuid.UUID(int=0),
-                                                           broker_epoch=10 + i, end_points=[], fenced=False))
-    img.apply(R.TOPIC, R.TOPIC.cls(name="t", topic_id=TID))
+        img = replay(img, [(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=i, incarnation_id=uuid.UUID(int=0),
+                                                           broker_epoch=10 + i, end_points=[], fenced=False))])
+    img = replay(img, [(R.TOPIC, R.TOPIC.cls(name="t", topic_id=TID))])
     for idx, (leader, replicas, isr) in parts.items():
-        img.apply(R.PARTITION, R.PARTITION.cls(partition_id=idx, topic_id=TID, replicas=replicas, isr=isr,
+        img = replay(img, [(R.PARTITION, R.PARTITION.cls(partition_id=idx, topic_id=TID, replicas=replicas, isr=isr,
                                                removing_replicas=[], adding_replicas=[], leader=leader,
-                                               leader_epoch=0, partition_epoch=0))
-    return img
+                                               leader_epoch=0, partition_epoch=0))])
+    return LiveImage(img)
 
 
-def commit(img: MetadataImage, recs) -> None:
+def commit(img: LiveImage, recs) -> None:
     for m, o in recs:
-        img.apply_bytes(R.encode_record(m, o))
+        img.image = replay_bytes(img.image, [R.encode_record(m, o)])
 
 
 def state(img, idx=0):
@@ -69,8 +71,8 @@ def test_controlled_shutdown_until_registered_again():
     assert not RC.has_leaderships(img, 1)
     assert RC.elect_leaderless(img) == []      # shutting down: not eligible
     assert RC.controlled_shutdown(img, 1) == []   # asked again: nothing more to do
-    img.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=1, incarnation_id=uuid.UUID(int=1), broker_epoch=12,
-                                                       end_points=[], fenced=False))
+    img.replay([(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=1, incarnation_id=uuid.UUID(int=1), broker_epoch=12,
+                                                       end_points=[], fenced=False))])
     commit(img, RC.elect_leaderless(img))
     assert state(img, 1) == (1, [1], 2)
 
@@ -145,8 +147,8 @@ def reassign(img, part, target, **kw):
 
 def test_reassignment_adds_then_removes():
     img = cluster({0: (1, [1, 2], [1, 2]), 1: (2, [2, 3], [2, 3])})
-    img.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=4, incarnation_id=uuid.UUID(int=0), broker_epoch=14,
-                                                       end_points=[], fenced=False))
+    img.replay([(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=4, incarnation_id=uuid.UUID(int=0), broker_epoch=14,
+                                                       end_points=[], fenced=False))])
     code, msg, recs = reassign(img, 0, [3, 4])
     assert (code, msg) == (ErrorCode.NONE, None)
     commit(img, recs)
@@ -157,10 +159,12 @@ def test_reassignment_adds_then_removes():
     # 3 catches up: not complete yet
     res, recs = RC.alter_partition(img, 1, TID, 0, 0, 1, [1, 2, 3])
     commit(img, recs)
+    p = img.topics["t"].partitions[0]   # a new image: the new partition state
     assert (res.code, p.replicas, p.isr) == (ErrorCode.NONE, [3, 4, 1, 2], [1, 2, 3])
     # 4 catches up: complete in the same change; the leader was removed, so 3 leads
     res, recs = RC.alter_partition(img, 1, TID, 0, 0, 2, [1, 2, 3, 4])
     commit(img, recs)
+    p = img.topics["t"].partitions[0]
     assert res.code == ErrorCode.NEW_LEADER_ELECTED
     assert (p.replicas, p.isr, p.leader, p.leader_epoch, p.adding_replicas, p.removing_replicas) == (
         [3, 4], [3, 4], 3, 1, [], [])
@@ -175,6 +179,7 @@ def test_reassignment_shrink_reorder_cancel_and_checks():
     assert (code, p.replicas, p.isr, p.leader, p.leader_epoch) == (ErrorCode.NONE, [1, 2], [1, 2], 1, 1)
     code, _, recs = reassign(img, 0, [2, 1])           # a new order: the preferred leader changes
     commit(img, recs)
+    p = img.topics["t"].partitions[0]
     assert (p.replicas, p.leader, p.leader_epoch) == ([2, 1], 1, 1)
     assert reassign(img, 1, None)[:2] == (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
                                           "No partition reassignment is in progress.")
@@ -183,6 +188,7 @@ def test_reassignment_shrink_reorder_cancel_and_checks():
     assert (q.replicas, q.adding_replicas, q.removing_replicas) == ([1, 3, 2], [1], [2])
     code, _, recs = reassign(img, 1, None)             # cancel: back to the replicas it had
     commit(img, recs)
+    q = img.topics["t"].partitions[1]
     assert (code, q.replicas, q.isr, q.adding_replicas, q.removing_replicas) == (ErrorCode.NONE, [3, 2], [2, 3], [], [])
     assert reassign(img, 1, [3, 9])[:2] == (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment "
                                             "includes broker 9, but no such broker is registered.")
@@ -202,18 +208,18 @@ def test_a_broker_registering_again_leaves_the_isrs_it_shares_first():
 
     image = MetadataImage()
     for b in (1, 2, 3):
-        image.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=b, incarnation_id=_uuid.uuid4(), broker_epoch=1,
-                                                             end_points=[], rack=None, fenced=False))
+        image = replay(image, [(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(broker_id=b, incarnation_id=_uuid.uuid4(), broker_epoch=1,
+                                                             end_points=[], rack=None, fenced=False))])
     tid = _uuid.uuid4()
-    image.apply(R.TOPIC, R.TOPIC.cls(name="t", topic_id=tid))
+    image = replay(image, [(R.TOPIC, R.TOPIC.cls(name="t", topic_id=tid))])
     for i, (replicas, isr, leader) in enumerate((([1, 2, 3], [1, 2, 3], 1), ([2, 1], [2, 1], 2), ([1], [1], 1))):
-        image.apply(R.PARTITION, R.PARTITION.cls(partition_id=i, topic_id=tid, replicas=replicas, isr=isr,
+        image = replay(image, [(R.PARTITION, R.PARTITION.cls(partition_id=i, topic_id=tid, replicas=replicas, isr=isr,
                                                  removing_replicas=[], adding_replicas=[], leader=leader,
-                                                 leader_epoch=0, partition_epoch=0))
+                                                 leader_epoch=0, partition_epoch=0))])
     assert RC.register_again(image, 1, 1) == []          # not a higher epoch: nothing
     recs = RC.register_again(image, 1, 2)
     for m, o in recs:
-        image.apply(m, o)
+        image = replay(image, [(m, o)])
     ps = image.topics["t"].partitions
     assert (ps[0].leader, sorted(ps[0].isr), ps[0].leader_epoch) == (2, [2, 3], 1)   # led: new leader, out of ISR
     assert (ps[1].leader, ps[1].isr, ps[1].leader_epoch) == (2, [2], 0)              # followed: out of ISR

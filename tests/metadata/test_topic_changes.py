@@ -10,17 +10,18 @@ import pytest
 from kwire.errors import ErrorCode
 from kwire.metadata import records as R
 from kwire.metadata import topic_changes as TC
-from kwire.metadata.image import MetadataImage
+
+from .imageutil import LiveImage
 
 
-def image(n=3, fenced=(), racks=None) -> MetadataImage:
-    im = MetadataImage()
+def image(n=3, fenced=(), racks=None) -> LiveImage:
+    im = LiveImage()
     for i in range(1, n + 1):
-        im.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
+        im.replay([(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
             broker_id=i, incarnation_id=uuid.uuid4(), broker_epoch=1,
             end_points=[R.REGISTER_BROKER.struct("BrokerEndpoint")(name="PLAINTEXT", host="127.0.0.1", port=9000 + i,
                                                                   security_protocol=0)],
-            rack=racks[i - 1] if racks else None, fenced=i in fenced))
+            rack=racks[i - 1] if racks else None, fenced=i in fenced))])
     return im
 
 
@@ -28,8 +29,7 @@ def create(im, req, **kw):
     kw.setdefault("default_partitions", 1)
     kw.setdefault("default_replication_factor", 1)
     plan = TC.plan_create_topic(im, req, **kw)
-    for m, o in plan.records:
-        im.apply(m, o)
+    im.replay(plan.records)
     return plan
 
 
@@ -123,8 +123,7 @@ def test_create_partitions():
     im = image(3)
     create(im, TC.CreateTopic("t", 2, 1))
     plan = TC.plan_create_partitions(im, TC.CreatePartitions("t", 6))
-    for m, o in plan.records:
-        im.apply(m, o)
+    im.replay(plan.records)
     leaders = sorted(p.leader for p in im.topics["t"].partitions.values())
     assert leaders == [1, 1, 2, 2, 3, 3] and sorted(plan.replicas) == [2, 3, 4, 5]
     cases = [

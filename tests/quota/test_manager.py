@@ -7,8 +7,10 @@ from types import SimpleNamespace as NS
 
 import pytest
 
+from kwire.metadata.delta import MetadataDelta, replay
 from kwire.metadata import records as R
-from kwire.metadata.image import MetadataImage, decode_snapshot, encode_snapshot
+from kwire.metadata.image import MetadataImage
+from kwire.metadata.snapshot import decode_snapshot, encode_snapshot
 from kwire.quota.manager import ClientQuotas, user_of
 
 
@@ -21,38 +23,44 @@ def _rec(pairs, key, value, remove=False):
 def _setup():
     holder = NS(image=MetadataImage())
     q = ClientQuotas(lambda: holder.image.client_quotas, samples=11, window_s=1)
-    holder.image.listeners.append(q.on_record)
     return holder, q
+
+
+def _publish(holder, q, recs):
+    """One committed batch: a delta, the new image, the quota managers told (a publisher)."""
+    delta = MetadataDelta(holder.image).replay_all(recs)
+    holder.image = delta.apply()
+    q.on_metadata_update(delta, holder.image)
 
 
 def test_off_until_a_quota_then_throttles_and_recovers_on_removal():
     holder, q = _setup()
     assert not q.enabled and q.produce.record("u", "c", 1e9, 0) == 0
-    holder.image.apply(R.CLIENT_QUOTA, _rec([("client-id", "c")], "producer_byte_rate", 1000.0))
+    _publish(holder, q, [(R.CLIENT_QUOTA, _rec([("client-id", "c")], "producer_byte_rate", 1000.0))])
     assert q.enabled and q.produce.enabled and not q.fetch.enabled
     assert q.produce.record("u", "c", 10000, 0) == 0          # 1000/s over the 10 s span
     assert q.produce.record("u", "c", 5000, 0) == 5000
     assert q.produce.record("u", "other", 1e6, 0) == 0        # no quota for that client id
-    holder.image.apply(R.CLIENT_QUOTA, _rec([("client-id", "c")], "producer_byte_rate", 0, remove=True))
+    _publish(holder, q, [(R.CLIENT_QUOTA, _rec([("client-id", "c")], "producer_byte_rate", 0, remove=True))])
     assert q.produce.record("u", "c", 1e6, 0) == 0
     assert q.produce.enabled   # Kafka's quotasEnabled stays on until restart
 
 
 def test_user_quota_is_shared_by_the_users_clients_and_bounds_change_live():
     holder, q = _setup()
-    holder.image.apply(R.CLIENT_QUOTA, _rec([("user", "alice")], "consumer_byte_rate", 100.0))
+    _publish(holder, q, [(R.CLIENT_QUOTA, _rec([("user", "alice")], "consumer_byte_rate", 100.0))])
     assert q.fetch.record("alice", "a", 1000, 0) == 0
     assert q.fetch.record("alice", "b", 500, 0) > 0          # same sensor: 1500 bytes over 10 s
     assert set(q.fetch.sensors) == {("alice", "")}
     assert q.fetch.max_value_in_window("alice", "x") == 1000.0
-    holder.image.apply(R.CLIENT_QUOTA, _rec([("user", "alice")], "consumer_byte_rate", 1e6))
+    _publish(holder, q, [(R.CLIENT_QUOTA, _rec([("user", "alice")], "consumer_byte_rate", 1e6))])
     assert q.fetch.sensors[("alice", "")].quota.bound == 1e6
     assert q.fetch.record("alice", "a", 1000, 1) == 0
 
 
 def test_unrecord_and_throttle_metric():
     holder, q = _setup()
-    holder.image.apply(R.CLIENT_QUOTA, _rec([("client-id", None)], "consumer_byte_rate", 100.0))
+    _publish(holder, q, [(R.CLIENT_QUOTA, _rec([("client-id", None)], "consumer_byte_rate", 100.0))])
     t = q.fetch.record("u", "c", 5000, 0)
     assert t > 0
     q.fetch.unrecord("u", "c", 5000, 0)
@@ -65,9 +73,11 @@ def test_unrecord_and_throttle_metric():
 def test_snapshot_replacing_the_image_is_seen():
     holder, q = _setup()
     other = MetadataImage()
-    other.apply(R.CLIENT_QUOTA, _rec([("user", None)], "request_percentage", 50.0))
-    holder.image = decode_snapshot(encode_snapshot(other))
-    q.refresh()    # the broker's _install_snapshot does this
+    other = replay(other, [(R.CLIENT_QUOTA, _rec([("user", None)], "request_percentage", 50.0))])
+    new = decode_snapshot(encode_snapshot(other))
+    delta = MetadataDelta.snapshot(holder.image, new)   # as the broker's _install_snapshot publishes it
+    holder.image = delta.apply()
+    q.on_metadata_update(delta, holder.image)
     assert q.request.enabled and q.request.record("bob", "c", 1.0, 0) == 0
     assert q.request.sensors[("bob", "")].quota.bound == 50.0
 

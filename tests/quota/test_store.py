@@ -6,9 +6,11 @@ from types import SimpleNamespace as NS
 
 import pytest
 
+from kwire.metadata.delta import replay
 from kwire.errors import ErrorCode
 from kwire.metadata import records as R
-from kwire.metadata.image import MetadataImage, decode_snapshot, encode_snapshot
+from kwire.metadata.image import MetadataImage
+from kwire.metadata.snapshot import decode_snapshot, encode_snapshot
 from kwire.quota.store import ClientQuotaStore, QuotaRequestError, validate_alteration
 
 P = "producer_byte_rate"
@@ -67,14 +69,14 @@ def test_quota_of_another_key_does_not_apply():
 
 def test_remove_and_snapshot():
     image = MetadataImage()
-    image.apply(R.CLIENT_QUOTA, _rec([("user", "alice")], P, 10.0))
-    image.apply(R.CLIENT_QUOTA, _rec([("user", "alice")], "consumer_byte_rate", 20.0))
-    image.apply(R.CLIENT_QUOTA, _rec([("client-id", None)], P, 30.0))
-    image.apply(R.CLIENT_QUOTA, _rec([("user", "alice")], P, 0.0, remove=True))
+    image = replay(image, [(R.CLIENT_QUOTA, _rec([("user", "alice")], P, 10.0))])
+    image = replay(image, [(R.CLIENT_QUOTA, _rec([("user", "alice")], "consumer_byte_rate", 20.0))])
+    image = replay(image, [(R.CLIENT_QUOTA, _rec([("client-id", None)], P, 30.0))])
+    image = replay(image, [(R.CLIENT_QUOTA, _rec([("user", "alice")], P, 0.0, remove=True))])
     again = decode_snapshot(encode_snapshot(image))
     assert again.client_quotas.entities == {(("user", "alice"),): {"consumer_byte_rate": 20.0},
                                            (("client-id", None),): {P: 30.0}}
-    image.apply(R.CLIENT_QUOTA, _rec([("user", "alice")], "consumer_byte_rate", 0.0, remove=True))
+    image = replay(image, [(R.CLIENT_QUOTA, _rec([("user", "alice")], "consumer_byte_rate", 0.0, remove=True))])
     assert (("user", "alice"),) not in image.client_quotas.entities
 
 

@@ -7,9 +7,11 @@ import uuid
 
 import pytest
 
+from kwire.metadata.delta import replay
 from kwire.errors import ErrorCode
 from kwire.metadata import records as R
-from kwire.metadata.image import MetadataImage, decode_snapshot, encode_snapshot
+from kwire.metadata.image import MetadataImage
+from kwire.metadata.snapshot import decode_snapshot, encode_snapshot
 
 from .cluster import Cluster, create_topic, describe_quorum, metadata, wait_for
 
@@ -31,7 +33,7 @@ def test_image_round_trips_through_a_snapshot():
                                 value="7")),
         (R.PRODUCER_IDS, R.PRODUCER_IDS.cls(broker_id=2, broker_epoch=3, next_producer_id=2000)),
     ]:
-        img.apply(m, o)
+        img = replay(img, [(m, o)])
     back = decode_snapshot(encode_snapshot(img))
     assert back.brokers == img.brokers
     assert back.topics.keys() == img.topics.keys()

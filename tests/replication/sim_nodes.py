@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 
+from kwire.metadata.delta import replay
 from kwire.codec.records import build_batch
 from kwire.errors import ErrorCode
 from kwire.log.config import LogConfig
@@ -52,7 +53,7 @@ class ControllerModel:
         for m, o in recs:
             self.log.append((m, o))
             self.image.offset = len(self.log) - 1
-            self.image.apply(m, o)
+            self.image = replay(self.image, [(m, o)])
         if recs:
             self.sim.excuse_lost()
             self.sim.trace(f"ctl commit {len(recs)} -> {len(self.log)}: " + "; ".join(_rec_str(m, o) for m, o in recs))
@@ -182,7 +183,7 @@ class Broker:
         self.image = MetadataImage()
         for i, (m, o) in enumerate(ctl.log):
             self.image.offset = i
-            self.image.apply(m, o)
+            self.image = replay(self.image, [(m, o)])
         self.applied = len(ctl.log)
         ctl.last_heard[self.id] = sim.now
         # log.flush.per.append is the simulation's to model (``durable``, what a power loss
@@ -304,7 +305,7 @@ class Broker:
             return
         for m, o in recs[self.applied - start:]:
             self.image.offset = self.applied
-            self.image.apply(m, o)
+            self.image = replay(self.image, [(m, o)])
             self.applied += 1
             if self.registering is not None:
                 b = self.image.brokers.get(self.id)

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from kwire.metadata.delta import replay
 from kwire.configdef import ConfigError
 from kwire.config_keys import BROKER
 from kwire.errors import ErrorCode
@@ -50,8 +51,8 @@ def racked(tmp_path):
     records everywhere and the high watermark at 2 on every replica."""
     n = Nodes(tmp_path)
     for i in (1, 2, 3):
-        n.image.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
-            broker_id=i, incarnation_id=uuid.uuid4(), broker_epoch=2, end_points=[], rack=f"r{i}", fenced=False))
+        n.image = replay(n.image, [(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
+            broker_id=i, incarnation_id=uuid.uuid4(), broker_epoch=2, end_points=[], rack=f"r{i}", fenced=False))])
     n.rms[1].replica_selector = selector_for(RACK_AWARE)
     n.partition([1, 2, 3])
     n.produce(1, b"a", b"b")
@@ -92,7 +93,7 @@ def test_the_leader_stops_naming_a_follower_out_of_the_isr_or_without_the_offset
     assert lead.read(T, 0, 0, 1 << 20, client_rack="r2").preferred_read_replica == -1
     racked.change(isr=[1, 2, 3])
     assert lead.read(T, 0, 0, 1 << 20, client_rack="r2").preferred_read_replica == 2
-    racked.image.apply(R.FENCE_BROKER, R.FENCE_BROKER.cls(id=2, epoch=2))   # no endpoint to send it to
+    racked.image = replay(racked.image, [(R.FENCE_BROKER, R.FENCE_BROKER.cls(id=2, epoch=2))])   # no endpoint to send it to
     assert lead.read(T, 0, 0, 1 << 20, client_rack="r2").preferred_read_replica == -1
 
 

@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 
+from kwire.metadata.delta import replay
 from kwire.codec.records import build_batch, iter_batches
 from kwire.errors import ErrorCode, KafkaError
 from kwire.log.config import LogConfig
@@ -41,23 +42,23 @@ class Nodes:
                                               producer_id_expiration_ms=lambda: 86_400_000, now_ms=lambda: self.now)
             rm.on_isr_change = lambda part, isr, i=i: self.isr_requests.append((i, isr))
         for i in range(1, n + 1):   # registered, unfenced: may join ISRs
-            self.image.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
-                broker_id=i, incarnation_id=uuid.uuid4(), broker_epoch=1, end_points=[], rack=None, fenced=False))
+            self.image = replay(self.image, [(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
+                broker_id=i, incarnation_id=uuid.uuid4(), broker_epoch=1, end_points=[], rack=None, fenced=False))])
         self.tid = uuid.uuid4()
-        self.image.apply(R.TOPIC, R.TOPIC.cls(name=T, topic_id=self.tid))
+        self.image = replay(self.image, [(R.TOPIC, R.TOPIC.cls(name=T, topic_id=self.tid))])
 
     def partition(self, replicas, isr=None, leader=None, epoch=0, pepoch=0) -> None:
         isr = list(replicas) if isr is None else isr
         leader = replicas[0] if leader is None else leader
-        self.image.apply(R.PARTITION, R.PARTITION.cls(
+        self.image = replay(self.image, [(R.PARTITION, R.PARTITION.cls(
             partition_id=0, topic_id=self.tid, replicas=list(replicas), isr=isr, leader=leader,
-            leader_epoch=epoch, partition_epoch=pepoch))
+            leader_epoch=epoch, partition_epoch=pepoch))])
         for rm in self.rms.values():
             rm.apply_partition(T, 0)
 
     def change(self, *, leader=-2, isr=None) -> None:
-        self.image.apply(R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=0, topic_id=self.tid,
-                                                                     leader=leader, isr=isr))
+        self.image = replay(self.image, [(R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=0, topic_id=self.tid,
+                                                                     leader=leader, isr=isr))])
         for rm in self.rms.values():
             rm.apply_partition(T, 0)
 
@@ -174,11 +175,11 @@ def test_isr_expands_once_a_follower_catches_up_and_shrinks_after_the_lag(nodes)
     for i in range(3):
         nodes.produce(1, b"v%d" % i)
     # a fenced broker may not join (the controller would answer INELIGIBLE_REPLICA)
-    nodes.image.apply(R.FENCE_BROKER, R.FENCE_BROKER.cls(id=3, epoch=1))
+    nodes.image = replay(nodes.image, [(R.FENCE_BROKER, R.FENCE_BROKER.cls(id=3, epoch=1))])
     nodes.fetch(3, 1)
     nodes.fetch(3, 1)
     assert nodes.isr_requests == []
-    nodes.image.apply(R.UNFENCE_BROKER, R.UNFENCE_BROKER.cls(id=3, epoch=1))
+    nodes.image = replay(nodes.image, [(R.UNFENCE_BROKER, R.UNFENCE_BROKER.cls(id=3, epoch=1))])
     nodes.fetch(3, 1)     # eligible again and caught up: it may join
     assert nodes.isr_requests == [(1, [1, 2, 3])]
     nodes.isr_requests.clear()
@@ -255,7 +256,7 @@ def test_a_follower_behind_the_leaders_log_start_starts_over_there(nodes):
     for i in range(10):
         nodes.produce(1, b"v%d" % i)
     lead = nodes.plog(1)
-    lead.high_watermark = 10          # the ISR is the leader alone
+    lead.update_high_watermark(10)    # the ISR is the leader alone
     lead.delete_records(6)
     nodes.fetch(2, 1)                 # from 0: out of range, below the leader's log start
     f = nodes.plog(2)

@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio.testing
 
+from kwire.metadata.delta import replay
 from kwire.codec.records import build_batch
 from kwire.errors import ErrorCode, KafkaError
 from kwire.log.manager import LogManager
@@ -34,19 +35,19 @@ class Cluster:
 
     def topic(self, name: str, leaders: list[int], *, leader_epoch: int = 0, isr=None) -> None:
         tid = self.ids[name] = uuid.uuid4()
-        self.image.apply(R.TOPIC, R.TOPIC.cls(name=name, topic_id=tid))
+        self.image = replay(self.image, [(R.TOPIC, R.TOPIC.cls(name=name, topic_id=tid))])
         for p, leader in enumerate(leaders):
             replicas = [leader] if isr is None else list(isr)
-            self.image.apply(R.PARTITION, R.PARTITION.cls(
+            self.image = replay(self.image, [(R.PARTITION, R.PARTITION.cls(
                 partition_id=p, topic_id=tid, replicas=replicas, isr=replicas, leader=leader,
-                leader_epoch=leader_epoch, partition_epoch=0))
+                leader_epoch=leader_epoch, partition_epoch=0))])
             if leader == ME:
                 self.rm.apply_partition(name, p)
 
     def delete(self, name: str) -> None:
         t = self.image.topics[name]
         parts = list(t.partitions)
-        self.image.apply(R.REMOVE_TOPIC, R.REMOVE_TOPIC.cls(topic_id=t.topic_id))
+        self.image = replay(self.image, [(R.REMOVE_TOPIC, R.REMOVE_TOPIC.cls(topic_id=t.topic_id))])
         for p in parts:
             self.logs.delete_partition(name, p)
             self.rm.partition_deleted(name, p)
@@ -235,13 +236,13 @@ def test_a_leader_change_in_the_image_moves_the_checks(cluster):
     rm = cluster.rm
     rm.append("t", 0, batch(1), NOW).result()
     tid = cluster.ids["t"]
-    cluster.image.apply(R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=0, topic_id=tid, leader=2))
+    cluster.image = replay(cluster.image, [(R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=0, topic_id=tid, leader=2))])
     assert rm.leader_error("t", 0) == ErrorCode.NOT_LEADER_OR_FOLLOWER   # before the broker applies it too
     rm.apply_partition("t", 0)
     assert rm.leader_epoch("t", 0) == 1
     assert rm.leader_error("t", 0) == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert rm.read("t", 0, 0, 100).error == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    cluster.image.apply(R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=0, topic_id=tid, leader=ME))
+    cluster.image = replay(cluster.image, [(R.PARTITION_CHANGE, R.PARTITION_CHANGE.cls(partition_id=0, topic_id=tid, leader=ME))])
     assert rm.leader_error("t", 0, 2) == ErrorCode.NOT_LEADER_OR_FOLLOWER   # not taken up yet
     rm.apply_partition("t", 0)
     assert rm.leader_error("t", 0, 2) == ErrorCode.NONE

@@ -50,7 +50,7 @@ def test_a_high_watermark_past_a_follower_is_caught(monkeypatch):
     """A broken leader: the high watermark is its own log end offset, whatever the ISR has."""
     def broken(self):
         if self.log.log_end_offset > self.log.high_watermark:
-            self.log.high_watermark = self.log.log_end_offset
+            self.log.update_high_watermark(self.log.log_end_offset)
             return True
         return False
     monkeypatch.setattr(partition_module.Partition, "maybe_increment_high_watermark", broken)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import uuid
 
+from kwire.metadata.delta import replay, replay_bytes
 from kwire.config import BrokerConfig
 from kwire.security.authorizer import (
     ALLOW, ANY, CLUSTER, DENY, GROUP, LITERAL, MATCH, PREFIXED, TOPIC, TRANSACTIONAL_ID, AclBinding,
@@ -151,19 +152,20 @@ def test_from_config():
 
 def test_image_applies_acl_records_and_snapshots_keep_them():
     from kwire.metadata import records as R  # noqa: PLC0415
-    from kwire.metadata.image import MetadataImage, decode_snapshot, encode_snapshot  # noqa: PLC0415
+    from kwire.metadata.image import MetadataImage  # noqa: PLC0415
+    from kwire.metadata.snapshot import decode_snapshot, encode_snapshot  # noqa: PLC0415
 
     image = MetadataImage()
     ids = [uuid.uuid4(), uuid.uuid4()]
     for i, (name, perm) in zip(ids, (("orders", ALLOW), ("secret", DENY))):
         rec = R.ACCESS_CONTROL_ENTRY.cls(id=i, resource_type=TOPIC, resource_name=name, pattern_type=LITERAL,
                                          principal="User:alice", host="*", operation=Op.READ, permission_type=perm)
-        image.apply_bytes(R.encode_record(R.ACCESS_CONTROL_ENTRY, rec))   # through the wire form
+        image = replay_bytes(image, [R.encode_record(R.ACCESS_CONTROL_ENTRY, rec)])   # through the wire form
     assert len(image.acls) == 2
     a = Authorizer(lambda: image.acls)
     assert a.authorize("User:alice", "h", Op.READ, TOPIC, "orders")
     again = decode_snapshot(encode_snapshot(image))
     assert again.acls.by_id == image.acls.by_id
-    image.apply(R.REMOVE_ACCESS_CONTROL_ENTRY, R.REMOVE_ACCESS_CONTROL_ENTRY.cls(id=ids[0]))
+    image = replay(image, [(R.REMOVE_ACCESS_CONTROL_ENTRY, R.REMOVE_ACCESS_CONTROL_ENTRY.cls(id=ids[0]))])
     assert not a.authorize("User:alice", "h", Op.READ, TOPIC, "orders")
     assert list(image.acls.by_id) == [ids[1]]

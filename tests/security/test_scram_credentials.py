@@ -9,10 +9,12 @@ from types import SimpleNamespace as NS
 
 import pytest
 
+from kwire.metadata.delta import replay_bytes
 from kwire.config import BrokerConfig
 from kwire.errors import ErrorCode as E
 from kwire.metadata import records as R
-from kwire.metadata.image import MetadataImage, decode_snapshot, encode_snapshot
+from kwire.metadata.image import MetadataImage
+from kwire.metadata.snapshot import decode_snapshot, encode_snapshot
 from kwire.security.sasl import (SaslAuthenticationFailed, SaslAuthenticator, SaslConfigError, salted_password,
                                  scram_credential, server_config)
 from kwire.security.scram_credentials import ScramCredentialStore, alter, credential_from_salted_password
@@ -29,7 +31,8 @@ def _up(name, mech=SHA256, iterations=4096, password="pw", salt=b"salt-salt"):
 
 def _apply(image, plan):
     for m, o in plan.records:
-        image.apply_bytes(R.encode_record(m, o))    # through the record encoding, as the quorum does
+        image = replay_bytes(image, [R.encode_record(m, o)])    # through the record encoding, as the quorum does
+    return image
 
 
 def test_alter_validations_follow_kafka():
@@ -44,7 +47,7 @@ def test_alter_validations_follow_kafka():
     assert got["eve"] == (E.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
     assert got["fay"][0] == E.DUPLICATE_RESOURCE    # a user twice in one request, even for two mechanisms
     assert len(plan.results) == 7 and len(plan.records) == 2
-    _apply(image, plan)
+    image = _apply(image, plan)
     assert image.scram.users() == ["alice", "bob"]
     assert image.scram.get("SCRAM-SHA-512", "bob").iterations == 16384
     # deletions: unknown credential, unknown mechanism, deleted and upserted in one request
@@ -59,7 +62,7 @@ def test_alter_validations_follow_kafka():
                                                             "request")] and not plan.records
     plan = alter(image.scram, [NS(name="alice", mechanism=SHA256)], [])
     assert plan.results == [("alice", E.NONE, None)]
-    _apply(image, plan)
+    image = _apply(image, plan)
     assert image.scram.users() == ["bob"]
 
 
@@ -93,7 +96,7 @@ def test_describe_as_scram_image():
 
 def test_snapshot_keeps_credentials():
     image = MetadataImage()
-    _apply(image, alter(image.scram, [], [_up("alice", SHA256, 4096), _up("alice=,x", SHA512, 10000)]))
+    image = _apply(image, alter(image.scram, [], [_up("alice", SHA256, 4096), _up("alice=,x", SHA512, 10000)]))
     again = decode_snapshot(encode_snapshot(image))
     assert again.scram.users() == ["alice", "alice=,x"]
     assert again.scram.get("SCRAM-SHA-512", "alice=,x") == image.scram.get("SCRAM-SHA-512", "alice=,x")
@@ -114,12 +117,12 @@ def test_sasl_server_uses_the_quorum_first(mech):
     image = MetadataImage()
     stored = lambda: image.scram   # noqa: E731 - the server passes the current image's store
     _login(SaslAuthenticator(cfg, stored), mech, "alice", "jaas-pw")           # JAAS-derived: kwire's convenience
-    _apply(image, alter(image.scram, [], [_up("alice", mtype, 4096, "quorum-pw"), _up("carol", mtype, 8192, "c-pw")]))
+    image = _apply(image, alter(image.scram, [], [_up("alice", mtype, 4096, "quorum-pw"), _up("carol", mtype, 8192, "c-pw")]))
     _login(SaslAuthenticator(cfg, stored), mech, "carol", "c-pw")              # quorum-only user
     _login(SaslAuthenticator(cfg, stored), mech, "alice", "quorum-pw")         # the quorum's credential wins
     with pytest.raises(SaslAuthenticationFailed, match="Invalid user credentials"):
         _login(SaslAuthenticator(cfg, stored), mech, "alice", "jaas-pw")
-    _apply(image, alter(image.scram, [NS(name="carol", mechanism=mtype), NS(name="alice", mechanism=mtype)], []))
+    image = _apply(image, alter(image.scram, [NS(name="carol", mechanism=mtype), NS(name="alice", mechanism=mtype)], []))
     with pytest.raises(SaslAuthenticationFailed, match="Invalid user credentials"):
         _login(SaslAuthenticator(cfg, stored), mech, "carol", "c-pw")          # deleted: refused
     _login(SaslAuthenticator(cfg, stored), mech, "alice", "jaas-pw")           # back to the JAAS password

@@ -244,7 +244,7 @@ def test_regions_taken_before_a_cleaner_swap_still_read_after_it(tmp_path):
     written = [_state(k, 1) for k in keys] + [_state(k, 2, 1) for k in keys]   # every key twice
     _, _, logs = _coordinator(tmp_path, {0: written}, segment_bytes=2048)
     plog = logs[0]
-    plog.high_watermark = plog.log_end_offset   # replicated: cleanable below the active segment
+    plog.update_high_watermark(plog.log_end_offset)   # replicated: cleanable below the active segment
     before = [(s.base_offset, s.size) for s in plog.segments]
     data = plog.read_range(plog.log_start_offset, plog.log_end_offset)
     from kwire.log.cleaner_manager import clean_now  # noqa: PLC0415 - only this test cleans

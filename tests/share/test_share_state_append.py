@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import trio
 import trio.testing
 
+from kwire.metadata.delta import replay
 from kwire.errors import ErrorCode as E
 from kwire.log.config import LogConfig
 from kwire.log.manager import LogManager
@@ -29,23 +30,23 @@ def test_a_state_write_whose_leadership_moved_during_the_wait_is_not_acknowledge
     write answers NOT_LEADER_OR_FOLLOWER, not NONE."""
     image = MetadataImage()
     for node in (1, 2):
-        image.apply(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
-            broker_id=node, incarnation_id=uuid.uuid4(), broker_epoch=1, end_points=[], rack=None, fenced=False))
+        image = replay(image, [(R.REGISTER_BROKER, R.REGISTER_BROKER.cls(
+            broker_id=node, incarnation_id=uuid.uuid4(), broker_epoch=1, end_points=[], rack=None, fenced=False))])
     tid = uuid.uuid4()
-    image.apply(R.TOPIC, R.TOPIC.cls(name=SR.STATE_TOPIC, topic_id=tid))
+    image = replay(image, [(R.TOPIC, R.TOPIC.cls(name=SR.STATE_TOPIC, topic_id=tid))])
     logs = LogManager(str(tmp_path), LogConfig())
-    rm = ReplicaManager(1, logs, lambda: image, producer_id_expiration_ms=lambda: 86_400_000, now_ms=lambda: NOW)
+    config = {"share.coordinator.write.timeout.ms": 5000}
+    broker = SimpleNamespace(node_id=1, image=image, config=SimpleNamespace(get=config.__getitem__),
+                             clock=SimpleNamespace(now_ms=lambda: NOW))
+    rm = broker.replica_manager = ReplicaManager(1, logs, lambda: broker.image,
+                                                 producer_id_expiration_ms=lambda: 86_400_000, now_ms=lambda: NOW)
 
     def lead(leader: int, epoch: int) -> None:
-        image.apply(R.PARTITION, R.PARTITION.cls(partition_id=0, topic_id=tid, replicas=[1, 2], isr=[1, 2],
-                                                 leader=leader, leader_epoch=epoch, partition_epoch=epoch))
+        broker.image = replay(broker.image, [(R.PARTITION, R.PARTITION.cls(partition_id=0, topic_id=tid, replicas=[1, 2], isr=[1, 2],
+                                                 leader=leader, leader_epoch=epoch, partition_epoch=epoch))])
         rm.apply_partition(SR.STATE_TOPIC, 0)
 
     lead(1, 5)
-    config = {"share.coordinator.write.timeout.ms": 5000}
-    broker = SimpleNamespace(node_id=1, image=image, replica_manager=rm,
-                             config=SimpleNamespace(get=config.__getitem__),
-                             clock=SimpleNamespace(now_ms=lambda: NOW))
     coord = ShareCoordinator(broker)
     answers = []
 
