@@ -47,17 +47,21 @@ class ReplicaPublisher:
                 b.replica_manager.partition_deleted(t.name, p)  # waiters see the topic gone
                 b.replica_fetchers.remove((t.name, p))
             self.delete_logs([(t.name, p) for p in t.partitions])
-        for name in sorted(delta.changed_topic_configs):
-            if name in image.topics:
-                b.logs.reconfigure(name)
-        if delta.changed_broker_configs:
-            for name in list(image.topics):
-                b.logs.reconfigure(name)
         rm = b.replica_manager
         for topic, index in delta.changed_partition_names(image):
             p = image.topics[topic].partitions[index]
             if node in p.replicas or p.leader == node or (topic, index) in rm.partitions:
                 self.apply_partition(topic, index)
+        # after the partitions: a new topic's logs (the controller makes its own before the
+        # commit, when the image does not know the topic's configs yet) take up its configs
+        created = {image.topics_by_id[i].name for i in delta.created_topics if i in image.topics_by_id}
+        if delta.changed_broker_configs:
+            for name in list(image.topics):
+                b.logs.reconfigure(name)
+        else:
+            for name in sorted(delta.changed_topic_configs | created):
+                if name in image.topics:
+                    b.logs.reconfigure(name)
 
     def start(self, image) -> None:
         """After replay: open the logs of partitions this node hosts, take up its roles in

@@ -124,10 +124,11 @@ def _producer(opts: WriteOptions, extra: dict | None = None):
     from confluent_kafka import Producer
     # delivery.timeout.ms: the Java producer's default (120 s) under Spark's sink, not librdkafka's
     # five minutes; a user's kafka.delivery.timeout.ms / kafka.message.timeout.ms wins
-    conf = {"linger.ms": 5, "enable.idempotence": True, "message.timeout.ms": 120_000, **opts.client,
-            **(extra or {})}
-    if "delivery.timeout.ms" in opts.client:
-        conf.pop("message.timeout.ms", None)       # the same setting under its other name
+    conf = {"linger.ms": 5, "enable.idempotence": True, **opts.client, **(extra or {})}
+    # a transactional producer's deliveries are bounded by transaction.timeout.ms (librdkafka
+    # refuses a longer message.timeout.ms); the others get the Java producer's 120 s
+    if not ({"delivery.timeout.ms", "message.timeout.ms", "transactional.id"} & conf.keys()):
+        conf["message.timeout.ms"] = 120_000
     return Producer(conf)
 
 

@@ -178,15 +178,17 @@ def test_unregister_broker_removes_a_dead_registration(broker):
                                                                 security_protocol=0)],
         rack=None, fenced=False))
     trio.from_thread.run(broker.broker.submit_metadata, [rec], trio_token=broker._trio_token)
-    image = broker.broker.image
-    assert phantom in image.brokers
+    def image():    # the broker's current image: each committed batch makes a new one
+        return broker.broker.image
+
+    assert phantom in image().brokers
     r = _unregister(bs, 99)
     assert r.error_code == ErrorCode.BROKER_ID_NOT_REGISTERED and "99" in r.error_message
-    if not image.brokers[phantom].fenced:        # alive as far as the controller knows: refused
+    if not image().brokers[phantom].fenced:        # alive as far as the controller knows: refused
         r = _unregister(bs, phantom)
         assert r.error_code in (ErrorCode.INVALID_REQUEST, ErrorCode.NONE)
     # it never heartbeats: the controller fences it after broker.session.timeout.ms
-    wait_until(lambda: phantom not in image.brokers or image.brokers[phantom].fenced, 10, message="fenced")
+    wait_until(lambda: phantom not in image().brokers or image().brokers[phantom].fenced, 10, message="fenced")
     with WireClient(bs) as c:
         r = c.request("DescribeCluster", 0, include_cluster_authorized_operations=False)
         assert [b.broker_id for b in r.brokers] == [1]
@@ -196,11 +198,11 @@ def test_unregister_broker_removes_a_dead_registration(broker):
         assert [(b.broker_id, b.is_fenced) for b in r.brokers] == [(1, False)]
         r = c.request("DescribeCluster", 2, include_cluster_authorized_operations=False, endpoint_type=1,
                       include_fenced_brokers=True)
-        if phantom in image.brokers:
+        if phantom in image().brokers:
             assert [(b.broker_id, b.is_fenced) for b in r.brokers] == [(1, False), (phantom, True)]
-    if phantom in image.brokers:
+    if phantom in image().brokers:
         r = _unregister(bs, phantom)
         assert r.error_code == 0, r
-    assert phantom not in image.brokers
+    assert phantom not in image().brokers
     assert _unregister(bs, phantom).error_code == ErrorCode.BROKER_ID_NOT_REGISTERED
     assert _unregister(bs, 1).error_code == ErrorCode.INVALID_REQUEST     # this live broker

@@ -133,7 +133,7 @@ def test_inactive_client_ids_are_forgotten_entirely():
     from kwire.quota.manager import INACTIVE_SENSOR_EXPIRATION_MS
 
     holder, q = _setup()
-    holder.image.apply(R.CLIENT_QUOTA, _rec([("client-id", None)], "producer_byte_rate", 1e9))
+    _publish(holder, q, [(R.CLIENT_QUOTA, _rec([("client-id", None)], "producer_byte_rate", 1e9))])
     for i in range(5000):
         q.produce.record("", f"burst-client-{i}", 100, 0)
     assert len(q.produce.sensors) == 5000 and len(q.produce._resolved) == 5000
