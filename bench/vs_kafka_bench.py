@@ -385,13 +385,7 @@ def run(quick: bool = False, startup_only: bool = False, startup_runs: int | Non
         boot = startup(plan, req)
         peer = tansu_peer(plan, req)
 
-        servers = {"kwire": KwireServer(), "kafka": KafkaServer()}
-        for s in servers.values():
-            stack.callback(s.close)
-            s.start(req)
-        for s in servers.values():
-            warm_up(s.bootstrap, run_id)
-        meters = {name: CpuMeter(s.pids) for name, s in servers.items()}
+        servers, meters = _start_pair(stack, req, run_id)
         phase("throughput")
         tp = throughput(plan, servers, meters, run_id)
         phase("end-to-end latency")
@@ -444,17 +438,23 @@ def run(quick: bool = False, startup_only: bool = False, startup_runs: int | Non
     return [ln.row() for ln in lines] + peer
 
 
+def _start_pair(stack: ExitStack, req: bytes, run_id: str) -> tuple[dict, dict]:
+    """kwire and Kafka started side by side (closed by ``stack``), warmed up, with a CPU meter
+    each: what the full run and ``--produce-only`` measure against."""
+    servers = {"kwire": KwireServer(), "kafka": KafkaServer()}
+    for s in servers.values():
+        stack.callback(s.close)
+        s.start(req)
+    for s in servers.values():
+        warm_up(s.bootstrap, run_id)
+    return servers, {name: CpuMeter(s.pids) for name, s in servers.items()}
+
+
 def _produce_only(plan: Plan, req: bytes, run_id: str, phase, t_start: float) -> list[tuple]:
     """``--produce-only``: the throughput section's produce rows alone (for a quick check of
     the produce path against Kafka on a quiet moment; the consume rows need the records)."""
     with ExitStack() as stack:
-        servers = {"kwire": KwireServer(), "kafka": KafkaServer()}
-        for s in servers.values():
-            stack.callback(s.close)
-            s.start(req)
-        for s in servers.values():
-            warm_up(s.bootstrap, run_id)
-        meters = {name: CpuMeter(s.pids) for name, s in servers.items()}
+        servers, meters = _start_pair(stack, req, run_id)
         phase("produce throughput")
         tp = throughput(plan, servers, meters, run_id, consume=False)
     lines = [Line.paired(f"{kind} {label} {client}", "rec/s", by["kwire"], by["kafka"], ">=", 1.0)

@@ -157,6 +157,16 @@ def parse_protocol_map(text: str) -> dict[str, str]:
 PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
+def uses_tls(protocol: str) -> bool:
+    """SSL and SASL_SSL run over TLS."""
+    return protocol in ("SSL", "SASL_SSL")
+
+
+def uses_sasl(protocol: str) -> bool:
+    """SASL_PLAINTEXT and SASL_SSL log in with SASL first."""
+    return protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+
 class ClientListener(Value):   # frozen (kwire.value: no generated code at import)
     """One client listener: where it binds, its security protocol, what it advertises."""
     endpoint: Endpoint
@@ -169,8 +179,8 @@ class ClientListener(Value):   # frozen (kwire.value: no generated code at impor
 
     @property
     def tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
+        return uses_tls(self.protocol)
 
     @property
     def sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        return uses_sasl(self.protocol)

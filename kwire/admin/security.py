@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 
 from kwire.cmdline import UsageError
+from kwire.listeners import uses_sasl, uses_tls
 
 __all__ = ["ClientSecurity", "PLAINTEXT", "from_properties"]
 
@@ -36,11 +37,11 @@ class ClientSecurity:
 
     @property
     def tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
+        return uses_tls(self.protocol)
 
     @property
     def sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        return uses_sasl(self.protocol)
 
 
 PLAINTEXT = ClientSecurity()

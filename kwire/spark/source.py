@@ -9,6 +9,7 @@ with includeHeaders=true.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Iterator
 
 from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
@@ -138,8 +139,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         no batch while fewer new offsets than the minimum are waiting and the last batch is
         younger than the delay. Python's read limits have no composite of a minimum and a
         maximum, so the minimum is kept here; Trigger.AvailableNow (a fixed end) never waits."""
-        import time  # noqa: PLC0415
-
         minimum = self.opts.min_offsets_per_trigger
         if not minimum or self._target is not None:
             return False
