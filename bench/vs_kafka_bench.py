@@ -58,17 +58,20 @@ SIZES = ((100, "100 B"), (1024, "1 KB"), (10240, "10 KB"))
 
 
 class Plan:
-    """Run sizes: ``quick`` is a ~3 minute smoke run, the full one ~10-15 minutes."""
+    """Run sizes: ``quick`` is a ~3 minute smoke run, the full one ~12-15 minutes."""
 
     def __init__(self, quick: bool):
         q = quick
         self.quick = q
         self.startup_runs = 1 if q else 4
-        self.rounds = 1 if q else 3
-        # records per run, by record size: 50-100 MB each (the JVM perf tools reach only ~10-30 MB/s
-        # here, so more would not fit the run's time)
-        self.rdkafka_count = {100: 500_000, 1024: 100_000, 10240: 10_000}
-        self.java_count = {100: 500_000, 1024: 100_000, 10240: 10_000}
+        self.rounds = 1 if q else 5
+        # records per run, by record size: 250-300 MB, so each run lasts seconds. At 50-100 MB a run
+        # was 0.3-0.9 s (both brokers reach 500,000-800,000 records/s of 100 B here), and the client's
+        # own start (first request, the linger of the first batch, the last delivery round trip) made
+        # single rounds range over 0.8-1.5x; with 2,500,000 x 100 B the same pair of brokers gave
+        # rounds within 1.05-1.6x at a steady load (bench/README.md, session 13)
+        self.rdkafka_count = {100: 2_500_000, 1024: 300_000, 10240: 30_000}
+        self.java_count = {100: 2_500_000, 1024: 300_000, 10240: 30_000}
         if q:
             self.rdkafka_count = {s: n // 5 for s, n in self.rdkafka_count.items()}
             self.java_count = {s: n // 5 for s, n in self.java_count.items()}
