@@ -11,7 +11,10 @@ from confluent_kafka import TopicPartition
 
 from tests.spark.helpers import CODECS, consume_all, produce
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
+# a group (one xdist worker, one SparkSession) of its own: the Spark tests in one group were make
+# test's longest pole (~4-6 of its ~8.5 minutes on one worker); the batch tests and the streaming
+# ones are about even, so two workers each start a session and share the pole
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark-batch")]
 
 N = 100_000
 
