@@ -398,10 +398,13 @@ class Broker:
         image = decode_snapshot(data)
         self._publish(MetadataDelta.snapshot(self.image, image), image)
 
-    def _snapshot(self) -> bytes:
-        from kwire.metadata.snapshot import encode_snapshot  # noqa: PLC0415
+    def _snapshot(self):
+        """The metadata quorum's snapshot source: the encoder of the image as it is now
+        (immutable: the driver runs it in a worker thread while later batches apply)."""
+        from kwire.metadata.snapshot import encode_snapshot  # noqa: PLC0415 - loaded only when a snapshot is due
 
-        return encode_snapshot(self.image)
+        image = self.image
+        return lambda: encode_snapshot(image)
 
 
     def topic_config(self, topic: TopicImage | None, name: str):
