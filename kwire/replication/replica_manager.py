@@ -369,7 +369,10 @@ class ReplicaManager:
         ev = self._opening[tp]
         try:
             try:
-                plog = await trio.to_thread.run_sync(self.logs.open_planned, lplan)
+                # shielded: a thread is not cancelled, and a shutdown meanwhile must still
+                # adopt (and so close) what it opened rather than drop it open
+                with trio.CancelScope(shield=True):
+                    plog = await trio.to_thread.run_sync(self.logs.open_planned, lplan)
             except (OSError, KafkaError) as exc:
                 self.logs.drop_plan(topic, partition)
                 why = f"Error while creating log for {topic}-{partition}: {exc}"
