@@ -242,8 +242,8 @@ class Broker:
                                      raft_config=raft_config)
         await self.quorum.start(nursery)
         await self.quorum.wait_caught_up()
-        self.replica_publisher.start(self.image)
-        self.coordinator_publisher.start()
+        self.replica_publisher.start(self.image)   # logs not open yet open in worker threads
+        self.coordinator_publisher.start()         # (their loads wait for those opens)
         self.replica_fetchers.start(nursery)
         self.isr_changes.start(nursery)
         self._trio_token = trio.lowlevel.current_trio_token()
@@ -277,6 +277,7 @@ class Broker:
                 except KafkaError as exc:
                     log.info("broker %d registration not done yet (%s); retrying", self.node_id, exc)
                     await trio.sleep(0.2)
+        await self.replica_publisher.wait_opens()   # served once opened, as when they opened on the loop
         await self._wait_for_leaderships(5.0)
         log.info("broker %d open: cluster %s, %d topics, data dir %s", self.node_id, self.cluster_id,
                  len(self.image.topics), self.data_dir)
@@ -397,10 +398,13 @@ class Broker:
         image = decode_snapshot(data)
         self._publish(MetadataDelta.snapshot(self.image, image), image)
 
-    def _snapshot(self) -> bytes:
-        from kwire.metadata.snapshot import encode_snapshot  # noqa: PLC0415
+    def _snapshot(self):
+        """The metadata quorum's snapshot source: the encoder of the image as it is now
+        (immutable: the driver runs it in a worker thread while later batches apply)."""
+        from kwire.metadata.snapshot import encode_snapshot  # noqa: PLC0415 - loaded only when a snapshot is due
 
-        return encode_snapshot(self.image)
+        image = self.image
+        return lambda: encode_snapshot(image)
 
 
     def topic_config(self, topic: TopicImage | None, name: str):
@@ -437,6 +441,7 @@ class Broker:
                 while name not in self.image.topics:
                     await trio.sleep(0.02)
         if out.code == ErrorCode.NONE and not validate_only:
+            await self.replica_publisher.wait_opens(name)   # this node's new logs, opening off the loop
             log.info("created topic %s with %d partitions, replication factor %d", name, out.num_partitions,
                      out.replication_factor)
         return TopicError(out.code, out.message, out.num_partitions, out.replication_factor)
@@ -459,6 +464,8 @@ class Broker:
                                 assignments: list[list[int]] | None = None) -> TopicError:
         """Add partitions to a topic, placed by the active controller (see create_topic)."""
         out = await self.quorum.create_partitions(TC.CreatePartitions(name, count, assignments, validate_only))
+        if out.code == ErrorCode.NONE and not validate_only:
+            await self.replica_publisher.wait_opens(name)
         return TopicError(out.code, out.message)
 
     async def _make_logs(self, topic: str, partitions: list[int]) -> list:

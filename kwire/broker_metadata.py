@@ -8,7 +8,10 @@ committed batch (kwire.broker._apply_entry) and acts only on what the delta chan
 - ``ReplicaPublisher``: deleted topics stop (waiters see them gone, fetchers stop, logs are
   renamed aside and removed in a worker thread); created or changed partitions take the
   role, leader epoch and ISR the image gives them (ReplicaManager.apply_partition: the image
-  is their one source); changed topic or broker configs reconfigure the logs. Until the
+  is their one source); changed topic or broker configs reconfigure the logs. A partition
+  whose log is not open here has it opened (and recovered) in a worker thread first, one open
+  per partition at a time, the role taken up when it ended (``_open_then_apply``); the
+  coordinators' loads of it wait for that (ReplicaManager.wait_log_open). Until the
   broker has replayed the metadata log (``start``) it does nothing: ``start`` then takes up
   every role at once, as Kafka's publisher does with its first, full delta.
 - ``CoordinatorPublisher``: the group and transaction coordinators follow the leadership of
@@ -85,10 +88,22 @@ class ReplicaPublisher:
 
     # ------------------------------------------------------------------ one partition
     def apply_partition(self, topic: str, partition: int) -> None:
-        """Make this node leader or follower of a partition as the image says (opening its
-        log; offline on failure), and move the follower fetchers with the role."""
+        """Make this node leader or follower of a partition as the image says, and move the
+        follower fetchers with the role. A partition whose log is not open here (a new one
+        this node did not make before the commit, or one found again) has it opened and
+        recovered in a worker thread first (``_open_then_apply``), one open per partition at
+        a time: a delta naming the partition meanwhile leaves it to the open's end, which
+        applies the image as it is then. Offline when the open fails."""
         b = self.broker
-        tr = b.replica_manager.apply_partition(topic, partition)
+        rm = b.replica_manager
+        if rm.log_opening(topic, partition):
+            return
+        if b._nursery is not None:
+            plan = rm.begin_open(topic, partition)
+            if plan is not None:
+                b._nursery.start_soon(self._open_then_apply, plan, topic, partition)
+                return
+        tr = rm.apply_partition(topic, partition)
         tp = (topic, partition)
         if tr is None:
             b.replica_fetchers.remove(tp)
@@ -104,6 +119,23 @@ class ReplicaPublisher:
             b.replica_fetchers.remove(tp)
         else:
             b.replica_fetchers.update(tr.partition)
+
+    async def _open_then_apply(self, plan, topic: str, partition: int) -> None:
+        """The open in a worker thread, then the role (ReplicaManager.finish_open); the
+        coordinators' loads of the partition wait for both (``wait_log_open``)."""
+        def then() -> None:
+            try:
+                self.apply_partition(topic, partition)
+            except Exception:  # noqa: BLE001 - as a publisher that raises: logged, the broker goes on
+                log.exception("taking up %s-%d after its log opened failed", topic, partition)
+
+        await self.broker.replica_manager.finish_open(plan, then)
+
+    async def wait_opens(self, topic: str | None = None) -> None:
+        """Until the log opens running now (of ``topic``; None: all) ended and their roles
+        are taken up: a broker serves once its start-up opens ended, a CreateTopics is
+        answered once this node's partitions are open, as when the opens ran on the loop."""
+        await self.broker.replica_manager.wait_logs_open(topic)
 
     def _epoch_checkpoint_due(self, plog) -> None:
         """A new leader epoch's entry goes to the checkpoint file soon, in a worker thread

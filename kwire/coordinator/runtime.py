@@ -41,7 +41,8 @@ broker) and does for it what each coordinator's edge used to do by itself:
 Nothing here knows a coordinator: the shard is any object with ``begin_load(p, epoch)``
 (-> a load with ``replay_batch(batch)``), ``complete_load(load)``, ``unload(p)``, ``tick()``
 and ``wakeup``. The broker is reached through ``broker.replica_manager`` (``append``,
-``local_log``), ``broker.config``, ``broker.clock`` and ``broker._nursery``.
+``local_log``, ``log_opening``, ``wait_log_open``: a load starts once the partition's log,
+opened in a worker thread after a metadata delta, is open), ``broker.config``, ``broker.clock`` and ``broker._nursery``.
 """
 from __future__ import annotations
 
@@ -147,8 +148,10 @@ class CoordinatorRuntime:
         ctx = self._begin(partition, epoch)
         if ctx is None:
             return False
-        plog = self.broker.replica_manager.local_log(self.topic, partition)
+        rm = self.broker.replica_manager
+        plog = rm.local_log(self.topic, partition)
         empty = plog is not None and not plog.offline and plog.log_end_offset == plog.log_start_offset
+        empty = empty or (plog is None and rm.log_opening(self.topic, partition))   # a new partition
         # a new topic's 50 empty partitions are not news; a failover's loads are
         self.log.log(logging.DEBUG if empty else logging.INFO, "became leader of %s-%d (epoch %d): loading its %s",
                 self.topic, partition, epoch, self.name)
@@ -170,6 +173,11 @@ class CoordinatorRuntime:
         p = ctx.partition
         read = read or self._read
         try:
+            # a log a metadata delta made this node open is opened in a worker thread
+            # (kwire.broker_metadata.ReplicaPublisher): the load starts once it is open
+            await self.broker.replica_manager.wait_log_open(self.topic, p)
+            if self.contexts.get(p) is not ctx:
+                return   # unloaded (or reloading at a newer epoch) meanwhile
             plog = self._log_of(p)
             # a new leader's log holds what the old leader had replicated to it
             end, offset = plog.log_end_offset, plog.log_start_offset

@@ -151,6 +151,7 @@ class LogManager:
         self.topic_configs: dict[str, LogConfig] = dict(topic_configs or {})
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self._staged: dict[tuple[str, int], PartitionLog] = {}  # made for a pending create
+        self._opening: dict[tuple[str, int], str] = {}   # opens in a worker thread: their log dir (plan_open)
         self.moving: dict[tuple[str, int], PartitionLog] = {}   # future logs (AlterReplicaLogDirs)
         self.closed = False
         self.was_clean_shutdown = False
@@ -285,6 +286,67 @@ class LogManager:
     get_or_create = create
     open_partition = create
 
+    # --- opening partitions off the event loop --------------------------------------------
+    def is_open(self, topic: str, partition: int) -> bool:
+        """True when the partition's log is open here or made for a pending create
+        (``create`` adopts it without any disk work)."""
+        return (topic, partition) in self.logs or (topic, partition) in self._staged
+
+    def plan_open(self, topic: str, partition: int) -> tuple:
+        """On the owner's thread: what ``open_planned`` needs to open (or create) a
+        partition's log in any thread: its directory, in the log dir chosen now (counted by
+        ``next_log_dir`` until ``adopt`` or ``drop_plan``), its config and the time.
+        KafkaStorageError when every log dir is offline."""
+        path = os.path.join(self.next_log_dir(), partition_dir_name(topic, partition))
+        self._opening[(topic, partition)] = os.path.dirname(path)
+        return (topic, partition, path, self.config_for(topic), self._now())
+
+    def open_planned(self, plan: tuple) -> PartitionLog:
+        """The disk work of ``plan_open`` (any thread; no state of this manager changes):
+        Kafka's LogManager.getOrCreateLog, recovering what the directory holds."""
+        topic, partition, path, config, now_ms = plan
+        return PartitionLog.open(path, config, now_ms=now_ms, topic=topic, partition=partition,
+                                 failure_channel=self.failure_channel)
+
+    def adopt(self, log: PartitionLog) -> bool:
+        """On the owner's thread: the log ``open_planned`` opened becomes the partition's,
+        with the topic's config of now; False (the log is closed) when the partition has
+        one already or this manager is closed."""
+        tp = (log.topic, log.partition)
+        self._opening.pop(tp, None)
+        if self.closed or tp in self.logs:
+            log.close()
+            return False
+        config = self.config_for(log.topic)
+        if config != log.config:
+            log.config = config
+            for seg in log.segments:
+                seg.config = config
+        self.logs[tp] = log
+        return True
+
+    def drop_plan(self, topic: str, partition: int) -> None:
+        """A planned open that failed or is not wanted any more."""
+        self._opening.pop((topic, partition), None)
+
+    def discard(self, log: PartitionLog) -> str | None:
+        """A log ``open_planned`` opened for a partition not hosted here any more: closed
+        and renamed aside as ``delete_later`` does; the directory for ``remove_deleted``."""
+        self._opening.pop((log.topic, log.partition), None)
+        aside = f"{log.dir}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+        with log.lock:
+            try:
+                os.rename(log.dir, aside)
+            except OSError:
+                aside = None
+            else:
+                log.dir = aside
+            with deferred_deletes():
+                for seg in log.segments:
+                    seg.delete()
+            log.closed = True
+        return aside
+
     def online_log_dirs(self) -> list[str]:
         return [d for d in self.log_dirs if not self.failure_channel.is_offline(d)]
 
@@ -294,6 +356,9 @@ class LogManager:
         for log in [*self.logs.values(), *self._staged.values(), *self.moving.values()]:
             if log.log_dir in counts:
                 counts[log.log_dir] += 1
+        for d in self._opening.values():
+            if d in counts:
+                counts[d] += 1
         return counts
 
     def next_log_dir(self) -> str:

@@ -47,12 +47,15 @@ class RaftDriver:
     def __init__(self, node_id: int, voters, storage: RaftStorage, *,
                  apply: Callable[[Any], None], install_snapshot: Callable[[bytes], None] | None = None,
                  config: RaftConfig | None = None, rng: random.Random | None = None,
-                 snapshot: Callable[[], bytes] | None = None, snapshot_interval: int = 10000):
+                 snapshot: Callable[[], Callable[[], bytes]] | None = None, snapshot_interval: int = 10000):
         self.node_id = node_id
         self.storage = storage
         self._apply = apply
         self._install = install_snapshot
         raft_log, qs, snap = storage.load()
+        # the state machine's snapshot at the applied offset: called on the loop, it returns
+        # the encoder (any thread: it reads only what it captured, an immutable image), which
+        # runs in a worker thread (``_take_snapshot``)
         self._snapshot_source = snapshot
         self.snapshot_interval = max(1, snapshot_interval)
         if snap is not None and install_snapshot is not None:
@@ -303,12 +306,27 @@ class RaftDriver:
         if (self._snapshot_source is not None and core.applied == self.applied_offset
                 and self.applied_offset - core.log.start_offset >= self.snapshot_interval
                 and self.applied_offset <= core.high_watermark):
-            sid = core.create_snapshot(self.applied_offset, self._snapshot_source())
-            log.info("raft node %d: snapshot at %d (epoch %d); log trimmed", self.node_id, sid.offset, sid.epoch)
-            await self._cycle()    # persist the snapshot and the trim now (not due again)
+            if await self._take_snapshot():
+                await self._cycle()    # persist the snapshot and the trim now (not due again)
         if changed:
             self._changed.set()
             self._changed = trio.Event()
+
+    async def _take_snapshot(self) -> bool:
+        """A snapshot at the applied offset (Kafka's SnapshotGenerator): the state machine's
+        encoder, captured now, encodes in a worker thread (a large image is ~100 ms of work
+        the loop would otherwise stall on); the core takes it afterwards. Peers' messages
+        may step the core meanwhile: nothing they do moves the applied offset (only this
+        task applies) or takes back a committed entry, and a snapshot installed from the
+        leader meanwhile starts past it (the core then ignores ours). True when taken."""
+        offset = self.applied_offset
+        encode = self._snapshot_source()
+        data = await trio.to_thread.run_sync(encode)
+        if self.closed or offset <= self.core.log.start_offset:
+            return False
+        sid = self.core.create_snapshot(offset, data)
+        log.info("raft node %d: snapshot at %d (epoch %d); log trimmed", self.node_id, sid.offset, sid.epoch)
+        return True
 
 
 __all__ = ["CommitFailed", "RaftDriver", "NotLeader"]

@@ -259,6 +259,8 @@ class ReplicaManager:
         self.log_dir_mover = LogDirMover(self, self._now_ms, producer_id_expiration_ms)
         # partitions with an append in a worker thread: the appends queued behind it
         self._lanes: dict[TopicPartition, _Lane] = {}
+        # partitions whose log a worker thread is opening (``begin_open``): set once it ended
+        self._opening: dict[TopicPartition, trio.Event] = {}
 
     # ------------------------------------------------------------------ metadata
     def _partition_image(self, topic: str, partition: int):
@@ -324,6 +326,86 @@ class ReplicaManager:
             self.replica_fetch_waiters.wake(tp)
         return Transition(part, leader=False, new_epoch=changed)
 
+    # ------------------------------------------------------------------ log opens off the loop
+    def log_opening(self, topic: str, partition: int) -> bool:
+        """True while a worker thread opens the partition's log (``begin_open``)."""
+        return (topic, partition) in self._opening
+
+    def begin_open(self, topic: str, partition: int):
+        """The image makes this node a replica of a partition whose log is not open here
+        (a new partition on a node that did not make it before the commit, or one whose
+        directory is found again): the open (Kafka's LogManager.getOrCreateLog, with its
+        recovery) is planned now and left to ``finish_open`` in a worker thread, so a
+        metadata delta of a thousand partitions blocks no connection. Returns the plan, or
+        None when there is nothing to open (not a replica here, the log open or staged
+        already, an open running: the one running applies the image as it is when it ends).
+        From now until the open ended, ``wait_log_open`` waits for it (the coordinators'
+        loads do) and the leader check answers NOT_LEADER_OR_FOLLOWER (retriable: the
+        leadership is not taken up yet)."""
+        tp = (topic, partition)
+        p = self._partition_image(topic, partition)
+        if tp in self._opening or p is None or (self.node_id not in p.replicas and p.leader != self.node_id) \
+                or self.logs.is_open(topic, partition):
+            return None
+        t = self._image().topics[topic]
+        try:
+            plan = self.logs.plan_open(topic, partition)
+        except (OSError, KafkaError):
+            return None   # no log dir online: apply_partition marks it offline, on the loop
+        self._opening[tp] = trio.Event()
+        return (t.topic_id, plan)
+
+    async def finish_open(self, plan, then: Callable[[], None]) -> None:
+        """``begin_open``'s disk work in a worker thread, then on the loop: the log is the
+        partition's if the image still makes this node a replica of the same topic (else it
+        goes, renamed aside here, removed in a worker thread), and ``then()`` (the caller's
+        ``apply_partition``: the role the image gives now) runs; a failure marks the
+        partition offline, as ``apply_partition`` does (the next delta naming it tries
+        again). Whoever waits (``wait_log_open``: a coordinator's load) is woken only
+        after that, so it finds the log open and the role taken up."""
+        topic_id, lplan = plan
+        topic, partition = lplan[0], lplan[1]
+        tp = (topic, partition)
+        ev = self._opening[tp]
+        try:
+            try:
+                # shielded: a thread is not cancelled, and a shutdown meanwhile must still
+                # adopt (and so close) what it opened rather than drop it open
+                with trio.CancelScope(shield=True):
+                    plog = await trio.to_thread.run_sync(self.logs.open_planned, lplan)
+            except (OSError, KafkaError) as exc:
+                self.logs.drop_plan(topic, partition)
+                why = f"Error while creating log for {topic}-{partition}: {exc}"
+                self.offline_partitions[tp] = why
+                log.error("partition %s-%d is offline: %s", topic, partition, why)
+                return
+            t = self._image().topics.get(topic)
+            p = t.partitions.get(partition) if t is not None and t.topic_id == topic_id else None
+            if p is not None and (self.node_id in p.replicas or p.leader == self.node_id):
+                if self.logs.adopt(plog):
+                    self.offline_partitions.pop(tp, None)
+            else:   # deleted (or moved away) while it opened
+                aside = self.logs.discard(plog)
+                if aside is not None:
+                    await trio.to_thread.run_sync(self.logs.remove_deleted, [aside])
+            del self._opening[tp]   # before then(): the role is taken up as for any open log
+            then()
+        finally:
+            self._opening.pop(tp, None)
+            ev.set()
+
+    async def wait_log_open(self, topic: str, partition: int) -> None:
+        """Until no worker thread opens the partition's log (at once when none does)."""
+        ev = self._opening.get((topic, partition))
+        if ev is not None:
+            await ev.wait()
+
+    async def wait_logs_open(self, topic: str | None = None) -> None:
+        """Until the opens running now (of ``topic``'s partitions; None: all) ended."""
+        for tp, ev in list(self._opening.items()):
+            if topic is None or tp[0] == topic:
+                await ev.wait()
+
     def partitions_in_dirs(self, log_dirs) -> list[TopicPartition]:
         """The partitions whose local log lives in one of ``log_dirs`` (absolute paths):
         what a failed log dir takes offline (Kafka's handleLogDirFailure)."""
@@ -363,6 +445,10 @@ class ReplicaManager:
         if p.leader != self.node_id:
             raise KafkaError(f"Broker {self.node_id} is not the leader of {topic}-{partition} "
                              f"(leader: {p.leader})", ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if plog is None and (topic, partition) in self._opening:
+            # led here by the image, its log still opening (begin_open): not taken up yet
+            raise KafkaError(f"Broker {self.node_id} has not taken up the leadership of {topic}-{partition} "
+                             "(its log is opening)", ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if plog is None or (check_online and plog.offline):
             why = self.offline_partitions.get((topic, partition))
             if plog is None and why is None:

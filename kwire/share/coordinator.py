@@ -150,7 +150,9 @@ class ShareCoordinator:
         readable here): its file regions taken at once here, read and decoded in a worker
         thread (see the module doc). ``stale_of`` (keys, number of state partitions): with
         the keys among those whose state partition this is, found in the thread too."""
-        plog = self.broker.replica_manager.local_log(SR.STATE_TOPIC, sp_idx)
+        rm = self.broker.replica_manager
+        await rm.wait_log_open(SR.STATE_TOPIC, sp_idx)   # opened off the loop after a delta
+        plog = rm.local_log(SR.STATE_TOPIC, sp_idx)
         if plog is None or plog.offline:
             return None
         try:

@@ -86,6 +86,12 @@ class FakeReplicaManager:
         assert topic == TOPIC
         return self.logs.get(partition)
 
+    def log_opening(self, topic, partition):
+        return False
+
+    async def wait_log_open(self, topic, partition):
+        pass
+
     def append(self, topic, partition, batch, now, acks, **kw):
         assert topic == TOPIC and acks == -1
         self.appends.append((partition, bytes(batch), kw))

@@ -178,7 +178,7 @@ class _FakeReplicas:
             partitions=self.partitions,
             apply_partition=lambda t, p: rec(("apply", t, p)),
             partition_deleted=lambda t, p: rec(("deleted", t, p)),
-            log_offline=lambda t, p: False)
+            log_offline=lambda t, p: False, log_opening=lambda t, p: False)
         self.replica_fetchers = NS(remove=lambda tp: rec(("fetcher-remove", tp)), update=lambda part: None)
         self.logs = NS(reconfigure=lambda t: rec(("reconfigure", t)), delete_later=lambda t, p: None)
         self.node_id = node_id

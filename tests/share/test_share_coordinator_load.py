@@ -54,6 +54,9 @@ class FakeReplicaManager:
         assert topic == SR.STATE_TOPIC
         return self.logs.get(p)
 
+    async def wait_log_open(self, topic, p):
+        pass
+
     def append(self, topic, p, batch, now, acks):
         res = self.logs[p].append(batch, now_ms=now)
         self.appends.append((p, res.last_offset - res.base_offset + 1))

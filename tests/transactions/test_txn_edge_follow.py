@@ -26,7 +26,11 @@ class EmptyLog:
 
 
 def fake_broker(node_id: int, nursery):
-    rm = NS(leader_epoch=lambda topic, p: 0, local_log=lambda topic, p: EmptyLog())
+    async def no_open(topic, p):
+        pass
+
+    rm = NS(leader_epoch=lambda topic, p: 0, local_log=lambda topic, p: EmptyLog(),
+            log_opening=lambda topic, p: False, wait_log_open=no_open)
     return NS(node_id=node_id, image=NS(topics={}), _nursery=nursery, replica_manager=rm,
               config=NS(get=lambda key: {"transaction.state.log.load.buffer.size": 1 << 20}[key]))
 
