@@ -154,10 +154,19 @@ class Broker:
             now_ms=self.clock.now_ms)
         # replica.selector.class: consumers' preferred read replicas (KIP-392); None: the leader
         self.replica_manager.replica_selector = selector_for(self.config.get("replica.selector.class"))
+        # replication throttles (KIP-73: kafka-reassign-partitions --throttle), leader and follower side
+        from kwire.quota.replication import FOLLOWER, LEADER, ReplicationQuota  # noqa: PLC0415
+
+        def topic_configs(name: str):
+            t = self.image.topics.get(name)
+            return t.configs if t is not None else None
+        self.replica_manager.leader_quota = ReplicationQuota(LEADER, self.node_id, self.config, topic_configs)
+        follower_quota = ReplicationQuota(FOLLOWER, self.node_id, self.config, topic_configs)
         # follower fetchers (one per leader broker) and the ISR changes sent to the controller
         self.replica_fetchers = ReplicaFetcherManager(
             self.node_id, self.replica_manager, lambda: self.image, self.config, self.clock.now_ms,
             self._broker_epoch, link=self.peer_security.inter_broker)
+        self.replica_fetchers.quota = follower_quota
         self.isr_changes = IsrChanges(self.node_id, self.replica_manager, lambda: self.image, lambda: self.quorum,
                                       int(self.config.get("replica.lag.time.max.ms")))
         # the group coordinator's Trio edge: it replays __consumer_offsets in start_groups

@@ -42,9 +42,17 @@ def config_type(name: str) -> int:
     return int(spec.type) if spec is not None else 0
 
 
+# Kafka's QuotaConfig.brokerQuotaConfigs: keys of DynamicConfig.Broker only, not of KafkaConfig's
+# ConfigDef, so ConfigHelper finds no DEFAULT_CONFIG synonym for them (kafka-configs --describe of a
+# broker with a --throttle set lists only the DYNAMIC_BROKER_CONFIG one)
+_NO_DEFAULT_SYNONYM = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                                 "replica.alter.log.dirs.io.max.bytes.per.second"})
+
+
 def _sources(cfg: BrokerConfig, per_broker: dict, dyn_default: dict):
     """(source id, {name: value string}) in Kafka's synonym order."""
-    defaults = {k.name: k.default_string for k in BROKER.values() if k.default is not None}
+    defaults = {k.name: k.default_string for k in BROKER.values()
+                if k.default is not None and k.name not in _NO_DEFAULT_SYNONYM}
     return ((DYNAMIC_BROKER_CONFIG, per_broker), (DYNAMIC_DEFAULT_BROKER_CONFIG, dyn_default),
             (STATIC_BROKER_CONFIG, cfg.originals), (DEFAULT_CONFIG, defaults))
 

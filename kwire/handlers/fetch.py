@@ -20,7 +20,9 @@ Replica fetches (a follower's: replica_id, or replica_state from v15): read up t
 offset, not the high watermark; the fetch offset is the follower's log end offset, which the
 replica manager records (high watermark, ISR expansion); a follower whose last fetched epoch
 (v12+) ends earlier on the leader gets ``diverging_epoch`` and no records; sessionless, woken
-by every append (replica.fetch.wait.max.ms is the follower's max_wait_ms).
+by every append (replica.fetch.wait.max.ms is the follower's max_wait_ms). A replica outside the
+ISR fetching a partition under a replication throttle (KIP-73, kwire.quota.replication) gets no
+records while the leader's throttled rate is over its bound.
 Client quotas (kwire.quota.edge): a consumer's max_bytes is capped at one quota window of its
 consumer_byte_rate; its answer's record bytes are recorded, and a throttled fetch is answered
 empty with throttle_time_ms (replica fetches are exempt). The size recorded is that of the

@@ -160,6 +160,11 @@ class ReplicaFetcher:
             t = image.topics.get(tp[0])
             if part is None or part.is_leader or t is None or part.log.closed:
                 continue
+            if m.quota is not None and m.node_id not in part.isr and m.quota.should_throttle(tp[0], tp[1], False,
+                                                                                         m.now_ms()):
+                # Kafka's shouldFollowerThrottle: left out of this fetch, asked again after the backoff
+                f.delayed_until = now + m.backoff_s
+                continue
             pos = F.fetch_position(part)
             asked[tp] = (part, pos)
             by_topic.setdefault(t.topic_id, []).append(Req.struct("FetchPartition")(
@@ -241,6 +246,8 @@ class ReplicaFetcher:
                     f"diverging epoch {de.epoch} ends at {de.end_offset} on leader {self.leader_id}")
                 return
             records = pd.records
+            if records and m.quota is not None and m.quota.is_throttled(part.topic, part.index):
+                m.quota.record(len(records), now_ms)
             if records is not None and rm.append_is_heavy(part.topic, part.index, records, now_ms):
                 await trio.to_thread.run_sync(F.append_leader_records, rm, part, records, now_ms)
                 if self._still_following(part.tp, part, f):
@@ -288,6 +295,8 @@ class ReplicaFetcherManager:
         self.backoff_s = int(config.get("replica.fetch.backoff.ms")) / 1000
         self.request_timeout_s = int(config.get("replica.socket.timeout.ms") or 30000) / 1000
         self.unreachable = link_faults.from_config(config, node_id)   # tests only; None otherwise
+        # follower.replication.throttled.* (kwire.quota.replication, KIP-73); None: no throttling
+        self.quota = None
 
     def start(self, nursery) -> None:
         self._nursery = nursery

@@ -254,6 +254,9 @@ class ReplicaManager:
         # replica.selector.class (kwire.replication.replica_selector): picks a consumer's
         # preferred read replica on the leader; None (Kafka's default): the leader serves
         self.replica_selector: Selector | None = None
+        # leader.replication.throttled.* (kwire.quota.replication, KIP-73): holds back followers
+        # outside the ISR while a reassignment's throttle is exceeded; None: no throttling (tests)
+        self.leader_quota = None
         # AlterReplicaLogDirs: moves between this broker's log dirs (the broker runs its task)
         from kwire.replication.log_dir_mover import LogDirMover  # noqa: PLC0415 - it imports the log manager
         self.log_dir_mover = LogDirMover(self, self._now_ms, producer_id_expiration_ms)
@@ -822,15 +825,24 @@ class ReplicaManager:
         if fetch_offset < plog.log_start_offset or fetch_offset > plog.log_end_offset:
             res.error = ErrorCode.OFFSET_OUT_OF_RANGE
             return res
-        try:
-            data = plog.read(fetch_offset, max_bytes, min_one=min_one)
-        except KafkaError as exc:
-            res.error = exc.code
-            return res
+        now = self._now_ms() if now_ms is None else now_ms
+        quota = self.leader_quota
+        throttled = quota is not None and quota.is_throttled(topic, partition)
+        if throttled and replica_id not in part.isr and quota.is_exceeded(now):
+            # Kafka's shouldLeaderThrottle: a replica being added waits for the quota; the fetch
+            # still counts as one (its offset updates the follower's state below)
+            data = None
+        else:
+            try:
+                data = plog.read(fetch_offset, max_bytes, min_one=min_one)
+            except KafkaError as exc:
+                res.error = exc.code
+                return res
         if data is not None and data.size:
             res.records = data
             res.size = data.size
-        now = self._now_ms() if now_ms is None else now_ms
+            if throttled:
+                quota.record(data.size, now)
         part.update_follower_fetch_state(replica_id, fetch_offset, now, follower_log_start_offset)
         self._maybe_increment_high_watermark(tp, plog)
         res.high_watermark = plog.high_watermark

@@ -175,6 +175,24 @@ def test_dynamic_sources_and_synonym_order(kw, wire):
     assert list(bs) == []   # a 3.9 cluster holds no cluster-level min.insync.replicas (a 4.1+ one does)
 
 
+def test_replication_throttle_rates_have_no_default_synonym(kw, wire):
+    """What kafka-reassign-partitions --throttle sets (found side by side with Kafka's kafka-configs
+    --describe, tests/ecosystem/test_kafka_tools_three.py): Kafka's broker quota keys are not in
+    KafkaConfig's ConfigDef, so their only synonym is the dynamic value."""
+    node = str(kw.broker.node_id)
+    keys = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
+            "replica.alter.log.dirs.io.max.bytes.per.second")
+    try:
+        assert incremental(wire, BROKER_T, node, [(k, 0, "1000") for k in keys]) == (0, None)
+        _, bs = describe(wire, BROKER_T, node)
+        for k in keys:
+            assert (bs[k].value, bs[k].config_source, syn(bs[k])) == ("1000", DYN_BROKER, [(k, "1000", DYN_BROKER)])
+    finally:
+        incremental(wire, BROKER_T, node, [(k, 1, None) for k in keys])
+    _, bs = describe(wire, BROKER_T, node)
+    assert not set(keys) & set(bs)      # described only once set
+
+
 # ------------------------------------------------------------------ what alters are refused or accepted
 def test_broker_alters_as_kafka_refuses_and_accepts(kw, wire, admin):
     node = str(kw.broker.node_id)

@@ -4,7 +4,8 @@ partitions (generate, execute, verify, list), then one node of each cluster stop
 controlled shutdown) and kafka-topics --under-replicated-partitions, kafka-metadata-quorum describe.
 Compared as test_kafka_tools.py compares; every node's address is masked to ``<addr>``.
 
-One test function: the steps run in order on the same clusters (six processes)."""
+Two test functions, in this order on the same clusters (six processes): a throttled reassignment
+(--throttle, --cancel, --verify removing the throttles), then the steps above."""
 from __future__ import annotations
 
 import json
@@ -82,6 +83,81 @@ def _replication_with_a_voter_down(kw, ka) -> None:
         live = sorted((r[1:3] + r[3:6] + [r[6]]) for n, r in by_node.items() if n != "3")
         return rc, header, live, (by_node["3"][1], by_node["3"][6]), err
     assert rows(kw) == rows(ka), (kw, ka)
+
+
+CONFIGS = ("kafka-configs", "--bootstrap-server", "{B}", "--describe")
+
+
+def _produce_bulk(bootstrap: str, topic: str, n: int, size: int) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
+    value = b"x" * size
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, value=value, partition=0)
+                break
+            except BufferError:
+                p.poll(0.05)
+    assert p.flush(60) == 0
+
+
+def test_throttled_reassignment_cancel_and_verify(three_pair, tmp_path):
+    """--execute --throttle on a partition holding 8 MB (the new replica copies ~1 MB per fetch, then
+    waits for the 1,000 B/s quota's window, on kwire as on Kafka: kwire.quota.replication), so the
+    reassignment is still in progress when --verify (keeps the throttles), --list and --cancel (removes
+    them) run; then the same move with a high throttle, which completes, and --verify, which removes
+    the throttles. Runs before test_three_nodes, which stops a node."""
+    sides = three_pair
+    plan = tmp_path / "th-plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "th", "partition": 0, "replicas": [1, 3]}]}))
+    st = SideSteps(sides)
+    st.same(*TOPICS, "--create", "--topic", "th", "--replica-assignment", "1:2")
+    st.run()
+    for side in sides:
+        _produce_bulk(side.bootstrap, "th", 8000, 1000)
+        _wait(lambda: all(len(isr) == 2 for _, isr, _ in _partitions(side.bootstrap, "th").values()),
+              f"{side.name}: th's ISR")
+
+    st = SideSteps(sides)
+    st.same(*REASSIGN, "--reassignment-json-file", str(plan), "--execute", "--throttle", "1000")
+    st.same(*REASSIGN, "--reassignment-json-file", str(plan), "--verify")
+    st.same(*REASSIGN, "--list")
+    for b in ("1", "3"):
+        st.same(*CONFIGS, "--entity-type", "brokers", "--entity-name", b)
+    st.same(*CONFIGS, "--entity-type", "topics", "--entity-name", "th")
+    st.same(*REASSIGN, "--reassignment-json-file", str(plan), "--cancel")
+    outs = st.run()
+    assert "still in progress" in outs[1], outs[1]
+    assert "leader.replication.throttled.rate=1000" in outs[3], outs[3]
+    assert "follower.replication.throttled.replicas=0:3" in outs[5], outs[5]
+
+    for side in sides:
+        _wait(lambda: {p: (sorted(r), isr) for p, (r, isr, _) in _partitions(side.bootstrap, "th").items()}
+              == {0: ([1, 2], [1, 2])}, f"{side.name}: the cancelled reassignment of th did not revert")
+    st = SideSteps(sides)
+    st.same(*REASSIGN, "--list")
+    for b in ("1", "2", "3"):
+        st.same(*CONFIGS, "--entity-type", "brokers", "--entity-name", b)
+    st.same(*CONFIGS, "--entity-type", "topics", "--entity-name", "th")
+    st.same(*TOPICS, "--describe", "--topic", "th")
+    st.same(*REASSIGN, "--reassignment-json-file", str(plan), "--execute", "--throttle", "100000000")
+    st.run()
+
+    for side in sides:
+        _wait(lambda: {p: (sorted(r), isr) for p, (r, isr, _) in _partitions(side.bootstrap, "th").items()}
+              == {0: ([1, 3], [1, 3])}, f"{side.name}: the reassignment of th did not complete")
+    st = SideSteps(sides)
+    st.same(*CONFIGS, "--entity-type", "topics", "--entity-name", "th")
+    st.same(*REASSIGN, "--reassignment-json-file", str(plan), "--verify")
+    for b in ("1", "2", "3"):
+        st.same(*CONFIGS, "--entity-type", "brokers", "--entity-name", b)
+    st.same(*CONFIGS, "--entity-type", "topics", "--entity-name", "th")
+    outs = st.run()
+    assert "leader.replication.throttled.replicas" in outs[0], outs[0]
+    assert "Clearing" in outs[1], outs[1]
+    assert "throttled" not in "".join(outs[2:]), outs[2:]
 
 
 def test_three_nodes(three_pair, tmp_path):

@@ -21,7 +21,11 @@ the heartbeat connector writing ``heartbeats``. The scenario:
 4. the replica topics have the source's partition count and retention.ms (topic config sync), the
    checkpoints and heartbeats topics hold records.
 
-Each pair takes ~2-3 minutes on 2 shared cores (JVM start-ups, the replication itself is fast)."""
+Each pair takes ~2-3 minutes on 2 shared cores (JVM start-ups, the replication itself is fast).
+
+Topic ACL sync (sync.topic.acls.enabled) runs on its own pair with an authorizer on both sides
+(kwire's and Kafka's StandardAuthorizer): each side's topic ACLs arrive on the other side's replica
+topic as MirrorSourceConnector rewrites them (~2.5 minutes with the two brokers' start-ups)."""
 from __future__ import annotations
 
 import time
@@ -342,3 +346,110 @@ def test_mirror_connectors_on_a_connect_cluster(kwire_one, kafka_one, mirror_jar
         assert next(iter(cfg.values())).result(30)["retention.ms"].value == RETENTION
     finally:
         worker.stop()
+
+
+# ------------------------------------------------------------------ topic ACL sync
+# sync.topic.acls.enabled (on by default) with an authorizer on both sides: kwire's, and Kafka's
+# StandardAuthorizer. MirrorMaker (MirrorSourceConnector.syncTopicAcls) lists the source's topic
+# ACLs, keeps the LITERAL ones of replicated topics except ALLOW WRITE (only MirrorMaker writes a
+# replica), turns ALLOW ALL into ALLOW READ (downgradeAllowAllACL) and creates them on the
+# replica topic of the target. MirrorMaker's clients are ANONYMOUS on the PLAINTEXT listeners: a
+# super user on both clusters, as is the test's own admin client.
+ACL_OVERRIDES = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS",
+    "allow.everyone.if.no.acl.found": "false",
+}
+
+
+def _source_acls(topic: str) -> list:
+    """(principal, pattern type, name, operation, permission) of the ACLs set on the source."""
+    return [("User:alice", "LITERAL", topic, "ALL", "ALLOW"),       # mirrored as ALLOW READ
+            ("User:bob", "LITERAL", topic, "WRITE", "ALLOW"),       # not mirrored
+            ("User:carol", "LITERAL", topic, "READ", "DENY"),       # mirrored as is
+            ("User:dave", "LITERAL", topic, "DESCRIBE", "ALLOW"),   # mirrored as is
+            ("User:erin", "LITERAL", topic, "ALL", "DENY"),         # DENY ALL: mirrored as is
+            ("User:frank", "PREFIXED", topic[:4], "READ", "ALLOW"),  # not literal: not mirrored
+            ("User:grace", "LITERAL", "not-mirrored", "READ", "ALLOW")]  # a topic not replicated
+
+
+def _mirrored(replica: str) -> set:
+    return {("User:alice", "LITERAL", replica, "READ", "ALLOW"), ("User:carol", "LITERAL", replica, "READ", "DENY"),
+            ("User:dave", "LITERAL", replica, "DESCRIBE", "ALLOW"), ("User:erin", "LITERAL", replica, "ALL", "DENY")}
+
+
+def _create_acls(admin: AdminClient, acls: list) -> None:
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+    bindings = [AclBinding(ResourceType.TOPIC, name, ResourcePatternType[pt], principal, "*",
+                           AclOperation[op], AclPermissionType[perm]) for principal, pt, name, op, perm in acls]
+    for f in admin.create_acls(bindings).values():
+        f.result(30)
+
+
+def _topic_acls(admin: AdminClient, topic: str) -> set:
+    from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType,
+                                       ResourceType)
+    flt = AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, None, None,
+                           AclOperation.ANY, AclPermissionType.ANY)
+    return {(b.principal, b.resource_pattern_type.name, b.name, b.operation.name, b.permission_type.name)
+            for b in admin.describe_acls(flt).result(30)}
+
+
+@pytest.fixture(scope="module")
+def kwire_acl():
+    with Broker(mode="process", overrides={**ACL_OVERRIDES, "kwire.emulate.kafka.version": "4.3"}) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def kafka_acl():
+    from kwire.testing.apache_kafka import ApacheKafka
+    with ApacheKafka(nodes=1, heap="256m", overrides=ACL_OVERRIDES) as k:
+        yield k
+
+
+def test_topic_acls_synced_both_ways_with_authorizers_on_both_sides(kwire_acl, kafka_acl, mirror_jars, tmp_path):
+    a, b = ("kwire", kwire_acl.bootstrap_servers, "acl-orders"), ("kafka", kafka_acl.bootstrap_servers, "acl-payments")
+    admins = {}
+    for alias, boot, topic in (a, b):
+        admins[alias] = AdminClient({"bootstrap.servers": boot})
+        for f in admins[alias].create_topics([NewTopic(topic, 1, 1), NewTopic("not-mirrored", 1, 1)]).values():
+            f.result(30)
+        _create_acls(admins[alias], _source_acls(topic))
+    conf = write_properties(tmp_path / "mm2.properties", {
+        "clusters": "kwire, kafka",
+        "kwire.bootstrap.servers": a[1], "kafka.bootstrap.servers": b[1],
+        "kwire->kafka.enabled": "true", "kwire->kafka.topics": a[2],
+        "kafka->kwire.enabled": "true", "kafka->kwire.topics": b[2],
+        "sync.topic.acls.enabled": "true", "sync.topic.acls.interval.seconds": 1,
+        "emit.checkpoints.enabled": "false", "sync.group.offsets.enabled": "false",
+        **{k: 1 for k in ("replication.factor", "checkpoints.topic.replication.factor",
+                          "heartbeats.topic.replication.factor", "offset-syncs.topic.replication.factor",
+                          "offset.storage.replication.factor", "status.storage.replication.factor",
+                          "config.storage.replication.factor")},
+        "plugin.discovery": "service_load",
+    })
+    mm = JavaProcess(MIRROR_MAKER, [str(conf)], tmp_path / "mm2.log", heap="320m")
+    got: dict = {}
+    try:
+        mm.start()
+        for (src, _, topic), (dst, _, _) in ((a, b), (b, a)):
+            replica = f"{src}.{topic}"
+
+            def synced(dst=dst, replica=replica):
+                got[replica] = _topic_acls(admins[dst], replica)
+                return got[replica] == _mirrored(replica)
+
+            _wait(f"{replica}'s ACLs on {dst}", synced, mm, 180, lambda r=replica: f"{got.get(r)}")
+        # a few more sync rounds (one a second): nothing else arrives, nothing is duplicated
+        time.sleep(3)
+        for (src, _, topic), (dst, _, _) in ((a, b), (b, a)):
+            replica = f"{src}.{topic}"
+            assert _topic_acls(admins[dst], replica) == _mirrored(replica)
+            # the source's own ACLs are untouched, and the unreplicated topic's never crossed
+            assert _topic_acls(admins[src], topic) == {x for x in _source_acls(topic)
+                                                       if x[1] == "LITERAL" and x[2] == topic}
+            assert _topic_acls(admins[dst], f"{src}.not-mirrored") == set()
+        assert mm.alive(), mm.tail()
+    finally:
+        mm.stop()

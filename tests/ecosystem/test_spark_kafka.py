@@ -19,18 +19,29 @@ One SparkSession (local[2], the serial GC) for both clusters; on each:
   fed more records, and run again from its checkpoint: each input record once in the output.
 
 Every result is compared between the two clusters. Spark's JVM start takes most of the time (its
-driver needs ~450 MB: Spark refuses a smaller heap)."""
+driver needs ~450 MB: Spark refuses a smaller heap).
+
+A broker failover mid-stream (KWIRE_SPARK_FAILOVER=1, which make ecosystem sets): three kwire nodes,
+a format("kafka") -> format("kafka") streaming query and the same pipeline through format("kwire")
+running side by side, the leader of an input partition SIGKILLed while a producer writes; both
+queries carry on and write every record exactly once, the two outputs equal. 66-145 s of its own on
+2 shared cores (load average 7-20 from other work), most of it the two queries' starts. Of six
+runs on 2026-11-28 five passed; in one (the whole module, load average ~20) the format("kwire")
+query stopped after the kill: its latestOffset's Metadata call (kwire.spark.offsets.topic_partitions)
+had no answer within 30 s from the two live nodes, which answered the Java client meanwhile; not
+reproduced with kwire.spark's OffsetReader alone through the same kill (it recovers in ~4 s)."""
 from __future__ import annotations
 
 import json
 import os
 import re
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,6 +67,9 @@ def spark(tmp_path_factory):
     pyspark = pytest.importorskip("pyspark", reason="the spark extra (make .venv) installs PySpark")
     from pyspark.sql import SparkSession
 
+    # format("kwire") runs in Python workers: this interpreter (kwire and PySpark installed)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     jars = ",".join(str(p) for p in sorted(spark_kafka_libs().glob("*.jar")))
     session = (SparkSession.builder.master("local[2]").appName("kwire-spark-kafka")
                .config("spark.jars", jars)
@@ -64,6 +78,8 @@ def spark(tmp_path_factory):
                .config("spark.driver.memory", "512m")
                .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
                .config("spark.sql.session.timeZone", "UTC")
+               # a Python worker (format("kwire")) starting on a loaded machine connects back late
+               .config("spark.python.authenticate.socketTimeout", "120s")
                .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local")))
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
@@ -197,3 +213,181 @@ def test_format_kafka_on_kwire(kwire_results):
 def test_the_same_results_as_on_apache_kafka(kwire_results, kafka_results):
     for k in kafka_results:
         assert kwire_results[k] == kafka_results[k], k
+
+
+# ------------------------------------------------------------------ broker failover mid-stream
+# Three kwire nodes (tests/raft/cluster.py's ``kwire serve`` processes), topics of replication
+# factor 3. Two streaming queries run side by side on the one SparkSession, the same pipeline
+# through both routes: format("kafka") -> format("kafka") and format("kwire") -> format("kwire"),
+# 200 ms processing-time triggers, maxOffsetsPerTrigger. Once both have read the first records, a
+# producer writes more (acks=all, idempotent, paced) and the leader of in-0 is SIGKILLed a third
+# of the way through them. Both queries must carry on (no exception, still active) and write every
+# input record, upper-cased, exactly once: Spark's Kafka sink and kwire's are at least once, but
+# both producers are idempotent and no task fails, so a duplicate would be a record replayed by
+# the broker side. The two outputs are compared as multisets of (key, value).
+# Minutes, not seconds (three kwire processes, two queries of which one starts Python workers):
+# behind KWIRE_SPARK_FAILOVER=1, which make ecosystem sets.
+FAILOVER = pytest.mark.skipif(os.environ.get("KWIRE_SPARK_FAILOVER") != "1",
+                              reason="the three-node failover runs with KWIRE_SPARK_FAILOVER=1 (make ecosystem)")
+FO_FIRST = 900           # records before the kill, read by both queries first
+FO_SECOND = 2100         # records written around the kill
+FO_PER_TRIGGER = 500
+
+
+def _fo_values(i: int) -> tuple[str, str]:
+    return f"k{i % 23}", f"rec-{i:05d}"
+
+
+def _fo_produce(bootstrap: str, lo: int, hi: int, pace: float = 0.0, on_progress=None) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5,
+                  "acks": "all", "message.timeout.ms": 90_000})
+    errors = []
+    for i in range(lo, hi):
+        k, v = _fo_values(i)
+        p.produce("in", key=k, value=v, partition=i % PARTITIONS,
+                  on_delivery=lambda err, _m: errors.append(err) if err else None)
+        p.poll(0)
+        if pace and i % 100 == 99:
+            time.sleep(pace)
+        if on_progress is not None:
+            on_progress(i - lo + 1)
+    assert p.flush(120) == 0
+    assert not errors, errors[:3]
+
+
+def _fo_read(bootstrap: str, topic: str) -> Counter:
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"fo-{time.time()}", "enable.auto.commit": False,
+                  "enable.partition.eof": True})
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        got: Counter = Counter()
+        eof: set = set()
+        deadline = time.monotonic() + 60
+        while len(eof) < PARTITIONS and time.monotonic() < deadline:
+            for m in c.consume(5000, 0.5):
+                if m.error():
+                    if m.error().code() == m.error()._PARTITION_EOF:
+                        eof.add(m.partition())
+                    continue
+                eof.discard(m.partition())
+                got[(m.key().decode(), m.value().decode())] += 1
+        return got
+    finally:
+        c.close()
+
+
+_FAILOVER_FAILED: list[str] = []
+
+
+@pytest.fixture(scope="module")
+def failover(spark, tmp_path_factory):
+    import threading
+
+    import kwire.spark
+    from tests.raft.cluster import Cluster, wait_for
+    from tests.raft.test_grp_coordinator_failover import partitions_of
+
+    if _FAILOVER_FAILED:     # a failed module fixture runs again for the next test: minutes, not again
+        pytest.fail(f"the failover scenario failed for an earlier test: {_FAILOVER_FAILED[0]}")
+    work = tmp_path_factory.mktemp("spark-failover")
+    cluster = Cluster(str(work / "kwire"), 3, extra_args=(
+        "--override", "broker.session.timeout.ms=2000", "--override", "replica.lag.time.max.ms=3000",
+        "--override", "kwire.emulate.kafka.version=4.3", "--override", "metrics.listen="))
+    queries = []
+    t0 = time.monotonic()
+    try:
+        cluster.start()
+        ports = {i: n.port for i, n in cluster.nodes.items()}
+        bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports.values())
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        wait_for(lambda: len(admin.list_topics(timeout=5).brokers) == 3, 20)
+        for t in ("in", "out-kafka", "out-kwire"):
+            # a broker fenced for a moment on a loaded machine refuses replication factor 3: again
+            def created(t=t):
+                try:
+                    admin.create_topics([NewTopic(t, PARTITIONS, 3)])[t].result(15)
+                except KafkaException as e:
+                    if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                        raise AssertionError(str(e)) from None
+                return True
+            wait_for(created, 30)
+        wait_for(lambda: all(len(isr) == 3 for _, _, isr in partitions_of(ports[1], "in").values()), 20)
+        _fo_produce(bootstrap, 0, FO_FIRST)
+
+        kwire.spark.register(spark)
+
+        def start(fmt: str):
+            return (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+                    .option("subscribe", "in").option("startingOffsets", "earliest")
+                    .option("maxOffsetsPerTrigger", str(FO_PER_TRIGGER)).load()
+                    .selectExpr("key", "upper(CAST(value AS STRING)) AS value")
+                    .writeStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+                    .option("topic", f"out-{fmt}").option("checkpointLocation", str(work / f"ckpt-{fmt}"))
+                    .queryName(f"failover-{fmt}").trigger(processingTime="200 milliseconds").start())
+
+        def rows_in(q) -> int:
+            return sum(p["numInputRows"] for p in q.recentProgress)
+
+        def running(want: int) -> bool:
+            for q in queries:
+                assert q.isActive and q.exception() is None, q.exception()
+            return all(rows_in(q) >= want for q in queries)
+
+        # format("kwire") first, alone: Spark gives its streaming source's Python worker a fixed 10 s
+        # to start and connect back (PythonWorkerFactory.createSimpleWorker), which a loaded 2-core
+        # machine can miss with a JVM query starting beside it
+        queries.append(start("kwire"))
+        wait_for(lambda: running(FO_FIRST), 180)
+        queries.insert(0, start("kafka"))
+        # both queries running and through the first records
+        wait_for(lambda: running(FO_FIRST), 180)
+        t_first = time.monotonic() - t0
+        sent = [0]
+        writer = threading.Thread(target=_fo_produce, args=(bootstrap, FO_FIRST, FO_FIRST + FO_SECOND, 0.1),
+                                  kwargs={"on_progress": lambda n: sent.__setitem__(0, n)})
+        writer.start()
+        wait_for(lambda: sent[0] >= FO_SECOND // 3, 60)
+        victim = partitions_of(ports[1], "in")[0][0]
+        cluster.nodes[victim].kill()
+        killed_at = sent[0]
+        writer.join(180)
+        assert not writer.is_alive(), "the producer did not finish around the kill"
+        live = next(p for i, p in ports.items() if i != victim)
+        new_leader = partitions_of(live, "in")[0][0]
+        total = FO_FIRST + FO_SECOND
+        wait_for(lambda: running(total), 180)
+        live_boot = ",".join(f"127.0.0.1:{p}" for i, p in ports.items() if i != victim)
+        out = {fmt: _fo_read(live_boot, f"out-{fmt}") for fmt in ("kafka", "kwire")}
+        yield {"victim": victim, "new_leader": new_leader, "killed_at": killed_at,
+               "rows": [rows_in(q) for q in queries], "out": out, "first": t_first,
+               "seconds": time.monotonic() - t0}
+    except BaseException as e:
+        _FAILOVER_FAILED.append(f"{type(e).__name__}: {str(e)[:500]}")
+        raise
+    finally:
+        for q in queries:
+            try:
+                q.stop()
+            except Exception:  # noqa: BLE001 - a failed query has stopped already
+                pass
+        cluster.stop()
+
+
+@FAILOVER
+def test_format_kafka_query_survives_a_leader_sigkill_on_three_kwire_nodes(failover):
+    f = failover
+    print(f"failover scenario: {f['seconds']:.0f} s ({f['first']:.0f} s to the first records read)")
+    assert f["new_leader"] not in (f["victim"], -1)
+    # the kill came mid-stream: the producer was part way through its records
+    assert 0 < f["killed_at"] < FO_SECOND, f["killed_at"]
+    # each query read every input record once (no batch replanned)
+    assert f["rows"] == [FO_FIRST + FO_SECOND] * 2, f["rows"]
+    want = Counter((k, v.upper()) for k, v in map(_fo_values, range(FO_FIRST + FO_SECOND)))
+    got = f["out"]["kafka"]
+    assert got == want, f"lost {len(want - got)}, duplicated {sum((got - want).values())}"
+
+
+@FAILOVER
+def test_format_kwire_gives_the_same_results_through_the_failover(failover):
+    assert failover["out"]["kwire"] == failover["out"]["kafka"]
