@@ -180,7 +180,7 @@ def test_follower_truncation_and_heavy_appends_run_in_worker_threads(tmp_path, m
         nodes.produce(1, b"tail")
         rm2 = nodes.rms[2]
         part = rm2.partitions[(T, 0)]
-        fetcher = ReplicaFetcher(SimpleNamespace(replica_manager=rm2, node_id=2, backoff_s=1.0), 1)
+        fetcher = ReplicaFetcher(SimpleNamespace(replica_manager=rm2, node_id=2, backoff_s=1.0, quota=None), 1)
         fetcher.partitions[(T, 0)] = _Fetching(part.leader_epoch)
         seen: dict = {}
         for name in ("append", "truncate_to"):
