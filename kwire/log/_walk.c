@@ -902,22 +902,15 @@ map_grow(PyObject *self, PyObject *args)
  * first timestamp plus the record's delta (Kafka's DefaultRecordBatch); type 0 CreateTime,
  * 1 LogAppendTime, as Spark's Kafka source reports them. Headers are walked, not kept.
  */
-typedef struct { unsigned char *p; size_t len, cap; } gbuf_t;
+/* A column's buffer: a bytes object made with room for the most the walk can put there (the
+ * records' count and bytes, counted before the walk), written in place without the GIL and cut
+ * to its length at the end: one copy of each value, no growth. */
+typedef struct { PyObject *obj; unsigned char *p; size_t len, cap; } gbuf_t;
 
 static int
 gb_reserve(gbuf_t *g, size_t more)
 {
-    if (g->len + more <= g->cap)
-        return 0;
-    size_t cap = g->cap ? g->cap : 4096;
-    while (cap < g->len + more)
-        cap *= 2;
-    unsigned char *p = realloc(g->p, cap);
-    if (!p)
-        return -1;
-    g->p = p;
-    g->cap = cap;
-    return 0;
+    return g->len + more <= g->cap ? 0 : -1;
 }
 
 typedef struct {
@@ -926,12 +919,26 @@ typedef struct {
     int knull, vnull;   /* any null seen */
 } cols_t;
 
+#define COLS_EACH(c, g) gbuf_t *g##_all[] = {&(c)->off, &(c)->ts, &(c)->tt, &(c)->kvalid, &(c)->koff, \
+    &(c)->kdata, &(c)->vvalid, &(c)->voff, &(c)->vdata}
+
+/* room for `rows` records holding at most `nbytes` of keys and values together */
 static int
-cols_init(cols_t *c)
+cols_init(cols_t *c, Py_ssize_t rows, Py_ssize_t nbytes)
 {
     memset(c, 0, sizeof *c);
-    if (gb_reserve(&c->koff, 4) || gb_reserve(&c->voff, 4))
-        return -1;
+    Py_ssize_t sizes[] = {8 * rows, 8 * rows, 4 * rows, (rows + 7) / 8, 4 * (rows + 1), nbytes,
+                          (rows + 7) / 8, 4 * (rows + 1), nbytes};
+    COLS_EACH(c, g);
+    for (size_t i = 0; i < sizeof g_all / sizeof g_all[0]; i++) {
+        g_all[i]->obj = PyBytes_FromStringAndSize(NULL, sizes[i]);
+        if (!g_all[i]->obj)
+            return -1;
+        g_all[i]->p = (unsigned char *)PyBytes_AS_STRING(g_all[i]->obj);
+        g_all[i]->cap = (size_t)sizes[i];
+    }
+    memset(c->kvalid.p, 0, c->kvalid.cap);
+    memset(c->vvalid.p, 0, c->vvalid.cap);
     memset(c->koff.p, 0, 4);
     memset(c->voff.p, 0, 4);
     c->koff.len = c->voff.len = 4;
@@ -941,12 +948,12 @@ cols_init(cols_t *c)
 static void
 cols_free(cols_t *c)
 {
-    gbuf_t *all[] = {&c->off, &c->ts, &c->tt, &c->kvalid, &c->koff, &c->kdata, &c->vvalid, &c->voff, &c->vdata};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        free(all[i]->p);
+    COLS_EACH(c, g);
+    for (size_t i = 0; i < sizeof g_all / sizeof g_all[0]; i++)
+        Py_CLEAR(g_all[i]->obj);
 }
 
-/* back to the rows of `saved` (a copy of *c taken earlier: its buffers may have moved since) */
+/* back to the rows of `saved` (a copy of *c taken earlier) */
 static void
 cols_rollback(cols_t *c, const cols_t *saved)
 {
@@ -970,11 +977,9 @@ put_bin(gbuf_t *valid, gbuf_t *offs, gbuf_t *data, int *anynull, Py_ssize_t row,
         const unsigned char *src, int64_t len)
 {
     size_t byte = (size_t)(row >> 3);
-    if (valid->len <= byte) {
-        if (gb_reserve(valid, 1))
-            return -1;
-        valid->p[valid->len++] = 0;
-    }
+    if (byte >= valid->cap)
+        return -1;
+    valid->len = byte + 1;
     if (len >= 0) {
         valid->p[byte] |= (unsigned char)(1u << (row & 7));
         if (data->len + (size_t)len > INT32_MAX || gb_reserve(data, (size_t)len))
@@ -992,7 +997,7 @@ put_bin(gbuf_t *valid, gbuf_t *offs, gbuf_t *data, int *anynull, Py_ssize_t row,
     return 0;
 }
 
-/* the records of one batch: 0 ok, -1 malformed, -2 out of memory */
+/* the records of one batch: 0 ok, -1 malformed, -2 more than the room counted for */
 static int
 decode_records(const unsigned char *buf, Py_ssize_t p, Py_ssize_t end, int64_t count, int64_t base,
                int64_t first_ts, int64_t max_ts, int attrs, int64_t lo, int64_t hi, cols_t *c)
@@ -1052,19 +1057,63 @@ decode_records(const unsigned char *buf, Py_ssize_t p, Py_ssize_t end, int64_t c
     return p == end ? 0 : -1;
 }
 
+/* the buffer cut to its length, handed over (NULL on failure, the reference dropped) */
 static PyObject *
-gb_bytes(gbuf_t *g)
+gb_take(gbuf_t *g)
 {
-    return PyBytes_FromStringAndSize((const char *)(g->p ? g->p : (unsigned char *)""), (Py_ssize_t)g->len);
+    PyObject *o = g->obj;
+    g->obj = NULL;
+    if (_PyBytes_Resize(&o, (Py_ssize_t)g->len) < 0)
+        return NULL;
+    return o;
 }
 
 static PyObject *
 cols_result(cols_t *c)
 {
-    PyObject *kv = c->knull ? gb_bytes(&c->kvalid) : (Py_INCREF(Py_None), Py_None);
-    PyObject *vv = c->vnull ? gb_bytes(&c->vvalid) : (Py_INCREF(Py_None), Py_None);
-    return Py_BuildValue("(nNNNNNNNNN)", c->n, gb_bytes(&c->off), gb_bytes(&c->ts), gb_bytes(&c->tt), kv,
-                         gb_bytes(&c->koff), gb_bytes(&c->kdata), vv, gb_bytes(&c->voff), gb_bytes(&c->vdata));
+    if (!c->knull)
+        c->kvalid.len = 0;
+    if (!c->vnull)
+        c->vvalid.len = 0;
+    PyObject *parts[9];
+    COLS_EACH(c, g);
+    for (size_t i = 0; i < 9; i++) {
+        parts[i] = gb_take(g_all[i]);
+        if (!parts[i]) {
+            for (size_t j = 0; j < i; j++)
+                Py_DECREF(parts[j]);
+            return NULL;
+        }
+    }
+    if (!c->knull) {
+        Py_DECREF(parts[3]);
+        parts[3] = Py_NewRef(Py_None);
+    }
+    if (!c->vnull) {
+        Py_DECREF(parts[6]);
+        parts[6] = Py_NewRef(Py_None);
+    }
+    return Py_BuildValue("(nNNNNNNNNN)", c->n, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5],
+                         parts[6], parts[7], parts[8]);
+}
+
+/* the records (data batches) and bytes fetch_columns can put from data[pos:end], counted over
+ * the batch headers it will walk */
+static Py_ssize_t
+count_rows(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, long long hi)
+{
+    Py_ssize_t rows = 0;
+    for (;;) {
+        batch_t b;
+        if (next_batch(buf, pos, end, &b) || b.h[16] != 2 || b.lod < 0 || b.count < 0 || b.base >= hi)
+            return rows;
+        if (!(b.attrs & 0x20)) {
+            if (b.attrs & 0x07)
+                return rows;
+            rows += b.count;
+        }
+        pos += b.size;
+    }
 }
 
 static PyObject *
@@ -1084,9 +1133,10 @@ fetch_columns(PyObject *self, PyObject *args)
     cols_t c;
     int status = 0, rc = 0;
     long long next = -1;
-    if (cols_init(&c)) {
+    if (cols_init(&c, count_rows(buf, pos, end, hi), end - pos)) {
+        cols_free(&c);
         PyBuffer_Release(&view);
-        return PyErr_NoMemory();
+        return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
     for (;;) {
@@ -1113,10 +1163,7 @@ fetch_columns(PyObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
-    if (rc == -2) {
-        cols_free(&c);
-        return PyErr_NoMemory();
-    }
+    (void)rc;   /* a batch that did not fit the counted room (its count lied) is malformed too */
     PyObject *cols = cols_result(&c);
     cols_free(&c);
     if (!cols)
@@ -1134,19 +1181,22 @@ records_columns(PyObject *self, PyObject *args)
         return NULL;
     cols_t c;
     int rc;
-    if (cols_init(&c)) {
+    if (count < 0 || count > view.len) {   /* a record takes 7 bytes at least */
         PyBuffer_Release(&view);
-        return PyErr_NoMemory();
+        Py_RETURN_NONE;
+    }
+    if (cols_init(&c, (Py_ssize_t)count, view.len)) {
+        cols_free(&c);
+        PyBuffer_Release(&view);
+        return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
     rc = decode_records((const unsigned char *)view.buf, 0, view.len, count, base, first_ts, max_ts, attrs,
                         lo, hi, &c);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
-    if (rc) {
+    if (rc) {   /* malformed, or more than `count` records' room */
         cols_free(&c);
-        if (rc == -2)
-            return PyErr_NoMemory();
         Py_RETURN_NONE;
     }
     PyObject *cols = cols_result(&c);

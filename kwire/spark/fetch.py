@@ -25,10 +25,19 @@ from typing import Iterator
 
 log = logging.getLogger("kwire.spark")
 
-try:
-    from kwire.log._walk import fetch_columns, records_columns
-except ImportError:   # no C build, or an older one: librdkafka reads everything
-    fetch_columns = records_columns = None
+fetch_columns = records_columns = None   # kwire.log._walk's, once _load() found them
+
+
+def _load() -> bool:
+    """Import the C walk on first use: importing kwire.log costs 0.2-0.3 s, which the Python
+    processes that only plan (the driver's planner and streaming runners) need not pay."""
+    global fetch_columns, records_columns
+    if fetch_columns is None:
+        try:
+            from kwire.log._walk import fetch_columns, records_columns
+        except ImportError:   # no C build, or an older one: librdkafka reads everything
+            return False
+    return True
 
 FETCH_KEY, FETCH_VERSION = 1, 11
 # Bytes asked per partition per Fetch: large answers make few round trips (librdkafka's
@@ -42,7 +51,7 @@ _CORR = [0]
 
 def usable(client: dict, include_headers: bool) -> bool:
     """Whether this path can read for a query with these consumer settings."""
-    if fetch_columns is None or include_headers:
+    if include_headers or not _load():
         return False
     if str(client.get("security.protocol", "plaintext")).lower() != "plaintext":
         return False
@@ -157,11 +166,50 @@ def _inflate(records, pos: int, lo: int, hi: int):
     (base, length, _epoch, _magic, _crc, attrs, lod, first_ts, max_ts, _pid, _pepoch, _seq,
      count) = _HEADER.unpack_from(records, pos)
     size = 12 + length
-    cols = records_columns(decompress(attrs & 0x07, records[pos + 61:pos + size]), count, base, first_ts,
-                           max_ts, attrs, lo, hi)
+    try:
+        inflated = decompress(attrs & 0x07, records[pos + 61:pos + size])
+    except Exception as exc:   # noqa: BLE001 - whatever is wrong, librdkafka re-reads it and says so
+        raise _Stop(f"the batch at offset {base}: {exc}") from None
+    cols = records_columns(inflated, count, base, first_ts, max_ts, attrs, lo, hi)
     if cols is None:
         raise _Stop(f"a malformed compressed batch at offset {base}")
     return cols, size, base + lod + 1
+
+
+def _send(sock, rng, pos: int, partition_max: int, max_bytes: int, client_id: bytes) -> int:
+    corr, req = _request(rng.topic, rng.partition, pos, 500, partition_max, max_bytes, client_id)
+    sock.sendall(req)
+    return corr
+
+
+def _decode(records, rng, schema, pos: int) -> tuple[list, int, str | None]:
+    """The batches of one answer's records from ``pos`` on, the position after them, and why
+    this path stops there (None: it reads on)."""
+    out: list = []
+    at, end, moved = 0, len(records), False
+    try:
+        while at < end and pos < rng.end:
+            status, at, nxt, cols = fetch_columns(records, at, end, pos, rng.end)
+            if cols[0]:
+                out.append(_columns_batch(cols, rng, schema))
+            if nxt >= 0:
+                pos, moved = max(pos, nxt), True
+            if status == 1:
+                cols, size, nxt = _inflate(records, at, pos, rng.end)
+                if cols[0]:
+                    out.append(_columns_batch(cols, rng, schema))
+                pos, at, moved = max(pos, nxt), at + size, True
+            elif status == 2:
+                pos = rng.end
+            elif status == -1:
+                return out, pos, f"a batch at offset {pos} this path does not read"
+            else:
+                break
+    except _Stop as exc:
+        return out, pos, str(exc)
+    if not moved and pos < rng.end:
+        return out, pos, "an answer with no whole batch"
+    return out, pos, None
 
 
 def read(rng, client: dict, schema, consumer, pos: int) -> Iterator:
@@ -175,35 +223,22 @@ def read(rng, client: dict, schema, consumer, pos: int) -> Iterator:
     try:
         addr = _leader(consumer, rng.topic, rng.partition, timeout)
         sock = _connect(addr, timeout)
+        corr = _send(sock, rng, pos, partition_max, max_bytes, client_id)
         while pos < rng.end:
-            corr, req = _request(rng.topic, rng.partition, pos, 500, partition_max, max_bytes, client_id)
-            sock.sendall(req)
             (size,) = struct.unpack(">i", _recv_exact(sock, 4))
             err, _hw, records = parse_response(_recv_exact(sock, size), corr, rng.topic, rng.partition)
             if err:
                 raise _Stop(f"error code {err}")
             if records is None:
                 raise _Stop("an answer with no records")
-            at, end, moved = 0, len(records), False
-            while at < end and pos < rng.end:
-                status, at, nxt, cols = fetch_columns(records, at, end, pos, rng.end)
-                if cols[0]:
-                    yield _columns_batch(cols, rng, schema)
-                if nxt >= 0:
-                    pos, moved = max(pos, nxt), True
-                if status == 1:
-                    cols, size, nxt = _inflate(records, at, pos, rng.end)
-                    if cols[0]:
-                        yield _columns_batch(cols, rng, schema)
-                    pos, at, moved = max(pos, nxt), at + size, True
-                elif status == 2:
-                    pos = rng.end
-                elif status == -1:
-                    raise _Stop(f"a batch at offset {pos} this path does not read")
-                else:
-                    break
-            if not moved and pos < rng.end:
-                raise _Stop("an answer with no whole batch")
+            out, pos, stop = _decode(records, rng, schema, pos)
+            if stop is None and pos < rng.end:
+                # the next Fetch goes out before this answer's batches go to Spark: the broker
+                # reads while the JVM takes them
+                corr = _send(sock, rng, pos, partition_max, max_bytes, client_id)
+            yield from out
+            if stop is not None:
+                raise _Stop(stop)
         _SOCKS[addr] = sock
         sock = None
     except (_Stop, OSError, struct.error) as exc:

@@ -17,7 +17,7 @@ from kwire.spark import consume, fetch  # noqa: E402
 from kwire.spark.offsets import DataLossError, Range  # noqa: E402
 from tests.spark.helpers import CODECS, produce  # noqa: E402
 
-pytestmark = [pytest.mark.skipif(fetch.fetch_columns is None, reason="kwire.log._walk is not built"),
+pytestmark = [pytest.mark.skipif(not fetch._load(), reason="kwire.log._walk is not built"),
               pytest.mark.xdist_group("spark")]
 
 SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
@@ -45,7 +45,7 @@ def _read(monkeypatch, bootstrap: str, rng: Range, *, fast: bool, fail_on_data_l
     def spy(*args):
         stops.append((yield from real(*args)))
         return stops[-1]
-    monkeypatch.setattr(fetch, "usable", lambda client, headers: fast and fetch.fetch_columns is not None)
+    monkeypatch.setattr(fetch, "usable", lambda client, headers: fast)
     monkeypatch.setattr(fetch, "read", spy)
     batches = list(consume.read_range(rng, {"bootstrap.servers": bootstrap}, SCHEMA, include_headers=False,
                                       fail_on_data_loss=fail_on_data_loss, poll_timeout_ms=30_000))
