@@ -61,6 +61,7 @@ def _records(n: int):
         yield key, value, ([("h", str(i).encode()), ("n", None)] if i % 3 else None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("codec", CODECS)
 def test_fast_path_reads_what_librdkafka_reads(monkeypatch, kafka_broker, kafka_topic, codec):
     b = kafka_broker.bootstrap_servers
@@ -74,6 +75,7 @@ def test_fast_path_reads_what_librdkafka_reads(monkeypatch, kafka_broker, kafka_
         assert quick == slow
 
 
+@pytest.mark.slow
 def test_log_append_time(monkeypatch, kafka_broker, kafka_topic):
     b = kafka_broker.bootstrap_servers
     topic = kafka_topic + "-lat"
@@ -86,6 +88,7 @@ def test_log_append_time(monkeypatch, kafka_broker, kafka_topic):
     assert {r["timestampType"] for r in quick} == {1}
 
 
+@pytest.mark.slow
 def test_transactions_aborted_records_and_control_batches(monkeypatch, kafka_broker, kafka_topic):
     """read_uncommitted: aborted records are read, control records are not rows but their
     offsets are stepped over, up to a range end just past a commit marker."""
@@ -109,6 +112,7 @@ def test_transactions_aborted_records_and_control_batches(monkeypatch, kafka_bro
     assert len(quick) == 300
 
 
+@pytest.mark.slow
 def test_records_deleted_hand_over_to_librdkafka(monkeypatch, kafka_broker, kafka_topic):
     b = kafka_broker.bootstrap_servers
     produce(b, kafka_topic, [(None, str(i).encode(), None) for i in range(100)], partition=0)
