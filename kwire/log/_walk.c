@@ -35,6 +35,9 @@
  * anything is off (the Python walk then decides and names the error), and run without the
  * GIL (Py_BEGIN_ALLOW_THREADS): the event loop's thread runs meanwhile.
  *
+ * fetch_columns, records_columns: kwire.spark's read path, Fetch answers to Arrow buffers (see
+ * the functions; kwire.spark.fetch reads through confluent-kafka without them).
+ *
  * Built by setup.py when a C compiler is there; kwire runs without it.
  */
 #define PY_SSIZE_T_CLEAN
@@ -879,6 +882,328 @@ map_grow(PyObject *self, PyObject *args)
     return nb;
 }
 
+/* ---- kwire.spark's read path: v2 record batches (a Fetch answer) to Arrow columns ----------
+ *
+ * fetch_columns(data, pos, end, lo, hi) -> (status, pos, next_offset, columns)
+ *     walks the whole batches in data[pos:end] (a partition's records of a Fetch response) and
+ *     puts every data record with offset in [lo, hi) into Arrow buffers. Control batches are
+ *     stepped over (their offsets count, as a consumer's position moves past them). status 0:
+ *     the data ends (pos: where a trailing partial batch starts, or end); 1: the batch at pos is
+ *     compressed (its records are for records_columns once inflated); 2: the batch at pos
+ *     starts at or past hi; -1: the batch at pos is not one this walk takes (not magic 2, or
+ *     malformed): the caller reads on another way. next_offset: the offset after the last batch
+ *     stepped over (-1: none).
+ * records_columns(records, count, base_offset, first_ts, max_ts, attributes, lo, hi)
+ *     -> columns or None (malformed): the records of one batch (inflated), the same way.
+ * columns: (n, offsets int64, timestamps int64 us, timestamp types int32, key validity bitmap
+ *     or None, key offsets int32 (n + 1), key bytes, value validity or None, value offsets,
+ *     value bytes), the buffers of Arrow arrays, as bytes.
+ * The timestamp of a record is LogAppendTime's max timestamp of its batch, or the batch's
+ * first timestamp plus the record's delta (Kafka's DefaultRecordBatch); type 0 CreateTime,
+ * 1 LogAppendTime, as Spark's Kafka source reports them. Headers are walked, not kept.
+ */
+/* A column's buffer: a bytes object made with room for the most the walk can put there (the
+ * records' count and bytes, counted before the walk), written in place without the GIL and cut
+ * to its length at the end: one copy of each value, no growth. */
+typedef struct { PyObject *obj; unsigned char *p; size_t len, cap; } gbuf_t;
+
+static int
+gb_reserve(gbuf_t *g, size_t more)
+{
+    return g->len + more <= g->cap ? 0 : -1;
+}
+
+typedef struct {
+    Py_ssize_t n;
+    gbuf_t off, ts, tt, kvalid, koff, kdata, vvalid, voff, vdata;
+    int knull, vnull;   /* any null seen */
+} cols_t;
+
+#define COLS_EACH(c, g) gbuf_t *g##_all[] = {&(c)->off, &(c)->ts, &(c)->tt, &(c)->kvalid, &(c)->koff, \
+    &(c)->kdata, &(c)->vvalid, &(c)->voff, &(c)->vdata}
+
+/* room for `rows` records holding at most `nbytes` of keys and values together */
+static int
+cols_init(cols_t *c, Py_ssize_t rows, Py_ssize_t nbytes)
+{
+    memset(c, 0, sizeof *c);
+    Py_ssize_t sizes[] = {8 * rows, 8 * rows, 4 * rows, (rows + 7) / 8, 4 * (rows + 1), nbytes,
+                          (rows + 7) / 8, 4 * (rows + 1), nbytes};
+    COLS_EACH(c, g);
+    for (size_t i = 0; i < sizeof g_all / sizeof g_all[0]; i++) {
+        g_all[i]->obj = PyBytes_FromStringAndSize(NULL, sizes[i]);
+        if (!g_all[i]->obj)
+            return -1;
+        g_all[i]->p = (unsigned char *)PyBytes_AS_STRING(g_all[i]->obj);
+        g_all[i]->cap = (size_t)sizes[i];
+    }
+    memset(c->kvalid.p, 0, c->kvalid.cap);
+    memset(c->vvalid.p, 0, c->vvalid.cap);
+    memset(c->koff.p, 0, 4);
+    memset(c->voff.p, 0, 4);
+    c->koff.len = c->voff.len = 4;
+    return 0;
+}
+
+static void
+cols_free(cols_t *c)
+{
+    COLS_EACH(c, g);
+    for (size_t i = 0; i < sizeof g_all / sizeof g_all[0]; i++)
+        Py_CLEAR(g_all[i]->obj);
+}
+
+/* back to the rows of `saved` (a copy of *c taken earlier) */
+static void
+cols_rollback(cols_t *c, const cols_t *saved)
+{
+    c->n = saved->n;
+    c->knull = saved->knull;
+    c->vnull = saved->vnull;
+    c->off.len = saved->off.len;
+    c->ts.len = saved->ts.len;
+    c->tt.len = saved->tt.len;
+    c->kvalid.len = saved->kvalid.len;
+    c->koff.len = saved->koff.len;
+    c->kdata.len = saved->kdata.len;
+    c->vvalid.len = saved->vvalid.len;
+    c->voff.len = saved->voff.len;
+    c->vdata.len = saved->vdata.len;
+}
+
+/* one binary value (or null) onto a column's validity, offsets and data */
+static int
+put_bin(gbuf_t *valid, gbuf_t *offs, gbuf_t *data, int *anynull, Py_ssize_t row,
+        const unsigned char *src, int64_t len)
+{
+    size_t byte = (size_t)(row >> 3);
+    if (byte >= valid->cap)
+        return -1;
+    valid->len = byte + 1;
+    if (len >= 0) {
+        valid->p[byte] |= (unsigned char)(1u << (row & 7));
+        if (data->len + (size_t)len > INT32_MAX || gb_reserve(data, (size_t)len))
+            return -1;
+        memcpy(data->p + data->len, src, (size_t)len);
+        data->len += (size_t)len;
+    } else {
+        *anynull = 1;
+    }
+    if (gb_reserve(offs, 4))
+        return -1;
+    int32_t o = (int32_t)data->len;
+    memcpy(offs->p + offs->len, &o, 4);
+    offs->len += 4;
+    return 0;
+}
+
+/* the records of one batch: 0 ok, -1 malformed, -2 more than the room counted for */
+static int
+decode_records(const unsigned char *buf, Py_ssize_t p, Py_ssize_t end, int64_t count, int64_t base,
+               int64_t first_ts, int64_t max_ts, int attrs, int64_t lo, int64_t hi, cols_t *c)
+{
+    int log_append = (attrs & 0x08) != 0;
+    int32_t type = log_append ? 1 : 0;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t length, d, od, kl, vl, hc;
+        if (read_zigzag_fast(buf, end, &p, 5, &length) || length < 6 || length > end - p)
+            return -1;
+        Py_ssize_t record_end = p + (Py_ssize_t)length;
+        p += 1; /* attributes */
+        if (read_zigzag_fast(buf, record_end, &p, 10, &d) || read_zigzag_fast(buf, record_end, &p, 5, &od))
+            return -1;
+        if (read_zigzag_fast(buf, record_end, &p, 5, &kl) || kl < -1 || kl > record_end - p)
+            return -1;
+        const unsigned char *key = buf + p;
+        if (kl > 0)
+            p += (Py_ssize_t)kl;
+        if (read_zigzag_fast(buf, record_end, &p, 5, &vl) || vl < -1 || vl > record_end - p)
+            return -1;
+        const unsigned char *value = buf + p;
+        if (vl > 0)
+            p += (Py_ssize_t)vl;
+        if (read_zigzag_fast(buf, record_end, &p, 5, &hc) || hc < 0 || hc > record_end - p)
+            return -1;
+        for (int64_t h = 0; h < hc; h++) {
+            int64_t hk, hv;
+            if (read_zigzag_fast(buf, record_end, &p, 5, &hk) || hk < 0 || hk > record_end - p)
+                return -1;
+            p += (Py_ssize_t)hk;
+            if (read_zigzag_fast(buf, record_end, &p, 5, &hv) || hv < -1 || hv > record_end - p)
+                return -1;
+            if (hv > 0)
+                p += (Py_ssize_t)hv;
+        }
+        if (p != record_end)
+            return -1;
+        int64_t offset = base + od;
+        if (offset < lo || offset >= hi)
+            continue;
+        int64_t ts = (log_append ? max_ts : first_ts + d) * 1000;
+        Py_ssize_t row = c->n;
+        if (gb_reserve(&c->off, 8) || gb_reserve(&c->ts, 8) || gb_reserve(&c->tt, 4))
+            return -2;
+        memcpy(c->off.p + c->off.len, &offset, 8);
+        c->off.len += 8;
+        memcpy(c->ts.p + c->ts.len, &ts, 8);
+        c->ts.len += 8;
+        memcpy(c->tt.p + c->tt.len, &type, 4);
+        c->tt.len += 4;
+        if (put_bin(&c->kvalid, &c->koff, &c->kdata, &c->knull, row, key, kl)
+            || put_bin(&c->vvalid, &c->voff, &c->vdata, &c->vnull, row, value, vl))
+            return -2;
+        c->n++;
+    }
+    return p == end ? 0 : -1;
+}
+
+/* the buffer cut to its length, handed over (NULL on failure, the reference dropped) */
+static PyObject *
+gb_take(gbuf_t *g)
+{
+    PyObject *o = g->obj;
+    g->obj = NULL;
+    if (_PyBytes_Resize(&o, (Py_ssize_t)g->len) < 0)
+        return NULL;
+    return o;
+}
+
+static PyObject *
+cols_result(cols_t *c)
+{
+    if (!c->knull)
+        c->kvalid.len = 0;
+    if (!c->vnull)
+        c->vvalid.len = 0;
+    PyObject *parts[9];
+    COLS_EACH(c, g);
+    for (size_t i = 0; i < 9; i++) {
+        parts[i] = gb_take(g_all[i]);
+        if (!parts[i]) {
+            for (size_t j = 0; j < i; j++)
+                Py_DECREF(parts[j]);
+            return NULL;
+        }
+    }
+    if (!c->knull) {
+        Py_DECREF(parts[3]);
+        parts[3] = Py_NewRef(Py_None);
+    }
+    if (!c->vnull) {
+        Py_DECREF(parts[6]);
+        parts[6] = Py_NewRef(Py_None);
+    }
+    return Py_BuildValue("(nNNNNNNNNN)", c->n, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5],
+                         parts[6], parts[7], parts[8]);
+}
+
+/* the records (data batches) and bytes fetch_columns can put from data[pos:end], counted over
+ * the batch headers it will walk */
+static Py_ssize_t
+count_rows(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, long long hi)
+{
+    Py_ssize_t rows = 0;
+    for (;;) {
+        batch_t b;
+        if (next_batch(buf, pos, end, &b) || b.h[16] != 2 || b.lod < 0 || b.count < 0 || b.base >= hi)
+            return rows;
+        if (!(b.attrs & 0x20)) {
+            if (b.attrs & 0x07)
+                return rows;
+            rows += b.count;
+        }
+        pos += b.size;
+    }
+}
+
+static PyObject *
+fetch_columns(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end;
+    long long lo, hi;
+    if (!PyArg_ParseTuple(args, "y*nnLL", &view, &pos, &end, &lo, &hi))
+        return NULL;
+    if (pos < 0 || end > view.len || pos > end) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "fetch_columns: pos and end must lie inside the data");
+        return NULL;
+    }
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    cols_t c;
+    int status = 0, rc = 0;
+    long long next = -1;
+    if (cols_init(&c, count_rows(buf, pos, end, hi), end - pos)) {
+        cols_free(&c);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (;;) {
+        batch_t b;
+        int r = next_batch(buf, pos, end, &b);
+        if (r == 1) { status = 0; break; }
+        if (r < 0 || b.h[16] != 2 || b.lod < 0 || b.count < 0) { status = -1; break; }
+        if (b.base >= hi) { status = 2; break; }
+        if (!(b.attrs & 0x20)) {            /* control batches hold no data records */
+            if (b.attrs & 0x07) { status = 1; break; }
+            if (b.last >= lo) {
+                cols_t saved = c;   /* the lengths before the batch: a bad batch adds no row */
+                rc = decode_records(buf, pos + 61, pos + b.size, b.count, b.base, be64(b.h + 27),
+                                    be64(b.h + 35), b.attrs, lo, hi, &c);
+                if (rc) {
+                    cols_rollback(&c, &saved);
+                    status = -1;
+                    break;
+                }
+            }
+        }
+        next = b.last + 1;
+        pos += b.size;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    (void)rc;   /* a batch that did not fit the counted room (its count lied) is malformed too */
+    PyObject *cols = cols_result(&c);
+    cols_free(&c);
+    if (!cols)
+        return NULL;
+    return Py_BuildValue("(inLN)", status, pos, next, cols);
+}
+
+static PyObject *
+records_columns(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    long long count, base, first_ts, max_ts, lo, hi;
+    int attrs;
+    if (!PyArg_ParseTuple(args, "y*LLLLiLL", &view, &count, &base, &first_ts, &max_ts, &attrs, &lo, &hi))
+        return NULL;
+    cols_t c;
+    int rc;
+    if (count < 0 || count > view.len) {   /* a record takes 7 bytes at least */
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    if (cols_init(&c, (Py_ssize_t)count, view.len)) {
+        cols_free(&c);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    rc = decode_records((const unsigned char *)view.buf, 0, view.len, count, base, first_ts, max_ts, attrs,
+                        lo, hi, &c);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (rc) {   /* malformed, or more than `count` records' room */
+        cols_free(&c);
+        Py_RETURN_NONE;
+    }
+    PyObject *cols = cols_result(&c);
+    cols_free(&c);
+    return cols;
+}
+
 static PyMethodDef methods[] = {
     {"walk_records", walk_records, METH_VARARGS,
      "walk_records(data, pos, end, count) -> (min_ts_delta, max_ts_delta, first_keyless) or None"},
@@ -896,6 +1221,10 @@ static PyMethodDef methods[] = {
     {"map_grow", map_grow, METH_VARARGS, "map_grow(old, nbytes, is_table, used) -> bigger bytearray"},
     {"map_put", map_put, METH_VARARGS, "map_put(table, arena, state, key, offset, max_entries) -> bool"},
     {"map_get", map_get, METH_VARARGS, "map_get(table, arena, state, key) -> offset or -1"},
+    {"fetch_columns", fetch_columns, METH_VARARGS,
+     "fetch_columns(data, pos, end, lo, hi) -> (status, pos, next_offset, columns)"},
+    {"records_columns", records_columns, METH_VARARGS,
+     "records_columns(records, count, base_offset, first_ts, max_ts, attributes, lo, hi) -> columns or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,6 +1,7 @@
-"""The executor side of the ``kwire`` source: read one offset range of one partition with
-confluent-kafka and hand it to Spark as Arrow record batches, built column by column with
-the consumer's C accessors (no Python loop per record on the hot path).
+"""The executor side of the ``kwire`` source: read one offset range of one partition and hand
+it to Spark as Arrow record batches. The common case goes through kwire.spark.fetch (Fetch
+answers to Arrow buffers in C); whatever it leaves, and every query it cannot serve, is read
+with confluent-kafka, the columns built with the consumer's C accessors.
 
 Consumers are pooled per Python worker (Spark reuses its workers between tasks), as Spark's
 own Kafka source pools them per executor: a micro-batch then costs a re-assignment, not a new
@@ -14,6 +15,7 @@ import uuid
 from bisect import bisect_left
 from typing import Iterator
 
+from kwire.spark import fetch as fast
 from kwire.spark.offsets import DATA_LOSS, DataLossError, Range
 
 log = logging.getLogger("kwire.spark")
@@ -26,7 +28,11 @@ def _consumer(client: dict, fail_on_data_loss: bool, group_id_prefix: str = "spa
     from confluent_kafka import Consumer
     # the group id a consumer reports (ACLs, quotas, monitoring): kafka.group.id when given,
     # else groupIdPrefix plus a unique part and "-executor", as Spark names its executors' groups
-    conf = {"group.id": f"{group_id_prefix}-{uuid.uuid4()}-executor", **client,
+    # isolation.level: read_uncommitted unless kafka.isolation.level says otherwise, as Spark's
+    # (Kafka's Java consumer's default, and what the driver planned the ranges with: the high
+    # watermark); librdkafka's own default is read_committed
+    conf = {"group.id": f"{group_id_prefix}-{uuid.uuid4()}-executor", "isolation.level": "read_uncommitted",
+            **client,
             "enable.auto.commit": False, "enable.auto.offset.store": False,
             "enable.partition.eof": True,
             "auto.offset.reset": "error" if fail_on_data_loss else "earliest"}
@@ -85,8 +91,13 @@ def read_range(rng: Range, client: dict, schema, *, include_headers: bool, fail_
     key, c = _consumer(client, fail_on_data_loss, group_id_prefix)
     ok = False
     try:
-        c.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
         pos = rng.start
+        if fast.usable(client, include_headers):   # the common case, in bulk; the rest from its stop
+            pos = yield from fast.read(rng, client, schema, c, pos)
+            if pos >= rng.end:
+                ok = True
+                return
+        c.assign([TopicPartition(rng.topic, rng.partition, pos)])
         deadline = time.monotonic() + poll_timeout_ms / 1000.0
         while pos < rng.end:
             msgs = c.consume(num_messages=_BATCH, timeout=0.5)

@@ -62,8 +62,9 @@ class KafkaBatchReader(DataSourceReader):
             tps = reader.topic_partitions()
             start = reader.resolve(o.starting, tps, name="startingOffsets")
             end = reader.resolve(o.ending, tps, name="endingOffsets")
-            start = check_data_loss(start, reader.earliest(tps), fail=o.fail_on_data_loss,
-                                    what="startingOffsets")
+            # from earliest, the starts are the log start offsets: no second ListOffsets
+            earliest = start if o.starting.kind == "earliest" else reader.earliest(tps)
+            start = check_data_loss(start, earliest, fail=o.fail_on_data_loss, what="startingOffsets")
         finally:
             reader.close()
         return [KafkaInputPartition(r) for r in plan_ranges(start, end, o.min_partitions,
