@@ -89,11 +89,24 @@ class OffsetReader:
             return sorted((t, p) for t, ps in o.assign.items() for p in ps)
         from confluent_kafka import KafkaException  # noqa: PLC0415
 
-        try:
-            md = self.admin.list_topics(timeout=self._timeout())
-        except KafkaException as exc:   # librdkafka says "Broker transport failure", naming no address
-            raise ConnectionError(f"kwire source: no broker answered at {o.client.get('bootstrap.servers')} within "
-                                  f"{self._timeout():g} s (kafka.request.timeout.ms): {exc.args[0].str()}") from None
+        # Short attempts within kafka.request.timeout.ms, as _list does: librdkafka sends an
+        # application Metadata request to one broker it holds as up; when that broker has just
+        # died (a SIGKILLed leader) the one request can wait out the whole timeout and fail the
+        # query, where a second attempt goes to a live broker (a running query died so after a
+        # leader's SIGKILL on three nodes, tests/ecosystem/test_spark_kafka.py's failover run)
+        deadline = time.monotonic() + self._timeout()
+        while True:
+            attempt = min(_LIST_ATTEMPT_S, max(0.1, deadline - time.monotonic()))
+            try:
+                md = self.admin.list_topics(timeout=attempt)
+                break
+            except KafkaException as exc:   # librdkafka says "Broker transport failure", naming no address
+                if time.monotonic() >= deadline:
+                    raise ConnectionError(f"kwire source: no broker answered at {o.client.get('bootstrap.servers')} "
+                                          f"within {self._timeout():g} s (kafka.request.timeout.ms): "
+                                          f"{exc.args[0].str()}") from None
+                log.info("Metadata: %s; asking again", exc.args[0].str())
+                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))   # a failure at once is no spin
         if o.strategy == "subscribe":
             wanted = [t for t in o.topics if t in md.topics and md.topics[t].error is None]
         else:

@@ -173,3 +173,57 @@ def test_list_offsets_fails_at_once_on_an_error_no_retry_can_mend():
     with pytest.raises(KafkaException):
         _reader(admin).latest([("t", 0), ("t", 1)])
     assert admin.asked == [[0, 1]] and admin.refreshed == []
+
+
+class _FlakyMetadataAdmin:
+    """list_topics fails (librdkafka's timeout, after waiting out the attempt on ``clock``)
+    ``fails`` times, then answers topic t of 2 partitions."""
+
+    def __init__(self, fails: int, clock):
+        self.fails, self.clock, self.timeouts = fails, clock, []
+
+    def list_topics(self, topic=None, timeout=None):
+        from confluent_kafka import KafkaError, KafkaException
+        self.timeouts.append(timeout)
+        if self.fails:
+            self.fails -= 1
+            self.clock.now += timeout
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+        t = type("T", (), {"error": None, "partitions": {0: None, 1: None}})()
+        return type("Md", (), {"topics": {"t": t}})()
+
+
+class _Clock:
+    """kwire.spark.offsets' view of ``time``: monotonic and sleep on a hand-moved clock."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, s):
+        self.now += s
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    import kwire.spark.offsets as offsets
+    c = _Clock()
+    monkeypatch.setattr(offsets, "time", c)
+    return c
+
+
+def test_the_partition_listing_asks_again_when_a_metadata_request_is_not_answered(clock):
+    # a broker that just died can hold the one Metadata request for the whole timeout: short
+    # attempts, each going to a broker librdkafka holds as up, within kafka.request.timeout.ms
+    admin = _FlakyMetadataAdmin(2, clock)
+    assert _reader(admin).topic_partitions() == [("t", 0), ("t", 1)]
+    assert admin.timeouts == [2.0, 2.0, 2.0]
+
+
+def test_the_partition_listing_names_the_bootstrap_when_no_attempt_is_answered_by_the_timeout(clock):
+    admin = _FlakyMetadataAdmin(10**6, clock)
+    with pytest.raises(ConnectionError, match=r"no broker answered at .* within 5 s \(kafka.request.timeout.ms\)"):
+        _reader(admin, timeout_ms=5_000).topic_partitions()
+    assert admin.timeouts == [2.0, 2.0, pytest.approx(0.6)] and clock.now == pytest.approx(1005.0)
