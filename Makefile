@@ -91,10 +91,10 @@ test:
 # Kafka's own tools, Kafka Streams, MirrorMaker 2, Spark's Kafka connector and Kafka Connect against
 # kwire and Apache Kafka side by side (tests/ecosystem): JVMs by the dozen, minutes; not in make test.
 # --dist loadfile: a module's tests share its module-scoped clusters, so they run on one worker
-# (spread over two, each worker would start its own pair). KWIRE_SPARK_FAILOVER=1: Spark's connector
-# through a broker SIGKILL on three kwire nodes (test_spark_kafka.py), minutes of its own.
+# (spread over two, each worker would start its own pair). Spark's connector through a broker
+# SIGKILL on three kwire nodes (test_spark_kafka.py) is minutes of its own.
 ecosystem: .venv kafka spark-kafka
-	PYTHONDONTWRITEBYTECODE= KWIRE_SPARK_FAILOVER=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=20 tests/ecosystem
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=20 tests/ecosystem
 
 # The fast tier: the tests not marked slow (no process, no JVM, no TCP, no wall-clock wait; in a
 # run that leaves slow out, tests/conftest.py fails a test that does any of these). Pure Python,
