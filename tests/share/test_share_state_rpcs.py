@@ -152,7 +152,7 @@ def test_delete_bumps_the_state_epoch_and_fences_the_leader(broker):
         assert _read(c, group, tid, partition=9).start_offset == -1
 
 
-def test_records_acquired_from_a_fenced_state_are_not_delivered(broker):
+def test_records_acquired_from_a_fenced_state_are_delivered_and_their_ack_fenced(broker):
     """An idle leader (everything acknowledged) keeps its in-memory state after a delete at
     the share coordinator. Its next acquisition writes nothing (Kafka's SharePartition.acquire
     calls no persister), so those records are delivered; their acknowledgement is written at
