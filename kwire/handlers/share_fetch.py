@@ -186,7 +186,9 @@ def _acquire(ctx: RequestContext, req, tid, name: str, partition: int, sp, offse
     rm, mgr = b.replica_manager, b.share_partitions
     now = b.clock.monotonic_ms()
     read_committed = mgr.settings(req.group_id).read_committed
-    before = (sp.version, sp.start_offset, sp.end_offset)
+    # a plain acquisition is not written (Kafka's SharePartition.acquire calls no persister):
+    # only what else the acquire did (locks expired, aborted records archived, start moved)
+    before = (sp.durable_version, sp.start_offset)
     res = rm.read(name, partition, offset, max_bytes, min_one=True, read_committed=read_committed)
     if res.error:
         return res.error, b"", [], res.leader_epoch
@@ -210,7 +212,7 @@ def _acquire(ctx: RequestContext, req, tid, name: str, partition: int, sp, offse
                           batch_starts=None if record_limit else {bt.base_offset for bt in batches},
                           batch_size=req.batch_size,
                           archive=_aborted_offsets(batches, res.aborted_transactions) if read_committed else set())
-    if (sp.version, sp.start_offset, sp.end_offset) != before:   # the durable form must follow
+    if (sp.durable_version, sp.start_offset) != before:   # the durable form must follow
         mgr.changed(req.group_id, tid, partition)
     if not acquired:
         return E.NONE, b"", [], res.leader_epoch
@@ -333,7 +335,8 @@ async def share_fetch(ctx: RequestContext, req):
             wait_until = min(wait_until, trio.current_time() + max(0, next_lock - b.clock.monotonic_ms()) / 1000)
         tps = [(t.name, p) for tid, p in session.partitions if (t := b.image.topics_by_id.get(tid)) is not None]
         await b.replica_manager.wait_for_data(tps, wait_until)
-    # the acknowledgements and acquisitions answered are durable (or the acknowledgement fails)
+    # the acknowledgements answered are durable (or the acknowledgement fails), and whatever
+    # else changed the durable form; a plain acquisition is not written (Kafka: neither)
     failed = await b.share_state.flush()
     _not_durable(acks, req.group_id, failed)
     out = {}

@@ -85,8 +85,13 @@ class SharePartition:
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
         self.records: dict[int, InFlightRecord] = {}
-        #: bumped by every change a durable form would need to record
+        #: bumped by every change of the in-flight state, acquisitions included
         self.version = 0
+        #: bumped by every change the durable form must follow (acknowledgements, releases,
+        #: lock expiries, archived records, resets); not by a plain acquisition: Kafka's
+        #: SharePartition.acquire writes no state (the lock and the delivery count are
+        #: written at the acknowledgement, release or lock expiry that ends the delivery)
+        self.durable_version = 0
 
     # ------------------------------------------------------------------ queries
     def in_flight(self) -> int:
@@ -174,6 +179,8 @@ class SharePartition:
             self.end_offset = read_end
         if taken or changed:
             self.version += 1
+        if changed:
+            self.durable_version += 1
         self._advance_start()
         return _runs(taken, batch_starts, batch_size)
 
@@ -218,6 +225,7 @@ class SharePartition:
             else:   # RENEW
                 r.lock_deadline = now + self.record_lock_duration_ms
         self.version += 1
+        self.durable_version += 1
         self._advance_start()
         return E.NONE
 
@@ -231,6 +239,7 @@ class SharePartition:
                 n += 1
         if n:
             self.version += 1
+            self.durable_version += 1
             self._advance_start()
         return n
 
@@ -244,6 +253,7 @@ class SharePartition:
                 n += 1
         if n:
             self.version += 1
+            self.durable_version += 1
             self._advance_start()
         return n
 
@@ -273,6 +283,7 @@ class SharePartition:
         self.records.clear()
         self.start_offset = self.end_offset = start_offset
         self.version += 1
+        self.durable_version += 1
 
     # ------------------------------------------------------------------ durable form
     def state_batches(self) -> list[StateBatch]:

@@ -152,10 +152,12 @@ def test_delete_bumps_the_state_epoch_and_fences_the_leader(broker):
         assert _read(c, group, tid, partition=9).start_offset == -1
 
 
-def test_records_acquired_from_a_fenced_state_are_not_delivered(broker):
+def test_records_acquired_from_a_fenced_state_are_delivered_and_their_ack_fenced(broker):
     """An idle leader (everything acknowledged) keeps its in-memory state after a delete at
-    the share coordinator; its next acquisition is written at the old state epoch, fenced,
-    and not delivered: the fetch after reads the state again and starts from the earliest."""
+    the share coordinator. Its next acquisition writes nothing (Kafka's SharePartition.acquire
+    calls no persister), so those records are delivered; their acknowledgement is written at
+    the old state epoch, fenced, and answers FENCED_STATE_EPOCH: the fetch after reads the
+    state again and starts from the earliest."""
     with WireClient(broker.bootstrap_servers) as c:
         topic, tid, group = _setup(c, n=3)
         m = str(uuid.uuid4())
@@ -166,8 +168,11 @@ def test_records_acquired_from_a_fenced_state_are_not_delivered(broker):
         assert _read(c, group, tid).start_offset == 3
         assert _delete(c, group, tid).error_code == 0
         c.produce(topic, [(None, b"v3"), (None, b"v4")])
-        assert _acquired(_fetch(c, group, m, 2, tid)) == []   # acquired 3-4 from the old state: fenced
-        assert _acquired(_fetch(c, group, m, 3, tid)) == [(0, 4, 1)]
+        assert _acquired(_fetch(c, group, m, 2, tid)) == [(3, 4, 1)]   # from the old state, not written
+        r = _fetch(c, group, m, 3, tid, acks=[(3, 4, (ACCEPT,))])
+        assert r.responses[0].partitions[0].acknowledge_error_code == E.FENCED_STATE_EPOCH
+        assert _acquired(r) == []
+        assert _acquired(_fetch(c, group, m, 4, tid)) == [(0, 4, 1)]
         p = _read(c, group, tid)
         assert (p.state_epoch, p.start_offset) == (1, 0)
 

@@ -344,3 +344,37 @@ def test_share_fetch_is_throttled_by_the_consumer_byte_rate(broker):
         c.request("Metadata", 12, topics=None, allow_auto_topic_creation=False,
                   include_topic_authorized_operations=False)
         assert time.monotonic() - t0 >= throttled.throttle_time_ms / 1000 * 0.9   # muted meanwhile
+
+
+def test_acquiring_writes_no_share_state_an_acknowledgement_does(broker, monkeypatch):
+    """Kafka's SharePartition.acquire writes no state (the persister is called on
+    acknowledgement, release and lock expiry): a fetch that only acquires answers without a
+    WriteShareGroupState, so the lock the client sees is not shortened by that write (an
+    inter-broker round trip and a replicated append on a cluster). The share partition's
+    creation is still written (its start offset), then the acknowledgement."""
+    st = broker.broker.share_state
+    writes: list[set] = []
+    real = st._write_all
+
+    async def counting(pending):   # this test's group only: other tests' partitions share the broker
+        if mine := {k for k in pending if k[0] == group}:
+            writes.append(mine)
+        return await real(pending)
+
+    group = None
+    monkeypatch.setattr(st, "_write_all", counting)
+    with WireClient(broker.bootstrap_servers) as c:
+        topic, tid, group = _setup(c, n=3)
+        a = str(uuid.uuid4())
+        _hb(c, group, a, 0, [topic])
+        assert _acquired(_fetch(c, group, a, 0, tid, max_records=1, mode=RECORD_LIMIT)) == [(0, 0, 1)]
+        assert writes == [{(group, tid, 0)}]   # the creation
+        writes.clear()
+        assert _acquired(_fetch(c, group, a, 1, tid, max_records=1, mode=RECORD_LIMIT)) == [(1, 1, 1)]
+        assert writes == []
+        r = _fetch(c, group, a, 2, tid, acks=[(0, 1, (ACCEPT,))], max_records=1, mode=RECORD_LIMIT)
+        assert r.responses[0].partitions[0].acknowledge_error_code == 0
+        assert _acquired(r) == [(2, 2, 1)]
+        assert writes == [{(group, tid, 0)}]   # the acknowledgement
+        sp = broker.broker.share_partitions.get(group, tid, 0)
+        assert [(b.first_offset, b.last_offset, b.delivery_state) for b in sp.state_batches()] == [(2, 2, 0)]
