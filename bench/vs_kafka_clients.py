@@ -37,6 +37,13 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, rf: int = 1, co
     raise RuntimeError(f"topic {name} not ready on {bootstrap}")
 
 
+def delete_topic(bootstrap: str, name: str) -> None:
+    """Delete ``name`` once a scenario is done with it: the full run writes ~15 GB per broker,
+    which the brokers' disks need not hold at once."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([name])[name].result(TIMEOUT)
+
+
 def _java_tool(main: str, *args: str, timeout: float = 600) -> str:
     cmd = [java_bin(), *jvm_flags("512m", fast_start=False), "-cp", kafka_classpath(),
            f"org.apache.kafka.tools.{main}", *args]
