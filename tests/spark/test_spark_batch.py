@@ -11,10 +11,10 @@ from confluent_kafka import TopicPartition
 
 from tests.spark.helpers import CODECS, consume_all, produce
 
-# a group (one xdist worker, one SparkSession) of its own: the Spark tests in one group were make
-# test's longest pole (~4-6 of its ~8.5 minutes on one worker); the batch tests and the streaming
-# ones are about even, so two workers each start a session and share the pole
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark-batch")]
+# one xdist group with the other Spark modules: one worker, one SparkSession. Split in two groups
+# (two sessions) make test took as long (518-537 s of pytest against 501): its four workers are
+# busy to the end either way (2 cores, CPU-bound), and a second session is one more JVM start
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
 
 N = 100_000
 
