@@ -26,7 +26,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from bench.server_bench import _create_topic, _producer, kwire_broker
+from bench.server_bench import _create_topic, kwire_broker
+from bench.spark_bench import _fill
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUTES = ("kafka", "kwire")
@@ -44,19 +45,6 @@ def connector_jars() -> list[str]:
     if not any(Path(j).name == f"spark-sql-kafka-0-10_2.13-{version}.jar" for j in jars):
         raise RuntimeError(f"Spark's Kafka connector {version} is not in {libs}: run make spark-kafka")
     return jars
-
-
-def _fill(bootstrap: str, topic: str, n: int) -> None:
-    p = _producer(bootstrap)
-    value = b"x" * 100
-    for i in range(n):
-        while True:
-            try:
-                p.produce(topic, value, partition=i % 2)
-                break
-            except BufferError:
-                p.poll(0.01)
-    assert p.flush(120) == 0
 
 
 def _read(spark, fmt: str, bootstrap: str, topic: str, n: int) -> float:
@@ -102,7 +90,7 @@ def run(quick: bool = False) -> list[tuple]:
     with kwire_broker() as (bootstrap, _proc):
         topic = f"spark-kafka-bench-{uuid.uuid4().hex[:6]}"
         _create_topic(bootstrap, topic, 2)
-        _fill(bootstrap, topic, n)
+        _fill(bootstrap, topic, n, 100)
         spark = local_session("kwire-spark-kafka-bench", extra={"spark.jars": ",".join(jars)})
         try:
             kwire.spark.register(spark)
