@@ -15,6 +15,14 @@ def modules() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.endswith("_bench"))
 
 
+def select(wanted: list[str], names: list[str]) -> list[str]:
+    """The modules ``wanted`` names: a whole name picks its module alone (``spark`` is spark_bench,
+    not spark_kafka_bench too, whose Spark session needs jars that a session already started
+    without them cannot load), a prefix every module it begins."""
+    return [n for n in names if any(n == f"{w}_bench" or (n.startswith(w) and f"{w}_bench" not in names)
+                                    for w in wanted)]
+
+
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     # ``vs-kafka`` names bench/vs_kafka_bench.py: module names take no hyphen
@@ -25,7 +33,7 @@ def main(argv: list[str]) -> int:
         if unknown:
             print(f"unknown benchmark(s) {unknown}; have {[n[:-6] for n in names]}", file=sys.stderr)
             return 2
-        names = [n for n in names if any(n.startswith(w) for w in wanted)]
+        names = select(wanted, names)
     summary: list[tuple] = []
     failed: list[str] = []
     for name in names:
