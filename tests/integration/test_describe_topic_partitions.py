@@ -203,17 +203,23 @@ def test_kafka_python_admin_describe_topic_partitions(broker, three):
         admin.close()
 
 
-def test_failed_log_dir_makes_replicas_offline():
-    """Once the data dir fails (the LogDirFailureChannel an I/O error reports to), every
-    replica this node holds there is offline, in DescribeTopicPartitions and Metadata."""
-    with Broker(mode="thread") as b:
-        b.create_topic("dtp-dir", 2)
+def test_failed_log_dir_makes_replicas_offline(tmp_path):
+    """Once a data dir fails (the LogDirFailureChannel an I/O error reports to), every
+    replica this node holds there is offline, in DescribeTopicPartitions and Metadata.
+    Two log dirs, one failed: with every dir failed the broker shuts down (as Kafka halts),
+    and a request after that would race the shutdown."""
+    with Broker(mode="thread", log_dirs=[str(tmp_path / "second")]) as b:
+        b.create_topic("dtp-dir", 4)
         node = b.broker.node_id
-        assert [list(p.offline_replicas) for p in describe(b, ["dtp-dir"]).topics[0].partitions] == [[], []]
-        plog = b.broker.replica_manager.logs.get("dtp-dir", 0)
-        plog.failure_channel.maybe_add_offline_log_dir(plog.log_dir, "test: disk gone")
+        assert [list(p.offline_replicas) for p in describe(b, ["dtp-dir"]).topics[0].partitions] == [[]] * 4
+        logs = [b.broker.replica_manager.logs.get("dtp-dir", p) for p in range(4)]
+        failed = logs[0].log_dir
+        want = [[node] if plog.log_dir == failed else [] for plog in logs]
+        assert [] in want, "the partitions should spread over both dirs"
+        logs[0].failure_channel.maybe_add_offline_log_dir(failed, "test: disk gone")
         resp = describe(b, ["dtp-dir"])
-        assert [list(p.offline_replicas) for p in resp.topics[0].partitions] == [[node], [node]]
+        assert [list(p.offline_replicas) for p in resp.topics[0].partitions] == want
         with WireClient(b.bootstrap_servers) as c:
             md = c.request("Metadata", 12, topics=[MetadataTopic(name="dtp-dir")])
-        assert [list(p.offline_replicas) for p in md.topics[0].partitions] == [[node], [node]]
+        assert [list(p.offline_replicas) for p in md.topics[0].partitions] == want
+        assert not b.broker.stop_requested.is_set()
