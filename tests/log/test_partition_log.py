@@ -392,3 +392,42 @@ def test_truncation_takes_the_high_watermark_down_with_the_log_end(tmp_path):
     assert log.high_watermark == log.log_end_offset == 2
     log.truncate_fully_and_start_at(7)
     assert log.log_start_offset == log.high_watermark == log.log_end_offset == 7
+
+
+def test_tail_reads_start_at_the_appended_batch_and_survive_truncation(tmp_path, monkeypatch):
+    """A consumer tailing the log fetches at the offset the last append started at: the read
+    starts at that batch (LogSegment's append hints), not at the sparse index entry; after a
+    truncation the hints go, and a re-append at the same offsets (other batch sizes) reads
+    its own bytes."""
+    from kwire.log import segment as seg_mod
+
+    log = open_log(tmp_path, index_interval_bytes=1 << 20)   # one index entry: every scan starts at 0
+    batches = [make_batch(1 + i % 3, 40 + 7 * i, seed=i) for i in range(40)]
+    bases = []
+    for b in batches:
+        bases.append(log.append(b, now_ms=NOW).base_offset)
+    scanned = []
+    orig = seg_mod.LogSegment.scan_headers
+
+    def counting(self, position, end):
+        scanned.append(position)
+        return orig(self, position, end)
+
+    monkeypatch.setattr(seg_mod.LogSegment, "scan_headers", counting)
+    for i in range(len(batches) - seg_mod._HINTS, len(batches)):   # the hinted tail
+        scanned.clear()
+        assert bytes(log.read(bases[i], 1 << 20)) == b"".join(stored(b, o) for b, o in zip(batches[i:], bases[i:]))
+        assert scanned and scanned[0] > 0   # started at the batch, not at position 0
+    scanned.clear()
+    assert bytes(log.read(bases[0] + 1, 1 << 20))[:0] == b""   # mid-batch / old offsets: the index path
+    assert scanned[0] == 0
+    monkeypatch.undo()
+    # cut the log back and write other batches at the same offsets: the old positions must not be used
+    cut = bases[30]
+    log.truncate_to(cut)
+    again = [make_batch(4, 400 + i, seed=100 + i) for i in range(10)]   # other sizes and offset spans
+    new_bases = [log.append(b, now_ms=NOW).base_offset for b in again]
+    assert new_bases[0] == cut
+    for off in range(cut, log.log_end_offset):   # every offset, old batch starts among them
+        i = (off - cut) // 4
+        assert bytes(log.read(off, 1 << 20)) == b"".join(stored(b, o) for b, o in zip(again[i:], new_bases[i:]))
