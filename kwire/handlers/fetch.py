@@ -11,7 +11,8 @@ from the segments' .txnindex) so the client drops their records; read_uncommitte
 up to the high watermark, aborted_transactions null. last_stable_offset in every answer
 (v4+). Fetch sessions (KIP-227): full and incremental
 fetches, forgotten topics, FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH.
-Topic ids from v13 (UNKNOWN_TOPIC_ID). Records are sent as file regions (sendfile).
+Topic ids from v13 (UNKNOWN_TOPIC_ID). Records are sent as file regions (sendfile); up to 64 KiB of them are
+copied into the answer's one write instead (kwire.net.send_parts: one send for a tailing consumer).
 Reads, waits and leader checks are the replica manager's (kwire.replication): records up to
 the high watermark; UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR
 (the log dir is offline); current_leader_epoch (v9+) older than the partition's:
