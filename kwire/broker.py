@@ -23,6 +23,7 @@ from kwire.clock import REAL_CLOCK, Clock
 from kwire.config import BrokerConfig, topic_configs_for_log, validate_topic_config
 from kwire.errors import ErrorCode, KafkaError, StartupError
 from kwire.log.data_dir import DataDirLock, check_meta_properties, ensure_directory_id
+from kwire.log.manager import CLEAN_SHUTDOWN_MARKER, LogManager
 from kwire.metadata import records as R
 from kwire.metadata import topic_changes as TC
 from kwire.metadata.config_control import clear_elr_records
@@ -30,6 +31,7 @@ from kwire.metadata.delta import MetadataDelta
 from kwire.metadata.image import MetadataImage, TopicImage
 from kwire.metadata.publisher import MetadataPublishers
 from kwire.metadata.topic_changes import validate_topic_name  # noqa: F401 - handlers import it from here
+from kwire.security.authorizer import Authorizer
 
 log = logging.getLogger("kwire.broker")
 
@@ -46,8 +48,6 @@ class Broker:
     def __init__(self, config: BrokerConfig, clock: Clock = REAL_CLOCK, *,
                  advertised_host: str = "127.0.0.1", advertised_port: int = 9092,
                  voters: dict[int, tuple[str, int] | None] | None = None, peer_security=None):
-        from kwire.log.manager import LogManager  # noqa: PLC0415 - keep import kwire light
-
         self.config = config
         self.clock = clock
         self.node_id = config.node_id
@@ -65,7 +65,6 @@ class Broker:
         self.peer_security = peer_security or PeerSecurity()
         self.image = MetadataImage()     # replaced (never changed) by each committed batch: _apply_entry
         self.publishers = MetadataPublishers()
-        from kwire.security.authorizer import Authorizer  # noqa: PLC0415
         # None: no authorization; it takes each new image's ACLs as a publisher
         self.authorizer = Authorizer.from_config(config, self.image.acls)
         # dynamic broker configs (AlterConfigs) take precedence over the static ones
@@ -103,8 +102,6 @@ class Broker:
     def _open_logs(self, log_manager, clock):
         """Open (and after a crash, recover) every partition log, saying so in the log: a
         recovery is announced before it starts and timed when done."""
-        from kwire.log.manager import CLEAN_SHUTDOWN_MARKER  # noqa: PLC0415
-
         dirs, unclean = 0, False
         for d in self.log_dirs:
             here = sum(1 for e in os.scandir(d)

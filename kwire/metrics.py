@@ -41,6 +41,8 @@ import time
 
 import trio
 
+from kwire import __version__
+
 log = logging.getLogger("kwire.metrics")
 
 LATENCY_BUCKETS_MS = (0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0)
@@ -119,8 +121,6 @@ class KafkaCollector:
     def collect(self):
         from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,  # noqa: PLC0415
                                             HistogramMetricFamily)
-
-        from kwire import __version__  # noqa: PLC0415
 
         b, c = self.broker, self.counters
         info = GaugeMetricFamily("kwire_build_info", "kwire's version", labels=["version"])

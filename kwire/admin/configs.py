@@ -10,6 +10,8 @@ and client-metrics entities, --add-config-file.
 """
 from __future__ import annotations
 
+import argparse
+
 from kwire.admin import quotas, user_scram
 from kwire.admin.common import add_common, client, parse_add_config, run
 from kwire.cmdline import UsageError
@@ -36,8 +38,6 @@ examples:
 
 
 def add_parser(sub) -> None:
-    import argparse  # noqa: PLC0415
-
     p = sub.add_parser("configs", help="describe and alter topic, broker and group configs (kafka-configs.sh)",
                        description="Describe or change configs, as kafka-configs.sh does.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -13,6 +13,7 @@ member. Left out: --from-file/--export (CSV plans) and share/streams groups.
 """
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import re
 import sys
@@ -37,8 +38,6 @@ ACTIVE_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Assigni
 
 
 def add_parser(sub) -> None:
-    import argparse  # noqa: PLC0415
-
     p = sub.add_parser("groups", help="list, describe (lag), reset offsets, delete consumer groups "
                                       "(kafka-consumer-groups.sh)",
                        description="Describe consumer groups, their offsets and lag; reset or delete them, as "

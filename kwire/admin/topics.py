@@ -8,6 +8,7 @@ the reassignment columns (kwire moves replicas with AlterPartitionReassignments,
 """
 from __future__ import annotations
 
+import argparse
 import re
 
 from kwire.admin.common import add_common, client, run
@@ -27,8 +28,6 @@ examples:
 
 
 def add_parser(sub) -> None:
-    import argparse  # noqa: PLC0415
-
     p = sub.add_parser("topics", help="list, describe, create, alter, delete topics (kafka-topics.sh)",
                        description="Create, delete, describe or change topics, as kafka-topics.sh does.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -12,11 +12,14 @@ before the broker starts, and each mistake ends the start with one line naming i
 """
 from __future__ import annotations
 
+import argparse
+import atexit
 import errno
 import gc
 import logging
 import os
 import sys
+import threading
 from dataclasses import dataclass, field
 
 from kwire.cmdline import RuntimeFailure, UsageError, suggest
@@ -82,8 +85,6 @@ def add_serve_parser(sub) -> None:
 
 
 def _raw_formatter():
-    import argparse  # noqa: PLC0415
-
     return argparse.RawDescriptionHelpFormatter
 
 
@@ -405,9 +406,6 @@ def exit_without_teardown(rc: int) -> None:
     checkpoints and marker (LogManager.close), and the metadata log, fsynced as it is
     written and closed when its driver stops (kwire.raft.driver). Returns (a normal exit follows)
     while another non-daemon thread runs, which Python would wait for."""
-    import atexit  # noqa: PLC0415
-    import threading  # noqa: PLC0415
-
     main = threading.main_thread()
     if any(t is not main and not t.daemon and t.is_alive() for t in threading.enumerate()):
         return

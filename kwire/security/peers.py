@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 
 import trio
 
+from kwire.codec.apis import api
+from kwire.codec.frame import NEED_DATA
+from kwire.errors import ErrorCode, StartupError
 from kwire.listeners import DEFAULT_PROTOCOL_MAP, ClientListener, Endpoint, parse_protocol_map
 from kwire.net import PeerAuthenticationFailed, set_nodelay   # PeerAuthenticationFailed: see there
 from kwire.value import Value
@@ -107,9 +110,7 @@ class PeerLink:
         return tls
 
     async def _sasl(self, stream, host: str, port: int, client_id: str) -> None:
-        from kwire.codec.apis import api  # noqa: PLC0415
         from kwire.connection import KafkaClientConnection  # noqa: PLC0415
-        from kwire.errors import ErrorCode  # noqa: PLC0415
         from kwire.security.sasl_client import SaslClientFailed, client_for  # noqa: PLC0415
 
         where = f"{self.role} {self.describe()} at {host}:{port}"
@@ -144,8 +145,6 @@ class PeerLink:
 
 
 async def _round_trip(stream, conn, a, version: int, body):
-    from kwire.codec.frame import NEED_DATA  # noqa: PLC0415
-
     _, data = conn.send_request(a, version, body)
     await stream.send_all(data)
     while (resp := conn.next_response()) is NEED_DATA:
@@ -290,7 +289,6 @@ def plan_peers(config, listeners: list[ClientListener], controller_address: tupl
         if not alone else PeerLink("controller", ctl_name, ctl_proto)
     served = None
     if controller_address is not None and ctl_name is not None and ctl_proto != "PLAINTEXT" and not alone:
-        from kwire.errors import StartupError  # noqa: PLC0415
         from kwire.security.edge import for_listener  # noqa: PLC0415
         try:
             served = for_listener(config, ClientListener(Endpoint(ctl_name, *controller_address), ctl_proto))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Iterator
 
+from pyspark import TaskContext
 from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrowWriter,
                                     WriterCommitMessage)
 from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, StringType, StructType)
@@ -179,7 +180,6 @@ def _write_transaction(opts: WriteOptions, batches: Iterator, batch_id: int | No
                        query_id: str | None = None) -> KafkaCommitMessage:
     """One transaction for this task; with a micro-batch id, the id commits with the records."""
     from confluent_kafka import Consumer, TopicPartition
-    from pyspark import TaskContext
     ctx = TaskContext.get()
     tid = f"{opts.transactional_id_prefix}-{ctx.partitionId() if ctx else 0}"
     producer = _producer(opts, {"transactional.id": tid})
@@ -248,7 +248,6 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator):
         if self.opts.exactly_once:
-            from pyspark import TaskContext
             ctx = TaskContext.get()
             raw = ctx.getLocalProperty("streaming.sql.batchId") if ctx else None
             query_id = ctx.getLocalProperty("sql.streaming.queryId") if ctx else None
