@@ -19,6 +19,7 @@ from typing import Any
 
 import trio
 
+from kwire.errors import StartupError, StartupFileError
 from kwire.listeners import ClientListener
 from kwire.security.principal import ANONYMOUS
 
@@ -46,8 +47,6 @@ class ListenerSecurity:
 
 def for_listener(config, listener: ClientListener) -> ListenerSecurity:
     """The security of one client listener; StartupError when its settings are unusable."""
-    from kwire.errors import StartupError, StartupFileError  # noqa: PLC0415
-
     sec = ListenerSecurity(listener.name, listener.protocol)
     if listener.tls:
         from kwire.security.tls import KeystoreError, TlsConfigError, server_context  # noqa: PLC0415

@@ -34,9 +34,11 @@ import trio
 
 from kwire.codec.apis import api
 from kwire.codec.frame import NEED_DATA
+from kwire.connection import KafkaClientConnection
 from kwire.errors import ErrorCode, StartupError
 from kwire.listeners import DEFAULT_PROTOCOL_MAP, ClientListener, Endpoint, parse_protocol_map
 from kwire.net import PeerAuthenticationFailed, set_nodelay   # PeerAuthenticationFailed: see there
+from kwire.security.edge import for_listener
 from kwire.value import Value
 
 __all__ = ["PeerConfigError", "PeerAuthenticationFailed", "PeerLink", "PeerSecurity", "plan_peers",
@@ -110,7 +112,6 @@ class PeerLink:
         return tls
 
     async def _sasl(self, stream, host: str, port: int, client_id: str) -> None:
-        from kwire.connection import KafkaClientConnection  # noqa: PLC0415
         from kwire.security.sasl_client import SaslClientFailed, client_for  # noqa: PLC0415
 
         where = f"{self.role} {self.describe()} at {host}:{port}"
@@ -289,7 +290,6 @@ def plan_peers(config, listeners: list[ClientListener], controller_address: tupl
         if not alone else PeerLink("controller", ctl_name, ctl_proto)
     served = None
     if controller_address is not None and ctl_name is not None and ctl_proto != "PLAINTEXT" and not alone:
-        from kwire.security.edge import for_listener  # noqa: PLC0415
         try:
             served = for_listener(config, ClientListener(Endpoint(ctl_name, *controller_address), ctl_proto))
         except StartupError as exc:
