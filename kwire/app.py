@@ -84,7 +84,7 @@ def _metrics_address(config, default: str | None):
 
 
 async def _start_metrics(nursery, metrics_at, broker, server) -> None:
-    from kwire.metrics import BrokerMetrics, registry_for, serve_metrics  # noqa: PLC0415
+    from kwire.metrics import BrokerMetrics, registry_for, serve_metrics  # noqa: PLC0415 - start-up time: metrics listener only
 
     host, port, required = metrics_at
     try:
@@ -105,7 +105,7 @@ async def _start_metrics(nursery, metrics_at, broker, server) -> None:
 
 def _peer_security(config, client_listeners, controller_listen, voters):
     """The inter-broker and controller links (kwire.security.peers); StartupError naming the key."""
-    from kwire.security.peers import PeerConfigError, plan_peers  # noqa: PLC0415
+    from kwire.security.peers import PeerConfigError, plan_peers  # noqa: PLC0415 - start-up time: Broker build (module doc)
 
     quorum = bool(voters and len(voters) > 1)
     own = (controller_listen or voters.get(config.node_id)) if quorum else None

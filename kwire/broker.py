@@ -6,6 +6,11 @@ Handlers call into this through kwire.handlers.BrokerServices; it never touches 
 Metadata changes go through ``submit_metadata`` (async: the Raft quorum of
 kwire.metadata.quorum, forwarded to the active controller when this node is not it) and are
 applied to the image, on every node, only from committed entries (``_apply_entry``).
+
+The components are imported where the Broker builds them (``__init__``, ``_build_components``,
+``open``; tagged ``start-up time: Broker build``): kwire.handlers.configs and many tests import
+this module without building a Broker, and the replication, coordinator and quota modules
+are ~15 ms of that import. Every Broker built loads them.
 """
 from __future__ import annotations
 
@@ -61,7 +66,7 @@ class Broker:
         self.voters = voters or {self.node_id: None}
         # how this node reaches the others' inter-broker and controller listeners, and what its own
         # controller listener asks (kwire.security.peers.PeerSecurity; default: PLAINTEXT everywhere)
-        from kwire.security.peers import PeerSecurity  # noqa: PLC0415
+        from kwire.security.peers import PeerSecurity  # noqa: PLC0415 - start-up time: Broker build (module doc)
         self.peer_security = peer_security or PeerSecurity()
         self.image = MetadataImage()     # replaced (never changed) by each committed batch: _apply_entry
         self.publishers = MetadataPublishers()
@@ -135,14 +140,14 @@ class Broker:
         """The composition root: every component a handler reaches through
         ``RequestContext.broker`` (kwire.handlers.BrokerServices) is built here, once, before
         the metadata replays and anything is served; nothing attaches itself later."""
-        from kwire.fetch_session import FetchSessionCache  # noqa: PLC0415 - keep import kwire light
-        from kwire.groups.edge import GroupEdge  # noqa: PLC0415
-        from kwire.producers.ids import ProducerIdManager  # noqa: PLC0415
-        from kwire.replication import ReplicaManager  # noqa: PLC0415
-        from kwire.replication.fetcher import ReplicaFetcherManager  # noqa: PLC0415
-        from kwire.replication.isr import IsrChanges  # noqa: PLC0415
-        from kwire.replication.replica_selector import selector_for  # noqa: PLC0415
-        from kwire.transactions.edge import TransactionEdge  # noqa: PLC0415
+        from kwire.fetch_session import FetchSessionCache  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.groups.edge import GroupEdge  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.producers.ids import ProducerIdManager  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.replication import ReplicaManager  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.replication.fetcher import ReplicaFetcherManager  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.replication.isr import IsrChanges  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.replication.replica_selector import selector_for  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.transactions.edge import TransactionEdge  # noqa: PLC0415 - start-up time: Broker build (module doc)
 
         # the partitions this node hosts: logs, leader epochs, high watermarks, ISR, waiters
         self.replica_manager = ReplicaManager(
@@ -152,7 +157,8 @@ class Broker:
         # replica.selector.class: consumers' preferred read replicas (KIP-392); None: the leader
         self.replica_manager.replica_selector = selector_for(self.config.get("replica.selector.class"))
         # replication throttles (KIP-73: kafka-reassign-partitions --throttle), leader and follower side
-        from kwire.quota.replication import FOLLOWER, LEADER, ReplicationQuota  # noqa: PLC0415
+        from kwire.quota.replication import (  # noqa: PLC0415 - start-up time: Broker build (module doc)
+            FOLLOWER, LEADER, ReplicationQuota)
 
         def topic_configs(name: str):
             t = self.image.topics.get(name)
@@ -178,13 +184,14 @@ class Broker:
         # KIP-932: share_partitions and share_state, built on first use (see _share)
         self._share_components = None
         # client quotas (kwire.quota): sensors per user / client id, bounds from the image
-        from kwire.quota.manager import ClientQuotas  # noqa: PLC0415
+        from kwire.quota.manager import ClientQuotas  # noqa: PLC0415 - start-up time: Broker build (module doc)
         self.quotas = ClientQuotas(lambda: self.image.client_quotas, int(self.config.get("quota.window.num")),
                                    int(self.config.get("quota.window.size.seconds")))
         # who hears of each new image, in this order (kwire.metadata.publisher): this node's
         # replicas, then the coordinators (both from open(), once the metadata has replayed),
         # the quotas, the authorizer; the controller adds its wake-up when the quorum starts
-        from kwire.broker_metadata import CoordinatorPublisher, ReplicaPublisher  # noqa: PLC0415
+        from kwire.broker_metadata import (  # noqa: PLC0415 - start-up time: Broker build (module doc)
+            CoordinatorPublisher, ReplicaPublisher)
         self.replica_publisher = ReplicaPublisher(self)
         self.coordinator_publisher = CoordinatorPublisher(self)
         for p in (self.replica_publisher, self.coordinator_publisher, self.quotas, self.authorizer):
@@ -211,9 +218,9 @@ class Broker:
 
     def _share(self):
         if self._share_components is None:
-            from kwire.share.manager import SharePartitionManager  # noqa: PLC0415
-            from kwire.share.settings import share_settings  # noqa: PLC0415
-            from kwire.share.state_store import ShareStateStore  # noqa: PLC0415
+            from kwire.share.manager import SharePartitionManager  # noqa: PLC0415 - start-up time: share groups only
+            from kwire.share.settings import share_settings  # noqa: PLC0415 - start-up time: share groups only
+            from kwire.share.state_store import ShareStateStore  # noqa: PLC0415 - start-up time: share groups only
             manager = SharePartitionManager(lambda gid: share_settings(self.config, self.image, gid))
             self._share_components = (manager, ShareStateStore(self, manager))
         return self._share_components
@@ -241,7 +248,7 @@ class Broker:
     async def open(self, nursery, controller_listeners=None, raft_config=None) -> None:
         """Start the metadata quorum, replay committed metadata, open this node's partition
         logs, register this broker (with the active controller)."""
-        from kwire.metadata.quorum import MetadataQuorum  # noqa: PLC0415
+        from kwire.metadata.quorum import MetadataQuorum  # noqa: PLC0415 - start-up time: Broker build (module doc)
 
         self._nursery = nursery   # for disk work that the publishers leave to a worker thread
         self.quorum = MetadataQuorum(self, self.voters, controller_listeners=controller_listeners,
@@ -399,7 +406,7 @@ class Broker:
 
     def _install_snapshot(self, data: bytes) -> None:
         """A snapshot (the leader's, or our own at startup) replaces the image."""
-        from kwire.metadata.snapshot import decode_snapshot  # noqa: PLC0415
+        from kwire.metadata.snapshot import decode_snapshot  # noqa: PLC0415 - start-up time: snapshots only
 
         image = decode_snapshot(data)
         self._publish(MetadataDelta.snapshot(self.image, image), image)

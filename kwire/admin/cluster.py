@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
 
 
 def _main(args) -> int:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     with client(args, args.cmd) as c:
         if args.what == "id":

@@ -118,7 +118,7 @@ def _node_for(etype: str, name: str) -> int | None:
 
 
 def _describe(c, etype: str, name: str, describe_all: bool) -> None:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     R = c.struct("DescribeConfigs", "DescribeConfigsResource")
     body, v = c.call("DescribeConfigs", node=_node_for(etype, name),
@@ -145,7 +145,7 @@ def _describe(c, etype: str, name: str, describe_all: bool) -> None:
 
 
 def _alter(c, etype: str, name: str, adds: dict[str, str], deletes: list[str]) -> None:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     R = c.struct("IncrementalAlterConfigs", "AlterConfigsResource")
     A = c.struct("IncrementalAlterConfigs", "AlterableConfig")

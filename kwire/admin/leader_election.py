@@ -61,7 +61,7 @@ def _selection(args) -> dict[str, list[int]] | None:
 
 
 def _main(args) -> int:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     kind = args.election_type.strip().upper()
     if kind not in _TYPES:

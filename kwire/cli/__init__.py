@@ -42,7 +42,7 @@ def build_parser(*, admin: bool = True) -> Parser:
     if not admin:
         return p
     try:
-        from kwire.admin.cli import add_admin_parsers  # noqa: PLC0415
+        from kwire.admin.cli import add_admin_parsers  # noqa: PLC0415 - start-up time: see the docstring
     except ImportError:   # pragma: no cover - the admin commands are part of kwire
         pass
     else:

@@ -89,7 +89,7 @@ class ControllerConnection:
         return Verdict(Resp(error_code=0, mechanisms=list(auth.config.mechanisms)))
 
     def _authenticate(self, body, now_ms: int) -> Verdict:
-        from kwire.security.sasl import SaslAuthenticationFailed  # noqa: PLC0415
+        from kwire.security.sasl import SaslAuthenticationFailed  # noqa: PLC0415 - start-up time: SASL listeners only
 
         Resp = api("SaslAuthenticate").response.cls
         auth = self.sasl

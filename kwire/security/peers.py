@@ -98,7 +98,7 @@ class PeerLink:
         return stream
 
     async def _tls(self, stream, host: str, port: int):
-        from kwire.security.tls_stream import TlsStream  # noqa: PLC0415
+        from kwire.security.tls_stream import TlsStream  # noqa: PLC0415 - start-up time: TLS links only
 
         tls = TlsStream(stream, self.ssl_context, server_side=False, server_hostname=host)
         try:
@@ -112,7 +112,7 @@ class PeerLink:
         return tls
 
     async def _sasl(self, stream, host: str, port: int, client_id: str) -> None:
-        from kwire.security.sasl_client import SaslClientFailed, client_for  # noqa: PLC0415
+        from kwire.security.sasl_client import SaslClientFailed, client_for  # noqa: PLC0415 - start-up time: SASL links only
 
         where = f"{self.role} {self.describe()} at {host}:{port}"
         conn = KafkaClientConnection(client_id=client_id)
@@ -239,10 +239,10 @@ def _link(config, role: str, listener: str | None, protocol: str, mechanism_key:
     if listener is None or protocol == "PLAINTEXT":
         return PeerLink(role, listener, protocol)
     # start-up time: the TLS and SASL modules load only for a link that uses them
-    from kwire.security.sasl import SaslConfigError, server_config  # noqa: PLC0415
-    from kwire.security.jaas import JaasError  # noqa: PLC0415
-    from kwire.security.sasl_client import jaas_options  # noqa: PLC0415
-    from kwire.security.tls import TlsConfigError, client_context  # noqa: PLC0415
+    from kwire.security.sasl import SaslConfigError, server_config  # noqa: PLC0415 - start-up time: TLS/SASL links only
+    from kwire.security.jaas import JaasError  # noqa: PLC0415 - start-up time: TLS/SASL links only
+    from kwire.security.sasl_client import jaas_options  # noqa: PLC0415 - start-up time: SASL links only
+    from kwire.security.tls import TlsConfigError, client_context  # noqa: PLC0415 - start-up time: TLS/SASL links only
     ctx = None
     if protocol in ("SSL", "SASL_SSL"):
         try:
