@@ -16,6 +16,10 @@ from kwire import link_faults
 from kwire.bind import bind, describe_address, listen
 from kwire.broker import Broker
 from kwire.config import BrokerConfig
+from kwire.errors import LogDirsFailed, StartupError
+from kwire.listeners import PROTOCOL_IDS, ClientListener, Endpoint, ListenerError, parse_endpoint
+from kwire.log.regions import OPEN_FILES, raise_open_file_limit
+from kwire.security.edge import for_listener
 from kwire.server import KafkaServer
 
 log = logging.getLogger("kwire")
@@ -27,8 +31,6 @@ _nofile_logged = False
 def _raise_open_file_limit() -> None:
     """Soft RLIMIT_NOFILE up to the hard limit (once per process), said once in the log."""
     global _nofile_logged
-    from kwire.log.regions import OPEN_FILES, raise_open_file_limit  # noqa: PLC0415
-
     got = raise_open_file_limit()
     if got is not None and not _nofile_logged:
         _nofile_logged = True
@@ -57,7 +59,6 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
     listener on ``host:port``."""
     metrics_at = _metrics_address(config, metrics_default)
     if not listeners:
-        from kwire.listeners import ClientListener, Endpoint  # noqa: PLC0415
         listeners = [ClientListener(Endpoint("PLAINTEXT", host or "", port), "PLAINTEXT", advertised)]
 
     if handle_signals:   # from the start: a SIGTERM while starting is a shutdown once started
@@ -71,9 +72,6 @@ async def run_broker(config: BrokerConfig, *, host: str, port: int, advertised: 
 
 def _metrics_address(config, default: str | None):
     """(host, port, required) of the metrics listener, or None (off)."""
-    from kwire.errors import StartupError  # noqa: PLC0415
-    from kwire.listeners import ListenerError, parse_endpoint  # noqa: PLC0415
-
     required = config.is_static("metrics.listen")
     text = config.get("metrics.listen") if required else default
     if not text:
@@ -86,8 +84,7 @@ def _metrics_address(config, default: str | None):
 
 
 async def _start_metrics(nursery, metrics_at, broker, server) -> None:
-    from kwire.errors import StartupError  # noqa: PLC0415
-    from kwire.metrics import BrokerMetrics, registry_for, serve_metrics  # noqa: PLC0415
+    from kwire.metrics import BrokerMetrics, registry_for, serve_metrics  # noqa: PLC0415 - start-up time: metrics listener only
 
     host, port, required = metrics_at
     try:
@@ -108,8 +105,7 @@ async def _start_metrics(nursery, metrics_at, broker, server) -> None:
 
 def _peer_security(config, client_listeners, controller_listen, voters):
     """The inter-broker and controller links (kwire.security.peers); StartupError naming the key."""
-    from kwire.errors import StartupError  # noqa: PLC0415
-    from kwire.security.peers import PeerConfigError, plan_peers  # noqa: PLC0415
+    from kwire.security.peers import PeerConfigError, plan_peers  # noqa: PLC0415 - start-up time: Broker build (module doc)
 
     quorum = bool(voters and len(voters) > 1)
     own = (controller_listen or voters.get(config.node_id)) if quorum else None
@@ -126,9 +122,6 @@ async def _run(config, host, port, advertised, task_status, signals, on_ready, c
     # The client port is bound first (so port 0 resolves before the broker registers its
     # advertised address, and a port in use stops the start at once) but listens only once
     # the broker can serve: until then a connect is refused.
-    from kwire.listeners import PROTOCOL_IDS  # noqa: PLC0415
-    from kwire.security.edge import for_listener  # noqa: PLC0415
-
     controller_listeners = None
     securities = [for_listener(config, cl) for cl in client_listeners]   # bad TLS/SASL settings stop here
     peer_security = _peer_security(config, client_listeners, controller_listen, voters)
@@ -230,6 +223,5 @@ async def _run(config, host, port, advertised, task_status, signals, on_ready, c
         broker.close()
         log.info("kwire broker %d stopped; log checkpoints written", broker.node_id)
     if broker.stop_requested.is_set():
-        from kwire.errors import LogDirsFailed  # noqa: PLC0415
         raise LogDirsFailed(f"broker {broker.node_id} shut down: every log dir has failed "
                             f"({', '.join(sorted(broker.directory_ids))}); see the log for the I/O errors")

@@ -6,6 +6,11 @@ Handlers call into this through kwire.handlers.BrokerServices; it never touches 
 Metadata changes go through ``submit_metadata`` (async: the Raft quorum of
 kwire.metadata.quorum, forwarded to the active controller when this node is not it) and are
 applied to the image, on every node, only from committed entries (``_apply_entry``).
+
+The components are imported where the Broker builds them (``__init__``, ``_build_components``,
+``open``; tagged ``start-up time: Broker build``): kwire.handlers.configs and many tests import
+this module without building a Broker, and the replication, coordinator and quota modules
+are ~15 ms of that import. Every Broker built loads them.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from kwire.clock import REAL_CLOCK, Clock
 from kwire.config import BrokerConfig, topic_configs_for_log, validate_topic_config
 from kwire.errors import ErrorCode, KafkaError, StartupError
 from kwire.log.data_dir import DataDirLock, check_meta_properties, ensure_directory_id
+from kwire.log.manager import CLEAN_SHUTDOWN_MARKER, LogManager
 from kwire.metadata import records as R
 from kwire.metadata import topic_changes as TC
 from kwire.metadata.config_control import clear_elr_records
@@ -30,6 +36,7 @@ from kwire.metadata.delta import MetadataDelta
 from kwire.metadata.image import MetadataImage, TopicImage
 from kwire.metadata.publisher import MetadataPublishers
 from kwire.metadata.topic_changes import validate_topic_name  # noqa: F401 - handlers import it from here
+from kwire.security.authorizer import Authorizer
 
 log = logging.getLogger("kwire.broker")
 
@@ -46,8 +53,6 @@ class Broker:
     def __init__(self, config: BrokerConfig, clock: Clock = REAL_CLOCK, *,
                  advertised_host: str = "127.0.0.1", advertised_port: int = 9092,
                  voters: dict[int, tuple[str, int] | None] | None = None, peer_security=None):
-        from kwire.log.manager import LogManager  # noqa: PLC0415 - keep import kwire light
-
         self.config = config
         self.clock = clock
         self.node_id = config.node_id
@@ -61,11 +66,10 @@ class Broker:
         self.voters = voters or {self.node_id: None}
         # how this node reaches the others' inter-broker and controller listeners, and what its own
         # controller listener asks (kwire.security.peers.PeerSecurity; default: PLAINTEXT everywhere)
-        from kwire.security.peers import PeerSecurity  # noqa: PLC0415
+        from kwire.security.peers import PeerSecurity  # noqa: PLC0415 - start-up time: Broker build (module doc)
         self.peer_security = peer_security or PeerSecurity()
         self.image = MetadataImage()     # replaced (never changed) by each committed batch: _apply_entry
         self.publishers = MetadataPublishers()
-        from kwire.security.authorizer import Authorizer  # noqa: PLC0415
         # None: no authorization; it takes each new image's ACLs as a publisher
         self.authorizer = Authorizer.from_config(config, self.image.acls)
         # dynamic broker configs (AlterConfigs) take precedence over the static ones
@@ -103,8 +107,6 @@ class Broker:
     def _open_logs(self, log_manager, clock):
         """Open (and after a crash, recover) every partition log, saying so in the log: a
         recovery is announced before it starts and timed when done."""
-        from kwire.log.manager import CLEAN_SHUTDOWN_MARKER  # noqa: PLC0415
-
         dirs, unclean = 0, False
         for d in self.log_dirs:
             here = sum(1 for e in os.scandir(d)
@@ -138,14 +140,14 @@ class Broker:
         """The composition root: every component a handler reaches through
         ``RequestContext.broker`` (kwire.handlers.BrokerServices) is built here, once, before
         the metadata replays and anything is served; nothing attaches itself later."""
-        from kwire.fetch_session import FetchSessionCache  # noqa: PLC0415 - keep import kwire light
-        from kwire.groups.edge import GroupEdge  # noqa: PLC0415
-        from kwire.producers.ids import ProducerIdManager  # noqa: PLC0415
-        from kwire.replication import ReplicaManager  # noqa: PLC0415
-        from kwire.replication.fetcher import ReplicaFetcherManager  # noqa: PLC0415
-        from kwire.replication.isr import IsrChanges  # noqa: PLC0415
-        from kwire.replication.replica_selector import selector_for  # noqa: PLC0415
-        from kwire.transactions.edge import TransactionEdge  # noqa: PLC0415
+        from kwire.fetch_session import FetchSessionCache  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.groups.edge import GroupEdge  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.producers.ids import ProducerIdManager  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.replication import ReplicaManager  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.replication.fetcher import ReplicaFetcherManager  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.replication.isr import IsrChanges  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.replication.replica_selector import selector_for  # noqa: PLC0415 - start-up time: Broker build (module doc)
+        from kwire.transactions.edge import TransactionEdge  # noqa: PLC0415 - start-up time: Broker build (module doc)
 
         # the partitions this node hosts: logs, leader epochs, high watermarks, ISR, waiters
         self.replica_manager = ReplicaManager(
@@ -155,7 +157,8 @@ class Broker:
         # replica.selector.class: consumers' preferred read replicas (KIP-392); None: the leader
         self.replica_manager.replica_selector = selector_for(self.config.get("replica.selector.class"))
         # replication throttles (KIP-73: kafka-reassign-partitions --throttle), leader and follower side
-        from kwire.quota.replication import FOLLOWER, LEADER, ReplicationQuota  # noqa: PLC0415
+        from kwire.quota.replication import (  # noqa: PLC0415 - start-up time: Broker build (module doc)
+            FOLLOWER, LEADER, ReplicationQuota)
 
         def topic_configs(name: str):
             t = self.image.topics.get(name)
@@ -181,13 +184,14 @@ class Broker:
         # KIP-932: share_partitions and share_state, built on first use (see _share)
         self._share_components = None
         # client quotas (kwire.quota): sensors per user / client id, bounds from the image
-        from kwire.quota.manager import ClientQuotas  # noqa: PLC0415
+        from kwire.quota.manager import ClientQuotas  # noqa: PLC0415 - start-up time: Broker build (module doc)
         self.quotas = ClientQuotas(lambda: self.image.client_quotas, int(self.config.get("quota.window.num")),
                                    int(self.config.get("quota.window.size.seconds")))
         # who hears of each new image, in this order (kwire.metadata.publisher): this node's
         # replicas, then the coordinators (both from open(), once the metadata has replayed),
         # the quotas, the authorizer; the controller adds its wake-up when the quorum starts
-        from kwire.broker_metadata import CoordinatorPublisher, ReplicaPublisher  # noqa: PLC0415
+        from kwire.broker_metadata import (  # noqa: PLC0415 - start-up time: Broker build (module doc)
+            CoordinatorPublisher, ReplicaPublisher)
         self.replica_publisher = ReplicaPublisher(self)
         self.coordinator_publisher = CoordinatorPublisher(self)
         for p in (self.replica_publisher, self.coordinator_publisher, self.quotas, self.authorizer):
@@ -214,9 +218,9 @@ class Broker:
 
     def _share(self):
         if self._share_components is None:
-            from kwire.share.manager import SharePartitionManager  # noqa: PLC0415
-            from kwire.share.settings import share_settings  # noqa: PLC0415
-            from kwire.share.state_store import ShareStateStore  # noqa: PLC0415
+            from kwire.share.manager import SharePartitionManager  # noqa: PLC0415 - start-up time: share groups only
+            from kwire.share.settings import share_settings  # noqa: PLC0415 - start-up time: share groups only
+            from kwire.share.state_store import ShareStateStore  # noqa: PLC0415 - start-up time: share groups only
             manager = SharePartitionManager(lambda gid: share_settings(self.config, self.image, gid))
             self._share_components = (manager, ShareStateStore(self, manager))
         return self._share_components
@@ -244,7 +248,7 @@ class Broker:
     async def open(self, nursery, controller_listeners=None, raft_config=None) -> None:
         """Start the metadata quorum, replay committed metadata, open this node's partition
         logs, register this broker (with the active controller)."""
-        from kwire.metadata.quorum import MetadataQuorum  # noqa: PLC0415
+        from kwire.metadata.quorum import MetadataQuorum  # noqa: PLC0415 - start-up time: Broker build (module doc)
 
         self._nursery = nursery   # for disk work that the publishers leave to a worker thread
         self.quorum = MetadataQuorum(self, self.voters, controller_listeners=controller_listeners,
@@ -402,7 +406,7 @@ class Broker:
 
     def _install_snapshot(self, data: bytes) -> None:
         """A snapshot (the leader's, or our own at startup) replaces the image."""
-        from kwire.metadata.snapshot import decode_snapshot  # noqa: PLC0415
+        from kwire.metadata.snapshot import decode_snapshot  # noqa: PLC0415 - start-up time: snapshots only
 
         image = decode_snapshot(data)
         self._publish(MetadataDelta.snapshot(self.image, image), image)

@@ -13,6 +13,7 @@ Kafka's wording: ``Invalid value X for configuration NAME: reason``.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -108,8 +109,6 @@ def gzip_level(name: str, v: Any) -> None:
 
 def version_string(name: str, v: Any) -> None:
     """A MetadataVersion-like string (message.format.version: 0.10.0, 2.8-IV1, 3.0-IV1 ...)."""
-    import re  # noqa: PLC0415
-
     if v is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)*(-IV\d+)?", str(v)):
         raise ConfigError(name, v, "Version is not a valid MetadataVersion")
 

@@ -29,6 +29,7 @@ from kwire.codec import frame as FR
 from kwire.codec.apis import Api
 from kwire.codec.error_response import error_response, has_error_code
 from kwire.codec.frame import NEED_DATA, FrameDecoder, Request, RequestHeader
+from kwire.emulation import table_of
 from kwire.errors import CodecError, ErrorCode, UnknownApiKey, UnsupportedVersion
 from kwire.security.principal import ANONYMOUS
 
@@ -74,8 +75,6 @@ def _api_versions_fallback(correlation_id: int, versions=None) -> list:
     """An ApiVersions of a version we do not know, answered as v0 with UNSUPPORTED_VERSION and,
     as Kafka does since 2.4 (KIP-511, ApiVersionsRequest.getErrorResponse), only ApiVersions'
     own range: the client retries at the newest version it shares with us."""
-    from kwire.emulation import table_of
-
     api = FR.APIS[FR.API_VERSIONS_KEY]
     table = versions if versions is not None else table_of(None)
     lo, hi = table.advertised[FR.API_VERSIONS_KEY]

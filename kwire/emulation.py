@@ -189,7 +189,7 @@ _OTHER_NAMES = {
 
 
 def api_name(key: int) -> str:
-    from kwire.codec.apis import APIS  # noqa: PLC0415
+    from kwire.codec.apis import APIS  # noqa: PLC0415 - start-up time: kwire.config imports this module
 
     return APIS[key].name if key in APIS else _OTHER_NAMES.get(key, f"api key {key}")
 

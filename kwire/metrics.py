@@ -41,6 +41,8 @@ import time
 
 import trio
 
+from kwire import __version__
+
 log = logging.getLogger("kwire.metrics")
 
 LATENCY_BUCKETS_MS = (0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0)
@@ -117,10 +119,8 @@ class KafkaCollector:
         self.broker, self.server, self.counters = broker, server, counters
 
     def collect(self):
-        from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,  # noqa: PLC0415
-                                            HistogramMetricFamily)
-
-        from kwire import __version__  # noqa: PLC0415
+        from prometheus_client.core import (  # noqa: PLC0415 - start-up time: first scrape (serve_metrics)
+            CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily)
 
         b, c = self.broker, self.counters
         info = GaugeMetricFamily("kwire_build_info", "kwire's version", labels=["version"])
@@ -161,7 +161,8 @@ class KafkaCollector:
         """Client quota sensors (kwire.quota), named as the JMX exporter names Kafka's
         kafka.server:type={Produce,Fetch,Request},user=..,client-id=.. MBeans; only once a
         quota of that type exists (Kafka creates the sensors only then, too)."""
-        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily  # noqa: PLC0415
+        from prometheus_client.core import (  # noqa: PLC0415 - start-up time: first scrape (serve_metrics)
+            CounterMetricFamily, GaugeMetricFamily)
 
         q = getattr(self.broker, "quotas", None)
         if q is None:
@@ -190,7 +191,7 @@ class KafkaCollector:
             yield total
 
     def _partitions(self):
-        from prometheus_client.core import GaugeMetricFamily  # noqa: PLC0415
+        from prometheus_client.core import GaugeMetricFamily  # noqa: PLC0415 - start-up time: first scrape (serve_metrics)
 
         b = self.broker
         me = b.node_id
@@ -237,7 +238,7 @@ class KafkaCollector:
         c = getattr(self.server, "cleaner", None)
         if c is None:
             return
-        from prometheus_client.core import CounterMetricFamily  # noqa: PLC0415
+        from prometheus_client.core import CounterMetricFamily  # noqa: PLC0415 - start-up time: first scrape (serve_metrics)
 
         yield _gauge("kafka_log_logcleaner_max_buffer_utilization_percent",
                      "Offset map fill of the last pass (percent)", 100 * c.last_buffer_utilization)
@@ -259,7 +260,7 @@ class KafkaCollector:
             yield fam
 
     def _groups(self):
-        from prometheus_client.core import GaugeMetricFamily  # noqa: PLC0415
+        from prometheus_client.core import GaugeMetricFamily  # noqa: PLC0415 - start-up time: first scrape (serve_metrics)
 
         cur = GaugeMetricFamily("kafka_consumergroup_current_offset", "The group's committed offset",
                                 labels=["consumergroup", "topic", "partition"])
@@ -302,13 +303,13 @@ class KafkaCollector:
 
 
 def _gauge(name: str, doc: str, value):
-    from prometheus_client.core import GaugeMetricFamily  # noqa: PLC0415
+    from prometheus_client.core import GaugeMetricFamily  # noqa: PLC0415 - start-up time: first scrape (serve_metrics)
 
     return GaugeMetricFamily(name, doc, value=value)
 
 
 def registry_for(broker, server, counters: BrokerMetrics):
-    from prometheus_client import CollectorRegistry  # noqa: PLC0415
+    from prometheus_client import CollectorRegistry  # noqa: PLC0415 - start-up time: first scrape (serve_metrics)
 
     reg = CollectorRegistry(auto_describe=False)
     reg.register(KafkaCollector(broker, server, counters))
@@ -323,7 +324,8 @@ async def serve_metrics(listeners, make_registry) -> None:
 
     def scrape() -> tuple[str, bytes]:
         nonlocal registry
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest  # noqa: PLC0415
+        from prometheus_client import (  # noqa: PLC0415 - start-up time: first scrape (serve_metrics)
+            CONTENT_TYPE_LATEST, generate_latest)
 
         if registry is None:
             registry = make_registry()

@@ -106,8 +106,8 @@ def _bindings(args, pattern: int) -> list[tuple]:
 
 
 def _main(args) -> int:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
-    from kwire.errors import ErrorCode  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
+    from kwire.errors import ErrorCode  # noqa: PLC0415 - start-up time (kwire.admin)
 
     patterns = {"literal": 3, "prefixed": 4, "any": 1, "match": 2}
     try:       # the flags' mistakes before the cluster is asked
@@ -123,7 +123,7 @@ def _main(args) -> int:
         raise UsageError(f"kwire acls: {exc}") from None
     with client(args, "acls") as c:
         b = c.any_broker()
-        from kwire.codec.apis import api  # noqa: PLC0415
+        from kwire.codec.apis import api  # noqa: PLC0415 - start-up time (kwire.admin)
 
         if api("DescribeAcls").key not in b.versions:
             raise AdminError(f"No Authorizer is configured on the broker at {b.address} (it does not serve "

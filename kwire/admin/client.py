@@ -7,6 +7,10 @@ command's code reads), reach the broker a request belongs to (a group's coordina
 partition's leader, the broker a broker config lives on), and turn error codes into
 :class:`AdminError` with Kafka's error names. One connection per broker, one request at a
 time: an operator's command, not a hot path.
+
+The codecs and kwire.connection are imported on the first connection (tagged ``first
+connect``), so a command refused for its arguments answers without them; ssl and the SASL
+client load only for the connections that use them.
 """
 from __future__ import annotations
 
@@ -67,7 +71,7 @@ class _Broker:
     client connection, the API versions it speaks."""
 
     def __init__(self, host: str, port: int, timeout: float, client_id: str, security=None):
-        from kwire.connection import KafkaClientConnection  # noqa: PLC0415
+        from kwire.connection import KafkaClientConnection  # noqa: PLC0415 - start-up time: first connect (module doc)
 
         self.address = f"{host}:{port}"
         self.sock = socket.create_connection((host, port), timeout=timeout)
@@ -80,7 +84,7 @@ class _Broker:
             self._sasl(security)
 
     def _tls(self, host: str, security) -> None:
-        import ssl  # noqa: PLC0415
+        import ssl  # noqa: PLC0415 - start-up time: SSL connections only
 
         try:
             self.sock = security.ssl_context.wrap_socket(self.sock, server_hostname=host)
@@ -96,8 +100,8 @@ class _Broker:
                                   f"speak TLS? security.protocol SSL and SASL_SSL need one that does)") from None
 
     def _sasl(self, security) -> None:
-        from kwire.codec.apis import api  # noqa: PLC0415
-        from kwire.security.sasl_client import SaslClientFailed, client_for  # noqa: PLC0415
+        from kwire.codec.apis import api  # noqa: PLC0415 - start-up time: first connect (module doc)
+        from kwire.security.sasl_client import SaslClientFailed, client_for  # noqa: PLC0415 - start-up time: SASL only
 
         hs = api("SaslHandshake")
         try:
@@ -132,7 +136,7 @@ class _Broker:
                 raise SecurityFailure(f"SASL {security.mechanism} at {self.address}: the exchange ended early")
 
     def call(self, api, version: int, body):
-        from kwire.connection import NEED_DATA  # noqa: PLC0415
+        from kwire.connection import NEED_DATA  # noqa: PLC0415 - start-up time: first connect (module doc)
 
         corr, data = self.conn.send_request(api, version, body)
         self.sock.sendall(data)
@@ -178,7 +182,7 @@ class AdminClient:
         self._any = None
 
     def _open(self, host: str, port: int) -> _Broker:
-        from kwire.codec.apis import api  # noqa: PLC0415
+        from kwire.codec.apis import api  # noqa: PLC0415 - start-up time: first connect (module doc)
 
         b = _Broker(host, port, self.timeout, self.client_id, self.security)
         av = api("ApiVersions")
@@ -233,7 +237,7 @@ class AdminClient:
 
     # ------------------------------------------------------------------ requests
     def version(self, b: _Broker, name: str) -> int:
-        from kwire.codec.apis import api  # noqa: PLC0415
+        from kwire.codec.apis import api  # noqa: PLC0415 - start-up time: first connect (module doc)
 
         a = api(name)
         theirs = b.versions.get(a.key)
@@ -247,7 +251,7 @@ class AdminClient:
 
     def call(self, name: str, *, node: int | None = None, broker: _Broker | None = None, **fields):
         """Send one request (fields as the codec names them); (response body, version)."""
-        from kwire.codec.apis import api  # noqa: PLC0415
+        from kwire.codec.apis import api  # noqa: PLC0415 - start-up time: first connect (module doc)
 
         b = broker or (self.broker(node) if node is not None else self.any_broker())
         v = self.version(b, name)
@@ -262,7 +266,7 @@ class AdminClient:
             raise Unreachable(f"{name} to {b.address} failed: {getattr(exc, 'strerror', None) or exc}{hint}") from None
 
     def struct(self, name: str, struct: str):
-        from kwire.codec.apis import api  # noqa: PLC0415
+        from kwire.codec.apis import api  # noqa: PLC0415 - start-up time: first connect (module doc)
 
         return api(name).request.struct(struct)
 

@@ -3,6 +3,7 @@
 --replication, from DescribeQuorum, which Kafka and kwire brokers answer)."""
 from __future__ import annotations
 
+import argparse
 import time
 
 from kwire.admin.common import add_common, client, java_fmt, run
@@ -18,8 +19,6 @@ examples:
 
 
 def add_parser(sub) -> None:
-    import argparse  # noqa: PLC0415
-
     p = sub.add_parser("cluster", help="cluster id, brokers, controller, KRaft quorum",
                        description="Describe a cluster: its id, brokers, controller and metadata quorum.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -40,7 +39,7 @@ def add_parser(sub) -> None:
 
 
 def _main(args) -> int:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     with client(args, args.cmd) as c:
         if args.what == "id":

@@ -21,12 +21,12 @@ def add_common(p: argparse.ArgumentParser) -> None:
 def client(args, cmd: str):
     """An AdminClient for ``args`` (UsageError for a malformed address or a --command-config
     that cannot be used)."""
-    from kwire.admin.client import AdminClient, AdminError  # noqa: PLC0415
+    from kwire.admin.client import AdminClient, AdminError  # noqa: PLC0415 - start-up time (kwire.admin)
 
     security = None
     if args.command_config:
-        from kwire.admin.security import from_properties  # noqa: PLC0415
-        from kwire.config import parse_properties  # noqa: PLC0415
+        from kwire.admin.security import from_properties  # noqa: PLC0415 - only with --command-config
+        from kwire.config import parse_properties  # noqa: PLC0415 - only with --command-config
 
         try:
             with open(args.command_config, encoding="latin-1") as f:
@@ -42,7 +42,7 @@ def client(args, cmd: str):
 
 def run(cmd: str, fn, args) -> int:
     """Run an admin action; a cluster's refusal or absence is one line, exit code 1."""
-    from kwire.admin.client import AdminError  # noqa: PLC0415
+    from kwire.admin.client import AdminError  # noqa: PLC0415 - start-up time (kwire.admin)
 
     try:
         return fn(args) or 0

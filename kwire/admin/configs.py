@@ -10,6 +10,8 @@ and client-metrics entities, --add-config-file.
 """
 from __future__ import annotations
 
+import argparse
+
 from kwire.admin import quotas, user_scram
 from kwire.admin.common import add_common, client, parse_add_config, run
 from kwire.cmdline import UsageError
@@ -36,8 +38,6 @@ examples:
 
 
 def add_parser(sub) -> None:
-    import argparse  # noqa: PLC0415
-
     p = sub.add_parser("configs", help="describe and alter topic, broker and group configs (kafka-configs.sh)",
                        description="Describe or change configs, as kafka-configs.sh does.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -118,7 +118,7 @@ def _node_for(etype: str, name: str) -> int | None:
 
 
 def _describe(c, etype: str, name: str, describe_all: bool) -> None:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     R = c.struct("DescribeConfigs", "DescribeConfigsResource")
     body, v = c.call("DescribeConfigs", node=_node_for(etype, name),
@@ -145,7 +145,7 @@ def _describe(c, etype: str, name: str, describe_all: bool) -> None:
 
 
 def _alter(c, etype: str, name: str, adds: dict[str, str], deletes: list[str]) -> None:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     R = c.struct("IncrementalAlterConfigs", "AlterConfigsResource")
     A = c.struct("IncrementalAlterConfigs", "AlterableConfig")

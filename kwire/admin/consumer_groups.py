@@ -22,7 +22,7 @@ GROUP_ID_NOT_FOUND = 69
 def describe_consumer_group(c, group: str):
     """(the ConsumerGroupDescribe group, coordinator id), or (None, coordinator id) for a
     group that is not a consumer group or a broker that does not know the API."""
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     coord = c.coordinator(group)
     try:

@@ -13,6 +13,7 @@ member. Left out: --from-file/--export (CSV plans) and share/streams groups.
 """
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import re
 import sys
@@ -37,8 +38,6 @@ ACTIVE_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Assigni
 
 
 def add_parser(sub) -> None:
-    import argparse  # noqa: PLC0415
-
     p = sub.add_parser("groups", help="list, describe (lag), reset offsets, delete consumer groups "
                                       "(kafka-consumer-groups.sh)",
                        description="Describe consumer groups, their offsets and lag; reset or delete them, as "
@@ -115,7 +114,7 @@ def _main(args) -> int:
 
 # ---------------------------------------------------------------------------- list
 def _list(c, state: str | None) -> list[str]:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     c.metadata([])
     out = set()
@@ -156,7 +155,7 @@ def _filter(what: str, value, names: list[str]) -> set[str]:
 def _listings(c, states: set[str], types: set[str]) -> list[tuple[str, str, str]]:
     """(group, type, state) of consumer groups (classic groups of the consumer protocol and
     KIP-848 groups), from every broker's ListGroups."""
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     c.metadata([])
     out = {}
@@ -193,8 +192,8 @@ def _print_listing(rows: list[tuple[str, str, str]], with_type: bool, with_state
 
 def _delete_offsets(c, group: str, specs: list[str]) -> int:
     """OffsetDelete (key 47) of a group's committed offsets; Kafka's lines and table."""
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
-    from kwire.errors import ErrorCode  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
+    from kwire.errors import ErrorCode  # noqa: PLC0415 - start-up time (kwire.admin)
 
     results: dict[tuple[str, int], str | None] = {}
     wanted: dict[str, list[int]] = {}
@@ -267,7 +266,7 @@ _ERRORS = {
 def _message(code: int, partition_level: bool = False) -> str:
     """Kafka's message for an error code (Errors.message()); a partition's error as the tool
     prints the exception (class name first)."""
-    from kwire.admin.client import error_name  # noqa: PLC0415
+    from kwire.admin.client import error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     cls, text = _ERRORS.get(code, (None, error_name(code)))
     return f"org.apache.kafka.common.errors.{cls}: {text}" if partition_level and cls else text
@@ -275,7 +274,7 @@ def _message(code: int, partition_level: bool = False) -> str:
 
 # ---------------------------------------------------------------------------- describe
 def _group(c, group: str):
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     coord = c.coordinator(group)
     body, _ = c.call("DescribeGroups", node=coord, groups=[group], include_authorized_operations=False)
@@ -287,7 +286,7 @@ def _group(c, group: str):
 
 def _assignments(g) -> dict[str, list[tuple[str, int]]]:
     """member id -> partitions it owns (consumer protocol assignments)."""
-    from kwire.codec.consumer_protocol import decode_assignment  # noqa: PLC0415
+    from kwire.codec.consumer_protocol import decode_assignment  # noqa: PLC0415 - start-up time (kwire.admin)
 
     out = {}
     for m in g.members:
@@ -303,7 +302,7 @@ def _assignments(g) -> dict[str, list[tuple[str, int]]]:
 
 
 def _committed(c, coord: int, group: str) -> dict[tuple[str, int], int]:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     body, _ = c.call("OffsetFetch", node=coord, group_id=group, topics=None, require_stable=False)
     if getattr(body, "error_code", 0):
@@ -325,7 +324,7 @@ def _state_note(group: str, state: str) -> bool:
 
 
 def _describe(c, args, group: str) -> None:
-    from kwire.admin import consumer_groups as CG  # noqa: PLC0415
+    from kwire.admin import consumer_groups as CG  # noqa: PLC0415 - start-up time (kwire.admin)
 
     cg, coordinator = CG.describe_consumer_group(c, group)
     if cg is not None:   # a KIP-848 consumer group
@@ -435,7 +434,7 @@ def _parse_when(args) -> int | None:
 
 
 def _reset(c, args, groups: list[str]) -> None:
-    from kwire.admin.client import AdminError  # noqa: PLC0415
+    from kwire.admin.client import AdminError  # noqa: PLC0415 - start-up time (kwire.admin)
 
     if not (args.to_earliest or args.to_latest or args.to_current or args.to_offset is not None
             or args.shift_by is not None or args.to_datetime or args.by_duration):
@@ -448,7 +447,7 @@ def _reset(c, args, groups: list[str]) -> None:
         print("WARN: No action will be performed as the --execute option is missing. Add --dry-run to keep "
               "this behaviour without the warning, or --execute to commit the offsets.", file=sys.stderr)
     plans = {}
-    from kwire.admin.consumer_groups import describe_consumer_group  # noqa: PLC0415
+    from kwire.admin.consumer_groups import describe_consumer_group  # noqa: PLC0415 - start-up time (kwire.admin)
 
     for group in groups:
         cg, coordinator = describe_consumer_group(c, group)
@@ -511,7 +510,7 @@ def _reset(c, args, groups: list[str]) -> None:
 
 
 def _commit(c, coord: int, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     T = c.struct("OffsetCommit", "OffsetCommitRequestTopic")
     P = c.struct("OffsetCommit", "OffsetCommitRequestPartition")
@@ -529,7 +528,7 @@ def _commit(c, coord: int, group: str, offsets: dict[tuple[str, int], int]) -> N
 
 # ---------------------------------------------------------------------------- delete
 def _delete(c, groups: list[str]) -> None:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     failed = []
     for group in groups:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from kwire.admin.common import add_common, client, run
-from kwire.cmdline import UsageError
+from kwire.cmdline import RuntimeFailure, UsageError
 
 ELECTION_NOT_NEEDED = 84
 _TYPES = {"PREFERRED": 0, "UNCLEAN": 1}
@@ -61,8 +61,7 @@ def _selection(args) -> dict[str, list[int]] | None:
 
 
 def _main(args) -> int:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
-    from kwire.cmdline import RuntimeFailure  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     kind = args.election_type.strip().upper()
     if kind not in _TYPES:

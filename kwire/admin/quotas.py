@@ -54,7 +54,7 @@ def main(c, args, etype: str, name: str | None, scram=None) -> int:
     """``scram``: kwire.admin.user_scram for users (their SCRAM credentials are described after
     the quotas, and SCRAM-SHA-* keys of --add-config / --delete-config go to it), as
     kafka-configs.sh handles both for ``--entity-type users``."""
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     qtype = ENTITY_TYPES[etype]
     if args.describe:

@@ -65,8 +65,8 @@ def from_properties(props: dict[str, str], where: str) -> ClientSecurity:
             raise UsageError(f"{where}: security.protocol={protocol} needs sasl.jaas.config "
                              f"(e.g. org.apache.kafka.common.security.plain.PlainLoginModule required "
                              f"username=\"alice\" password=\"...\";)")
-        from kwire.security.jaas import JaasError  # noqa: PLC0415
-        from kwire.security.sasl_client import jaas_options  # noqa: PLC0415
+        from kwire.security.jaas import JaasError  # noqa: PLC0415 - SASL settings only
+        from kwire.security.sasl_client import jaas_options  # noqa: PLC0415 - SASL settings only
 
         try:
             options = jaas_options(jaas)

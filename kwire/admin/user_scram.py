@@ -40,8 +40,8 @@ def _credential(mechanism: str, text: str) -> tuple[int, str]:
 
 
 def alter(c, user: str, adds: dict[str, str], deletes: list[str]) -> None:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
-    from kwire.security.sasl import salted_password  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
+    from kwire.security.sasl import salted_password  # noqa: PLC0415 - start-up time (kwire.admin)
 
     unknown = [k for k in adds if k not in MECHANISMS]
     if unknown:
@@ -70,7 +70,7 @@ def alter(c, user: str, adds: dict[str, str], deletes: list[str]) -> None:
 
 
 def describe(c, user: str | None) -> None:
-    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415
+    from kwire.admin.client import AdminError, error_name  # noqa: PLC0415 - start-up time (kwire.admin)
 
     if user == "":
         return     # kafka-configs.sh describes SCRAM credentials of named users only (not --entity-default)

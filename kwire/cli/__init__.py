@@ -8,11 +8,14 @@ the arguments are checked, so ``--help`` and usage errors are quick.
 """
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 
 from kwire import __version__
 from kwire.cmdline import EXIT_RUNTIME, EXIT_USAGE, Parser, RuntimeFailure, UsageError, fail
-from kwire.cli.serve import add_serve_parser, config_from_args, plan_from_config  # noqa: F401
+from kwire.cli.serve import (add_serve_parser, config_from_args, exit_without_teardown,  # noqa: F401
+                             plan_from_config, run_serve)
 
 __all__ = ["main", "build_parser", "config_from_args", "plan_from_config"]
 
@@ -30,8 +33,6 @@ code 2 for a usage error, 1 for a failure."""
 def build_parser(*, admin: bool = True) -> Parser:
     """The ``kwire`` parser; ``admin=False`` leaves the admin commands out (``kwire serve``
     needs only its own: building theirs imports kwire.admin, ~10 ms of a broker's start)."""
-    import argparse  # noqa: PLC0415
-
     p = Parser(prog="kwire", description=DESCRIPTION, epilog=EPILOG,
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"kwire {__version__} (Python "
@@ -41,7 +42,7 @@ def build_parser(*, admin: bool = True) -> Parser:
     if not admin:
         return p
     try:
-        from kwire.admin.cli import add_admin_parsers  # noqa: PLC0415
+        from kwire.admin.cli import add_admin_parsers  # noqa: PLC0415 - start-up time: see the docstring
     except ImportError:   # pragma: no cover - the admin commands are part of kwire
         pass
     else:
@@ -62,8 +63,6 @@ def _dispatch(argv: list[str], whole_process: bool = False) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     if args.cmd == "serve":
-        from kwire.cli.serve import exit_without_teardown, run_serve  # noqa: PLC0415
-
         rc = run_serve(args)
         if whole_process and rc == 0:
             exit_without_teardown(rc)
@@ -83,7 +82,5 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:   # `kwire topics --list | head`: the reader is gone; so is the output
-        import os  # noqa: PLC0415
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

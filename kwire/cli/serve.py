@@ -12,11 +12,14 @@ before the broker starts, and each mistake ends the start with one line naming i
 """
 from __future__ import annotations
 
+import argparse
+import atexit
 import errno
 import gc
 import logging
 import os
 import sys
+import threading
 from dataclasses import dataclass, field
 
 from kwire.cmdline import RuntimeFailure, UsageError, suggest
@@ -82,8 +85,6 @@ def add_serve_parser(sub) -> None:
 
 
 def _raw_formatter():
-    import argparse  # noqa: PLC0415
-
     return argparse.RawDescriptionHelpFormatter
 
 
@@ -103,8 +104,8 @@ def config_from_args(args):
     """The broker config of ``kwire serve``: server.properties (Java properties syntax), then
     --override, then the flags; every key given here is a static broker config, as in Kafka.
     UsageError (one line) for a missing file, a malformed override or a refused value."""
-    from kwire.config import BrokerConfig  # noqa: PLC0415
-    from kwire.configdef import ConfigError  # noqa: PLC0415
+    from kwire.config import BrokerConfig  # noqa: PLC0415 - start-up time: not for --help (kwire.cli)
+    from kwire.configdef import ConfigError  # noqa: PLC0415 - start-up time: not for --help (kwire.cli)
 
     text = ""
     if args.config:
@@ -150,7 +151,7 @@ def config_from_args(args):
 def _check_keys(cfg, where: dict, config_file: str | None) -> None:
     """A near miss of a known key is a typo: refused with the key it resembles. Other keys
     kwire does not know are warned about, as Kafka's AbstractConfig.logUnused does."""
-    from kwire.config_keys import BROKER, near_miss  # noqa: PLC0415
+    from kwire.config_keys import BROKER, near_miss  # noqa: PLC0415 - start-up time: not for --help (kwire.cli)
 
     for key in cfg.values:
         if key in BROKER or key.startswith("listener.name."):   # Kafka's per-listener overrides
@@ -331,7 +332,7 @@ def check_peers(cfg, plan: ServePlan) -> None:
     """inter.broker.listener.name / security.inter.broker.protocol, controller.listener.names
     and the settings of the links between nodes (TLS files, SASL mechanism and credentials),
     as kwire.security.peers will use them; ListenerError (one line) when they do not hold."""
-    from kwire.security.peers import PeerConfigError, plan_peers  # noqa: PLC0415
+    from kwire.security.peers import PeerConfigError, plan_peers  # noqa: PLC0415 - start-up time: not for --help (kwire.cli)
 
     quorum = bool(plan.voters) and len(plan.voters) > 1
     own = (plan.controller or plan.voters.get(cfg.node_id)) if quorum else None
@@ -405,9 +406,6 @@ def exit_without_teardown(rc: int) -> None:
     checkpoints and marker (LogManager.close), and the metadata log, fsynced as it is
     written and closed when its driver stops (kwire.raft.driver). Returns (a normal exit follows)
     while another non-daemon thread runs, which Python would wait for."""
-    import atexit  # noqa: PLC0415
-    import threading  # noqa: PLC0415
-
     main = threading.main_thread()
     if any(t is not main and not t.daemon and t.is_alive() for t in threading.enumerate()):
         return
@@ -443,8 +441,8 @@ def _run_serve(args, gc_off: _GcOffUntilReady) -> int:
     for note in plan.notes:
         log.warning("%s", note)
     if any(c.protocol != "PLAINTEXT" for c in plan.clients):
-        from kwire.errors import StartupError, StartupFileError  # noqa: PLC0415
-        from kwire.security.edge import for_listener  # noqa: PLC0415
+        from kwire.errors import StartupError, StartupFileError  # noqa: PLC0415 - start-up time: TLS/SASL listeners only
+        from kwire.security.edge import for_listener  # noqa: PLC0415 - start-up time: TLS/SASL listeners only
         try:   # TLS keystores and SASL users: a bad setting is a usage error, said before anything starts
             for c in plan.clients:
                 for_listener(cfg, c)
@@ -461,8 +459,8 @@ def _run_serve(args, gc_off: _GcOffUntilReady) -> int:
 
     import trio  # noqa: PLC0415 - not needed for --help and usage errors
 
-    from kwire.app import run_broker  # noqa: PLC0415
-    from kwire.errors import StartupError  # noqa: PLC0415
+    from kwire.app import run_broker  # noqa: PLC0415 - start-up time: after the checks
+    from kwire.errors import StartupError  # noqa: PLC0415 - start-up time: after the checks
 
     try:
         trio.run(lambda: run_broker(cfg, host=plan.client.host, port=plan.client.port, advertised=plan.advertised,

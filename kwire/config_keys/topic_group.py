@@ -1,8 +1,10 @@
 """Topic configs (TopicConfig, LogConfig) and group configs (GroupConfig)."""
 from __future__ import annotations
 
+import re
+
 from kwire.configdef import (  # noqa: F401
-    CLUSTER_WIDE, LONG_MAX, ConfigKey, at_least, between, gzip_level, list_of, one_of, version_string,
+    CLUSTER_WIDE, LONG_MAX, ConfigError, ConfigKey, at_least, between, gzip_level, list_of, one_of, version_string,
 )
 from kwire.config_keys.define import (  # noqa: F401
     B, S, I, SH, L, D, LI, C, P, RO, PB, CW, HOUR_MS, DAY_MS, WEEK_MS, COMPRESSION, PROTOCOLS, BROKER, TOPIC, GROUP, _b, _t, _g,
@@ -136,10 +138,6 @@ _g("streams.initial.rebalance.delay.ms", I, "group.streams.initial.rebalance.del
 
 
 def _share_reset(name, v):
-    import re  # noqa: PLC0415
-
-    from kwire.configdef import ConfigError  # noqa: PLC0415
-
     if v is None:
         return
     low = v.lower()

@@ -8,12 +8,13 @@ from __future__ import annotations
 import trio
 
 from kwire.codec.apis import api
+from kwire.codec.frame import NEED_DATA
+from kwire.connection import KafkaClientConnection
+from kwire.security.peers import PLAINTEXT_LINK
 
 
 class BrokerChannel:
     def __init__(self, broker, timeout_s: float, client_id: str, link=None):
-        from kwire.security.peers import PLAINTEXT_LINK  # noqa: PLC0415
-
         self.broker = broker
         self.link = link or PLAINTEXT_LINK   # the inter-broker listener and its security (kwire.security.peers)
         self.timeout_s = timeout_s
@@ -24,9 +25,6 @@ class BrokerChannel:
         """The response body of ``api_name`` v``version`` sent to broker ``node``; raises
         OSError (no address, refused), trio.TooSlowError (request.timeout.ms) or a protocol
         error."""
-        from kwire.codec.frame import NEED_DATA  # noqa: PLC0415
-        from kwire.connection import KafkaClientConnection  # noqa: PLC0415
-
         a = api(api_name)
         pool = self.idle.setdefault(node, [])
         held = pool.pop() if pool else None

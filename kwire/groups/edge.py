@@ -46,7 +46,7 @@ log = logging.getLogger("kwire.groups")
 
 
 def group_config(broker) -> GroupConfig:
-    from kwire.groups.membership import GroupConfig  # noqa: PLC0415
+    from kwire.groups.membership import GroupConfig  # noqa: PLC0415 - start-up time: built on first use
 
     c = broker.config
     return GroupConfig(
@@ -69,7 +69,7 @@ def group_config(broker) -> GroupConfig:
 
 
 def _assignor_names(value) -> list[str]:
-    from kwire.groups.assignors import assignor_name  # noqa: PLC0415
+    from kwire.groups.assignors import assignor_name  # noqa: PLC0415 - start-up time: built on first use
 
     items = value.split(",") if isinstance(value, str) else list(value or ())
     return assignor_name([str(x).strip() for x in items if str(x).strip()])
@@ -145,7 +145,7 @@ class GroupEdge:
     def _build(self, nursery=None) -> GroupCoordinator:
         """Make the coordinator (owning no partition yet), host it on the runtime and start
         the runtime's timer task."""
-        from kwire.groups.coordinator import GroupCoordinator  # noqa: PLC0415
+        from kwire.groups.coordinator import GroupCoordinator  # noqa: PLC0415 - start-up time: built on first use
 
         self._nursery = nursery or self._nursery
         if self.config is None:

@@ -63,7 +63,7 @@ def _share_coordinator_node(ctx: RequestContext, key: str):
     "group:topicId:partition", the leader of its ``__share_group_state`` partition (not
     created here: COORDINATOR_NOT_AVAILABLE until the first write made it, as Kafka).
     CLUSTER_ACTION on the cluster, as Kafka (an inter-broker look-up)."""
-    from kwire.share.records import parse_coordinator_key  # noqa: PLC0415
+    from kwire.share.records import parse_coordinator_key  # noqa: PLC0415 - start-up time: share groups only
 
     if ctx.version < 6:
         return E.INVALID_REQUEST, "Share coordinator keys need FindCoordinator v6+.", None
@@ -448,7 +448,7 @@ async def delete_groups(ctx: RequestContext, req):
         errors.update(await coord.delete_groups(owned).wait())
         for g in shares:   # KIP-932: the state at the share coordinators goes too
             if errors.get(g) == E.NONE:
-                from kwire.handlers.share_offsets import delete_group_state  # noqa: PLC0415
+                from kwire.handlers.share_offsets import delete_group_state  # noqa: PLC0415 - start-up time: share groups only
 
                 await delete_group_state(ctx, g)
     return ctx.response(throttle_time_ms=0, results=[

@@ -31,7 +31,8 @@ log = logging.getLogger("kwire.init_producer_id")
 async def init_producer_id(ctx: RequestContext, req):
     v = ctx.version
     if req.transactional_id is not None:
-        from kwire.handlers.transactions import init_transactional_producer_id  # noqa: PLC0415
+        from kwire.handlers.transactions import (  # noqa: PLC0415 - start-up time: transactional only
+            init_transactional_producer_id)
 
         return await init_transactional_producer_id(ctx, req)
     pid = req.producer_id if v >= 3 else -1

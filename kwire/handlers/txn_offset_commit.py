@@ -42,9 +42,11 @@ With an authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED everywhere) an
 from __future__ import annotations
 
 from kwire.errors import ErrorCode, KafkaError
+from kwire.groups.records import OFFSETS_TOPIC
 from kwire.handlers import RequestContext, handles
 from kwire.handlers.group_lookup import coordinator_for, group_denied, topic_denied
 from kwire.security.operations import AclOperation as Op
+from kwire.transactions.verify import add_to_transaction, verify_transaction
 
 E = ErrorCode
 
@@ -144,9 +146,6 @@ async def _verify_offsets_partition(ctx: RequestContext, coord, req, v: int):
     """(verification guard or None, error or None): the group's offsets partition verified
     in (below v5) or added to (v5, transaction version 2) the producer's transaction, unless
     the producer has a transaction of this epoch open there already (no guard, no error)."""
-    from kwire.groups.records import OFFSETS_TOPIC  # noqa: PLC0415
-    from kwire.transactions.verify import add_to_transaction, verify_transaction  # noqa: PLC0415
-
     b = ctx.broker
     tp = (OFFSETS_TOPIC, coord.partition_for(req.group_id))
     try:

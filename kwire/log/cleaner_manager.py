@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from kwire.log.checkpoint import CLEANER_CHECKPOINT  # noqa: F401 - its home; named here too
 from kwire.log.cleaner import CleanJob, OffsetMap, plan_clean
+from kwire.log.cleaner_swap import sync_dir
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,6 @@ def clean_now(plog, now_ms: int, *, first_dirty: int | None = None, omap: Offset
     if run_hook is not None:
         run_hook(job)
     job.commit()   # here: the caller's thread, each group under the log's locks
-    from kwire.log.cleaner_swap import sync_dir  # noqa: PLC0415
 
     sync_dir(plog.dir)
     return job

@@ -31,6 +31,7 @@ import re
 
 from kwire.atomic import fsync_dir
 from kwire.fds import open_fd
+from kwire.log.regions import OPEN_FILES, unlink_all
 from kwire.log.segment import LogSegment, segment_name
 
 CLEANED = ".cleaned"
@@ -75,8 +76,6 @@ def _rename_steps(seg: LogSegment, old: str, new: str, kinds):
 
 def discard_cleaned(seg: LogSegment) -> None:
     """Remove a cleaned segment that will not be swapped in (an aborted pass)."""
-    from kwire.log.regions import OPEN_FILES, unlink_all  # noqa: PLC0415
-
     OPEN_FILES.discard(seg)
     unlink_all(seg.paths())
 
@@ -94,8 +93,6 @@ def swap_in(plog, old: list[LogSegment], new: LogSegment, deleted: list | None =
 def swap_steps(plog, old: list[LogSegment], new: LogSegment, deleted: list | None = None):
     """``swap_in`` one file operation at a time (a generator: tests stop it anywhere to
     play a crash)."""
-    from kwire.log.regions import OPEN_FILES, unlink_all  # noqa: PLC0415
-
     OPEN_FILES.discard(new)   # reopened under its final name on next use
     yield from _rename_steps(new, CLEANED, SWAP, _KINDS[1:])
     yield from _rename_steps(new, CLEANED, SWAP, _KINDS[:1])
@@ -139,8 +136,6 @@ def _swap_next_offset(dir: str, base: int, config) -> int:
             nxt = h.next_offset
         return nxt
     finally:
-        from kwire.log.regions import OPEN_FILES  # noqa: PLC0415
-
         OPEN_FILES.discard(seg)
 
 

@@ -121,8 +121,9 @@ class LogCleaner:
             self.max_compaction_delay_ms = 0
             return None
         # start-up time: the compaction modules load with the first compacted log (see the imports)
-        from kwire.log.cleaner import Throttler, plan_clean  # noqa: PLC0415
-        from kwire.log.cleaner_manager import grab_filthiest, log_to_clean, max_compaction_delay  # noqa: PLC0415
+        from kwire.log.cleaner import Throttler, plan_clean  # noqa: PLC0415 - start-up time (see the imports)
+        from kwire.log.cleaner_manager import (  # noqa: PLC0415 - start-up time (see the imports)
+            grab_filthiest, log_to_clean, max_compaction_delay)
 
         ratios = [log_to_clean(tp, lg, self.checkpoints.get(tp), now_ms)[0] for tp, lg in compacted]
         self.max_dirty_ratio = max((r.cleanable_ratio for r in ratios), default=0.0)

@@ -17,6 +17,7 @@ from kwire.log.config import LogConfig
 from kwire.log.dir_failure import LogDirFailureChannel
 from kwire.log.errors import KafkaStorageError
 from kwire.log.leader_epoch import LeaderEpochCache, batch_epochs
+from kwire.log.producer_log import load_producer_state
 from kwire.log.segment import LogSegment, segment_name
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
@@ -94,8 +95,6 @@ def load_log(cls, dir: str, config: LogConfig, *, recovery_point: int | None, lo
         # producers wrote here: their state now (ongoing transactions make the last stable
         # offset), from the latest snapshot and the batches after it; the aborted-transaction
         # indexes of those batches are rebuilt on the way (kwire.log.producer_log)
-        from kwire.log.producer_log import load_producer_state  # noqa: PLC0415 - import cycle
-
         load_producer_state(log)
     return log
 

@@ -339,7 +339,7 @@ def raise_open_file_limit() -> tuple[int, int] | None:
     ``OPEN_FILES`` from it. Returns (old soft, new soft), or None where there are no
     rlimits. A hard limit of 'unlimited' is capped where the OS caps it (Linux: nr_open)."""
     try:
-        import resource  # noqa: PLC0415
+        import resource  # noqa: PLC0415 - not on every platform
     except ImportError:
         return None
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

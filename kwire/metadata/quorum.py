@@ -38,6 +38,7 @@ from kwire.errors import ErrorCode, KafkaError
 from kwire.metadata import controller_apis as CA
 from kwire.metadata.config_control import elr_enabled, elr_feature_records, elr_safety_records
 from kwire.metadata import records as R
+from kwire.metadata import replication_control as RC
 from kwire.metadata import topic_changes as TC
 from kwire.metadata.topic_changes import TopicOutcome
 from kwire.metadata.controller import Controller
@@ -207,8 +208,6 @@ class MetadataQuorum:
         it out of the ISRs it shares (kwire.metadata.replication_control.register_again); with
         the first registration of a new cluster, the cluster-level min.insync.replicas a
         freshly formatted Kafka 4.1+ cluster holds (kwire.metadata.config_control)."""
-        from kwire.metadata import replication_control as RC  # noqa: PLC0415
-
         image = self.broker.image
         static_min_isr = self.broker.config.values.get("min.insync.replicas", 1)
         emulated = self.broker.config.values.get("kwire.emulate.kafka.version")

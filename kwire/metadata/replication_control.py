@@ -19,6 +19,7 @@ from kwire.metadata.config_control import elr_enabled, topic_min_isr
 from kwire.metadata.image import MetadataImage, PartitionImage, TopicImage
 from kwire.metadata.partition_change import (NO_LEADER, RECOVERED, RECOVERING, AlterPartitionResult, Election,
                                              PartitionChangeBuilder, election_for, leader_acceptor)
+from kwire.metadata.placement import PlacementError, validate_assignment
 
 Unclean = Callable[[TopicImage], bool]
 NEVER: Unclean = lambda _t: False  # noqa: E731
@@ -256,8 +257,6 @@ def alter_reassignment(image: MetadataImage, topic: str, partition: int, target:
     """One partition of an AlterPartitionReassignments (Kafka's alterPartitionReassignment):
     ``target`` replicas start a reassignment (the new ones are added, and the old ones removed
     once the new ones are in the ISR); None cancels the one in progress. (code, message, records)."""
-    from kwire.metadata.placement import PlacementError, validate_assignment  # noqa: PLC0415
-
     t = image.topics.get(topic)
     if t is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {topic}.", []

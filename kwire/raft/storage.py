@@ -21,6 +21,7 @@ becomes one entry of epoch 0.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import os
@@ -179,7 +180,6 @@ class RaftStorage:
                     pass
 
     def truncate_to(self, offset: int) -> None:
-        import bisect
         i = bisect.bisect_left(self._positions, (offset, -1))
         if i >= len(self._positions):
             return

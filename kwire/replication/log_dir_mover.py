@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import uuid
 
 import trio
@@ -172,8 +173,6 @@ class LogDirMover:
 
 
 def _discard(future: PartitionLog) -> None:
-    import shutil  # noqa: PLC0415
-
     future.closed = True
     for seg in future.segments:
         try:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+from kwire.security.operations import NOT_REQUESTED, SUPPORTED, authorized_operations, bitfield
 from kwire.security.operations import AclOperation as Op
 from kwire.value import Value
 
@@ -377,8 +378,6 @@ _TYPE_CODES = {"topic": TOPIC, "group": GROUP, "cluster": CLUSTER}
 def operations_field(ctx, resource_type: str, name: str, requested: bool) -> int:
     """The authorized operations field of a response (Metadata, DescribeCluster, DescribeGroups):
     every supported operation without an authorizer, else those the principal may perform."""
-    from kwire.security.operations import NOT_REQUESTED, SUPPORTED, authorized_operations, bitfield  # noqa: PLC0415
-
     a = ctx.broker.authorizer
     if a is None or not requested:
         return authorized_operations(resource_type, requested) if requested else NOT_REQUESTED

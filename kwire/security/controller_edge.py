@@ -18,6 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kwire.codec.apis import APIS, api
+from kwire.errors import ErrorCode
+from kwire.security.authorizer import CLUSTER, CLUSTER_NAME
+from kwire.security.operations import AclOperation as Op
 from kwire.security.principal import ANONYMOUS
 
 __all__ = ["ControllerConnection", "Verdict", "SERVE"]
@@ -38,10 +42,11 @@ class ControllerConnection:
     """One inbound connection of the controller listener."""
 
     def __init__(self, listener_security=None, authorizer=None, principal: str = ANONYMOUS, host: str = ""):
-        from kwire.security.sasl import SaslAuthenticator  # noqa: PLC0415
-
         sasl = getattr(listener_security, "sasl", None)
-        self.sasl = SaslAuthenticator(sasl) if sasl is not None else None
+        self.sasl = None
+        if sasl is not None:
+            from kwire.security.sasl import SaslAuthenticator  # noqa: PLC0415 - start-up time: SASL listeners only
+            self.sasl = SaslAuthenticator(sasl)
         self.authorizer = authorizer
         self.principal = principal
         self.host = host
@@ -58,9 +63,6 @@ class ControllerConnection:
                                       if sasl.complete else f"api key {api_key} before SASL authentication"))
         if self.authorizer is None:
             return SERVE
-        from kwire.codec.apis import APIS  # noqa: PLC0415
-        from kwire.security.authorizer import CLUSTER, CLUSTER_NAME  # noqa: PLC0415
-        from kwire.security.operations import AclOperation as Op  # noqa: PLC0415
 
         op = Op.DESCRIBE if api_key in (DESCRIBE_QUORUM, API_VERSIONS) else Op.CLUSTER_ACTION
         request = APIS[api_key].name if api_key in APIS else "Unknown"
@@ -70,9 +72,6 @@ class ControllerConnection:
                              f"name the nodes' principal in super.users")
 
     def _handshake(self, version: int, body) -> Verdict:
-        from kwire.codec.apis import api  # noqa: PLC0415
-        from kwire.errors import ErrorCode  # noqa: PLC0415
-
         Resp = api("SaslHandshake").response.cls
         auth = self.sasl
         if auth is None or auth.state != "handshake" and not (auth.complete and auth.config.reauth_ms):
@@ -90,9 +89,7 @@ class ControllerConnection:
         return Verdict(Resp(error_code=0, mechanisms=list(auth.config.mechanisms)))
 
     def _authenticate(self, body, now_ms: int) -> Verdict:
-        from kwire.codec.apis import api  # noqa: PLC0415
-        from kwire.errors import ErrorCode  # noqa: PLC0415
-        from kwire.security.sasl import SaslAuthenticationFailed  # noqa: PLC0415
+        from kwire.security.sasl import SaslAuthenticationFailed  # noqa: PLC0415 - start-up time: SASL listeners only
 
         Resp = api("SaslAuthenticate").response.cls
         auth = self.sasl

@@ -19,6 +19,7 @@ from typing import Any
 
 import trio
 
+from kwire.errors import StartupError, StartupFileError
 from kwire.listeners import ClientListener
 from kwire.security.principal import ANONYMOUS
 
@@ -46,18 +47,17 @@ class ListenerSecurity:
 
 def for_listener(config, listener: ClientListener) -> ListenerSecurity:
     """The security of one client listener; StartupError when its settings are unusable."""
-    from kwire.errors import StartupError, StartupFileError  # noqa: PLC0415
-
     sec = ListenerSecurity(listener.name, listener.protocol)
     if listener.tls:
-        from kwire.security.tls import KeystoreError, TlsConfigError, server_context  # noqa: PLC0415
+        from kwire.security.tls import (  # noqa: PLC0415 - start-up time: TLS listeners only
+            KeystoreError, TlsConfigError, server_context)
         try:
             sec.ssl_context = server_context(config, listener.name)
         except TlsConfigError as exc:
             kind = StartupFileError if isinstance(exc, KeystoreError) else StartupError
             raise kind(f"listener {listener.endpoint} ({listener.protocol}): {exc}") from None
     if listener.sasl:
-        from kwire.security.sasl import SaslConfigError, server_config  # noqa: PLC0415
+        from kwire.security.sasl import SaslConfigError, server_config  # noqa: PLC0415 - start-up time: SASL listeners only
         try:
             sec.sasl = server_config(config, listener.name)
         except SaslConfigError as exc:
@@ -69,9 +69,9 @@ async def secure(stream, sec: ListenerSecurity, timeout_s: float):
     """(stream to serve, principal) of a new connection on ``sec``'s listener."""
     if sec.ssl_context is None:
         return stream, ANONYMOUS
-    from kwire.security.tls import certificate_principal  # noqa: PLC0415
+    from kwire.security.tls import certificate_principal  # noqa: PLC0415 - start-up time: TLS listeners only
 
-    from kwire.security.tls_stream import TlsStream  # noqa: PLC0415
+    from kwire.security.tls_stream import TlsStream  # noqa: PLC0415 - start-up time: TLS listeners only
 
     tls = TlsStream(stream, sec.ssl_context)
     try:

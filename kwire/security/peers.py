@@ -32,8 +32,13 @@ from dataclasses import dataclass, field
 
 import trio
 
+from kwire.codec.apis import api
+from kwire.codec.frame import NEED_DATA
+from kwire.connection import KafkaClientConnection
+from kwire.errors import ErrorCode, StartupError
 from kwire.listeners import DEFAULT_PROTOCOL_MAP, ClientListener, Endpoint, parse_protocol_map
 from kwire.net import PeerAuthenticationFailed, set_nodelay   # PeerAuthenticationFailed: see there
+from kwire.security.edge import for_listener
 from kwire.value import Value
 
 __all__ = ["PeerConfigError", "PeerAuthenticationFailed", "PeerLink", "PeerSecurity", "plan_peers",
@@ -93,7 +98,7 @@ class PeerLink:
         return stream
 
     async def _tls(self, stream, host: str, port: int):
-        from kwire.security.tls_stream import TlsStream  # noqa: PLC0415
+        from kwire.security.tls_stream import TlsStream  # noqa: PLC0415 - start-up time: TLS links only
 
         tls = TlsStream(stream, self.ssl_context, server_side=False, server_hostname=host)
         try:
@@ -107,10 +112,7 @@ class PeerLink:
         return tls
 
     async def _sasl(self, stream, host: str, port: int, client_id: str) -> None:
-        from kwire.codec.apis import api  # noqa: PLC0415
-        from kwire.connection import KafkaClientConnection  # noqa: PLC0415
-        from kwire.errors import ErrorCode  # noqa: PLC0415
-        from kwire.security.sasl_client import SaslClientFailed, client_for  # noqa: PLC0415
+        from kwire.security.sasl_client import SaslClientFailed, client_for  # noqa: PLC0415 - start-up time: SASL links only
 
         where = f"{self.role} {self.describe()} at {host}:{port}"
         conn = KafkaClientConnection(client_id=client_id)
@@ -144,8 +146,6 @@ class PeerLink:
 
 
 async def _round_trip(stream, conn, a, version: int, body):
-    from kwire.codec.frame import NEED_DATA  # noqa: PLC0415
-
     _, data = conn.send_request(a, version, body)
     await stream.send_all(data)
     while (resp := conn.next_response()) is NEED_DATA:
@@ -239,10 +239,10 @@ def _link(config, role: str, listener: str | None, protocol: str, mechanism_key:
     if listener is None or protocol == "PLAINTEXT":
         return PeerLink(role, listener, protocol)
     # start-up time: the TLS and SASL modules load only for a link that uses them
-    from kwire.security.sasl import SaslConfigError, server_config  # noqa: PLC0415
-    from kwire.security.jaas import JaasError  # noqa: PLC0415
-    from kwire.security.sasl_client import jaas_options  # noqa: PLC0415
-    from kwire.security.tls import TlsConfigError, client_context  # noqa: PLC0415
+    from kwire.security.sasl import SaslConfigError, server_config  # noqa: PLC0415 - start-up time: TLS/SASL links only
+    from kwire.security.jaas import JaasError  # noqa: PLC0415 - start-up time: TLS/SASL links only
+    from kwire.security.sasl_client import jaas_options  # noqa: PLC0415 - start-up time: SASL links only
+    from kwire.security.tls import TlsConfigError, client_context  # noqa: PLC0415 - start-up time: TLS/SASL links only
     ctx = None
     if protocol in ("SSL", "SASL_SSL"):
         try:
@@ -290,8 +290,6 @@ def plan_peers(config, listeners: list[ClientListener], controller_address: tupl
         if not alone else PeerLink("controller", ctl_name, ctl_proto)
     served = None
     if controller_address is not None and ctl_name is not None and ctl_proto != "PLAINTEXT" and not alone:
-        from kwire.errors import StartupError  # noqa: PLC0415
-        from kwire.security.edge import for_listener  # noqa: PLC0415
         try:
             served = for_listener(config, ClientListener(Endpoint(ctl_name, *controller_address), ctl_proto))
         except StartupError as exc:

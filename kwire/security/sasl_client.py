@@ -19,6 +19,8 @@ import hashlib
 import hmac
 import secrets
 
+from kwire.security.jaas import login_module
+
 __all__ = ["SaslClientFailed", "PlainClient", "ScramClient", "jaas_options", "client_for"]
 
 _HASHES = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}
@@ -32,8 +34,6 @@ class SaslClientFailed(Exception):
 def jaas_options(text: str | None) -> dict[str, str]:
     """The options (``username``, ``password``, ``user_NAME`` ...) of a JAAS login module entry,
     read as Kafka's JaasConfig (kwire.security.jaas.JaasError when Kafka would refuse the text)."""
-    from kwire.security.jaas import login_module  # noqa: PLC0415
-
     return dict(login_module(text).options) if text else {}
 
 

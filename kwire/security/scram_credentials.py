@@ -25,6 +25,7 @@ import hmac
 from dataclasses import dataclass
 
 from kwire.errors import ErrorCode
+from kwire.metadata import records as R
 from kwire.value import Value
 
 __all__ = ["ScramCredential", "MECHANISM_NAMES", "MECHANISM_TYPES", "SCRAM_MAX_ITERATIONS", "ScramCredentialStore",
@@ -136,8 +137,6 @@ def _check_name_and_mechanism(name: str, mechanism: int) -> tuple[int, str] | No
 def alter(store: ScramCredentialStore, deletions, upsertions) -> AlterResult:
     """ScramControlManager.alterCredentials over ``store``: ``deletions`` have ``name`` and
     ``mechanism``; ``upsertions`` also ``iterations``, ``salt`` and ``salted_password``."""
-    from kwire.metadata import records as R  # noqa: PLC0415
-
     twice = (ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
     errors: dict[str, tuple[int, str]] = {}
     to_delete: dict[str, object] = {}

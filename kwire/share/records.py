@@ -21,6 +21,7 @@ The ``__share_group_state`` partition of a share partition: ``abs(hash("group:to
 """
 from __future__ import annotations
 
+import base64
 import struct
 from dataclasses import dataclass
 from uuid import UUID
@@ -78,14 +79,12 @@ def state_partition(group_id: str, topic_id: UUID, partition: int, partitions: i
 
 def kafka_uuid_string(u: UUID) -> str:
     """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, without padding."""
-    import base64  # noqa: PLC0415
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
 
 
 def parse_coordinator_key(key: str) -> tuple[str, UUID, int] | None:
     """(group id, topic id, partition) of a share coordinator key "group:topicId:partition"
     (Kafka's SharePartitionKey.getInstance; FindCoordinator key type 2), None if malformed."""
-    import base64  # noqa: PLC0415
     parts = key.rsplit(":", 2)
     if len(parts) != 3 or not parts[0]:
         return None

@@ -118,7 +118,7 @@ class ShareStateStore:
     @property
     def channel(self):
         if self._channel is None:
-            from kwire.coordinator.channel import BrokerChannel  # noqa: PLC0415
+            from kwire.coordinator.channel import BrokerChannel  # noqa: PLC0415 - start-up time: remote share state only
 
             b = self.broker
             self._channel = BrokerChannel(b, int(b.config.get("request.timeout.ms")) / 1000,

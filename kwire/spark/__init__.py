@@ -18,7 +18,7 @@ def register(spark: Any, bootstrap_servers: str | None = None, **defaults: str) 
     """Register ``format("kwire")`` with ``spark``. ``bootstrap_servers`` and the other keyword
     arguments become defaults of every query's options (``kafka_security_protocol="SSL"`` is
     the option ``kafka.security.protocol``); a query's own options win."""
-    from kwire.spark.source import KwireDataSource
+    from kwire.spark.source import KwireDataSource  # noqa: PLC0415 - optional dependency: pyspark
     opts = {k.replace("_", "."): str(v) for k, v in defaults.items()}
     if bootstrap_servers:
         opts["kafka.bootstrap.servers"] = bootstrap_servers

@@ -6,6 +6,10 @@ with confluent-kafka, the columns built with the consumer's C accessors.
 Consumers are pooled per Python worker (Spark reuses its workers between tasks), as Spark's
 own Kafka source pools them per executor: a micro-batch then costs a re-assignment, not a new
 connection and a metadata round trip.
+
+confluent_kafka (~40 ms) and pyarrow (~100 ms) are imported in the functions that use them:
+Spark's Python processes that only plan a query import this module too (through
+kwire.spark.source) and never read.
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ _BATCH = 20_000
 
 
 def _consumer(client: dict, fail_on_data_loss: bool, group_id_prefix: str = "spark-kafka-source"):
-    from confluent_kafka import Consumer
+    from confluent_kafka import Consumer  # noqa: PLC0415 - start-up time (module doc)
     # the group id a consumer reports (ACLs, quotas, monitoring): kafka.group.id when given,
     # else groupIdPrefix plus a unique part and "-executor", as Spark names its executors' groups
     # isolation.level: read_uncommitted unless kafka.isolation.level says otherwise, as Spark's
@@ -51,14 +55,14 @@ def _release(key: tuple, c) -> None:
 
 
 def _headers_type():
-    import pyarrow as pa
+    import pyarrow as pa  # noqa: PLC0415 - start-up time (module doc)
     return pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 
 
 def _to_batch(msgs: list, rng: Range, schema, include_headers: bool):
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from confluent_kafka import Message
+    import pyarrow as pa  # noqa: PLC0415 - start-up time (module doc)
+    import pyarrow.compute as pc  # noqa: PLC0415 - start-up time (module doc)
+    from confluent_kafka import Message  # noqa: PLC0415 - start-up time (module doc)
     n = len(msgs)
     stamps = list(map(Message.timestamp, msgs))
     ts_type = [t for t, _ in stamps]
@@ -85,7 +89,7 @@ def read_range(rng: Range, client: dict, schema, *, include_headers: bool, fail_
     """Yield Arrow record batches holding the records of ``rng`` (start inclusive, end exclusive).
     Offsets the log no longer has (control records, aborted or compacted records) are skipped;
     records deleted before ``rng.start`` are data loss (failOnDataLoss)."""
-    from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+    from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition  # noqa: PLC0415 - start-up time (module doc)
     if rng.end <= rng.start:
         return
     key, c = _consumer(client, fail_on_data_loss, group_id_prefix)

@@ -15,6 +15,8 @@ committed, headers, TLS and SASL, timeouts). It stops at any error code, a lost 
 batch C does not take, an answer with no records, or a leader it cannot find. Used when
 ``_walk`` has the functions (a C build), the connection is PLAINTEXT, the isolation level is
 read_uncommitted and headers are not asked for.
+
+pyarrow (~100 ms) is imported where the Arrow buffers are made, as in kwire.spark.consume.
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ def _load() -> bool:
     global fetch_columns, records_columns
     if fetch_columns is None:
         try:
-            from kwire.log._walk import fetch_columns, records_columns
+            from kwire.log._walk import fetch_columns, records_columns  # noqa: PLC0415 - start-up time: see _load
         except ImportError:   # no C build, or an older one: librdkafka reads everything
             return False
     return True
@@ -142,7 +144,7 @@ def _connect(addr: tuple, timeout: float) -> socket.socket:
 
 
 def _columns_batch(cols, rng, schema):
-    import pyarrow as pa
+    import pyarrow as pa  # noqa: PLC0415 - start-up time (module doc)
     n, offs, ts, tt, kvalid, koff, kdata, vvalid, voff, vdata = cols
     buf = pa.py_buffer
     arrays = [
@@ -162,7 +164,7 @@ _HEADER = struct.Struct(">qiibihiqqqhii")   # a v2 batch's header, 61 bytes
 
 def _inflate(records, pos: int, lo: int, hi: int):
     """The columns of the compressed batch at records[pos:], and the batch's size and next offset."""
-    from kwire.codec.compression import decompress
+    from kwire.codec.compression import decompress  # noqa: PLC0415 - start-up time: compressed batches only
     (base, length, _epoch, _magic, _crc, attrs, lod, first_ts, max_ts, _pid, _pepoch, _seq,
      count) = _HEADER.unpack_from(records, pos)
     size = 12 + length

@@ -5,6 +5,9 @@ maxOffsetsPerTrigger admission), in the manner of Spark's KafkaOffsetReader and
 KafkaOffsetRangeCalculator.
 
 Offsets in Spark's checkpoint are JSON: ``{"topic": {"0": 42, "1": 7}}``.
+
+confluent_kafka (~40 ms) is imported in the functions that use it: Spark's Python processes
+that only plan a query (schema, options) import this module through kwire.spark.source.
 """
 from __future__ import annotations
 
@@ -55,7 +58,7 @@ def _admin_config(client: dict) -> dict:
 
 
 def _retry_codes() -> frozenset:
-    from confluent_kafka import KafkaError as K
+    from confluent_kafka import KafkaError as K  # noqa: PLC0415 - start-up time (module doc)
     return frozenset((K._TIMED_OUT, K._TRANSPORT, K._ALL_BROKERS_DOWN, K.REQUEST_TIMED_OUT,
                       K.NOT_LEADER_FOR_PARTITION, K.LEADER_NOT_AVAILABLE, K.NOT_ENOUGH_REPLICAS,
                       K.OFFSET_NOT_AVAILABLE,
@@ -72,7 +75,7 @@ class OffsetReader:
     @property
     def admin(self):
         if self._admin is None:
-            from confluent_kafka.admin import AdminClient
+            from confluent_kafka.admin import AdminClient  # noqa: PLC0415 - start-up time (module doc)
             self._admin = AdminClient(_admin_config(self.opts.client))
         return self._admin
 
@@ -87,7 +90,7 @@ class OffsetReader:
         o = self.opts
         if o.strategy == "assign":
             return sorted((t, p) for t, ps in o.assign.items() for p in ps)
-        from confluent_kafka import KafkaException  # noqa: PLC0415
+        from confluent_kafka import KafkaException  # noqa: PLC0415 - start-up time (module doc)
 
         # Short attempts within kafka.request.timeout.ms, as _list does: librdkafka sends an
         # application Metadata request to one broker it holds as up; when that broker has just
@@ -119,7 +122,7 @@ class OffsetReader:
     def _list(self, specs: dict) -> dict[TP, int]:
         if not specs:
             return {}
-        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition  # noqa: PLC0415 - start-up time (module doc)
         iso = (IsolationLevel.READ_COMMITTED if self.opts.client.get("isolation.level") == "read_committed"
                else IsolationLevel.READ_UNCOMMITTED)
         # librdkafka's ListOffsets sends each partition to the leader in the AdminClient's metadata
@@ -165,7 +168,7 @@ class OffsetReader:
     def _refresh_leaders(self, topics: set, deadline: float) -> None:
         """A Metadata request for ``topics``, whose answer replaces their leaders in the
         AdminClient's cache (as librdkafka handles any Metadata response)."""
-        from confluent_kafka import KafkaException
+        from confluent_kafka import KafkaException  # noqa: PLC0415 - start-up time (module doc)
         for t in sorted(topics):
             try:
                 self.admin.list_topics(topic=t, timeout=max(0.1, deadline - time.monotonic()))
@@ -173,16 +176,16 @@ class OffsetReader:
                 log.info("Metadata for %s: %s", t, exc.args[0].str())
 
     def earliest(self, tps) -> dict[TP, int]:
-        from confluent_kafka.admin import OffsetSpec as S
+        from confluent_kafka.admin import OffsetSpec as S  # noqa: PLC0415 - start-up time (module doc)
         return self._list({tp: S.earliest() for tp in tps})
 
     def latest(self, tps) -> dict[TP, int]:
-        from confluent_kafka.admin import OffsetSpec as S
+        from confluent_kafka.admin import OffsetSpec as S  # noqa: PLC0415 - start-up time (module doc)
         return self._list({tp: S.latest() for tp in tps})
 
     def for_timestamps(self, tps_ts: dict[TP, int]) -> dict[TP, int]:
         """The first offset at or after each timestamp; -1 where no record is that new."""
-        from confluent_kafka.admin import OffsetSpec as S
+        from confluent_kafka.admin import OffsetSpec as S  # noqa: PLC0415 - start-up time (module doc)
         return self._list({tp: S.for_timestamp(ts) for tp, ts in tps_ts.items()})
 
     def resolve(self, spec: OffsetSpec, tps: list[TP], *, name: str) -> dict[TP, int]:

@@ -14,6 +14,7 @@ from typing import Iterator
 
 from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
                                     InputPartition)
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
@@ -21,6 +22,7 @@ from kwire.spark.consume import read_range
 from kwire.spark.offsets import (DATA_LOSS, DataLossError, OffsetReader, Range, check_data_loss,
                                  from_json, plan_ranges, rate_limit, to_json)
 from kwire.spark.options import ReadOptions, read_options
+from kwire.spark.writer import KafkaBatchWriter, KafkaStreamWriter
 
 log = logging.getLogger("kwire.spark")
 
@@ -37,7 +39,6 @@ class KafkaInputPartition(InputPartition):
 
 
 def _arrow_schema(schema: StructType):
-    from pyspark.sql.pandas.types import to_arrow_schema
     return to_arrow_schema(schema, timezone="UTC")
 
 
@@ -203,12 +204,10 @@ class KwireDataSource(DataSource):
         return KafkaStreamReader(read_options(self.options, streaming=True, defaults=self.defaults), schema)
 
     def writer(self, schema: StructType, overwrite: bool):
-        from kwire.spark.writer import KafkaBatchWriter
         if overwrite:   # Spark's KafkaSourceProvider.createRelation refuses it the same way
             raise ValueError("Save mode Overwrite not allowed for Kafka. Allowed save modes are Append and "
                              "ErrorIfExists (default).")
         return KafkaBatchWriter(self.options, self.defaults, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool):
-        from kwire.spark.writer import KafkaStreamWriter
         return KafkaStreamWriter(self.options, self.defaults, schema)

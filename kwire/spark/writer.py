@@ -16,12 +16,16 @@ already committed by the same query is skipped. A prefix whose ids were committe
 query (a new checkpoint starts again at micro-batch 0: its batches would all be skipped as
 written, silently) is refused with a message that names the fix. Read the output with
 isolation.level=read_committed.
+
+confluent_kafka (~40 ms) is imported in the functions that write, as in kwire.spark.consume:
+a Python process that only plans a query does not load it.
 """
 from __future__ import annotations
 
 import logging
 from typing import Iterator
 
+from pyspark import TaskContext
 from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrowWriter,
                                     WriterCommitMessage)
 from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, StringType, StructType)
@@ -121,7 +125,7 @@ def _produce_batches(producer, batches: Iterator, opts: WriteOptions, report: _D
 
 
 def _producer(opts: WriteOptions, extra: dict | None = None):
-    from confluent_kafka import Producer
+    from confluent_kafka import Producer  # noqa: PLC0415 - start-up time (module doc)
     # delivery.timeout.ms: the Java producer's default (120 s) under Spark's sink, not librdkafka's
     # five minutes; a user's kafka.delivery.timeout.ms / kafka.message.timeout.ms wins
     conf = {"linger.ms": 5, "enable.idempotence": True, **opts.client, **(extra or {})}
@@ -133,7 +137,7 @@ def _producer(opts: WriteOptions, extra: dict | None = None):
 
 
 def _raise_if_failed(producer, report: _Delivery, bootstrap: str | None = None) -> None:
-    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import KafkaError, KafkaException  # noqa: PLC0415 - start-up time (module doc)
     remaining = producer.flush(_FLUSH_TIMEOUT_S)
     if report.error is not None:
         if report.error.code() in (KafkaError._MSG_TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
@@ -178,8 +182,7 @@ def _check_owner(committed, tid: str, query_id: str | None) -> None:
 def _write_transaction(opts: WriteOptions, batches: Iterator, batch_id: int | None,
                        query_id: str | None = None) -> KafkaCommitMessage:
     """One transaction for this task; with a micro-batch id, the id commits with the records."""
-    from confluent_kafka import Consumer, TopicPartition
-    from pyspark import TaskContext
+    from confluent_kafka import Consumer, TopicPartition  # noqa: PLC0415 - start-up time (module doc)
     ctx = TaskContext.get()
     tid = f"{opts.transactional_id_prefix}-{ctx.partitionId() if ctx else 0}"
     producer = _producer(opts, {"transactional.id": tid})
@@ -248,7 +251,6 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator):
         if self.opts.exactly_once:
-            from pyspark import TaskContext
             ctx = TaskContext.get()
             raw = ctx.getLocalProperty("streaming.sql.batchId") if ctx else None
             query_id = ctx.getLocalProperty("sql.streaming.queryId") if ctx else None

@@ -11,11 +11,11 @@ __all__ = ["Broker", "KafkaContainer", "Faults", "free_port"]
 
 def __getattr__(name):
     if name == "KafkaContainer":
-        from kwire.testing.container import KafkaContainer
+        from kwire.testing.container import KafkaContainer  # noqa: PLC0415 - start-up time (module doc)
 
         return KafkaContainer
     if name == "Faults":
-        from kwire.testing.faults import Faults
+        from kwire.testing.faults import Faults  # noqa: PLC0415 - start-up time (module doc)
 
         return Faults
     raise AttributeError(name)

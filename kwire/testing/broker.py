@@ -53,13 +53,13 @@ def memory_dir() -> str | None:
 async def _off_loop(fn):
     """Run a blocking call in a worker thread of whichever event loop is running (Trio or
     asyncio), so starting and stopping never stalls the caller's loop."""
-    import sniffio
+    import sniffio  # noqa: PLC0415 - start-up time (module doc)
 
     if sniffio.current_async_library() == "trio":
-        import trio
+        import trio  # noqa: PLC0415 - start-up time (module doc)
 
         return await trio.to_thread.run_sync(fn)
-    import asyncio
+    import asyncio  # noqa: PLC0415 - start-up time (module doc)
 
     return await asyncio.to_thread(fn)
 
@@ -110,7 +110,7 @@ class Broker:
         self.tls = None          # kwire.testing.certs.CertificateAuthority of an SSL / SASL_SSL broker
         self.harness_port = None  # a PLAINTEXT listener for this object's own helpers on a secured broker
         if self.security != "PLAINTEXT":
-            from kwire.testing.secured import configure
+            from kwire.testing.secured import configure  # noqa: PLC0415 - start-up time (module doc)
             try:
                 configure(self, client_auth)
             except BaseException:
@@ -132,7 +132,7 @@ class Broker:
     def _check_keys(self) -> None:
         """A misspelt key is refused here as ``kwire serve`` refuses it (a process-mode broker
         would not start; a thread-mode one must not quietly differ)."""
-        from kwire.config_keys import near_miss
+        from kwire.config_keys import near_miss  # noqa: PLC0415 - start-up time (module doc)
 
         for key in self.overrides:
             if (near := near_miss(key)) is not None:
@@ -172,10 +172,10 @@ class Broker:
             raise
 
     def _start_thread(self, timeout: float = 30.0) -> None:
-        import trio
+        import trio  # noqa: PLC0415 - start-up time (module doc)
 
-        from kwire.app import run_broker
-        from kwire.config import BrokerConfig
+        from kwire.app import run_broker  # noqa: PLC0415 - start-up time (module doc)
+        from kwire.config import BrokerConfig  # noqa: PLC0415 - start-up time (module doc)
 
         cfg = BrokerConfig.from_properties("", dict(self.overrides))
         cfg.set("log.dirs", ",".join(self.log_dirs))
@@ -227,7 +227,7 @@ class Broker:
             self.proc = None
         if self._thread is not None:
             if self._trio_token is not None and self._thread.is_alive():
-                import trio
+                import trio  # noqa: PLC0415 - start-up time (module doc)
                 try:  # thread-safe and non-blocking, so stop() works from any thread or task
                     self._trio_token.run_sync_soon(self._cancel.cancel)
                 except trio.RunFinishedError:
@@ -280,7 +280,7 @@ class Broker:
         if self.mode != "thread":
             raise RuntimeError("fault injection needs mode='thread' (the hooks live in the broker's process)")
         if self._faults is None:
-            from kwire.testing.faults import Faults
+            from kwire.testing.faults import Faults  # noqa: PLC0415 - start-up time (module doc)
 
             self._faults = Faults()
             if self.server is not None:
@@ -294,7 +294,7 @@ class Broker:
         value = self.overrides.get("listeners")
         if value is None:
             return
-        from kwire.listeners import Endpoint, ListenerError, parse_listeners
+        from kwire.listeners import Endpoint, ListenerError, parse_listeners  # noqa: PLC0415 - start-up time (module doc)
 
         controllers = {n.strip().upper() for n in self.overrides.get("controller.listener.names", "").split(",")}
         try:
@@ -311,7 +311,7 @@ class Broker:
         del self.overrides["listeners"]     # it says what --listen / the harness's listeners say
 
     def _client_listeners(self):
-        from kwire.listeners import ClientListener, Endpoint
+        from kwire.listeners import ClientListener, Endpoint  # noqa: PLC0415 - start-up time (module doc)
 
         out = [ClientListener(Endpoint(self.security, self.host, self.port), self.security)]
         if self.harness_port is not None:
@@ -323,7 +323,7 @@ class Broker:
         (confluent-kafka / librdkafka keys), "kafka-python" or "aiokafka" (their keyword
         arguments); ``user`` picks one of ``users`` for SASL (default: the first), with
         ``mechanism`` (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)."""
-        from kwire.testing.secured import client_config
+        from kwire.testing.secured import client_config  # noqa: PLC0415 - start-up time (module doc)
 
         return client_config(self, client, user, mechanism)
 
@@ -331,7 +331,7 @@ class Broker:
     def client(self, timeout: float = 10.0):
         """A :class:`kwire.testing.client.WireClient` connected to this broker (on a secured
         broker: to its PLAINTEXT harness listener on 127.0.0.1)."""
-        from kwire.testing.client import WireClient
+        from kwire.testing.client import WireClient  # noqa: PLC0415 - start-up time (module doc)
 
         if self.harness_port is not None:
             return WireClient(f"127.0.0.1:{self.harness_port}", timeout=timeout)

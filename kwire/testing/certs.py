@@ -20,7 +20,7 @@ def require_cryptography() -> None:
     """A secured test broker makes its certificates with ``cryptography``, which plain
     ``pip install kwire`` does not bring: say which extra does, in one line."""
     try:
-        import cryptography  # noqa: F401, PLC0415
+        import cryptography  # noqa: F401, PLC0415 - optional dependency: cryptography
     except ImportError:
         raise ModuleNotFoundError(
             "kwire.testing: a TLS or SASL test broker needs the 'cryptography' package: "
@@ -42,10 +42,10 @@ class CertificateAuthority:
 
     def __init__(self, directory: str, name: str = "kwire test CA"):
         require_cryptography()
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.x509.oid import NameOID
+        from cryptography import x509  # noqa: PLC0415 - optional dependency: cryptography
+        from cryptography.hazmat.primitives import hashes  # noqa: PLC0415 - optional dependency: cryptography
+        from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415 - optional dependency: cryptography
+        from cryptography.x509.oid import NameOID  # noqa: PLC0415 - optional dependency: cryptography
 
         os.makedirs(directory, exist_ok=True)
         self.directory = directory
@@ -67,7 +67,7 @@ class CertificateAuthority:
 
     @staticmethod
     def _pem(cert) -> bytes:
-        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - optional dependency: cryptography
         return cert.public_bytes(serialization.Encoding.PEM)
 
     def issue(self, common_name: str, *, server: bool = False, password: str | None = None,
@@ -75,10 +75,10 @@ class CertificateAuthority:
         """A certificate for ``common_name``: a server one (serverAuth, SANs for this machine)
         or a client one (clientAuth); both with ``server=True, client=True`` (a broker's
         certificate on mutual-TLS inter-broker and controller listeners: it serves and connects)."""
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+        from cryptography import x509  # noqa: PLC0415 - optional dependency: cryptography
+        from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415 - optional dependency: cryptography
+        from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415 - optional dependency: cryptography
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: PLC0415 - optional dependency: cryptography
 
         key = ec.generate_private_key(ec.SECP256R1())
         attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]

@@ -9,6 +9,9 @@ from __future__ import annotations
 import socket
 import time
 
+from kwire.codec.apis import api
+from kwire.codec.records import build_batch, iter_batches
+from kwire.connection import NEED_DATA, KafkaClientConnection
 from kwire.errors import ErrorCode
 
 class KafkaWireError(Exception):
@@ -42,8 +45,6 @@ class WireClient:
     V_FETCH = 11
 
     def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "kwire-testing"):
-        from kwire.connection import KafkaClientConnection
-
         host, port = bootstrap.rsplit(":", 1)
         self.timeout = timeout
         self.client_id = client_id
@@ -53,8 +54,6 @@ class WireClient:
 
     # ------------------------------------------------------------------ plumbing
     def request(self, api_name: str, version: int, **fields):
-        from kwire.codec.apis import api
-
         a = api(api_name)
         corr, data = self.conn.send_request(a, version, a.request.cls(**fields))
         self.sock.sendall(data)
@@ -73,8 +72,6 @@ class WireClient:
 
     def _next(self, next_event):
         """The read loop: events until one is ready (a closed connection raises ConnectionError)."""
-        from kwire.connection import NEED_DATA
-
         while (ev := next_event()) is NEED_DATA:
             data = self.sock.recv(256 * 1024)
             if not data:
@@ -93,8 +90,6 @@ class WireClient:
 
     # ------------------------------------------------------------------ topics
     def partitions(self, topic: str) -> list[int]:
-        from kwire.codec.apis import api
-
         T = api("Metadata").request.struct("MetadataRequestTopic")
         resp = self.request("Metadata", self.V_METADATA, topics=[T(name=topic)], allow_auto_topic_creation=False)
         for t in resp.topics:
@@ -106,8 +101,6 @@ class WireClient:
 
     def create_topic(self, name: str, partitions: int = 1, config: dict | None = None, *,
                      exist_ok: bool = False) -> None:
-        from kwire.codec.apis import api
-
         R = api("CreateTopics").request
         C = R.struct("CreatableTopicConfig")
         topic = R.struct("CreatableTopic")(
@@ -130,9 +123,6 @@ class WireClient:
     def produce(self, topic: str, records, partition: int = 0, *, acks: int = -1) -> list[int]:
         """Append ``records`` (values, or ``(key, value)`` / ``(key, value, headers)`` tuples;
         bytes or str) as one batch; returns their offsets."""
-        from kwire.codec.apis import api
-        from kwire.codec.records import build_batch
-
         now = int(time.time() * 1000)
         items = []
         for r in records:
@@ -160,9 +150,6 @@ class WireClient:
         partition when ``partition`` is None), waiting up to ``timeout`` seconds for them;
         returns the first ``n`` as :class:`kwire.codec.records.Record` (``.key``, ``.value``,
         ``.offset``, ``.headers``) in partition then offset order."""
-        from kwire.codec.apis import api
-        from kwire.codec.records import iter_batches
-
         timeout = self.timeout if timeout is None else timeout
         parts = self.partitions(topic) if partition is None else [partition]
         positions = {p: offset for p in parts}

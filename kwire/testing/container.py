@@ -306,7 +306,7 @@ class KafkaContainer:
         """Kafka settings from the ``KAFKA_*`` environment, as the Confluent image maps them;
         ``CLUSTER_ID`` (with_cluster_id) is the cluster id a fresh data dir is formatted with.
         A near miss of a known key is refused (ValueError naming the variable)."""
-        from kwire.config_keys import near_miss
+        from kwire.config_keys import near_miss  # noqa: PLC0415 - start-up time: key tables at start()
 
         out: dict[str, Any] = dict(TEST_DEFAULTS)
         for key, value in self.env.items():
@@ -439,7 +439,7 @@ class KafkaContainer:
             return None
         data = self._inspect()
         try:
-            from testcontainers.core.inspect import ContainerInspectInfo
+            from testcontainers.core.inspect import ContainerInspectInfo  # noqa: PLC0415 - optional dependency: testcontainers
         except ImportError:
             return data
         return ContainerInspectInfo.from_dict(data)
@@ -763,7 +763,7 @@ def _properties(args: list[str]) -> dict[str, str]:
 
 def _run_cli(argv: list[str]) -> ExecResult:
     """kwire's CLI in this process, stdout and stderr captured together."""
-    from kwire.cli import main  # noqa: PLC0415
+    from kwire.cli import main  # noqa: PLC0415 - start-up time: the CLI loads for exec() only
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):

@@ -28,7 +28,7 @@ __all__ = ["Faults", "error_response"]
 
 
 def _api(name_or_key):
-    from kwire.codec.apis import APIS, BY_NAME
+    from kwire.codec.apis import APIS, BY_NAME  # noqa: PLC0415 - start-up time: import before a broker starts
 
     if isinstance(name_or_key, int):
         return APIS[name_or_key]
@@ -140,14 +140,14 @@ class Faults:
         if rule is None:
             return None
         if rule.action == "delay":
-            import trio
+            import trio  # noqa: PLC0415 - start-up time: import before a broker starts
 
             await trio.sleep(rule.seconds)
             return None
         if rule.action == "delay_answer":
-            import trio
+            import trio  # noqa: PLC0415 - start-up time: import before a broker starts
 
-            from kwire.handlers import REGISTRY
+            from kwire.handlers import REGISTRY  # noqa: PLC0415 - start-up time: import before a broker starts
 
             response = await REGISTRY[ctx.api.key].fn(ctx, req)
             await trio.sleep(rule.seconds)
@@ -155,7 +155,7 @@ class Faults:
         if rule.action == "drop":
             return "drop"
         if rule.action == "drop_after":
-            from kwire.handlers import REGISTRY
+            from kwire.handlers import REGISTRY  # noqa: PLC0415 - start-up time: import before a broker starts
 
             try:
                 await REGISTRY[ctx.api.key].fn(ctx, req)

@@ -121,11 +121,11 @@ def kwire_spark(kafka_broker):
     """A local SparkSession (local[2], workers on this interpreter) with ``format("kwire")``
     registered and pointed at the session's broker. Needs ``kwire[spark]`` (pyspark, pyarrow)."""
     try:
-        import pyspark  # noqa: F401
+        import pyspark  # noqa: F401, PLC0415 - optional dependency: pyspark
     except ImportError as exc:
         raise pytest.UsageError("the kwire_spark fixture needs PySpark: pip install 'kwire[spark]'") from exc
-    from kwire.spark import register
-    from kwire.testing.spark import local_session
+    from kwire.spark import register  # noqa: PLC0415 - optional dependency: pyspark
+    from kwire.testing.spark import local_session  # noqa: PLC0415 - optional dependency: pyspark
     spark = local_session()
     register(spark, bootstrap_servers=kafka_broker.bootstrap_servers)
     yield spark

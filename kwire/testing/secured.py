@@ -39,7 +39,7 @@ def configure(b, client_auth: str = "none") -> None:
     o.setdefault("listeners", f"{sec}://{b.host}:{b.port},HARNESS://127.0.0.1:{b.harness_port}")
     o.setdefault("listener.security.protocol.map", f"{sec}:{sec},HARNESS:PLAINTEXT")
     if sec in ("SSL", "SASL_SSL"):
-        from kwire.testing.certs import CertificateAuthority
+        from kwire.testing.certs import CertificateAuthority  # noqa: PLC0415 - optional dependency: cryptography (TLS)
 
         b.tls = ca = CertificateAuthority(os.path.join(b.data_dir, "tls"))
         server = ca.issue("localhost", server=True, file_name="broker")
@@ -78,7 +78,7 @@ def client_config(b, client: str = "confluent", user: str | None = None, mechani
                 if cert is not None:
                     out.update({"ssl_certfile": cert.cert, "ssl_keyfile": cert.key})
             else:
-                import ssl
+                import ssl  # noqa: PLC0415 - start-up time: TLS client settings only
                 ctx = ssl.create_default_context(cafile=b.tls.ca_file)
                 if cert is not None:
                     ctx.load_cert_chain(cert.cert, cert.key)

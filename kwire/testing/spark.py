@@ -10,7 +10,7 @@ def local_session(app_name: str = "kwire-tests", *, cores: int = 2, extra: dict 
     """``local[cores]`` with small shuffles and no UI; workers run this interpreter."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # noqa: PLC0415 - optional dependency: pyspark (kwire[spark])
     b = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")

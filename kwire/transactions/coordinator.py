@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from kwire.clock import REAL_CLOCK
 from kwire.errors import ErrorCode
 from kwire.coordinator.pending import Pending
 from kwire.coordinator.timers import Timers
@@ -80,8 +81,6 @@ class TransactionCoordinator(EndTransactions):
     def __init__(self, config: TransactionConfig | None = None, clock=None, writer: Writer | None = None,
                  new_producer_id: Callable[[], int] | None = None, *,
                  owned_partitions: Iterable[int] | None = None):
-        from kwire.clock import REAL_CLOCK  # noqa: PLC0415
-
         self.config = config or TransactionConfig()
         self.clock = clock or REAL_CLOCK
         self.state = TransactionStateManager(self.config, writer, owned_partitions)

@@ -48,7 +48,7 @@ log = logging.getLogger("kwire.transactions")
 
 
 def transaction_config(broker) -> TransactionConfig:
-    from kwire.transactions.state_manager import TransactionConfig  # noqa: PLC0415
+    from kwire.transactions.state_manager import TransactionConfig  # noqa: PLC0415 - start-up time: built on first use
 
     c = broker.config
     return TransactionConfig(
@@ -128,9 +128,10 @@ class TransactionEdge:
     def _build(self, config: TransactionConfig) -> TransactionCoordinator:
         """Make the coordinator (owning no partition yet), its marker sender and broker
         channel, host it on the runtime and start the runtime's timer task."""
-        from kwire.coordinator.channel import BrokerChannel  # noqa: PLC0415
-        from kwire.transactions.coordinator import TransactionCoordinator  # noqa: PLC0415
-        from kwire.transactions.markers import TxnMarkerSender, channel_transport, local_writer  # noqa: PLC0415
+        from kwire.coordinator.channel import BrokerChannel  # noqa: PLC0415 - start-up time: built on first use
+        from kwire.transactions.coordinator import TransactionCoordinator  # noqa: PLC0415 - start-up time: built on first use
+        from kwire.transactions.markers import (  # noqa: PLC0415 - start-up time: built on first use
+            TxnMarkerSender, channel_transport, local_writer)
 
         b = self.broker
         coord = TransactionCoordinator(config, b.clock, self._write, self._new_producer_id,
