@@ -135,10 +135,16 @@ def _leader(consumer, topic: str, partition: int, timeout: float) -> tuple[str, 
     return b.host, b.port
 
 
-def _connect(addr: tuple, timeout: float) -> socket.socket:
+# A connection to the leader the driver named is given this long: a broker host that went away
+# with no reset would otherwise hold the task for request.timeout.ms before librdkafka, which
+# finds the new leader, took over; a healthy connect takes milliseconds.
+HINT_CONNECT_S = 2.0
+
+
+def _connect(addr: tuple, timeout: float, connect_timeout: float | None = None) -> socket.socket:
     s = _SOCKS.pop(addr, None)
     if s is None:
-        s = socket.create_connection(addr, timeout=timeout)
+        s = socket.create_connection(addr, timeout=connect_timeout or timeout)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     s.settimeout(timeout)
     return s
@@ -225,8 +231,12 @@ def read(rng, client: dict, schema, pos: int, consumer=None) -> Iterator:
     client_id = str(client.get("client.id", "kwire-spark")).encode()
     addr = sock = None
     try:
-        addr = tuple(rng.leader) if rng.leader else _leader(consumer, rng.topic, rng.partition, timeout)
-        sock = _connect(addr, timeout)
+        if rng.leader:
+            addr = tuple(rng.leader)
+            sock = _connect(addr, timeout, min(timeout, HINT_CONNECT_S))
+        else:
+            addr = _leader(consumer, rng.topic, rng.partition, timeout)
+            sock = _connect(addr, timeout)
         corr = _send(sock, rng, pos, partition_max, max_bytes, client_id)
         while pos < rng.end:
             (size,) = struct.unpack(">i", _recv_exact(sock, 4))
