@@ -168,6 +168,7 @@ def run(quick: bool = False) -> list[tuple]:
             cold = _first_batch(spark, bootstrap)
             print(f"session up in {up:.1f} s; first streaming query of the session: first batch "
                   f"{cold:.2f} s after start() (load {load_average()})", flush=True)
+            rows.append(("spark session up (before the first query)", round(up, 1), "s", "info", "info"))
             rows.append(latency_row("spark first batch, first query of a session", cold))
             for size, n in sizes:
                 rows += _batch(spark, bootstrap, size, n, rounds)

@@ -89,18 +89,22 @@ def read_range(rng: Range, client: dict, schema, *, include_headers: bool, fail_
     """Yield Arrow record batches holding the records of ``rng`` (start inclusive, end exclusive).
     Offsets the log no longer has (control records, aborted or compacted records) are skipped;
     records deleted before ``rng.start`` are data loss (failOnDataLoss)."""
-    from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition  # noqa: PLC0415 - start-up time (module doc)
     if rng.end <= rng.start:
         return
-    key, c = _consumer(client, fail_on_data_loss, group_id_prefix)
+    key = c = None
     ok = False
     try:
         pos = rng.start
         if fast.usable(client, include_headers):   # the common case, in bulk; the rest from its stop
-            pos = yield from fast.read(rng, client, schema, c, pos)
+            if rng.leader is None:   # no leader from the driver: the consumer's metadata names it
+                key, c = _consumer(client, fail_on_data_loss, group_id_prefix)
+            pos = yield from fast.read(rng, client, schema, pos, c)
             if pos >= rng.end:
                 ok = True
                 return
+        from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition  # noqa: PLC0415 - start-up time (module doc): only off the fast path
+        if c is None:
+            key, c = _consumer(client, fail_on_data_loss, group_id_prefix)
         c.assign([TopicPartition(rng.topic, rng.partition, pos)])
         deadline = time.monotonic() + poll_timeout_ms / 1000.0
         while pos < rng.end:
@@ -140,7 +144,9 @@ def read_range(rng: Range, client: dict, schema, *, include_headers: bool, fail_
                 yield _to_batch(msgs, rng, schema, include_headers)
         ok = True
     finally:
-        if ok:
+        if c is None:
+            pass
+        elif ok:
             _release(key, c)
         else:
             c.close()

@@ -5,8 +5,11 @@ and the record batches of each answer turned into Arrow buffers in C
 librdkafka's consumer builds a Python ``Message`` per record; at 100 B - 1 KB records that
 costs more than everything else on a Spark task's read (bench/README.md, "Spark"). This path
 reads as a Kafka consumer does without a group - Fetch v11 (Kafka 2.3+; Kafka 4.x serves
-v4-v17) with no fetch session, to the leader that the pooled consumer's metadata names - and
-hands the raw answer to C.
+v4-v17) with no fetch session, to the partition's leader - and hands the raw answer to C. The
+leader is the one the driver's metadata named when it planned the range (``Range.leader``), so
+that a task on this path needs no librdkafka client at all (a Python worker's first task would
+otherwise import confluent-kafka and wait for a connection and a Metadata answer first); without
+one (``assign`` queries), the pooled consumer's metadata names it.
 
 It takes only the common case and gives the rest back: ``read`` returns the offset where it
 stopped, and ``kwire.spark.consume.read_range`` reads on from there through librdkafka, which
@@ -134,10 +137,16 @@ def _leader(consumer, topic: str, partition: int, timeout: float) -> tuple[str, 
     return b.host, b.port
 
 
-def _connect(addr: tuple, timeout: float) -> socket.socket:
+# A connection to the leader the driver named is given this long: a broker host that went away
+# with no reset would otherwise hold the task for request.timeout.ms before librdkafka, which
+# finds the new leader, took over; a healthy connect takes milliseconds.
+HINT_CONNECT_S = 2.0
+
+
+def _connect(addr: tuple, timeout: float, connect_timeout: float | None = None) -> socket.socket:
     s = _SOCKS.pop(addr, None)
     if s is None:
-        s = socket.create_connection(addr, timeout=timeout)
+        s = socket.create_connection(addr, timeout=connect_timeout or timeout)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     s.settimeout(timeout)
     return s
@@ -214,17 +223,22 @@ def _decode(records, rng, schema, pos: int) -> tuple[list, int, str | None]:
     return out, pos, None
 
 
-def read(rng, client: dict, schema, consumer, pos: int) -> Iterator:
+def read(rng, client: dict, schema, pos: int, consumer=None) -> Iterator:
     """Yield Arrow record batches of ``rng`` from ``pos`` on; the generator's return value is the
-    offset where it stopped (``rng.end`` when it read everything)."""
+    offset where it stopped (``rng.end`` when it read everything). The Fetch goes to
+    ``rng.leader``, or without one to the leader in ``consumer``'s metadata."""
     timeout = float(client.get("request.timeout.ms", 30_000)) / 1000.0
     partition_max = int(client.get("max.partition.fetch.bytes", PARTITION_MAX_BYTES))
     max_bytes = int(client.get("fetch.max.bytes", MAX_BYTES))
     client_id = str(client.get("client.id", "kwire-spark")).encode()
     addr = sock = None
     try:
-        addr = _leader(consumer, rng.topic, rng.partition, timeout)
-        sock = _connect(addr, timeout)
+        if rng.leader:
+            addr = tuple(rng.leader)
+            sock = _connect(addr, timeout, min(timeout, HINT_CONNECT_S))
+        else:
+            addr = _leader(consumer, rng.topic, rng.partition, timeout)
+            sock = _connect(addr, timeout)
         corr = _send(sock, rng, pos, partition_max, max_bytes, client_id)
         while pos < rng.end:
             (size,) = struct.unpack(">i", _recv_exact(sock, 4))

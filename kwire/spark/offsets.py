@@ -66,11 +66,15 @@ def _retry_codes() -> frozenset:
 
 
 class OffsetReader:
-    """One AdminClient on the driver, opened lazily, closed by ``close()``."""
+    """One AdminClient on the driver, opened lazily, closed by ``close()``. ``leaders``: each
+    partition's leader ``(host, port)`` in the last Metadata answer (subscribe and pattern
+    queries), handed to the tasks with their ranges so that a Python worker's first read needs
+    no client and no Metadata request of its own (kwire.spark.fetch)."""
 
     def __init__(self, opts: ReadOptions):
         self.opts = opts
         self._admin = None
+        self.leaders: dict[TP, tuple[str, int]] = {}
 
     @property
     def admin(self):
@@ -116,6 +120,8 @@ class OffsetReader:
             rx = re.compile(o.pattern)
             wanted = [t for t in md.topics if rx.fullmatch(t) and not t.startswith("__")
                       and md.topics[t].error is None]
+        self.leaders = {(t, p): (md.brokers[pm.leader].host, md.brokers[pm.leader].port)
+                        for t in wanted for p, pm in md.topics[t].partitions.items() if pm.leader in md.brokers}
         return sorted((t, p) for t in wanted for p in md.topics[t].partitions)
 
     # -- offsets ------------------------------------------------------------------------
@@ -254,6 +260,10 @@ class Range:
     partition: int
     start: int
     end: int
+    # the partition's leader (host, port) as the driver's metadata named it when it planned the
+    # range: where kwire.spark.fetch sends its first Fetch; a stale one costs a hand-over to
+    # librdkafka (NOT_LEADER_OR_FOLLOWER, or no connection), never a wrong answer
+    leader: tuple | None = None
 
     @property
     def size(self) -> int:
@@ -261,14 +271,15 @@ class Range:
 
 
 def plan_ranges(start: dict[TP, int], end: dict[TP, int], min_partitions: int | None,
-                max_records: int | None = None) -> list[Range]:
+                max_records: int | None = None, leaders: dict | None = None) -> list[Range]:
     """The Spark tasks of a read, as Spark's KafkaOffsetRangeCalculator plans them: one range
     per partition with records; ``maxRecordsPerPartition`` cuts a range into parts of at most
     that many offsets; when there are still fewer ranges than ``minPartitions``, the ranges
     whose share of the total rounds to more than one part are cut into that many near-equal
     parts (the small ones stay whole and are left out of the share), so the count comes out
-    near minPartitions, not above it."""
-    ranges = [Range(t, p, start[(t, p)], e) for (t, p), e in sorted(end.items())
+    near minPartitions, not above it. ``leaders`` (OffsetReader.leaders) go with the ranges."""
+    leaders = leaders or {}
+    ranges = [Range(t, p, start[(t, p)], e, leaders.get((t, p))) for (t, p), e in sorted(end.items())
               if (t, p) in start and e > start[(t, p)]]
     if max_records:
         ranges = [part for r in ranges for part in _cut(r, -(-r.size // max_records))]
@@ -296,7 +307,7 @@ def _cut(r: Range, parts: int) -> list[Range]:
         size = remaining // (parts - i)
         remaining -= size
         if size > 0:
-            out.append(Range(r.topic, r.partition, at, at + size))
+            out.append(Range(r.topic, r.partition, at, at + size, r.leader))
         at += size
     return out
 

@@ -18,7 +18,6 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from kwire.spark.consume import read_range
 from kwire.spark.offsets import (DATA_LOSS, DataLossError, OffsetReader, Range, check_data_loss,
                                  from_json, plan_ranges, rate_limit, to_json)
 from kwire.spark.options import ReadOptions, read_options
@@ -46,6 +45,7 @@ def _read(opts: ReadOptions, pa_schema, partition: InputPartition) -> Iterator:
     rng = partition.value   # Spark plans one empty partition when there is nothing to read
     if not isinstance(rng, Range):
         return
+    from kwire.spark.consume import read_range  # noqa: PLC0415 - start-up time: the workers' module, the planners need not load it
     yield from read_range(rng, opts.client, pa_schema, include_headers=opts.include_headers,
                           fail_on_data_loss=opts.fail_on_data_loss, poll_timeout_ms=opts.poll_timeout_ms,
                           group_id_prefix=opts.group_id_prefix)
@@ -69,7 +69,7 @@ class KafkaBatchReader(DataSourceReader):
         finally:
             reader.close()
         return [KafkaInputPartition(r) for r in plan_ranges(start, end, o.min_partitions,
-                                                            o.max_records_per_partition)]
+                                                            o.max_records_per_partition, reader.leaders)]
 
     def read(self, partition):
         return _read(self.opts, self.pa_schema, partition)
@@ -167,7 +167,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             s.update(check_data_loss({tp: s[tp] for tp in live}, earliest,
                                      fail=self.opts.fail_on_data_loss, what="micro-batch"))
         return [KafkaInputPartition(r) for r in plan_ranges(s, e, self.opts.min_partitions,
-                                                            self.opts.max_records_per_partition)]
+                                                            self.opts.max_records_per_partition,
+                                                            self._offsets.leaders)]
 
     def read(self, partition):
         return _read(self.opts, self.pa_schema, partition)

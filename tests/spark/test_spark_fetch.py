@@ -42,8 +42,8 @@ def _read(monkeypatch, bootstrap: str, rng: Range, *, fast: bool, fail_on_data_l
     stops = []
     real = fetch.read
 
-    def spy(*args):
-        stops.append((yield from real(*args)))
+    def spy(*args, **kwargs):
+        stops.append((yield from real(*args, **kwargs)))
         return stops[-1]
     monkeypatch.setattr(fetch, "usable", lambda client, headers: fast)
     monkeypatch.setattr(fetch, "read", spy)
@@ -124,6 +124,33 @@ def test_records_deleted_hand_over_to_librdkafka(monkeypatch, kafka_broker, kafk
     rows, stop = _read(monkeypatch, b, Range(kafka_topic, 0, 10, 100), fast=True, fail_on_data_loss=False)
     assert stop == 10   # OFFSET_OUT_OF_RANGE: librdkafka read it all, with Spark's semantics
     assert [r["offset"] for r in rows] == list(range(40, 100))
+
+
+@pytest.mark.slow
+def test_leader_from_the_driver(monkeypatch, kafka_broker, kafka_topic):
+    """A range carrying its leader (the driver's metadata) is read with no librdkafka client at
+    all; a stale one (nobody listens there any more) hands the range over to librdkafka."""
+    import socket
+
+    from kwire.spark.offsets import OffsetReader
+    from kwire.spark.options import read_options
+    b = kafka_broker.bootstrap_servers
+    produce(b, kafka_topic, [(None, str(i).encode(), None) for i in range(300)], partition=0)
+    reader = OffsetReader(read_options({"kafka.bootstrap.servers": b, "subscribe": kafka_topic}, streaming=False))
+    reader.topic_partitions()
+    reader.close()
+    leader = reader.leaders[(kafka_topic, 0)]
+    slow, _ = _read(monkeypatch, b, Range(kafka_topic, 0, 0, 300), fast=False)
+    consume._POOL.pop(next(iter(consume._POOL))).close()
+    quick, stop = _read(monkeypatch, b, Range(kafka_topic, 0, 0, 300, leader), fast=True)
+    assert stop == 300 and quick == slow
+    assert not consume._POOL, "the fast path made a consumer"
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    gone = s.getsockname()
+    s.close()
+    rows, stop = _read(monkeypatch, b, Range(kafka_topic, 0, 0, 300, gone), fast=True)
+    assert stop == 0 and rows == slow and consume._POOL
 
 
 def test_columns_of_built_batches():

@@ -189,8 +189,10 @@ class _FlakyMetadataAdmin:
             self.fails -= 1
             self.clock.now += timeout
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
-        t = type("T", (), {"error": None, "partitions": {0: None, 1: None}})()
-        return type("Md", (), {"topics": {"t": t}})()
+        part = type("P", (), {"leader": 1})()
+        t = type("T", (), {"error": None, "partitions": {0: part, 1: part}})()
+        broker = type("B", (), {"host": "127.0.0.1", "port": 9092})()
+        return type("Md", (), {"topics": {"t": t}, "brokers": {1: broker}})()
 
 
 class _Clock:
@@ -218,8 +220,10 @@ def test_the_partition_listing_asks_again_when_a_metadata_request_is_not_answere
     # a broker that just died can hold the one Metadata request for the whole timeout: short
     # attempts, each going to a broker librdkafka holds as up, within kafka.request.timeout.ms
     admin = _FlakyMetadataAdmin(2, clock)
-    assert _reader(admin).topic_partitions() == [("t", 0), ("t", 1)]
+    reader = _reader(admin)
+    assert reader.topic_partitions() == [("t", 0), ("t", 1)]
     assert admin.timeouts == [2.0, 2.0, 2.0]
+    assert reader.leaders == {("t", 0): ("127.0.0.1", 9092), ("t", 1): ("127.0.0.1", 9092)}
 
 
 def test_the_partition_listing_names_the_bootstrap_when_no_attempt_is_answered_by_the_timeout(clock):

@@ -132,3 +132,23 @@ def test_an_unreachable_bootstrap_is_named_within_the_querys_timeouts():
                                              r"kafka\.delivery\.timeout\.ms"):
         _write_at_least_once(w, iter([batch]))
     assert time.monotonic() - t0 < 10
+
+
+def test_offsets_behind_latest_as_sparks_kafka_source_metrics():
+    """KafkaMicroBatchStream.metrics: per partition, the log end offset minus the batch's end
+    offset; min, max (whole numbers) and avg (a Java double) as strings; {} with no offsets."""
+    from kwire.spark import offsets_behind_latest as behind
+
+    # a rate-limited batch; offsets as JSON strings, as PySpark's SourceProgress holds them
+    entry = {"endOffset": '{"t": {"0": 100, "1": 7, "2": 50}}',
+             "latestOffset": '{"t": {"0": 160, "1": 7, "2": 75}}'}
+    assert behind(entry) == {"minOffsetsBehindLatest": "0", "maxOffsetsBehindLatest": "60",
+                             "avgOffsetsBehindLatest": "28.333333333333332"}
+    caught_up = {"endOffset": {"a": {"0": 5}, "b": {"0": 9, "1": 3}}, "latestOffset": {"a": {"0": 5}, "b": {"0": 9, "1": 3}}}
+    assert behind(caught_up) == {"minOffsetsBehindLatest": "0", "maxOffsetsBehindLatest": "0",
+                                 "avgOffsetsBehindLatest": "0.0"}
+    big = behind({"endOffset": {"t": {"0": 0, "1": 0}}, "latestOffset": {"t": {"0": 20_000_000, "1": 10_000_000}}})
+    assert big["avgOffsetsBehindLatest"] == "1.5E7" and big["maxOffsetsBehindLatest"] == "20000000"
+    for none in (None, "null", "None", ""):
+        assert behind({"endOffset": {"t": {"0": 1}}, "latestOffset": none}) == {}
+        assert behind({"endOffset": none, "latestOffset": {"t": {"0": 1}}}) == {}

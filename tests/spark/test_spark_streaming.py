@@ -10,6 +10,7 @@ from collections import Counter
 import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions
 
+from kwire.spark import offsets_behind_latest
 from tests.spark.helpers import produce, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
@@ -78,6 +79,12 @@ def test_available_now_and_processing_time_restart_no_loss_no_dups(kwire_spark, 
         assert set(range(1000)) <= set(first)
         batches = [p for p in q.recentProgress if p["numInputRows"] > 0]
         assert len(batches) >= 2 and all(p["numInputRows"] <= 700 for p in batches)
+        # the backlog in Spark's Kafka source metrics: behind while maxOffsetsPerTrigger holds
+        # the batches back, nothing behind once the last batch reached the end fixed at the start
+        lag = [offsets_behind_latest(p["sources"][0]) for p in batches]
+        assert int(lag[0]["maxOffsetsBehindLatest"]) > 0 and float(lag[0]["avgOffsetsBehindLatest"]) > 0, lag
+        assert lag[-1] == {"minOffsetsBehindLatest": "0", "maxOffsetsBehindLatest": "0",
+                           "avgOffsetsBehindLatest": "0.0"}, lag
         # 2. processing-time trigger from the checkpoint, stopped mid-stream
         q = _stream(kwire_spark, out, ckpt, {"processingTime": "100 milliseconds"}, **opts)
         wait_until(lambda: len(q.recentProgress) >= 5, 120, "five micro-batches")
