@@ -431,3 +431,16 @@ def test_tail_reads_start_at_the_appended_batch_and_survive_truncation(tmp_path,
     for off in range(cut, log.log_end_offset):   # every offset, old batch starts among them
         i = (off - cut) // 4
         assert bytes(log.read(off, 1 << 20)) == b"".join(stored(b, o) for b, o in zip(again[i:], new_bases[i:]))
+
+
+def test_a_rolled_segment_keeps_no_append_hints_and_reads_from_its_index(tmp_path):
+    """Only the active segment remembers where its last appends began (a few hundred bytes);
+    a rolled one reads through its index, and every offset still reads its own batch."""
+    log = open_log(tmp_path, segment_bytes=2000)
+    batches = [make_batch(1, 300, seed=i) for i in range(12)]
+    bases = [log.append(b, now_ms=NOW).base_offset for b in batches]
+    assert len(log.segments) > 2
+    assert all(not seg._hints for seg in log.segments[:-1])
+    assert 0 < len(log.segments[-1]._hints) <= 4
+    for i, base in enumerate(bases):
+        assert RecordBatch(bytes(log.read(base, 1))).bytes() == stored(batches[i], base)
