@@ -144,9 +144,8 @@ def read_range(rng: Range, client: dict, schema, *, include_headers: bool, fail_
                 yield _to_batch(msgs, rng, schema, include_headers)
         ok = True
     finally:
-        if c is None:
-            pass
-        elif ok:
-            _release(key, c)
-        else:
-            c.close()
+        if c is not None:   # the fast path with the driver's leader made none
+            if ok:
+                _release(key, c)
+            else:
+                c.close()
