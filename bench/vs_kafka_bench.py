@@ -44,10 +44,9 @@ import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench.server_bench import consume_throughput, produce_throughput
 from bench.startup_bench import _answer_metadata, _metadata_request, bench_env
 from bench.vs_kafka_clients import (TIMEOUT, consumer_perf, create_topic, delete_topic, fixed_rate_latency,
-                                    producer_perf, txn_classpath, warm_up)
+                                    isolated, producer_perf, txn_classpath, warm_up)
 from bench.vs_kafka_lib import CpuMeter, Line, busy, markdown, median, percentile, rss_mib, table
 from kwire.testing.apache_kafka import ApacheKafka
 from kwire.testing.broker import free_port
@@ -97,6 +96,10 @@ class Plan:
 # ApacheKafka's settings that differ from a broker's defaults, given to kwire too (its other
 # overrides, 2 network and 4 I/O threads, have no kwire counterpart: one Trio loop serves all)
 SAME_AS_KAFKA = ("--override", "group.initial.rebalance.delay.ms=0")
+# Kafka unlinks a deleted topic's files file.delete.delay.ms (60 s) after the delete: in the
+# throughput rounds that landed in a later run, of either broker (freeing 1 GB of page cache is
+# kernel time on these 2 cores). One second, and settle() waits for it; kwire unlinks at once.
+KAFKA_SETTLE = {"file.delete.delay.ms": "1000"}
 
 
 class KwireServer:
@@ -127,6 +130,10 @@ class KwireServer:
     def pids(self) -> list[int]:
         return [self.proc.pid]
 
+    def deleting(self) -> bool:
+        """A deleted topic's directory is still there (renamed aside)."""
+        return _deleting(self.data)
+
     def close(self) -> None:
         """Stop it by PID and remove its data and log (again: a no-op)."""
         if self.proc is not None and self.proc.poll() is None:
@@ -146,7 +153,7 @@ class KafkaServer:
     """One Apache Kafka node (ApacheKafka), timed from the exec of ``kafka.Kafka``."""
 
     def __init__(self):
-        self.kafka = ApacheKafka(1, heap=KAFKA_HEAP, fast_start=False)
+        self.kafka = ApacheKafka(1, heap=KAFKA_HEAP, fast_start=False, overrides=KAFKA_SETTLE)
 
     @property
     def bootstrap(self) -> str:
@@ -170,8 +177,30 @@ class KafkaServer:
     def pids(self) -> list[int]:
         return self.kafka.pids()
 
+    def deleting(self) -> bool:
+        return _deleting(self.kafka.nodes[0].directory / "data")
+
     def close(self) -> None:
         self.kafka.close()
+
+
+def _deleting(data_dir) -> bool:
+    try:
+        return any(e.endswith("-delete") for e in os.listdir(data_dir))
+    except FileNotFoundError:
+        return False
+
+
+def settle(servers: dict, timeout: float = 30.0) -> None:
+    """Untimed, before each timed throughput run: the topics deleted before it gone from both
+    brokers' disks, and the page cache's dirty pages written (os.sync). A run then pays neither
+    for the writeback of the gigabyte the run before it wrote (the kernel writes dirty pages
+    back 30 s after they were written, into whichever run is going then) nor for an unlink of
+    an earlier run's files, on either broker."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(s.deleting() for s in servers.values()):
+        time.sleep(0.05)
+    os.sync()
 
 
 # --- the run --------------------------------------------------------------------------------------------
@@ -242,16 +271,20 @@ def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: s
                     bp, bc = {}, {}
                     if client == "librdkafka":
                         n = plan.rdkafka_count[size]
+                        settle(servers)
                         with busy(meter, "produce", bp):
-                            prod = n / produce_throughput(bs, topic, n, size)
+                            prod = n / isolated("produce_throughput", bs, topic, n, size)
                         if consume:
+                            settle(servers)
                             with busy(meter, "consume", bc):
-                                cons = n / consume_throughput(bs, topic, 1, n)
+                                cons = n / isolated("consume_throughput", bs, topic, 1, n)
                     else:
                         n = plan.java_count[size]
+                        settle(servers)
                         with busy(meter, "produce", bp):
                             prod = producer_perf(bs, topic, n, size).records_per_s
                         if consume:
+                            settle(servers)
                             with busy(meter, "consume", bc):
                                 cons = consumer_perf(bs, topic, n).fetch_records_per_s
                     cores[name] = (bp, bc)
@@ -339,7 +372,7 @@ def rf3(plan: Plan, run_id: str, stack: ExitStack) -> tuple[dict, dict]:
                     got: dict = {}
                     with busy(meters[name], "produce", got):
                         if client == "librdkafka":
-                            rate = n / produce_throughput(boots[name], topic, n, size)
+                            rate = n / isolated("produce_throughput", boots[name], topic, n, size)
                         else:
                             rate = producer_perf(boots[name], topic, n, size).records_per_s
                     cores[name] = got

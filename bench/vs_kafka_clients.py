@@ -8,6 +8,7 @@ import glob
 import os
 import struct
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -42,6 +43,24 @@ def delete_topic(bootstrap: str, name: str) -> None:
     which the brokers' disks need not hold at once."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.delete_topics([name])[name].result(TIMEOUT)
+
+
+def isolated(name: str, *args) -> float:
+    """bench.server_bench's ``name`` (produce_throughput or consume_throughput: seconds, timed
+    inside) called with ``args`` in a fresh Python process, as the Java clients run in a fresh JVM
+    each: every timed librdkafka run then starts from the same client state. Called in this
+    long-lived process one after another (2,500,000 x 100 B, then 1 GB of 1 KB, ...), the client's
+    CPU for the same 1 GB read back varied 2.5-3.5 s between runs with its heap's history, and
+    the rate with it, more than the broker under test moved it."""
+    if name not in ("produce_throughput", "consume_throughput"):
+        raise ValueError(f"not a bench.server_bench client run: {name}")
+    code = (f"from bench.server_bench import {name}\n"
+            f"print(repr({name}(*{args!r})))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=HERE.parent, capture_output=True, text=True,
+                       timeout=TIMEOUT + 600, stdin=subprocess.DEVNULL)
+    if r.returncode:
+        raise RuntimeError(f"{name}{args} exited {r.returncode}: {(r.stdout + r.stderr)[-1500:]}")
+    return float(r.stdout.strip().splitlines()[-1])
 
 
 def _java_tool(main: str, *args: str, timeout: float = 600) -> str:
