@@ -191,16 +191,19 @@ def _deleting(data_dir) -> bool:
         return False
 
 
-def settle(servers: dict, timeout: float = 30.0) -> None:
+def settle(servers: dict, timeout: float = 30.0, sync: bool = True) -> None:
     """Untimed, before each timed throughput run: the topics deleted before it gone from both
-    brokers' disks, and the page cache's dirty pages written (os.sync). A run then pays neither
-    for the writeback of the gigabyte the run before it wrote (the kernel writes dirty pages
+    brokers' disks, and (``sync``) the page cache's dirty pages written (os.sync). A run then
+    pays neither for the writeback of what an earlier run wrote (the kernel writes dirty pages
     back 30 s after they were written, into whichever run is going then) nor for an unlink of
-    an earlier run's files, on either broker."""
+    an earlier run's files, on either broker. Before a consume run of the data just produced
+    there is nothing else to write: no sync, so that data's dirty pages go with its topic's
+    delete, never written (a sync there cost ~5 s per GB and doubled the bench's time)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and any(s.deleting() for s in servers.values()):
         time.sleep(0.05)
-    os.sync()
+    if sync:
+        os.sync()
 
 
 # --- the run --------------------------------------------------------------------------------------------
@@ -275,7 +278,7 @@ def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: s
                         with busy(meter, "produce", bp):
                             prod = n / isolated("produce_throughput", bs, topic, n, size)
                         if consume:
-                            settle(servers)
+                            settle(servers, sync=False)
                             with busy(meter, "consume", bc):
                                 cons = n / isolated("consume_throughput", bs, topic, 1, n)
                     else:
@@ -284,7 +287,7 @@ def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: s
                         with busy(meter, "produce", bp):
                             prod = producer_perf(bs, topic, n, size).records_per_s
                         if consume:
-                            settle(servers)
+                            settle(servers, sync=False)
                             with busy(meter, "consume", bc):
                                 cons = consumer_perf(bs, topic, n).fetch_records_per_s
                     cores[name] = (bp, bc)
