@@ -96,10 +96,6 @@ class Plan:
 # ApacheKafka's settings that differ from a broker's defaults, given to kwire too (its other
 # overrides, 2 network and 4 I/O threads, have no kwire counterpart: one Trio loop serves all)
 SAME_AS_KAFKA = ("--override", "group.initial.rebalance.delay.ms=0")
-# Kafka unlinks a deleted topic's files file.delete.delay.ms (60 s) after the delete: in the
-# throughput rounds that landed in a later run, of either broker (freeing 1 GB of page cache is
-# kernel time on these 2 cores). One second, and settle() waits for it; kwire unlinks at once.
-KAFKA_SETTLE = {"file.delete.delay.ms": "1000"}
 
 
 class KwireServer:
@@ -130,10 +126,6 @@ class KwireServer:
     def pids(self) -> list[int]:
         return [self.proc.pid]
 
-    def deleting(self) -> bool:
-        """A deleted topic's directory is still there (renamed aside)."""
-        return _deleting(self.data)
-
     def close(self) -> None:
         """Stop it by PID and remove its data and log (again: a no-op)."""
         if self.proc is not None and self.proc.poll() is None:
@@ -153,7 +145,7 @@ class KafkaServer:
     """One Apache Kafka node (ApacheKafka), timed from the exec of ``kafka.Kafka``."""
 
     def __init__(self):
-        self.kafka = ApacheKafka(1, heap=KAFKA_HEAP, fast_start=False, overrides=KAFKA_SETTLE)
+        self.kafka = ApacheKafka(1, heap=KAFKA_HEAP, fast_start=False)
 
     @property
     def bootstrap(self) -> str:
@@ -177,33 +169,8 @@ class KafkaServer:
     def pids(self) -> list[int]:
         return self.kafka.pids()
 
-    def deleting(self) -> bool:
-        return _deleting(self.kafka.nodes[0].directory / "data")
-
     def close(self) -> None:
         self.kafka.close()
-
-
-def _deleting(data_dir) -> bool:
-    try:
-        return any(e.endswith("-delete") for e in os.listdir(data_dir))
-    except FileNotFoundError:
-        return False
-
-
-def settle(servers: dict, timeout: float = 30.0, sync: bool = True) -> None:
-    """Untimed, before each timed throughput run: the topics deleted before it gone from both
-    brokers' disks, and (``sync``) the page cache's dirty pages written (os.sync). A run then
-    pays neither for the writeback of what an earlier run wrote (the kernel writes dirty pages
-    back 30 s after they were written, into whichever run is going then) nor for an unlink of
-    an earlier run's files, on either broker. Before a consume run of the data just produced
-    there is nothing else to write: no sync, so that data's dirty pages go with its topic's
-    delete, never written (a sync there cost ~5 s per GB and doubled the bench's time)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(s.deleting() for s in servers.values()):
-        time.sleep(0.05)
-    if sync:
-        os.sync()
 
 
 # --- the run --------------------------------------------------------------------------------------------
@@ -274,20 +241,16 @@ def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: s
                     bp, bc = {}, {}
                     if client == "librdkafka":
                         n = plan.rdkafka_count[size]
-                        settle(servers)
                         with busy(meter, "produce", bp):
                             prod = n / isolated("produce_throughput", bs, topic, n, size)
                         if consume:
-                            settle(servers, sync=False)
                             with busy(meter, "consume", bc):
                                 cons = n / isolated("consume_throughput", bs, topic, 1, n)
                     else:
                         n = plan.java_count[size]
-                        settle(servers)
                         with busy(meter, "produce", bp):
                             prod = producer_perf(bs, topic, n, size).records_per_s
                         if consume:
-                            settle(servers, sync=False)
                             with busy(meter, "consume", bc):
                                 cons = consumer_perf(bs, topic, n).fetch_records_per_s
                     cores[name] = (bp, bc)
