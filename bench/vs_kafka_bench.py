@@ -13,7 +13,8 @@ falls on both alike:
 1. start-up: ``Popen`` of the server to the first answered Metadata request (polling connect
    every 2 ms). Kafka's one-off ``kafka-storage format`` runs before the clock starts.
 2. produce and consume throughput at 100 B, 1 KB and 10 KB records, acks=all, one partition,
-   with librdkafka (confluent-kafka, bench.server_bench's producer and consumer settings) and with
+   with librdkafka (confluent-kafka, bench.server_bench's producer and consumer settings, each run
+   in a fresh Python process: vs_kafka_clients.isolated) and with
    Kafka's own ``kafka-producer-perf-test`` / ``kafka-consumer-perf-test`` (ProducerPerformance /
    ConsumerPerformance from kafka-tools, one JVM each, linger.ms=5, batch.size=1 MB; the consumer's
    rate is its ``fetch.nMsg.sec``: after the group join);

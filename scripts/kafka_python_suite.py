@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tarfile
 import xml.etree.ElementTree as ET
+from collections import Counter
 from importlib.metadata import version
 from pathlib import Path
 
@@ -102,7 +103,8 @@ def outcomes(junit: Path) -> dict[str, str]:
         state = "passed"
         for child in case:
             if child.tag in ("failure", "error", "skipped"):
-                state = f"{child.tag}: {(child.get('message') or '').splitlines()[0][:100] if child.get('message') else ''}"
+                first_line = (child.get("message") or "").partition("\n")[0]
+                state = f"{child.tag}: {first_line[:100]}"
         out[name] = state
     return out
 
@@ -140,9 +142,7 @@ def main() -> int:
     targets = ("kwire", "kafka") if args.target == "both" else (args.target,)
     results = {t: run(t, root, args.pytest_args) for t in targets}
     for t, res in results.items():
-        counts: dict[str, int] = {}
-        for state in res.values():
-            counts[state.split(":")[0]] = counts.get(state.split(":")[0], 0) + 1
+        counts = Counter(state.partition(":")[0] for state in res.values())
         print(f"{t}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
         for name, state in sorted(res.items()):
             if state != "passed":
