@@ -97,6 +97,15 @@ class Plan:
 # ApacheKafka's settings that differ from a broker's defaults, given to kwire too (its other
 # overrides, 2 network and 4 I/O threads, have no kwire counterpart: one Trio loop serves all)
 SAME_AS_KAFKA = ("--override", "group.initial.rebalance.delay.ms=0")
+# kwire unlinks a deleted topic's files at once; Kafka log.segment.delete.delay.ms (60 s) after
+# the delete, and its first delete pass waits log.initial.task.delay.ms (30 s) after start-up.
+# Left at that, Kafka still held a run's gigabyte of page cache when the other broker's next run
+# began, and on these VMs memory that has not been touched lately costs ~3 s per GB to touch
+# again (the host hands it back: bench/README.md, session 16), so the broker that ran after Kafka
+# wrote into cold memory and the one that ran after kwire into warm: kwire's 10 KB produce read
+# 33-56k records/s in the bench and 126-140k alone. With one second and settle() both brokers
+# begin each run with the same memory free.
+KAFKA_PROMPT_DELETE = {"log.segment.delete.delay.ms": "1000", "log.initial.task.delay.ms": "0"}
 
 
 class KwireServer:
@@ -127,6 +136,10 @@ class KwireServer:
     def pids(self) -> list[int]:
         return [self.proc.pid]
 
+    @property
+    def data_dir(self) -> str:
+        return self.data
+
     def close(self) -> None:
         """Stop it by PID and remove its data and log (again: a no-op)."""
         if self.proc is not None and self.proc.poll() is None:
@@ -146,7 +159,7 @@ class KafkaServer:
     """One Apache Kafka node (ApacheKafka), timed from the exec of ``kafka.Kafka``."""
 
     def __init__(self):
-        self.kafka = ApacheKafka(1, heap=KAFKA_HEAP, fast_start=False)
+        self.kafka = ApacheKafka(1, heap=KAFKA_HEAP, fast_start=False, overrides=KAFKA_PROMPT_DELETE)
 
     @property
     def bootstrap(self) -> str:
@@ -170,11 +183,28 @@ class KafkaServer:
     def pids(self) -> list[int]:
         return self.kafka.pids()
 
+    @property
+    def data_dir(self) -> Path:
+        return self.kafka.nodes[0].directory / "data"
+
     def close(self) -> None:
         self.kafka.close()
 
 
 # --- the run --------------------------------------------------------------------------------------------
+
+
+def delete_and_settle(server, topic: str, timeout: float = 30.0) -> None:
+    """Delete ``topic`` and wait, untimed, until its partition directories (Kafka renames them
+    ``<topic>-<p>.<id>-delete`` first) are gone from the broker's disk, so that the next timed run,
+    on either broker, starts with the memory they held free (KAFKA_PROMPT_DELETE)."""
+    delete_topic(server.bootstrap, topic)
+    deadline = time.monotonic() + timeout
+    while any(e.startswith(f"{topic}-") for e in os.listdir(server.data_dir)):
+        if time.monotonic() > deadline:
+            print(f"(settle: {topic}'s files still on disk after {timeout:.0f} s)", flush=True)
+            return
+        time.sleep(0.05)
 
 
 def _order(names: list[str], r: int) -> list[str]:
@@ -255,7 +285,7 @@ def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: s
                             with busy(meter, "consume", bc):
                                 cons = consumer_perf(bs, topic, n).fetch_records_per_s
                     cores[name] = (bp, bc)
-                    delete_topic(bs, topic)
+                    delete_and_settle(servers[name], topic)
                     produced[name] += n * size
                     res.setdefault((client, "produce", label), {}).setdefault(name, []).append(prod)
                     if consume:
@@ -318,7 +348,7 @@ def rf3(plan: Plan, run_id: str, stack: ExitStack) -> tuple[dict, dict]:
     stack.callback(shutil.rmtree, base, True)
     kw = Cluster(base, 3, extra_args=("--log-level", "WARNING", "--override", "min.insync.replicas=2", *SAME_AS_KAFKA))
     stack.callback(kw.stop)
-    kf = ApacheKafka(3, heap=KAFKA_HEAP, fast_start=False, overrides={"min.insync.replicas": "2"})
+    kf = ApacheKafka(3, heap=KAFKA_HEAP, fast_start=False, overrides={"min.insync.replicas": "2", **KAFKA_PROMPT_DELETE})
     stack.callback(kf.close)
     kw.start(timeout=TIMEOUT)
     kf.start(timeout=TIMEOUT)
