@@ -293,8 +293,8 @@ class KafkaServer:
         try:
             refused = self._refusal(host)
             if refused is None:
-                set_nodelay(stream)
                 cfg = self.broker.config
+                set_nodelay(stream, int(cfg.get("socket.send.buffer.bytes")), int(cfg.get("socket.receive.buffer.bytes")))
                 versions = table_of(cfg)
                 conn = KafkaConnection(int(cfg.get("socket.request.max.bytes")),
                                        max_queued=int(cfg.get("queued.max.requests")),

@@ -243,3 +243,41 @@ def test_accept_emfile_neither_spins_nor_kills_the_listener():
             proc.kill()
             proc.wait()
         shutil.rmtree(data, ignore_errors=True)
+
+
+def _server_side_buffers(port: int, client_addr: tuple) -> tuple[int, int]:
+    """SO_SNDBUF and SO_RCVBUF of this process's socket that serves ``client_addr`` on ``port``
+    (the broker runs in this process: Broker's thread mode)."""
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            if not os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+                continue
+            s = socket.socket(fileno=os.dup(fd))
+        except OSError:
+            continue
+        with s:
+            try:
+                if s.family not in (socket.AF_INET, socket.AF_INET6) or s.type != socket.SOCK_STREAM \
+                        or s.getsockname()[1] != port or s.getpeername() != client_addr:
+                    continue
+            except OSError:
+                continue
+            return s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF), s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+    raise AssertionError(f"no socket of this process serves {client_addr} on port {port}")
+
+
+@pytest.mark.parametrize("send, receive", [(65536, 32768), (-1, -1)])
+def test_socket_buffer_sizes_are_set_on_accepted_client_sockets(send, receive):
+    """socket.send.buffer.bytes / socket.receive.buffer.bytes become SO_SNDBUF / SO_RCVBUF of each
+    accepted client socket, as Kafka's SocketServer sets them (Linux reports twice the size asked
+    for: its bookkeeping share); -1 leaves the OS's own, growing sizes."""
+    with Broker(overrides={"socket.send.buffer.bytes": send, "socket.receive.buffer.bytes": receive}) as b, \
+            WireClient(b.bootstrap_servers) as c:
+        r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+        assert r.error_code == 0
+        snd, rcv = _server_side_buffers(b.port, c.sock.getsockname())
+        if send > 0:
+            assert (snd, rcv) == (2 * send, 2 * receive)
+        else:
+            # the kernel's defaults (net.ipv4.tcp_wmem / tcp_rmem), not a size of Kafka's
+            assert snd not in (2 * 65536, 2 * 102400) and rcv not in (2 * 32768, 2 * 102400)
