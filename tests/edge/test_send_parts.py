@@ -22,17 +22,21 @@ def _run(parts, monkeypatch):
         return real_sendfile(out, fd, offset, count)
 
     monkeypatch.setattr(net.os, "sendfile", counting_sendfile)
+    real_write = os.write
+    fds = []
+
+    def counting_write(fd, data):   # send_parts writes a plain TCP stream's descriptor itself
+        n = real_write(fd, data)
+        if fd in fds:
+            sends.append(n)
+        return n
+
+    monkeypatch.setattr(net.os, "write", counting_write)
 
     async def main():
         a, b = socket.socketpair()
+        fds.append(a.fileno())
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(a))
-        orig = stream.send_all
-
-        async def send_all(data):
-            sends.append(len(data))
-            await orig(data)
-
-        stream.send_all = send_all
         got = bytearray()
         total = sum(len(p) for p in parts)
         async with trio.open_nursery() as n:
@@ -80,3 +84,21 @@ def test_many_small_regions_keep_each_write_bounded(tmp_path, monkeypatch):
         got, sends, sendfiles = _run(parts, monkeypatch)
     assert got == b"h" + body and sendfiles == []
     assert max(sends) <= net.WRITE_LIMIT and len(sends) > 1
+
+
+def test_a_closed_peer_is_a_broken_resource():
+    """Written to the descriptor, a peer that has gone is trio.BrokenResourceError, as from
+    SocketStream.send_all (the connection's error boundary catches that)."""
+    async def main():
+        a, b = socket.socketpair()
+        b.close()
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(a))
+        try:
+            await net.send_parts(stream, [b"x" * 100_000, b"y" * 100_000])
+        except trio.BrokenResourceError:
+            return True
+        finally:
+            await stream.aclose()
+        return False
+
+    assert trio.run(main)
