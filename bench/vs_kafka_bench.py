@@ -74,7 +74,11 @@ class Plan:
         # here, so its runs of those sizes hold 1 GB: 300 MB was read back in under a second,
         # and its consume rows then spread over 0.77-1.32 per round (session 13's first full run)
         self.rdkafka_count = {100: 2_500_000, 1024: 1_000_000, 10240: 100_000}
-        self.java_count = {100: 2_500_000, 1024: 300_000, 10240: 30_000}
+        # the perf tools the same way: at 300,000 x 1 KB and 30,000 x 10 KB a produce run lasted
+        # ~1.3 s and a 10 KB read ~0.5 s of a fresh JVM, and the rows followed the client's own
+        # warm-up (rounds 0.85-1.20); at 1,000,000 and 100,000 (~3-4 s) kwire led every one of
+        # 6 and 4 alternated rounds (bench/README.md, session 16)
+        self.java_count = {100: 5_000_000, 1024: 1_000_000, 10240: 100_000}
         if q:
             self.rdkafka_count = {s: n // 5 for s, n in self.rdkafka_count.items()}
             self.java_count = {s: n // 5 for s, n in self.java_count.items()}
