@@ -107,7 +107,7 @@ SAME_AS_KAFKA = ("--override", "group.initial.rebalance.delay.ms=0")
 # began, and on these VMs memory that has not been touched lately costs ~3 s per GB to touch
 # again (the host hands it back: bench/README.md, session 16), so the broker that ran after Kafka
 # wrote into cold memory and the one that ran after kwire into warm: kwire's 10 KB produce read
-# 33-56k records/s in the bench and 126-140k alone. With one second and settle() both brokers
+# 33-56k records/s in the bench and 126-140k alone. With one second and delete_and_settle() both brokers
 # begin each run with the same memory free.
 KAFKA_PROMPT_DELETE = {"log.segment.delete.delay.ms": "1000", "log.initial.task.delay.ms": "0"}
 

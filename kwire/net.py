@@ -19,7 +19,7 @@ RECV_SIZE = 256 * 1024
 COALESCE_LIMIT = 64 * 1024   # parts up to this size are copied into one write
 WRITE_LIMIT = 256 * 1024     # ... of at most this size
 
-__all__ = ["RECV_SIZE", "PeerAuthenticationFailed", "set_nodelay", "peer_name", "pump", "send_parts"]
+__all__ = ["RECV_SIZE", "PeerAuthenticationFailed", "set_socket_options", "peer_name", "pump", "send_parts"]
 
 
 class PeerAuthenticationFailed(ConnectionError):
@@ -29,8 +29,8 @@ class PeerAuthenticationFailed(ConnectionError):
     import the security layer to tell a refused login from a refused connection."""
 
 
-def set_nodelay(stream, send_buffer: int = -1, receive_buffer: int = -1) -> None:
-    """TCP_NODELAY on a socket stream: small responses go out at once (no Nagle delay). With
+def set_socket_options(stream, send_buffer: int = -1, receive_buffer: int = -1) -> None:
+    """TCP_NODELAY on a socket stream (small responses go out at once, no Nagle delay); with
     ``send_buffer`` / ``receive_buffer`` > 0 also SO_SNDBUF / SO_RCVBUF, as Kafka's SocketServer
     sets socket.send.buffer.bytes / socket.receive.buffer.bytes on each accepted socket (-1: the
     OS's own sizing, which grows the buffers with the traffic).

@@ -58,7 +58,7 @@ from kwire.memory import MemoryReclaimer
 from kwire.errors import ErrorCode, KafkaError
 from kwire.handlers import REGISTRY, RequestContext
 from kwire.internal_topics import SHARE_STATE_TOPIC as STATE_TOPIC
-from kwire.net import peer_name, pump, send_parts, set_nodelay
+from kwire.net import peer_name, pump, send_parts, set_socket_options
 from kwire.quota import edge as quota_edge
 from kwire.security.edge import HandshakeFailed, secure
 
@@ -294,7 +294,7 @@ class KafkaServer:
             refused = self._refusal(host)
             if refused is None:
                 cfg = self.broker.config
-                set_nodelay(stream, int(cfg.get("socket.send.buffer.bytes")), int(cfg.get("socket.receive.buffer.bytes")))
+                set_socket_options(stream, int(cfg.get("socket.send.buffer.bytes")), int(cfg.get("socket.receive.buffer.bytes")))
                 versions = table_of(cfg)
                 conn = KafkaConnection(int(cfg.get("socket.request.max.bytes")),
                                        max_queued=int(cfg.get("queued.max.requests")),

@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable
 import trio
 
 from kwire.connection import CLOSED, KafkaConnection, Reply, Request
-from kwire.net import peer_name, pump, send_parts, set_nodelay
+from kwire.net import peer_name, pump, send_parts, set_socket_options
 from kwire.raft.transport import RAFT_APIS, RaftTransport
 from kwire.security.controller_edge import ControllerConnection
 from kwire.security.edge import HandshakeFailed, secure
@@ -55,7 +55,7 @@ class ControllerServer:
             task_status.started()
 
     async def _handle(self, stream) -> None:
-        set_nodelay(stream)
+        set_socket_options(stream)
         peer = peer_name(stream)
         conn = KafkaConnection(64 << 20, peer=peer)
         send_lock = trio.Lock()

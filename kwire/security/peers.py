@@ -37,7 +37,7 @@ from kwire.codec.frame import NEED_DATA
 from kwire.connection import KafkaClientConnection
 from kwire.errors import ErrorCode, StartupError
 from kwire.listeners import DEFAULT_PROTOCOL_MAP, ClientListener, Endpoint, parse_protocol_map
-from kwire.net import PeerAuthenticationFailed, set_nodelay   # PeerAuthenticationFailed: see there
+from kwire.net import PeerAuthenticationFailed, set_socket_options   # PeerAuthenticationFailed: see there
 from kwire.security.edge import for_listener
 from kwire.value import Value
 
@@ -86,7 +86,7 @@ class PeerLink:
         with trio.fail_after(timeout):
             stream = await trio.open_tcp_stream(host, port)
         try:
-            set_nodelay(stream)
+            set_socket_options(stream)
             with trio.fail_after(timeout):
                 if self.ssl_context is not None:
                     stream = await self._tls(stream, host, port)
