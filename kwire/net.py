@@ -35,14 +35,18 @@ def set_socket_options(stream, send_buffer: int = -1, receive_buffer: int = -1) 
     sets socket.send.buffer.bytes / socket.receive.buffer.bytes on each accepted socket (-1: the
     OS's own sizing, which grows the buffers with the traffic).
 
-    The send buffer matters to a consumer on the same host: with a fixed 100 KiB one, a 1 MiB
-    Fetch answer leaves sendfile in ~100 KiB steps the client reads as they come; with the OS's
-    growing one it leaves in one call and the reader is woken for each 64 KiB segment, ~16 wake-ups
-    (interrupts, context switches) per answer against ~4, and librdkafka read 1 GB of 10 KB records
-    at 138k-162k records/s against 157k-197k (bench/README.md, session 16). The receive buffer is
-    the other way round: fixed at Kafka's 100 KiB, a 1 MB Produce request arrives in ~10 windows,
-    each a wake-up of the one loop, and librdkafka's 10 KB produce fell from ~140k to ~115k
-    records/s: kwire's default socket.receive.buffer.bytes is -1 (docs/differences.md)."""
+    Both are -1 in kwire by default (Kafka's are 102400). The send buffer matters to a consumer:
+    fixed at 100 KiB, a 1 MiB Fetch answer leaves in ~5-8 sendfile steps, each a wake-up of the
+    one event loop when the socket has room again (the Java consumer reads with a 64 KiB receive
+    buffer); with the OS's growing buffer the answer leaves in one sendfile and the kernel feeds
+    the client on its own. Java's ConsumerPerformance read 10 KB records at 62-68k records/s
+    against 52-54k, and librdkafka at 134-141k against 105-114k, broker CPU 0.27-0.38 s/GB
+    against 0.40-0.60 (bench/README.md, session 18). Session 16 had measured the opposite for
+    librdkafka on a faster machine (138k-162k with the OS's buffer, 157k-197k with 100 KiB); here
+    the send path of then read 119k-142k with the OS's buffer as well. The
+    receive buffer: fixed at 100 KiB, a 1 MB Produce request arrives in ~10 windows, each a
+    wake-up of the loop, and librdkafka's 10 KB produce fell from ~140k to ~115k records/s
+    (docs/differences.md)."""
     sock = getattr(stream, "socket", None)
     if sock is None:
         return
@@ -104,6 +108,7 @@ async def pump(stream, conn, next_event: Callable[[], Any], on_event: Callable[[
             data = await stream.receive_some(recv_size)
         else:
             await trio.lowlevel.checkpoint_if_cancelled()
+            waited = False
             while True:
                 try:
                     data = os.read(fd, recv_size)
@@ -113,7 +118,9 @@ async def pump(stream, conn, next_event: Callable[[], Any], on_event: Callable[[
                 except OSError as exc:
                     raise trio.BrokenResourceError(f"reading from the peer failed: {exc}") from exc
                 await trio.lowlevel.wait_readable(fd)
-            await trio.lowlevel.cancel_shielded_checkpoint()
+                waited = True
+            if not waited:   # wait_readable was this read's schedule point; else one here
+                await trio.lowlevel.cancel_shielded_checkpoint()
         conn.reading_since = None  # progress: the wait starts again from here
         conn.receive_data(data)
 
@@ -127,8 +134,21 @@ async def send_parts(stream, parts: list) -> None:
     leaves in one send, one TCP segment and one wake-up of the client, where header, then
     sendfile took two of each; the second cost ~0.2-0.4 ms on a loaded 2-core machine, in
     the end-to-end latency of every record (bench vs-kafka's end-to-end rows). Regions
-    larger than COALESCE_LIMIT keep sendfile's zero copy, as Kafka's FileRecords.writeTo."""
+    larger than COALESCE_LIMIT keep sendfile's zero copy, as Kafka's FileRecords.writeTo.
+
+    On a plain TCP stream the whole answer is one Trio operation: a cancellation point first,
+    the writes and sendfiles back to back on the descriptor (waiting for the poller only when
+    the socket is full), and one schedule point at the end unless a wait already was one. A
+    schedule point between the header and the records, and after each partial sendfile, had
+    made a 1 MiB Fetch answer ~6 turns of the event loop (strace: 8 epoll_wait a Fetch), each
+    turn tens of microseconds of the one core kwire has; Kafka's network thread writes a
+    response's header and transferTo()s its records in one pass the same way."""
     fd = stream.socket.fileno() if type(stream) is trio.SocketStream else -1
+    if fd < 0:
+        await _send_parts_stream(stream, parts)
+        return
+    await trio.lowlevel.checkpoint_if_cancelled()
+    waited = False
     pending = bytearray()
     for p in parts:
         if isinstance(p, (bytes, bytearray, memoryview)):
@@ -136,62 +156,104 @@ async def send_parts(stream, parts: list) -> None:
                 pending += p
                 continue
             if pending:
-                await _write(stream, fd, pending)
+                waited |= await _write_fd(fd, pending)
                 pending = bytearray()
-            await _write(stream, fd, p)
+            waited |= await _write_fd(fd, p)
         elif len(p) <= COALESCE_LIMIT:
             if len(pending) + len(p) > WRITE_LIMIT:   # many small regions: a bounded buffer
-                await _write(stream, fd, pending)
+                waited |= await _write_fd(fd, pending)
                 pending = bytearray()
             pending += bytes(p)
         else:
             if pending:
-                await _write(stream, fd, pending)
+                waited |= await _write_fd(fd, pending)
+                pending = bytearray()
+            for r in getattr(p, "regions", None) or (p,):
+                f = getattr(r, "file", None)
+                if f is None:
+                    waited |= await _write_fd(fd, bytes(r))
+                else:
+                    waited |= await _sendfile_fd(fd, f if isinstance(f, int) else f.fileno(), r.position, r.length)
+    if pending:
+        waited |= await _write_fd(fd, pending)
+    if not waited:
+        await trio.lowlevel.cancel_shielded_checkpoint()
+
+
+async def _write_fd(fd: int, data) -> bool:
+    """Write all of ``data`` to the non-blocking socket ``fd``, waiting for the poller only when
+    it is full; True if it waited (a schedule point). OSError becomes BrokenResourceError, as in
+    trio's SocketStream. One writer per connection: the pump answers one request at a time."""
+    waited = False
+    with memoryview(data) as view:
+        sent, n = 0, len(view)
+        while sent < n:
+            try:
+                sent += os.write(fd, view[sent:] if sent else view)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(fd)
+                waited = True
+            except OSError as exc:
+                raise trio.BrokenResourceError(f"writing to the peer failed: {exc}") from exc
+    return waited
+
+
+async def _sendfile_fd(out: int, fd: int, offset: int, count: int) -> bool:
+    """sendfile ``count`` bytes of file ``fd`` from ``offset`` to the socket ``out``, waiting
+    for the poller only when the socket is full; True if it waited."""
+    waited = False
+    while count > 0:
+        try:
+            sent = os.sendfile(out, fd, offset, count)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(out)
+            waited = True
+            continue
+        except OSError as exc:
+            raise trio.BrokenResourceError(f"sendfile to the peer failed: {exc}") from exc
+        if sent == 0:
+            raise trio.BrokenResourceError("sendfile: file ended before the region did")
+        offset += sent
+        count -= sent
+    return waited
+
+
+async def _send_parts_stream(stream, parts: list) -> None:
+    """send_parts on a stream without a descriptor of its own (TLS, in-memory): the same
+    coalescing, through ``stream.send_all``."""
+    pending = bytearray()
+    for p in parts:
+        if isinstance(p, (bytes, bytearray, memoryview)):
+            if len(p) <= COALESCE_LIMIT:
+                pending += p
+                continue
+            if pending:
+                await stream.send_all(pending)
+                pending = bytearray()
+            await stream.send_all(p)
+        elif len(p) <= COALESCE_LIMIT:
+            if len(pending) + len(p) > WRITE_LIMIT:
+                await stream.send_all(pending)
+                pending = bytearray()
+            pending += bytes(p)
+        else:
+            if pending:
+                await stream.send_all(pending)
                 pending = bytearray()
             await _send_region(stream, p)
     if pending:
-        await _write(stream, fd, pending)
-
-
-async def _write(stream, fd: int, data) -> None:
-    """``stream.send_all(data)``; on a plain TCP stream written to its descriptor with the same
-    steps as trio's own (a cancellation point, the non-blocking write first, wait_writable when
-    the socket is full, a schedule point at the end; OSError becomes BrokenResourceError), as
-    pump reads. Each response's header goes out this way before its records' sendfile: through
-    SocketStream.send_all it was ~9% of the broker's CPU serving 1 MiB Fetches (py-spy). One
-    writer per connection: the pump answers one request at a time."""
-    if fd < 0:
-        await stream.send_all(data)
-        return
-    await trio.lowlevel.checkpoint_if_cancelled()
-    with memoryview(data) as view:
-        sent = 0
-        while sent < len(view):
-            try:
-                sent += os.write(fd, view[sent:])
-            except BlockingIOError:
-                await trio.lowlevel.wait_writable(fd)
-            except OSError as exc:
-                raise trio.BrokenResourceError(f"writing to the peer failed: {exc}") from exc
-    await trio.lowlevel.cancel_shielded_checkpoint()
+        await stream.send_all(pending)
 
 
 async def _send_region(stream, region: Any) -> None:
-    """A records value that is not in memory: file regions go out with sendfile."""
-    regions = getattr(region, "regions", None)
-    if regions is None:
-        regions = [region]
-    sock = getattr(stream, "socket", None)
-    for r in regions:
+    """A records value that is not in memory, on a stream without a descriptor: file regions
+    read and written as bytes."""
+    for r in getattr(region, "regions", None) or (region,):
         f = getattr(r, "file", None)
         if f is None:
             await stream.send_all(bytes(r))
             continue
-        fd = f if isinstance(f, int) else f.fileno()
-        if sock is None:
-            await _send_file_bytes(stream, fd, r.position, r.length)
-        else:
-            await _sendfile(sock, fd, r.position, r.length)
+        await _send_file_bytes(stream, f if isinstance(f, int) else f.fileno(), r.position, r.length)
 
 
 async def _send_file_bytes(stream, fd: int, offset: int, count: int) -> None:
@@ -203,23 +265,3 @@ async def _send_file_bytes(stream, fd: int, offset: int, count: int) -> None:
         await stream.send_all(chunk)
         offset += len(chunk)
         count -= len(chunk)
-
-
-async def _sendfile(sock, fd: int, offset: int, count: int) -> None:
-    out = sock.fileno()
-    while count > 0:
-        try:
-            sent = os.sendfile(out, fd, offset, count)
-        except BlockingIOError:
-            await trio.lowlevel.wait_writable(sock)
-            continue
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
-                await trio.lowlevel.wait_writable(sock)
-                continue
-            raise trio.BrokenResourceError(str(exc)) from exc
-        if sent == 0:
-            raise trio.BrokenResourceError("sendfile: file ended before the region did")
-        offset += sent
-        count -= sent
-        await trio.lowlevel.checkpoint()

@@ -104,7 +104,8 @@ _b("listeners", LI, ["PLAINTEXT://127.0.0.1:9092"], "Listeners as NAME://host:po
 _b("advertised.listeners", LI, None, "Addresses clients are told to use; default: listeners.")
 _b("listener.security.protocol.map", S, "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:"
    "SASL_PLAINTEXT", "Security protocol of each listener name.", None, PB)
-_b("socket.send.buffer.bytes", I, 102400, "SO_SNDBUF of client sockets; -1: the OS default.")
+_b("socket.send.buffer.bytes", I, -1, "SO_SNDBUF of client sockets; -1: the OS default (kwire's default; "
+   "Kafka's: 102400).")
 _b("socket.receive.buffer.bytes", I, -1, "SO_RCVBUF of client sockets; -1: the OS default (kwire's default; "
    "Kafka's: 102400).")
 _b("socket.request.max.bytes", I, 104857600, "Largest request accepted.", at_least(1))

@@ -266,17 +266,18 @@ def _server_side_buffers(port: int, client_addr: tuple) -> tuple[int, int]:
     raise AssertionError(f"no socket of this process serves {client_addr} on port {port}")
 
 
-@pytest.mark.parametrize("send, receive", [(65536, 32768), (-1, -1)])
+@pytest.mark.parametrize("send, receive", [(65536, 32768), (-1, -1), (None, None)])
 def test_socket_buffer_sizes_are_set_on_accepted_client_sockets(send, receive):
     """socket.send.buffer.bytes / socket.receive.buffer.bytes become SO_SNDBUF / SO_RCVBUF of each
     accepted client socket, as Kafka's SocketServer sets them (Linux reports twice the size asked
-    for: its bookkeeping share); -1 leaves the OS's own, growing sizes."""
-    with Broker(overrides={"socket.send.buffer.bytes": send, "socket.receive.buffer.bytes": receive}) as b, \
-            WireClient(b.bootstrap_servers) as c:
+    for: its bookkeeping share); -1, kwire's default for both (None: not set), leaves the OS's own,
+    growing sizes."""
+    overrides = {} if send is None else {"socket.send.buffer.bytes": send, "socket.receive.buffer.bytes": receive}
+    with Broker(overrides=overrides) as b, WireClient(b.bootstrap_servers) as c:
         r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
         assert r.error_code == 0
         snd, rcv = _server_side_buffers(b.port, c.sock.getsockname())
-        if send > 0:
+        if send is not None and send > 0:
             assert (snd, rcv) == (2 * send, 2 * receive)
         else:
             # the kernel's defaults (net.ipv4.tcp_wmem / tcp_rmem), not a size of Kafka's
