@@ -13,6 +13,8 @@ falls on both alike:
 1. start-up: ``Popen`` of the server to the first answered Metadata request (polling connect
    every 2 ms). Kafka's one-off ``kafka-storage format`` runs before the clock starts.
 2. produce and consume throughput at 100 B, 1 KB and 10 KB records, acks=all, one partition,
+   each run after an untimed page-cache warm-up (warm_page_cache) and followed by its topic's
+   deletion until the broker's disk no longer holds it (delete_and_settle),
    with librdkafka (confluent-kafka, bench.server_bench's producer and consumer settings, each run
    in a fresh Python process: vs_kafka_clients.isolated) and with
    Kafka's own ``kafka-producer-perf-test`` / ``kafka-consumer-perf-test`` (ProducerPerformance /
@@ -211,6 +213,35 @@ def delete_and_settle(server, topic: str, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+# Before each timed throughput run, untimed: a file of this many times the run's bytes is written
+# next to the broker's data and deleted (warm_page_cache).
+PAGE_CACHE_WARMUP = 1.5
+
+
+def warm_page_cache(directory, nbytes: int) -> float:
+    """Write ``nbytes`` to a file in ``directory`` (beside the broker's data dir, on its filesystem)
+    and delete it; the seconds it took. On these VMs memory the page cache has not used lately is cold: the host has
+    taken it back, and touching it again costs ~2.4 s per GB against ~0.5 (bench/README.md, sessions
+    16 and 18). The page cache a run writes comes from whatever the previous runs freed, so without
+    this the broker that ran first in a slot (after its own smaller run) wrote 1 KB records into
+    cold memory and the one after it into the gigabyte just freed: librdkafka's 1 KB produce read
+    291k-398k records/s on kwire and 316k-352k on Kafka in the first slot, 675k-745k and 397k-573k in
+    the second (copy_folio_from_iter_atomic 62% of kwire's profile). Written first, the pages are
+    warm for either broker: kwire's first-slot run read 722k-756k."""
+    path = os.path.join(directory, f".page-cache-warmup-{uuid.uuid4().hex[:8]}")
+    chunk = bytes(1 << 20)
+    t0 = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        left = nbytes
+        while left > 0:
+            left -= os.write(fd, chunk[:min(left, len(chunk))])
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return time.perf_counter() - t0
+
+
 def _order(names: list[str], r: int) -> list[str]:
     return names if r % 2 == 0 else names[::-1]
 
@@ -274,15 +305,15 @@ def throughput(plan: Plan, servers: dict, meters: dict[str, CpuMeter], run_id: s
                     topic = f"vs-{client}-{size}-{r}-{run_id}"
                     create_topic(bs, topic)
                     bp, bc = {}, {}
+                    n = plan.rdkafka_count[size] if client == "librdkafka" else plan.java_count[size]
+                    warm_page_cache(os.path.dirname(servers[name].data_dir), int(n * size * PAGE_CACHE_WARMUP))
                     if client == "librdkafka":
-                        n = plan.rdkafka_count[size]
                         with busy(meter, "produce", bp):
                             prod = n / isolated("produce_throughput", bs, topic, n, size)
                         if consume:
                             with busy(meter, "consume", bc):
                                 cons = n / isolated("consume_throughput", bs, topic, 1, n)
                     else:
-                        n = plan.java_count[size]
                         with busy(meter, "produce", bp):
                             prod = producer_perf(bs, topic, n, size).records_per_s
                         if consume:

@@ -136,3 +136,22 @@ def test_paired_line_judges_the_median_of_its_paired_rounds():
     assert drift.kwire / drift.kafka > 1.0 and drift.ratio < 1.0 and drift.verdict == "MISS"
     single = Line.paired("x", "ms", [1.0], [2.0])
     assert single.spread == "-" and single.ratio == 0.5
+
+
+def test_the_page_cache_warm_up_writes_its_bytes_and_leaves_nothing(tmp_path, monkeypatch):
+    """bench vs-kafka's untimed warm-up before each throughput run: ``nbytes`` written (a last
+    partial chunk included) to one file in the directory given, which is gone afterwards."""
+    from bench import vs_kafka_bench  # noqa: PLC0415 - imports Kafka's test harness; this test only
+
+    written = []
+    real_write = os.write
+
+    def counting_write(fd, data):
+        n = real_write(fd, data)
+        written.append(n)
+        return n
+
+    monkeypatch.setattr(vs_kafka_bench.os, "write", counting_write)
+    seconds = vs_kafka_bench.warm_page_cache(tmp_path, 3 * (1 << 20) + 12345)
+    assert sum(written) == 3 * (1 << 20) + 12345 and len(written) == 4
+    assert seconds >= 0 and list(tmp_path.iterdir()) == []
