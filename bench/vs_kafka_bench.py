@@ -361,8 +361,19 @@ def transactions(plan: Plan, servers: dict, tmp: str) -> dict[str, dict]:
     out = {name: {"txn": [], "idem": [], "ratio": [], "tv": "?"} for name in servers}
     for r in range(plan.txn_rounds):
         for name in _order(list(servers), r):
-            got = java_pairs(cp, servers[name].bootstrap, k=100, blocks=plan.txn_blocks,
-                             per_block=plan.txn_per_block)
+            try:
+                got = java_pairs(cp, servers[name].bootstrap, k=100, blocks=plan.txn_blocks,
+                                 per_block=plan.txn_per_block)
+            except RuntimeError as exc:
+                if name != "kafka":
+                    raise   # kwire's own failure ends the run: it is a bug to fix, not noise
+                # Kafka 4.3.1 answered one session-18 run's Java producer INVALID_TXN_STATE mid-run
+                # (InvalidTxnStateException, fatal to the producer) in a plain begin / 10 x send /
+                # commit loop, which took the whole table with it: the peer's failure is shown and
+                # its round run again once
+                print(f"transactions round {r + 1} kafka failed, run again: {str(exc)[-300:]}", flush=True)
+                got = java_pairs(cp, servers[name].bootstrap, k=100, blocks=plan.txn_blocks,
+                                 per_block=plan.txn_per_block)
             txn = max(got["txn-5"][0], got["txn-0"][0])
             idem = max(got["idem-5"][0], got["idem-0"][0])
             o = out[name]
