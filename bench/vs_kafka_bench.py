@@ -368,7 +368,7 @@ def transactions(plan: Plan, servers: dict, tmp: str) -> dict[str, dict]:
                 if name != "kafka":
                     raise   # kwire's own failure ends the run: it is a bug to fix, not noise
                 # Kafka 4.3.1 answered one session-18 run's Java producer INVALID_TXN_STATE mid-run
-                # (InvalidTxnStateException, fatal to the producer) in a plain begin / 10 x send /
+                # (InvalidTxnStateException, fatal to the producer) in a plain begin / 100 x send /
                 # commit loop, which took the whole table with it: the peer's failure is shown and
                 # its round run again once
                 print(f"transactions round {r + 1} kafka failed, run again: {str(exc)[-300:]}", flush=True)
