@@ -58,6 +58,37 @@ def set_socket_options(stream, send_buffer: int = -1, receive_buffer: int = -1) 
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
     except OSError:
         pass
+    if _TCP_CONGESTION is not None and _is_loopback(sock):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, _TCP_CONGESTION, LOOPBACK_CONGESTION_CONTROL)
+        except OSError:   # a kernel without it: the host's default stands
+            pass
+
+
+# A connection within this host sends with Reno (which every kernel allows any process),
+# whatever the host's default. Where that default is BBR, the kernel paces what a socket sends with
+# a timer (tcp_pacing_check: an hrtimer per burst, a VM exit each on a virtual machine), and on
+# loopback, where the link is a memory copy, the pacing is all cost: librdkafka read 1 GB of 10 KB
+# records from kwire in one of two modes, 130k-155k records/s at ~0.25 s of broker CPU per GB or
+# 95k-117k at ~0.6 (the extra all system time under sendfile), the mode held for the connection;
+# with Reno 6 runs of 6 read 149k-163k at 0.24-0.28 (bench/README.md, session 18). Not for a
+# connection from another host, where the operator's choice stands.
+LOOPBACK_CONGESTION_CONTROL = b"reno"
+_TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", None)   # Linux only
+
+
+def _is_loopback(sock) -> bool:
+    """Whether the peer of a TCP socket is on this host's loopback (127.0.0.0/8, ::1, or an
+    IPv4-mapped 127.x)."""
+    try:
+        if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.type != socket.SOCK_STREAM:
+            return False
+        host = sock.getpeername()[0]
+    except OSError:
+        return False
+    if host.startswith("::ffff:"):
+        host = host[7:]
+    return host.startswith("127.") or host == "::1"
 
 
 def peer_name(stream) -> str:

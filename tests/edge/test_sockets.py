@@ -282,3 +282,35 @@ def test_socket_buffer_sizes_are_set_on_accepted_client_sockets(send, receive):
         else:
             # the kernel's defaults (net.ipv4.tcp_wmem / tcp_rmem), not a size of Kafka's
             assert snd not in (2 * 65536, 2 * 102400) and rcv not in (2 * 32768, 2 * 102400)
+
+
+def _server_side_congestion_control(port: int, client_addr: tuple) -> str:
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            if not os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+                continue
+            s = socket.socket(fileno=os.dup(fd))
+        except OSError:
+            continue
+        with s:
+            try:
+                if s.family not in (socket.AF_INET, socket.AF_INET6) or s.type != socket.SOCK_STREAM \
+                        or s.getsockname()[1] != port or s.getpeername() != client_addr:
+                    continue
+            except OSError:
+                continue
+            return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
+    raise AssertionError(f"no socket of this process serves {client_addr} on port {port}")
+
+
+def test_a_loopback_client_is_served_with_reno():
+    """A client on this host's loopback is sent to with Reno whatever the host's default (BBR
+    paces with a timer, all cost on loopback: kwire.net.LOOPBACK_CONGESTION_CONTROL); the
+    kernel's default is what a socket had before (checked on one of the test's own)."""
+    with socket.socket() as probe:
+        default = probe.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
+    assert default   # the kernel names its default (reno, cubic, bbr, ...)
+    with Broker() as b, WireClient(b.bootstrap_servers) as c:
+        r = c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+        assert r.error_code == 0
+        assert _server_side_congestion_control(b.port, c.sock.getsockname()) == "reno"
