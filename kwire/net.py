@@ -6,7 +6,6 @@ with ``os.sendfile`` where the stream has a socket, as plain bytes where it has 
 """
 from __future__ import annotations
 
-import errno
 import os
 import socket
 from typing import Any, Awaitable, Callable
@@ -180,6 +179,20 @@ async def send_parts(stream, parts: list) -> None:
         return
     await trio.lowlevel.checkpoint_if_cancelled()
     waited = False
+    for item in _coalesced(parts):
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            waited |= await _write_fd(fd, item)
+        else:
+            waited |= await _sendfile_fd(fd, _fileno(item.file), item.position, item.length)
+    if not waited:
+        await trio.lowlevel.cancel_shielded_checkpoint()
+
+
+def _coalesced(parts: list):
+    """``parts`` as send_parts writes them, in order: bytes to write (byte parts and regions of
+    up to COALESCE_LIMIT joined, at most WRITE_LIMIT at a time; a larger byte part alone), and
+    the file regions of each larger records value, to be sent from their files. Each bytearray
+    yielded is the caller's once yielded (written before the next item is asked for)."""
     pending = bytearray()
     for p in parts:
         if isinstance(p, (bytes, bytearray, memoryview)):
@@ -187,28 +200,26 @@ async def send_parts(stream, parts: list) -> None:
                 pending += p
                 continue
             if pending:
-                waited |= await _write_fd(fd, pending)
+                yield pending
                 pending = bytearray()
-            waited |= await _write_fd(fd, p)
+            yield p
         elif len(p) <= COALESCE_LIMIT:
             if len(pending) + len(p) > WRITE_LIMIT:   # many small regions: a bounded buffer
-                waited |= await _write_fd(fd, pending)
+                yield pending
                 pending = bytearray()
             pending += bytes(p)
         else:
             if pending:
-                waited |= await _write_fd(fd, pending)
+                yield pending
                 pending = bytearray()
             for r in getattr(p, "regions", None) or (p,):
-                f = getattr(r, "file", None)
-                if f is None:
-                    waited |= await _write_fd(fd, bytes(r))
-                else:
-                    waited |= await _sendfile_fd(fd, f if isinstance(f, int) else f.fileno(), r.position, r.length)
+                yield r if getattr(r, "file", None) is not None else bytes(r)
     if pending:
-        waited |= await _write_fd(fd, pending)
-    if not waited:
-        await trio.lowlevel.cancel_shielded_checkpoint()
+        yield pending
+
+
+def _fileno(f) -> int:
+    return f if isinstance(f, int) else f.fileno()
 
 
 async def _write_fd(fd: int, data) -> bool:
@@ -251,40 +262,12 @@ async def _sendfile_fd(out: int, fd: int, offset: int, count: int) -> bool:
 
 async def _send_parts_stream(stream, parts: list) -> None:
     """send_parts on a stream without a descriptor of its own (TLS, in-memory): the same
-    coalescing, through ``stream.send_all``."""
-    pending = bytearray()
-    for p in parts:
-        if isinstance(p, (bytes, bytearray, memoryview)):
-            if len(p) <= COALESCE_LIMIT:
-                pending += p
-                continue
-            if pending:
-                await stream.send_all(pending)
-                pending = bytearray()
-            await stream.send_all(p)
-        elif len(p) <= COALESCE_LIMIT:
-            if len(pending) + len(p) > WRITE_LIMIT:
-                await stream.send_all(pending)
-                pending = bytearray()
-            pending += bytes(p)
+    pieces through ``stream.send_all``, file regions read and written as bytes."""
+    for item in _coalesced(parts):
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            await stream.send_all(item)
         else:
-            if pending:
-                await stream.send_all(pending)
-                pending = bytearray()
-            await _send_region(stream, p)
-    if pending:
-        await stream.send_all(pending)
-
-
-async def _send_region(stream, region: Any) -> None:
-    """A records value that is not in memory, on a stream without a descriptor: file regions
-    read and written as bytes."""
-    for r in getattr(region, "regions", None) or (region,):
-        f = getattr(r, "file", None)
-        if f is None:
-            await stream.send_all(bytes(r))
-            continue
-        await _send_file_bytes(stream, f if isinstance(f, int) else f.fileno(), r.position, r.length)
+            await _send_file_bytes(stream, _fileno(item.file), item.position, item.length)
 
 
 async def _send_file_bytes(stream, fd: int, offset: int, count: int) -> None:
