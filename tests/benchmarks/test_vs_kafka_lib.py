@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from bench import vs_kafka_bench
 from bench.vs_kafka_lib import (CpuMeter, Line, busy, cpu_seconds, parse_consumer_performance, parse_producer_performance,
                                 parse_stat_cpu_seconds, parse_status_kib, percentile, rss_mib, verdict)
 
@@ -141,8 +142,6 @@ def test_paired_line_judges_the_median_of_its_paired_rounds():
 def test_the_page_cache_warm_up_writes_its_bytes_and_leaves_nothing(tmp_path, monkeypatch):
     """bench vs-kafka's untimed warm-up before each throughput run: ``nbytes`` written (a last
     partial chunk included) to one file in the directory given, which is gone afterwards."""
-    from bench import vs_kafka_bench  # noqa: PLC0415 - imports Kafka's test harness; this test only
-
     written = []
     real_write = os.write
 

@@ -245,9 +245,9 @@ def test_accept_emfile_neither_spins_nor_kills_the_listener():
         shutil.rmtree(data, ignore_errors=True)
 
 
-def _server_side_buffers(port: int, client_addr: tuple) -> tuple[int, int]:
-    """SO_SNDBUF and SO_RCVBUF of this process's socket that serves ``client_addr`` on ``port``
-    (the broker runs in this process: Broker's thread mode)."""
+def _server_side_socket(port: int, client_addr: tuple) -> socket.socket:
+    """A duplicate of this process's socket that serves ``client_addr`` on ``port`` (the broker
+    runs in this process: Broker's thread mode); the caller closes it."""
     for fd in map(int, os.listdir("/proc/self/fd")):
         try:
             if not os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
@@ -255,15 +255,20 @@ def _server_side_buffers(port: int, client_addr: tuple) -> tuple[int, int]:
             s = socket.socket(fileno=os.dup(fd))
         except OSError:
             continue
-        with s:
-            try:
-                if s.family not in (socket.AF_INET, socket.AF_INET6) or s.type != socket.SOCK_STREAM \
-                        or s.getsockname()[1] != port or s.getpeername() != client_addr:
-                    continue
-            except OSError:
-                continue
-            return s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF), s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        try:
+            if s.family in (socket.AF_INET, socket.AF_INET6) and s.type == socket.SOCK_STREAM \
+                    and s.getsockname()[1] == port and s.getpeername() == client_addr:
+                return s
+        except OSError:
+            pass
+        s.close()
     raise AssertionError(f"no socket of this process serves {client_addr} on port {port}")
+
+
+def _server_side_buffers(port: int, client_addr: tuple) -> tuple[int, int]:
+    """SO_SNDBUF and SO_RCVBUF of the broker's socket that serves ``client_addr`` on ``port``."""
+    with _server_side_socket(port, client_addr) as s:
+        return s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF), s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
 
 
 @pytest.mark.parametrize("send, receive", [(65536, 32768), (-1, -1), (None, None)])
@@ -285,22 +290,8 @@ def test_socket_buffer_sizes_are_set_on_accepted_client_sockets(send, receive):
 
 
 def _server_side_congestion_control(port: int, client_addr: tuple) -> str:
-    for fd in map(int, os.listdir("/proc/self/fd")):
-        try:
-            if not os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
-                continue
-            s = socket.socket(fileno=os.dup(fd))
-        except OSError:
-            continue
-        with s:
-            try:
-                if s.family not in (socket.AF_INET, socket.AF_INET6) or s.type != socket.SOCK_STREAM \
-                        or s.getsockname()[1] != port or s.getpeername() != client_addr:
-                    continue
-            except OSError:
-                continue
-            return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
-    raise AssertionError(f"no socket of this process serves {client_addr} on port {port}")
+    with _server_side_socket(port, client_addr) as s:
+        return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
 
 
 def test_a_loopback_client_is_served_with_reno():
